@@ -1,0 +1,117 @@
+//! Contract of the item port: conditions, atomic batches, ordered queries, isolation.
+
+use std::sync::Arc;
+
+use domain::ErrorCode;
+use ports::items::{Condition, Item, ItemStore, Query, Write, MAX_WRITES_PER_BATCH};
+
+use crate::fresh_tenant;
+
+fn item(tenant: &str, part: &str, sk: &str, version: u64, body: &str) -> Item {
+    Item { tenant: tenant.into(), part: part.into(), sk: sk.into(), version, body: body.as_bytes().to_vec() }
+}
+
+fn put(i: Item, condition: Condition) -> Write {
+    Write::Put { item: i, condition }
+}
+
+pub async fn conditions_guard_writes(store: Arc<dyn ItemStore>) {
+    let t = fresh_tenant("items");
+    let t = t.as_str();
+    assert_eq!(store.get(t, "p", "a").await.unwrap(), None);
+    store.write(vec![put(item(t, "p", "a", 1, "one"), Condition::Absent)]).await.unwrap();
+    let e = store.write(vec![put(item(t, "p", "a", 1, "again"), Condition::Absent)]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(store.get(t, "p", "a").await.unwrap().unwrap().body, b"one");
+
+    // Optimistic versioning: the right version wins once, a stale one loses.
+    store.write(vec![put(item(t, "p", "a", 2, "two"), Condition::Version(1))]).await.unwrap();
+    let e = store.write(vec![put(item(t, "p", "a", 2, "stale"), Condition::Version(1))]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    let got = store.get(t, "p", "a").await.unwrap().unwrap();
+    assert_eq!((got.version, got.body.as_slice()), (2, b"two".as_slice()));
+
+    // Exists on a missing item fails; None always writes.
+    let e = store.write(vec![put(item(t, "p", "zz", 1, "x"), Condition::Exists)]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    store.write(vec![put(item(t, "p", "a", 9, "forced"), Condition::None)]).await.unwrap();
+    assert_eq!(store.get(t, "p", "a").await.unwrap().unwrap().version, 9);
+
+    store
+        .write(vec![Write::Delete { tenant: t.into(), part: "p".into(), sk: "a".into(), condition: Condition::Version(9) }])
+        .await
+        .unwrap();
+    assert_eq!(store.get(t, "p", "a").await.unwrap(), None);
+}
+
+pub async fn batches_are_atomic(store: Arc<dyn ItemStore>) {
+    let t = fresh_tenant("atomic");
+    let t = t.as_str();
+    store.write(vec![put(item(t, "p", "exists", 1, "x"), Condition::None)]).await.unwrap();
+    let e = store
+        .write(vec![
+            put(item(t, "p", "new-1", 1, "a"), Condition::Absent),
+            put(item(t, "q", "new-2", 1, "b"), Condition::Absent),
+            put(item(t, "p", "exists", 1, "y"), Condition::Absent),
+        ])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert_eq!(store.get(t, "p", "new-1").await.unwrap(), None, "a failed batch must write nothing");
+    assert_eq!(store.get(t, "q", "new-2").await.unwrap(), None);
+    assert_eq!(store.get(t, "p", "exists").await.unwrap().unwrap().body, b"x");
+
+    let too_many = (0..=MAX_WRITES_PER_BATCH).map(|i| put(item(t, "p", &format!("k{i}"), 1, "v"), Condition::None)).collect();
+    assert_eq!(store.write(too_many).await.unwrap_err().code, ErrorCode::InvalidRequest);
+}
+
+pub async fn queries_are_ordered_and_paged(store: Arc<dyn ItemStore>) {
+    let t = fresh_tenant("query");
+    let t = t.as_str();
+    let mut writes = Vec::new();
+    for i in 0..12 {
+        writes.push(put(item(t, "p", &format!("a#{i:02}"), 1, "a"), Condition::None));
+    }
+    writes.push(put(item(t, "p", "b#00", 1, "b"), Condition::None));
+    writes.push(put(item(t, "other", "a#99", 1, "o"), Condition::None));
+    store.write(writes).await.unwrap();
+
+    let mut seen = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let (page, more) = store
+            .query(Query { tenant: t, part: "p", prefix: "a#", after: after.as_deref(), limit: 5, descending: false })
+            .await
+            .unwrap();
+        assert!(page.len() <= 5);
+        seen.extend(page.iter().map(|i| i.sk.clone()));
+        if !more {
+            break;
+        }
+        after = page.last().map(|i| i.sk.clone());
+        assert!(seen.len() <= 12, "pagination must terminate");
+    }
+    let expected: Vec<String> = (0..12).map(|i| format!("a#{i:02}")).collect();
+    assert_eq!(seen, expected);
+
+    let (desc, _) = store.query(Query { tenant: t, part: "p", prefix: "", after: None, limit: 3, descending: true }).await.unwrap();
+    let sks: Vec<_> = desc.iter().map(|i| i.sk.as_str()).collect();
+    assert_eq!(sks, ["b#00", "a#11", "a#10"]);
+    let (desc2, _) =
+        store.query(Query { tenant: t, part: "p", prefix: "", after: Some("a#10"), limit: 2, descending: true }).await.unwrap();
+    let sks: Vec<_> = desc2.iter().map(|i| i.sk.as_str()).collect();
+    assert_eq!(sks, ["a#09", "a#08"]);
+}
+
+pub async fn tenants_are_isolated(store: Arc<dyn ItemStore>) {
+    let a = fresh_tenant("iso-a");
+    let b = fresh_tenant("iso-b");
+    store.write(vec![put(item(a.as_str(), "p", "secret", 1, "a-data"), Condition::None)]).await.unwrap();
+    assert_eq!(store.get(b.as_str(), "p", "secret").await.unwrap(), None);
+    let (items, _) =
+        store.query(Query { tenant: b.as_str(), part: "p", prefix: "", after: None, limit: 100, descending: false }).await.unwrap();
+    assert!(items.is_empty());
+    // B writing the same key creates B's own item; A's is untouched.
+    store.write(vec![put(item(b.as_str(), "p", "secret", 1, "b-data"), Condition::Absent)]).await.unwrap();
+    assert_eq!(store.get(a.as_str(), "p", "secret").await.unwrap().unwrap().body, b"a-data");
+}

@@ -1,0 +1,417 @@
+//! Contract of the typed record stores (over any item backend).
+
+use std::collections::BTreeSet;
+
+use domain::audit::AuditRecord;
+use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole};
+use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
+use domain::proposal::{Proposal, ProposalState};
+use domain::spine::{Entity, EntityRef, PoleClass, Relationship, Signal};
+use domain::tenant::{Department, Industry, PlanTier, Tenant};
+use domain::value::{Attributes, Value};
+use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
+use ports::records::{
+    AuditLog, Direction, EntityStore, Expect, IdempotencyStore, MemoryStore, PrincipalStore, ProposalStore, RelationshipStore,
+    SignalStore, TenantStore,
+};
+use ports::Records;
+
+use crate::fresh_tenant;
+
+fn id(s: &str) -> Id {
+    Id::new(s).unwrap()
+}
+
+fn ty(s: &str) -> EntityType {
+    EntityType::new(s).unwrap()
+}
+
+pub fn entity(t: &TenantId, kind: &str, eid: &str, name: &str) -> Entity {
+    let mut attributes = Attributes::new();
+    attributes.insert("name".into(), Value::Text(name.into()));
+    Entity {
+        tenant: t.clone(),
+        entity_type: ty(kind),
+        id: id(eid),
+        pole_class: PoleClass::Organization,
+        attributes,
+        created_at: Timestamp(1),
+        updated_at: Timestamp(1),
+        version: 0,
+    }
+}
+
+fn memory(t: &TenantId, mid: &str, scope: MemoryScope) -> MemoryEntry {
+    MemoryEntry {
+        tenant: t.clone(),
+        id: id(mid),
+        memory_type: MemoryType::Org,
+        scope,
+        kind: "decision".into(),
+        title: format!("title {mid}"),
+        body: "body".into(),
+        state: GovernanceState::Active,
+        lineage: Lineage::default(),
+        created_by: id("u1"),
+        created_at: Timestamp(1),
+        updated_at: Timestamp(1),
+        version: 0,
+    }
+}
+
+fn proposal(t: &TenantId, pid: &str) -> Proposal {
+    Proposal {
+        tenant: t.clone(),
+        id: id(pid),
+        kind: "memory".into(),
+        title: "We ship on Tuesdays".into(),
+        body: "Decided in the weekly".into(),
+        supersedes: None,
+        state: ProposalState::Pending,
+        score: None,
+        decision_reason: None,
+        proposed_by: id("u1"),
+        source_session: None,
+        created_at: Timestamp(1),
+        updated_at: Timestamp(1),
+        version: 1,
+    }
+}
+
+pub async fn tenants_crud_and_versioning(r: Records) {
+    let slug = fresh_tenant("ten");
+    let t = Tenant::new(slug.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Healthcare, Timestamp(5));
+    r.create_tenant(&t).await.unwrap();
+    assert_eq!(r.create_tenant(&t).await.unwrap_err().code, ErrorCode::Conflict);
+    let got = r.get_tenant(&slug).await.unwrap().unwrap();
+    assert_eq!(got, t);
+
+    let mut up = got.clone();
+    up.plan = PlanTier::Pro;
+    let stored = r.update_tenant(&up).await.unwrap();
+    assert_eq!(stored.version, 2);
+    // A writer holding version 1 loses.
+    let mut stale = got.clone();
+    stale.plan = PlanTier::Free;
+    assert_eq!(r.update_tenant(&stale).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(r.get_tenant(&slug).await.unwrap().unwrap().plan, PlanTier::Pro);
+
+    // The registry lists it, through pages.
+    let mut found = false;
+    let mut page = PageRequest::first(100);
+    for _ in 0..10_000 {
+        let p = r.list_tenants(&page).await.unwrap();
+        found |= p.items.contains(&slug);
+        match p.next_cursor {
+            Some(c) => page = PageRequest::after(100, c),
+            None => break,
+        }
+    }
+    assert!(found);
+    assert_eq!(r.get_tenant(&fresh_tenant("absent")).await.unwrap(), None);
+}
+
+pub async fn principals_and_api_keys(r: Records) {
+    let t = fresh_tenant("keys");
+    let p = Principal {
+        tenant: t.clone(),
+        id: id("owner"),
+        kind: PrincipalKind::User,
+        role: Role::Owner,
+        display_name: "Owner".into(),
+        created_at: Timestamp(1),
+    };
+    r.create_principal(&p).await.unwrap();
+    assert_eq!(r.create_principal(&p).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(r.get_principal(&t, &id("owner")).await.unwrap(), Some(p));
+    for n in 0..3 {
+        let key = ApiKeyRecord {
+            tenant: t.clone(),
+            key_id: id(&format!("k{n}")),
+            principal: id("owner"),
+            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
+            teams: vec![],
+            projects: vec!["apollo".into()],
+            secret_sha256: "ab".repeat(32),
+            created_at: Timestamp(1),
+            revoked_at: None,
+        };
+        r.create_api_key(&key).await.unwrap();
+    }
+    let first = r.list_api_keys(&t, &PageRequest::first(2)).await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    let rest = r.list_api_keys(&t, &PageRequest::after(2, first.next_cursor.clone().unwrap())).await.unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert_eq!(rest.next_cursor, None);
+
+    r.revoke_api_key(&t, &id("k1"), Timestamp(9)).await.unwrap();
+    assert_eq!(r.get_api_key(&t, &id("k1")).await.unwrap().unwrap().revoked_at, Some(Timestamp(9)));
+    r.revoke_api_key(&t, &id("k1"), Timestamp(10)).await.unwrap();
+    assert_eq!(r.get_api_key(&t, &id("k1")).await.unwrap().unwrap().revoked_at, Some(Timestamp(9)), "revocation is idempotent");
+    assert_eq!(r.revoke_api_key(&t, &id("nope"), Timestamp(9)).await.unwrap_err().code, ErrorCode::NotFound);
+}
+
+pub async fn entities_crud_and_pagination(r: Records) {
+    let t = fresh_tenant("ent");
+    let e = entity(&t, "account", "acme-1", "Acme");
+    let stored = r.put_entity(&e, Expect::Absent).await.unwrap();
+    assert_eq!(stored.version, 1);
+    assert_eq!(r.put_entity(&e, Expect::Absent).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(r.get_entity(&t, &ty("account"), &id("acme-1")).await.unwrap(), Some(stored.clone()));
+
+    let mut renamed = stored.clone();
+    renamed.attributes.insert("name".into(), "Acme Corp".into());
+    let v2 = r.put_entity(&renamed, Expect::Version(1)).await.unwrap();
+    assert_eq!(v2.version, 2);
+    assert_eq!(r.put_entity(&renamed, Expect::Version(1)).await.unwrap_err().code, ErrorCode::Conflict, "stale version loses");
+    let v3 = r.put_entity(&renamed, Expect::Any).await.unwrap();
+    assert_eq!(v3.version, 3, "unconditional writes still bump the version");
+
+    for i in 0..23 {
+        r.put_entity(&entity(&t, "contact", &format!("c-{i:03}"), "Person"), Expect::Absent).await.unwrap();
+    }
+    let mut ids = Vec::new();
+    let mut page = PageRequest::first(10);
+    loop {
+        let p = r.list_entities(&t, Some(&ty("contact")), &page).await.unwrap();
+        assert!(p.items.len() <= 10);
+        assert!(p.items.iter().all(|e| e.entity_type.as_str() == "contact"));
+        ids.extend(p.items.into_iter().map(|e| e.id.to_string()));
+        match p.next_cursor {
+            Some(c) => page = PageRequest::after(10, c),
+            None => break,
+        }
+        assert!(ids.len() <= 23);
+    }
+    let expected: Vec<String> = (0..23).map(|i| format!("c-{i:03}")).collect();
+    assert_eq!(ids, expected);
+    let all = r.list_entities(&t, None, &PageRequest::first(500)).await.unwrap();
+    assert_eq!(all.items.len(), 24);
+
+    let bad = r.list_entities(&t, None, &PageRequest::after(10, "not-a-cursor")).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidRequest);
+}
+
+pub async fn relationships_both_directions(r: Records) {
+    let t = fresh_tenant("rel");
+    let acct = EntityRef { entity_type: ty("account"), id: id("a1") };
+    let c1 = EntityRef { entity_type: ty("contact"), id: id("c1") };
+    let c2 = EntityRef { entity_type: ty("contact"), id: id("c2") };
+    for c in [&c1, &c2] {
+        r.put_relationship(&Relationship {
+            tenant: t.clone(),
+            from: c.clone(),
+            to: acct.clone(),
+            kind: ty("works_at"),
+            valid_from: Timestamp(1),
+            valid_to: None,
+            attributes: Attributes::new(),
+        })
+        .await
+        .unwrap();
+    }
+    let incoming = r.list_relationships(&t, &acct, Direction::Incoming, &PageRequest::first(10)).await.unwrap();
+    let froms: BTreeSet<_> = incoming.items.iter().map(|x| x.from.id.to_string()).collect();
+    assert_eq!(froms, BTreeSet::from(["c1".to_string(), "c2".to_string()]));
+    let out = r.list_relationships(&t, &c1, Direction::Outgoing, &PageRequest::first(10)).await.unwrap();
+    assert_eq!(out.items.len(), 1);
+    assert_eq!(out.items[0].to, acct);
+    assert!(r.list_relationships(&t, &acct, Direction::Outgoing, &PageRequest::first(10)).await.unwrap().items.is_empty());
+}
+
+pub async fn signals_newest_first(r: Records) {
+    let t = fresh_tenant("sig");
+    let acct = EntityRef { entity_type: ty("account"), id: id("a1") };
+    let other = EntityRef { entity_type: ty("account"), id: id("a2") };
+    for (i, at) in [(1, 100), (2, 300), (3, 200)] {
+        r.append_signal(&Signal {
+            tenant: t.clone(),
+            id: id(&format!("s{i}")),
+            entity: if i == 3 { other.clone() } else { acct.clone() },
+            kind: ty("health_changed"),
+            at: Timestamp(at),
+            before: Some(Value::Int(i)),
+            after: Some(Value::Int(i + 1)),
+        })
+        .await
+        .unwrap();
+    }
+    let all = r.list_signals(&t, None, &PageRequest::first(10)).await.unwrap();
+    let order: Vec<_> = all.items.iter().map(|s| s.id.to_string()).collect();
+    assert_eq!(order, ["s2", "s3", "s1"]);
+    let of_acct = r.list_signals(&t, Some(&acct), &PageRequest::first(10)).await.unwrap();
+    let order: Vec<_> = of_acct.items.iter().map(|s| s.id.to_string()).collect();
+    assert_eq!(order, ["s2", "s1"]);
+    assert_eq!(r.get_signal(&t, &id("s3")).await.unwrap().unwrap().entity, other);
+    let dup = r.list_signals(&t, None, &PageRequest::first(1)).await.unwrap();
+    let s = &dup.items[0];
+    assert_eq!(r.append_signal(s).await.unwrap_err().code, ErrorCode::Conflict, "signal ids are unique");
+}
+
+pub async fn memory_scopes_and_turns(r: Records) {
+    let t = fresh_tenant("mem");
+    let scopes = [
+        MemoryScope::Org,
+        MemoryScope::Team("core".into()),
+        MemoryScope::Project("apollo".into()),
+        MemoryScope::Personal("u1".into()),
+        MemoryScope::Session("u1.s1".into()),
+    ];
+    for (i, s) in scopes.iter().enumerate() {
+        r.put_memory(&memory(&t, &format!("m{i}"), s.clone()), Expect::Absent).await.unwrap();
+    }
+    for s in &scopes {
+        let listed = r.list_memory(&t, s, &PageRequest::first(10)).await.unwrap();
+        assert_eq!(listed.items.len(), 1, "exactly one entry in {s:?}");
+        assert_eq!(&listed.items[0].scope, s);
+    }
+    assert!(r.list_memory(&t, &MemoryScope::Team("other".into()), &PageRequest::first(10)).await.unwrap().items.is_empty());
+    // Prefix safety: project "apollo" must not list project "apollo2".
+    r.put_memory(&memory(&t, "m-ap2", MemoryScope::Project("apollo2".into())), Expect::Absent).await.unwrap();
+    assert_eq!(r.list_memory(&t, &MemoryScope::Project("apollo".into()), &PageRequest::first(10)).await.unwrap().items.len(), 1);
+
+    // Supersede: state changes are versioned and visible in the scope listing.
+    let m0 = r.get_memory(&t, &id("m0")).await.unwrap().unwrap();
+    let mut superseded = m0.clone();
+    superseded.state = GovernanceState::Superseded { by: id("m9") };
+    r.put_memory(&superseded, Expect::Version(m0.version)).await.unwrap();
+    assert_eq!(r.put_memory(&superseded, Expect::Version(m0.version)).await.unwrap_err().code, ErrorCode::Conflict);
+    let listed = r.list_memory(&t, &MemoryScope::Org, &PageRequest::first(10)).await.unwrap();
+    assert_eq!(listed.items[0].state, GovernanceState::Superseded { by: id("m9") });
+    let mut moved = superseded.clone();
+    moved.version += 1;
+    moved.scope = MemoryScope::Global;
+    assert_eq!(r.put_memory(&moved, Expect::Any).await.unwrap_err().code, ErrorCode::InvalidRequest, "scope never changes");
+
+    for seq in 1..=3u64 {
+        r.append_turn(&ConversationTurn {
+            tenant: t.clone(),
+            session: "u1.s1".into(),
+            seq,
+            id: id(&format!("turn{seq}")),
+            role: if seq % 2 == 1 { TurnRole::User } else { TurnRole::Assistant },
+            content: format!("turn {seq}"),
+            principal: id("u1"),
+            at: Timestamp(i64::try_from(seq).unwrap()),
+        })
+        .await
+        .unwrap();
+    }
+    let turns = r.list_turns(&t, "u1.s1", &PageRequest::first(10)).await.unwrap();
+    let seqs: Vec<u64> = turns.items.iter().map(|x| x.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    let dup = turns.items[0].clone();
+    assert_eq!(r.append_turn(&dup).await.unwrap_err().code, ErrorCode::Conflict);
+}
+
+pub async fn proposals_lifecycle(r: Records) {
+    let t = fresh_tenant("prop");
+    r.create_proposal(&proposal(&t, "p1")).await.unwrap();
+    r.create_proposal(&proposal(&t, "p2")).await.unwrap();
+    assert_eq!(r.create_proposal(&proposal(&t, "p1")).await.unwrap_err().code, ErrorCode::Conflict);
+
+    let mut p1 = r.get_proposal(&t, &id("p1")).await.unwrap().unwrap();
+    p1.state = ProposalState::Scored;
+    let p1 = r.update_proposal(&p1).await.unwrap();
+    assert_eq!(p1.version, 2);
+    let pending = r.list_proposals(&t, Some(ProposalState::Pending), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(pending.items.iter().map(|p| p.id.to_string()).collect::<Vec<_>>(), ["p2"]);
+    let scored = r.list_proposals(&t, Some(ProposalState::Scored), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(scored.items.len(), 1);
+
+    let mut illegal = p1.clone();
+    illegal.state = ProposalState::Written;
+    assert_eq!(r.update_proposal(&illegal).await.unwrap_err().code, ErrorCode::Conflict, "scored cannot jump to written");
+    let mut stale = p1.clone();
+    stale.version = 1;
+    stale.state = ProposalState::AwaitingApproval;
+    assert_eq!(r.update_proposal(&stale).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(r.list_proposals(&t, None, &PageRequest::first(10)).await.unwrap().items.len(), 2);
+}
+
+pub async fn audit_newest_first_and_idempotency(r: Records) {
+    let t = fresh_tenant("aud");
+    for i in 0..5 {
+        r.append_audit(&AuditRecord {
+            tenant: t.clone(),
+            id: id(&format!("a{i}")),
+            at: Timestamp(1000 + i),
+            actor: "u1".into(),
+            action: "tool:spine.entity.get".into(),
+            target: None,
+            outcome: "ok".into(),
+            request_id: None,
+        })
+        .await
+        .unwrap();
+    }
+    let p = r.list_audit(&t, &PageRequest::first(3)).await.unwrap();
+    assert_eq!(p.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a4", "a3", "a2"]);
+    let p2 = r.list_audit(&t, &PageRequest::after(3, p.next_cursor.unwrap())).await.unwrap();
+    assert_eq!(p2.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a1", "a0"]);
+
+    assert!(r.claim(&t, "ingest:batch-1:rec-7", Timestamp(1)).await.unwrap());
+    assert!(!r.claim(&t, "ingest:batch-1:rec-7", Timestamp(2)).await.unwrap());
+    assert_eq!(r.claim(&t, "", Timestamp(2)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+}
+
+/// Nothing of tenant A is reachable by tenant B through any method.
+pub async fn tenant_isolation_everywhere(r: Records) {
+    let a = fresh_tenant("iso-a");
+    let b = fresh_tenant("iso-b");
+    let e = entity(&a, "account", "shared-id", "A's secret account");
+    r.put_entity(&e, Expect::Absent).await.unwrap();
+    let aref = EntityRef { entity_type: ty("account"), id: id("shared-id") };
+    r.put_relationship(&Relationship {
+        tenant: a.clone(),
+        from: aref.clone(),
+        to: EntityRef { entity_type: ty("contact"), id: id("c") },
+        kind: ty("has"),
+        valid_from: Timestamp(1),
+        valid_to: None,
+        attributes: Attributes::new(),
+    })
+    .await
+    .unwrap();
+    r.append_signal(&Signal {
+        tenant: a.clone(),
+        id: id("sig-1"),
+        entity: aref.clone(),
+        kind: ty("x"),
+        at: Timestamp(1),
+        before: None,
+        after: None,
+    })
+    .await
+    .unwrap();
+    r.put_memory(&memory(&a, "mem-1", MemoryScope::Org), Expect::Absent).await.unwrap();
+    r.create_proposal(&proposal(&a, "prop-1")).await.unwrap();
+    let pg = PageRequest::first(100);
+
+    assert_eq!(r.get_entity(&b, &ty("account"), &id("shared-id")).await.unwrap(), None);
+    assert!(r.list_entities(&b, None, &pg).await.unwrap().items.is_empty());
+    assert!(r.list_relationships(&b, &aref, Direction::Outgoing, &pg).await.unwrap().items.is_empty());
+    assert_eq!(r.get_signal(&b, &id("sig-1")).await.unwrap(), None);
+    assert!(r.list_signals(&b, None, &pg).await.unwrap().items.is_empty());
+    assert!(r.list_signals(&b, Some(&aref), &pg).await.unwrap().items.is_empty());
+    assert_eq!(r.get_memory(&b, &id("mem-1")).await.unwrap(), None);
+    assert!(r.list_memory(&b, &MemoryScope::Org, &pg).await.unwrap().items.is_empty());
+    assert_eq!(r.get_proposal(&b, &id("prop-1")).await.unwrap(), None);
+    assert!(r.list_proposals(&b, None, &pg).await.unwrap().items.is_empty());
+    assert!(r.list_audit(&b, &pg).await.unwrap().items.is_empty());
+    assert!(r.list_api_keys(&b, &pg).await.unwrap().items.is_empty());
+
+    // A cursor taken from A's listing gives B nothing of A's.
+    for i in 0..3 {
+        r.put_entity(&entity(&a, "account", &format!("more-{i}"), "x"), Expect::Absent).await.unwrap();
+    }
+    let pa = r.list_entities(&a, None, &PageRequest::first(1)).await.unwrap();
+    let stolen = pa.next_cursor.unwrap();
+    let pb = r.list_entities(&b, None, &PageRequest::after(10, stolen)).await.unwrap();
+    assert!(pb.items.is_empty());
+
+    // B may reuse A's ids for its own records without touching A's.
+    r.put_entity(&entity(&b, "account", "shared-id", "B's own"), Expect::Absent).await.unwrap();
+    let still = r.get_entity(&a, &ty("account"), &id("shared-id")).await.unwrap().unwrap();
+    assert_eq!(still.label(), "A's secret account");
+}

@@ -1,0 +1,33 @@
+//! The domain of Continuity: the nouns every other crate talks about.
+//!
+//! - [`ids`]: validated identifiers (tenant slugs, entity types and ids…), parsed once at the edge.
+//! - [`tenant`]: tenants with their plan tier, department, industry and storage tier.
+//! - [`principal`]: users, clients and API keys, their roles and OAuth scopes.
+//! - [`spine`]: entities, relationships, signals, tasks, book entries, KB documents.
+//! - [`memory`]: the three memory types, the six scopes, governance state and lineage.
+//! - [`proposal`]: what an agent wants the organisation to remember.
+//! - [`audit`]: the audit ledger record.
+//! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
+//! - [`page`]: cursor pagination shared by every list.
+//!
+//! Architecture Invariant: this crate performs no I/O and names no AWS SDK, no SQLite,
+//! no HTTP and no JSON wire type. It derives `serde` traits so adapters can store its
+//! records, but it never chooses a wire format.
+
+pub mod audit;
+pub mod error;
+pub mod ids;
+pub mod memory;
+pub mod page;
+pub mod principal;
+pub mod proposal;
+pub mod spine;
+pub mod tenant;
+pub mod value;
+
+pub use error::{Error, ErrorCode, FieldError};
+pub use ids::{EntityId, EntityType, Id, TenantId, Timestamp};
+pub use page::{Page, PageRequest};
+
+/// The result type of every fallible domain, port and service function.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

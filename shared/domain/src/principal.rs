@@ -1,0 +1,149 @@
+//! Principals, roles, scopes and API keys (SPEC §3.2).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::ids::{Id, TenantId, Timestamp};
+use crate::tenant::{string_enum, PlanTier};
+
+string_enum! {
+    /// A user's role within a tenant.
+    Role, "role" { Owner = "owner", Admin = "admin", Approver = "approver", Member = "member" }
+}
+
+string_enum! {
+    /// OAuth scopes. `approvals:decide` and `admin` are never granted to an MCP client registration.
+    Scope, "scope" {
+        McpTools = "mcp:tools",
+        McpResources = "mcp:resources",
+        TenantRead = "tenant:read",
+        TenantWrite = "tenant:write",
+        MemoryRead = "memory:read",
+        MemoryWrite = "memory:write",
+        ApprovalsDecide = "approvals:decide",
+        Admin = "admin",
+    }
+}
+
+impl Scope {
+    /// Whether an MCP client registration may ever be granted this scope.
+    pub const fn grantable_to_mcp_client(self) -> bool {
+        !matches!(self, Self::ApprovalsDecide | Self::Admin)
+    }
+}
+
+/// A set of scopes, parsed from a space- or comma-separated list.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scopes(pub BTreeSet<Scope>);
+
+impl Scopes {
+    /// Parses `"mcp:tools tenant:read"` or `"mcp:tools,tenant:read"`.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` on an unknown scope or an empty list.
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        let mut set = BTreeSet::new();
+        for part in raw.split(|c: char| c == ',' || c.is_whitespace()).filter(|p| !p.is_empty()) {
+            set.insert(Scope::parse(part)?);
+        }
+        if set.is_empty() {
+            return Err(Error::invalid_field("scopes", "at least one scope is required"));
+        }
+        Ok(Self(set))
+    }
+
+    /// Every scope: what an owner key gets.
+    pub fn all() -> Self {
+        Self(Scope::ALL.iter().copied().collect())
+    }
+
+    pub fn contains(&self, scope: Scope) -> bool {
+        self.0.contains(&scope)
+    }
+
+    /// # Errors
+    /// `FORBIDDEN` (insufficient scope) naming the missing scope.
+    pub fn require(&self, scope: Scope) -> Result<(), Error> {
+        if self.contains(scope) { Ok(()) } else { Err(Error::missing_scope(scope.as_str())) }
+    }
+
+    /// Space-separated, as OAuth writes scopes.
+    pub fn to_oauth_string(&self) -> String {
+        self.0.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ")
+    }
+}
+
+string_enum! {
+    /// What kind of principal acts.
+    PrincipalKind, "principal_kind" { User = "user", Client = "client", Service = "service" }
+}
+
+/// Someone or something that acts within a tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Principal {
+    pub tenant: TenantId,
+    pub id: Id,
+    pub kind: PrincipalKind,
+    pub role: Role,
+    pub display_name: String,
+    pub created_at: Timestamp,
+}
+
+/// A stored API key. The secret itself is never stored: only its SHA-256 digest, and
+/// keys carry 256 bits of randomness, so a fast hash is safe here (unlike passwords).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiKeyRecord {
+    pub tenant: TenantId,
+    pub key_id: Id,
+    pub principal: Id,
+    pub scopes: Scopes,
+    /// Teams and projects this key may read in team/project memory scopes.
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
+    /// Lower-case hex SHA-256 of the secret part.
+    pub secret_sha256: String,
+    pub created_at: Timestamp,
+    pub revoked_at: Option<Timestamp>,
+}
+
+/// The authenticated caller of a request, as the gateway injects it (SPEC §3.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerContext {
+    pub tenant: TenantId,
+    pub principal: Id,
+    pub scopes: Scopes,
+    pub plan: PlanTier,
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
+    /// How the caller authenticated, for the audit ledger (`api_key:<id>`, `jwt:<jti>`).
+    pub credential: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scopes_parse_both_separators() {
+        let s = Scopes::parse("mcp:tools, tenant:read memory:read").unwrap();
+        assert!(s.contains(Scope::McpTools) && s.contains(Scope::TenantRead) && s.contains(Scope::MemoryRead));
+        assert!(Scopes::parse("mcp:tools bogus").is_err());
+        assert!(Scopes::parse("  ").is_err());
+    }
+
+    #[test]
+    fn require_names_the_missing_scope() {
+        let s = Scopes::parse("mcp:tools").unwrap();
+        let e = s.require(Scope::TenantRead).unwrap_err();
+        assert_eq!(e.payload.required_scope.as_deref(), Some("tenant:read"));
+    }
+
+    #[test]
+    fn privileged_scopes_never_go_to_mcp_clients() {
+        assert!(!Scope::ApprovalsDecide.grantable_to_mcp_client());
+        assert!(!Scope::Admin.grantable_to_mcp_client());
+        assert!(Scope::McpTools.grantable_to_mcp_client());
+    }
+}

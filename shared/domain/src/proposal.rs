@@ -1,0 +1,89 @@
+//! Proposals (SPEC §6): what an agent wants to become organisational truth.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{Id, TenantId, Timestamp};
+use crate::tenant::string_enum;
+
+string_enum! {
+    /// Lifecycle: `pending → scored → auto_approved | awaiting_approval | rejected → approved → written | failed`.
+    ProposalState, "state" {
+        Pending = "pending",
+        Scored = "scored",
+        AutoApproved = "auto_approved",
+        AwaitingApproval = "awaiting_approval",
+        Approved = "approved",
+        Rejected = "rejected",
+        Written = "written",
+        Failed = "failed",
+    }
+}
+
+impl ProposalState {
+    /// Whether `self → to` is a legal lifecycle step.
+    pub fn can_move_to(self, to: Self) -> bool {
+        use ProposalState::*;
+        matches!(
+            (self, to),
+            (Pending, Scored)
+                | (Pending, Failed)
+                | (Scored, AutoApproved | AwaitingApproval | Rejected | Failed)
+                | (AutoApproved, Written | Failed)
+                | (AwaitingApproval, Approved | Rejected | Failed)
+                | (Approved, Written | Failed)
+        )
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Written | Self::Rejected | Self::Failed)
+    }
+}
+
+/// Triage factors in [0, 1] (SPEC §6.2) with their reasons.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriageScore {
+    pub confidence: f64,
+    pub relevance: f64,
+    pub risk: f64,
+    pub conflict: f64,
+    pub quality: f64,
+    pub total: f64,
+    pub reasons: Vec<String>,
+}
+
+/// A governed change proposal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub tenant: TenantId,
+    pub id: Id,
+    /// `memory` (org memory entry) or `action`.
+    pub kind: String,
+    pub title: String,
+    pub body: String,
+    /// The org entry this proposal would supersede.
+    pub supersedes: Option<Id>,
+    pub state: ProposalState,
+    pub score: Option<TriageScore>,
+    pub decision_reason: Option<String>,
+    pub proposed_by: Id,
+    pub source_session: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub version: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProposalState::*;
+
+    #[test]
+    fn lifecycle_is_enforced() {
+        assert!(Pending.can_move_to(Scored));
+        assert!(Scored.can_move_to(AwaitingApproval));
+        assert!(AwaitingApproval.can_move_to(Approved));
+        assert!(Approved.can_move_to(Written));
+        assert!(!Pending.can_move_to(Written));
+        assert!(!Rejected.can_move_to(Approved));
+        assert!(!Written.can_move_to(Pending));
+    }
+}

@@ -1,0 +1,188 @@
+//! Tenants (SPEC §3.1): who owns data, on which plan, with which schema.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+use crate::ids::{TenantId, Timestamp};
+
+macro_rules! string_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "&'static str")]
+        pub enum $name { $($variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            pub const fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $text),+ }
+            }
+
+            /// Parses the wire name.
+            ///
+            /// # Errors
+            /// `INVALID_REQUEST` listing the accepted values.
+            pub fn parse(raw: &str) -> Result<Self, $crate::error::Error> {
+                match raw {
+                    $($text => Ok(Self::$variant),)+
+                    _ => Err($crate::error::Error::invalid_field(
+                        $what,
+                        format!("unknown value {raw:?}; expected one of: {}", [$($text),+].join(", ")),
+                    )),
+                }
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = $crate::error::Error;
+            fn try_from(value: String) -> Result<Self, $crate::error::Error> { Self::parse(&value) }
+        }
+
+        impl From<$name> for &'static str {
+            fn from(value: $name) -> Self { value.as_str() }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = $crate::error::Error;
+            fn from_str(s: &str) -> Result<Self, $crate::error::Error> { Self::parse(s) }
+        }
+    };
+}
+pub(crate) use string_enum;
+
+string_enum! {
+    /// Plan tiers, ordered: `free < starter < pro < enterprise`.
+    PlanTier, "plan" { Free = "free", Starter = "starter", Pro = "pro", Enterprise = "enterprise" }
+}
+
+string_enum! {
+    /// The department (domain key) whose Spine schema a tenant uses (SPEC §4.1).
+    Department, "department" {
+        CustomerSuccess = "customer_success",
+        Sales = "sales",
+        Marketing = "marketing",
+        Finance = "finance",
+        Support = "support",
+        Engineering = "engineering",
+        Product = "product",
+        Operations = "operations",
+        People = "people",
+        Legal = "legal",
+        It = "it",
+        Executive = "executive",
+    }
+}
+
+string_enum! {
+    /// The industry overlay applied on top of the department schema (SPEC §4.1).
+    Industry, "industry" {
+        Saas = "saas",
+        Healthcare = "healthcare",
+        Retail = "retail",
+        FinancialServices = "financial_services",
+        Manufacturing = "manufacturing",
+        Education = "education",
+        RealEstate = "real_estate",
+        Logistics = "logistics",
+        Media = "media",
+        ProfessionalServices = "professional_services",
+        PublicSector = "public_sector",
+    }
+}
+
+string_enum! {
+    /// Storage tier (SPEC §3.4). `promoted` is one-way.
+    StorageTier, "storage_tier" { Edge = "edge", Promoted = "promoted" }
+}
+
+/// A tenant and its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tenant {
+    pub id: TenantId,
+    pub display_name: String,
+    pub plan: PlanTier,
+    pub department: Department,
+    pub industry: Industry,
+    pub storage_tier: StorageTier,
+    /// Requests per minute allowed per principal; `None` uses the plan default.
+    pub rate_limit_per_minute: Option<u32>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// Optimistic-concurrency version, starting at 1 and bumped by every update.
+    pub version: u64,
+}
+
+impl Tenant {
+    pub fn new(id: TenantId, plan: PlanTier, department: Department, industry: Industry, now: Timestamp) -> Self {
+        Self {
+            display_name: id.to_string(),
+            id,
+            plan,
+            department,
+            industry,
+            storage_tier: StorageTier::Edge,
+            rate_limit_per_minute: None,
+            created_at: now,
+            updated_at: now,
+            version: 1,
+        }
+    }
+
+    /// The effective per-principal rate limit: explicit, else the plan's default.
+    pub fn effective_rate_limit(&self) -> u32 {
+        self.rate_limit_per_minute.unwrap_or(match self.plan {
+            PlanTier::Free => 60,
+            PlanTier::Starter => 300,
+            PlanTier::Pro => 1200,
+            PlanTier::Enterprise => 6000,
+        })
+    }
+
+    /// Whether a change of storage tier is allowed (never a downgrade).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for `promoted → edge`.
+    pub fn check_storage_tier_change(&self, to: StorageTier) -> Result<(), Error> {
+        if self.storage_tier == StorageTier::Promoted && to == StorageTier::Edge {
+            return Err(Error::invalid_field("storage_tier", "a promoted tenant is never downgraded to edge"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_ordered() {
+        assert!(PlanTier::Free < PlanTier::Starter);
+        assert!(PlanTier::Pro < PlanTier::Enterprise);
+    }
+
+    #[test]
+    fn twelve_departments_eleven_industries() {
+        assert_eq!(Department::ALL.len(), 12);
+        assert_eq!(Industry::ALL.len(), 11);
+    }
+
+    #[test]
+    fn unknown_values_list_the_choices() {
+        let e = PlanTier::parse("gold").unwrap_err();
+        assert!(e.message.contains("free, starter, pro, enterprise"), "{}", e.message);
+    }
+
+    #[test]
+    fn promoted_is_one_way() {
+        let mut t = Tenant::new(TenantId::new("acme").unwrap(), PlanTier::Pro, Department::Sales, Industry::Saas, Timestamp(0));
+        assert!(t.check_storage_tier_change(StorageTier::Promoted).is_ok());
+        t.storage_tier = StorageTier::Promoted;
+        assert!(t.check_storage_tier_change(StorageTier::Edge).is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! Ports: the traits behind which every external dependency sits (SPEC §2.2).
+//!
+//! - [`items`]: the narrow item port a record-of-truth backend implements (SQLite, DynamoDB):
+//!   ordered items under a tenant-led partition, atomic multi-item writes with conditions.
+//! - [`records`]: the typed stores (tenants, principals and API keys, entities,
+//!   relationships, signals, memory, proposals, audit, idempotency keys), declared as
+//!   traits and implemented **once** by [`records::Records`] over any [`items::ItemStore`],
+//!   so both backends share one key layout and cannot drift apart.
+//! - [`cache`], [`queue`], [`blob`]: the hot cache, the work queue and the blob store.
+//! - [`clock`]: time as a port, so tests can move it.
+//!
+//! Every method documents its `# Errors`; all errors are [`domain::Error`] taxonomy values.
+//! Architecture Invariant: this crate names no backend technology.
+
+pub mod blob;
+pub mod cache;
+pub mod clock;
+pub mod items;
+pub mod queue;
+pub mod records;
+
+use std::sync::Arc;
+
+pub use blob::{BlobKey, BlobStore};
+pub use cache::{Cache, CacheKey};
+pub use clock::{Clock, SystemClock};
+pub use items::ItemStore;
+pub use queue::{Delivery, Queue, QueueMessage};
+pub use records::Records;
+
+/// Everything a service needs from a backend, wired once in each binary's `main`.
+#[derive(Clone)]
+pub struct Backend {
+    pub records: Records,
+    pub cache: Arc<dyn Cache>,
+    pub queue: Arc<dyn Queue>,
+    pub blobs: Arc<dyn BlobStore>,
+    pub clock: Arc<dyn Clock>,
+    /// `embedded` or `aws`, for start-up messages and `/healthz`.
+    pub name: &'static str,
+}

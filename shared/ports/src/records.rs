@@ -1,0 +1,580 @@
+//! Typed record-of-truth ports and their one implementation over the item port.
+//!
+//! Key layout (the same on SQLite and DynamoDB; see ARCHITECTURE.md):
+//!
+//! | record | part | sort key |
+//! |---|---|---|
+//! | tenant | `tenant` | `meta` (and `_registry`/`tenants`/`{slug}`) |
+//! | principal | `principal` | `{id}` |
+//! | API key | `apikey` | `{key_id}` |
+//! | entity | `entity` | `{type}#{id}` |
+//! | relationship | `rel_out` / `rel_in` | `{from}#{kind}#{to}` / `{to}#{kind}#{from}` |
+//! | signal | `signal` / `signal_by_entity` / `signal_id` | `{at}#{id}` / `{type}#{id}#{at}#{sid}` / `{sid}` |
+//! | memory entry | `memory` / `memory_by_scope` | `{id}` / `{scope}#{id}` |
+//! | conversation turn | `turn` | `{session}#{seq}` |
+//! | proposal | `proposal` / `proposal_by_state` | `{id}` / `{state}#{id}` |
+//! | audit record | `audit` | `{at}#{id}` |
+//! | idempotency key | `idem` | `{key}` |
+//!
+//! Timestamps and sequence numbers in sort keys are zero-padded to 20 digits so that
+//! bytewise order is time order.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use domain::audit::AuditRecord;
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope};
+use domain::principal::{ApiKeyRecord, Principal};
+use domain::proposal::{Proposal, ProposalState};
+use domain::spine::{Entity, EntityRef, Relationship, Signal};
+use domain::tenant::Tenant;
+use domain::{EntityType, Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
+
+/// How a versioned write is conditioned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// Create: the record must not exist yet. The stored version is 1.
+    Absent,
+    /// Update: the stored version must equal this; the new version is this + 1.
+    Version(u64),
+    /// Create or replace regardless (pipeline upserts ordered by source timestamp).
+    Any,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Outgoing,
+    Incoming,
+}
+
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when the slug is taken; `UNAVAILABLE`.
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>>;
+    /// Writes `tenant` if the stored version is `tenant.version`; returns it with the new version.
+    ///
+    /// # Errors
+    /// `CONFLICT` on a version mismatch; `NOT_FOUND`; `UNAVAILABLE`.
+    async fn update_tenant(&self, tenant: &Tenant) -> Result<Tenant>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_tenants(&self, page: &PageRequest) -> Result<Page<TenantId>>;
+}
+
+#[async_trait]
+pub trait PrincipalStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when the id is taken; `UNAVAILABLE`.
+    async fn create_principal(&self, principal: &Principal) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_principal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Principal>>;
+    /// # Errors
+    /// `CONFLICT` when the key id is taken; `UNAVAILABLE`.
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_api_key(&self, tenant: &TenantId, key_id: &Id) -> Result<Option<ApiKeyRecord>>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_api_keys(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ApiKeyRecord>>;
+    /// Marks a key revoked (kept for the audit trail, never deleted).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown key; `UNAVAILABLE`.
+    async fn revoke_api_key(&self, tenant: &TenantId, key_id: &Id, at: Timestamp) -> Result<()>;
+}
+
+#[async_trait]
+pub trait EntityStore: Send + Sync {
+    /// Writes an entity under `expect`; returns it as stored (version set).
+    ///
+    /// # Errors
+    /// `CONFLICT` when `expect` does not hold; `UNAVAILABLE`.
+    async fn put_entity(&self, entity: &Entity, expect: Expect) -> Result<Entity>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_entity(&self, tenant: &TenantId, entity_type: &EntityType, id: &Id) -> Result<Option<Entity>>;
+    /// Entities of one type (or all), ordered by `(type, id)`.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
+    async fn list_entities(&self, tenant: &TenantId, entity_type: Option<&EntityType>, page: &PageRequest) -> Result<Page<Entity>>;
+}
+
+#[async_trait]
+pub trait RelationshipStore: Send + Sync {
+    /// Creates or replaces the edge `(from, kind, to)`.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` when `from`/`to` belong to another tenant; `UNAVAILABLE`.
+    async fn put_relationship(&self, rel: &Relationship) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_relationships(&self, tenant: &TenantId, entity: &EntityRef, direction: Direction, page: &PageRequest) -> Result<Page<Relationship>>;
+}
+
+#[async_trait]
+pub trait SignalStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when the signal id exists; `UNAVAILABLE`.
+    async fn append_signal(&self, signal: &Signal) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_signal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Signal>>;
+    /// Newest first; of one entity, or of the whole tenant.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_signals(&self, tenant: &TenantId, entity: Option<&EntityRef>, page: &PageRequest) -> Result<Page<Signal>>;
+}
+
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when `expect` does not hold; `UNAVAILABLE`.
+    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>>;
+    /// Entries of exactly one scope, oldest first. Callers check the scope is readable first.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// # Errors
+    /// `CONFLICT` when `(session, seq)` exists; `UNAVAILABLE`.
+    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()>;
+    /// Turns of one session in order.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+}
+
+#[async_trait]
+pub trait ProposalStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when the id exists; `UNAVAILABLE`.
+    async fn create_proposal(&self, proposal: &Proposal) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_proposal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Proposal>>;
+    /// Writes `proposal` if the stored version is `proposal.version` and the state move is legal.
+    ///
+    /// # Errors
+    /// `CONFLICT` on a version mismatch or an illegal state move; `NOT_FOUND`; `UNAVAILABLE`.
+    async fn update_proposal(&self, proposal: &Proposal) -> Result<Proposal>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest) -> Result<Page<Proposal>>;
+}
+
+#[async_trait]
+pub trait AuditLog: Send + Sync {
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn append_audit(&self, record: &AuditRecord) -> Result<()>;
+    /// Newest first.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_audit(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<AuditRecord>>;
+}
+
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync {
+    /// Claims `key` for this tenant. `true` the first time, `false` ever after: a consumer
+    /// that gets `false` has already had its effect and must only acknowledge.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool>;
+}
+
+/// The typed stores over one item backend.
+#[derive(Clone)]
+pub struct Records {
+    items: Arc<dyn ItemStore>,
+}
+
+fn pad(n: i64) -> String {
+    format!("{:020}", n.max(0))
+}
+
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(Error::internal)
+}
+
+fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
+    serde_json::from_slice(&item.body).map_err(|e| Error::internal(format!("corrupt item {}/{}: {e}", item.part, item.sk)))
+}
+
+fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
+    Write::Put { item: Item { tenant: tenant.to_owned(), part: part.to_owned(), sk, version, body }, condition }
+}
+
+fn entity_ref_key(r: &EntityRef) -> String {
+    format!("{}#{}", r.entity_type, r.id)
+}
+
+/// Cursors are the last sort key, hex-encoded so clients treat them as opaque.
+fn encode_cursor(sk: &str) -> String {
+    sk.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_cursor(raw: &str) -> Result<String> {
+    let bad = || Error::invalid_field("cursor", "malformed cursor");
+    if raw.len() % 2 != 0 || raw.len() > 2048 {
+        return Err(bad());
+    }
+    let bytes = (0..raw.len())
+        .step_by(2)
+        .map(|i| raw.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(bad))
+        .collect::<Result<Vec<u8>>>()?;
+    let s = String::from_utf8(bytes).map_err(|_| bad())?;
+    if !s.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(bad());
+    }
+    Ok(s)
+}
+
+impl Records {
+    pub fn new(items: Arc<dyn ItemStore>) -> Self {
+        Self { items }
+    }
+
+    pub fn items(&self) -> &Arc<dyn ItemStore> {
+        &self.items
+    }
+
+    async fn page<T: DeserializeOwned>(&self, tenant: &str, part: &str, prefix: &str, page: &PageRequest, descending: bool) -> Result<Page<T>> {
+        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
+        if let Some(a) = &after {
+            // A cursor outside the requested prefix would let a caller wander; refuse it.
+            if !a.starts_with(prefix) {
+                return Err(Error::invalid_field("cursor", "cursor does not belong to this listing"));
+            }
+        }
+        let (items, more) = self
+            .items
+            .query(Query { tenant, part, prefix, after: after.as_deref(), limit: page.size(), descending })
+            .await?;
+        let next_cursor = if more { items.last().map(|i| encode_cursor(&i.sk)) } else { None };
+        let items = items.iter().map(decode).collect::<Result<Vec<T>>>()?;
+        Ok(Page { items, next_cursor })
+    }
+
+    async fn get_one<T: DeserializeOwned>(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<T>> {
+        self.items.get(tenant, part, sk).await?.as_ref().map(decode).transpose()
+    }
+}
+
+#[async_trait]
+impl TenantStore for Records {
+    async fn create_tenant(&self, tenant: &Tenant) -> Result<()> {
+        let mut t = tenant.clone();
+        t.version = 1;
+        let body = encode(&t)?;
+        let slug = t.id.as_str();
+        self.items
+            .write(vec![
+                put(slug, "tenant", "meta".into(), 1, body, Condition::Absent),
+                put(REGISTRY_TENANT, "tenants", slug.to_owned(), 1, encode(&t.id)?, Condition::Absent),
+            ])
+            .await
+            .map_err(|e| if e.code == domain::ErrorCode::Conflict { Error::conflict(format!("tenant {slug} already exists")) } else { e })
+    }
+
+    async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>> {
+        self.get_one(id.as_str(), "tenant", "meta").await
+    }
+
+    async fn update_tenant(&self, tenant: &Tenant) -> Result<Tenant> {
+        let current = self.get_tenant(&tenant.id).await?.ok_or_else(|| Error::not_found(format!("tenant {}", tenant.id)))?;
+        current.check_storage_tier_change(tenant.storage_tier)?;
+        let mut next = tenant.clone();
+        next.version = tenant.version + 1;
+        self.items
+            .write(vec![put(tenant.id.as_str(), "tenant", "meta".into(), next.version, encode(&next)?, Condition::Version(tenant.version))])
+            .await?;
+        Ok(next)
+    }
+
+    async fn list_tenants(&self, page: &PageRequest) -> Result<Page<TenantId>> {
+        self.page(REGISTRY_TENANT, "tenants", "", page, false).await
+    }
+}
+
+#[async_trait]
+impl PrincipalStore for Records {
+    async fn create_principal(&self, principal: &Principal) -> Result<()> {
+        self.items
+            .write(vec![put(principal.tenant.as_str(), "principal", principal.id.to_string(), 1, encode(principal)?, Condition::Absent)])
+            .await
+    }
+
+    async fn get_principal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Principal>> {
+        self.get_one(tenant.as_str(), "principal", id.as_str()).await
+    }
+
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
+        self.items
+            .write(vec![put(key.tenant.as_str(), "apikey", key.key_id.to_string(), 1, encode(key)?, Condition::Absent)])
+            .await
+    }
+
+    async fn get_api_key(&self, tenant: &TenantId, key_id: &Id) -> Result<Option<ApiKeyRecord>> {
+        self.get_one(tenant.as_str(), "apikey", key_id.as_str()).await
+    }
+
+    async fn list_api_keys(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ApiKeyRecord>> {
+        self.page(tenant.as_str(), "apikey", "", page, false).await
+    }
+
+    async fn revoke_api_key(&self, tenant: &TenantId, key_id: &Id, at: Timestamp) -> Result<()> {
+        let item = self.items.get(tenant.as_str(), "apikey", key_id.as_str()).await?.ok_or_else(|| Error::not_found(format!("key {key_id}")))?;
+        let mut key: ApiKeyRecord = decode(&item)?;
+        if key.revoked_at.is_some() {
+            return Ok(());
+        }
+        key.revoked_at = Some(at);
+        self.items
+            .write(vec![put(tenant.as_str(), "apikey", key_id.to_string(), item.version + 1, encode(&key)?, Condition::Version(item.version))])
+            .await
+    }
+}
+
+fn versioned(expect: Expect) -> (u64, Condition) {
+    match expect {
+        Expect::Absent => (1, Condition::Absent),
+        Expect::Version(v) => (v + 1, Condition::Version(v)),
+        Expect::Any => (0, Condition::None),
+    }
+}
+
+#[async_trait]
+impl EntityStore for Records {
+    async fn put_entity(&self, entity: &Entity, expect: Expect) -> Result<Entity> {
+        let tenant = entity.tenant.as_str();
+        let sk = format!("{}#{}", entity.entity_type, entity.id);
+        let (mut version, condition) = versioned(expect);
+        if expect == Expect::Any {
+            // Unconditional replace still bumps the version the caller can see.
+            version = self.items.get(tenant, "entity", &sk).await?.map_or(1, |i| i.version + 1);
+        }
+        let mut stored = entity.clone();
+        stored.version = version;
+        self.items.write(vec![put(tenant, "entity", sk, version, encode(&stored)?, condition)]).await?;
+        Ok(stored)
+    }
+
+    async fn get_entity(&self, tenant: &TenantId, entity_type: &EntityType, id: &Id) -> Result<Option<Entity>> {
+        self.get_one(tenant.as_str(), "entity", &format!("{entity_type}#{id}")).await
+    }
+
+    async fn list_entities(&self, tenant: &TenantId, entity_type: Option<&EntityType>, page: &PageRequest) -> Result<Page<Entity>> {
+        let prefix = entity_type.map(|t| format!("{t}#")).unwrap_or_default();
+        self.page(tenant.as_str(), "entity", &prefix, page, false).await
+    }
+}
+
+#[async_trait]
+impl RelationshipStore for Records {
+    async fn put_relationship(&self, rel: &Relationship) -> Result<()> {
+        let t = rel.tenant.as_str();
+        let from = entity_ref_key(&rel.from);
+        let to = entity_ref_key(&rel.to);
+        let body = encode(rel)?;
+        self.items
+            .write(vec![
+                put(t, "rel_out", format!("{from}#{}#{to}", rel.kind), 1, body.clone(), Condition::None),
+                put(t, "rel_in", format!("{to}#{}#{from}", rel.kind), 1, body, Condition::None),
+            ])
+            .await
+    }
+
+    async fn list_relationships(&self, tenant: &TenantId, entity: &EntityRef, direction: Direction, page: &PageRequest) -> Result<Page<Relationship>> {
+        let part = match direction {
+            Direction::Outgoing => "rel_out",
+            Direction::Incoming => "rel_in",
+        };
+        self.page(tenant.as_str(), part, &format!("{}#", entity_ref_key(entity)), page, false).await
+    }
+}
+
+#[async_trait]
+impl SignalStore for Records {
+    async fn append_signal(&self, s: &Signal) -> Result<()> {
+        let t = s.tenant.as_str();
+        let body = encode(s)?;
+        let at = pad(s.at.0);
+        self.items
+            .write(vec![
+                put(t, "signal_id", s.id.to_string(), 1, body.clone(), Condition::Absent),
+                put(t, "signal", format!("{at}#{}", s.id), 1, body.clone(), Condition::Absent),
+                put(t, "signal_by_entity", format!("{}#{at}#{}", entity_ref_key(&s.entity), s.id), 1, body, Condition::Absent),
+            ])
+            .await
+    }
+
+    async fn get_signal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Signal>> {
+        self.get_one(tenant.as_str(), "signal_id", id.as_str()).await
+    }
+
+    async fn list_signals(&self, tenant: &TenantId, entity: Option<&EntityRef>, page: &PageRequest) -> Result<Page<Signal>> {
+        match entity {
+            Some(e) => self.page(tenant.as_str(), "signal_by_entity", &format!("{}#", entity_ref_key(e)), page, true).await,
+            None => self.page(tenant.as_str(), "signal", "", page, true).await,
+        }
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Records {
+    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry> {
+        let t = entry.tenant.as_str();
+        let (mut version, condition) = versioned(expect);
+        let existing = self.items.get(t, "memory", entry.id.as_str()).await?;
+        if expect == Expect::Any {
+            version = existing.as_ref().map_or(1, |i| i.version + 1);
+        }
+        if let Some(item) = &existing {
+            let old: MemoryEntry = decode(item)?;
+            if old.scope != entry.scope {
+                return Err(Error::invalid_field("scope", "a memory entry never changes scope"));
+            }
+        }
+        let mut stored = entry.clone();
+        stored.version = version;
+        let body = encode(&stored)?;
+        self.items
+            .write(vec![
+                put(t, "memory", entry.id.to_string(), version, body.clone(), condition),
+                put(t, "memory_by_scope", format!("{}#{}", entry.scope.storage_key(), entry.id), version, body, Condition::None),
+            ])
+            .await?;
+        Ok(stored)
+    }
+
+    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>> {
+        self.get_one(tenant.as_str(), "memory", id.as_str()).await
+    }
+
+    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>> {
+        self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, false).await
+    }
+
+    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()> {
+        Id::new(turn.session.clone())?;
+        let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
+        self.items
+            .write(vec![put(turn.tenant.as_str(), "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent)])
+            .await
+    }
+
+    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>> {
+        Id::new(session)?;
+        self.page(tenant.as_str(), "turn", &format!("{session}#"), page, false).await
+    }
+}
+
+#[async_trait]
+impl ProposalStore for Records {
+    async fn create_proposal(&self, p: &Proposal) -> Result<()> {
+        let t = p.tenant.as_str();
+        let mut stored = p.clone();
+        stored.version = 1;
+        let body = encode(&stored)?;
+        self.items
+            .write(vec![
+                put(t, "proposal", p.id.to_string(), 1, body.clone(), Condition::Absent),
+                put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), 1, body, Condition::None),
+            ])
+            .await
+    }
+
+    async fn get_proposal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Proposal>> {
+        self.get_one(tenant.as_str(), "proposal", id.as_str()).await
+    }
+
+    async fn update_proposal(&self, p: &Proposal) -> Result<Proposal> {
+        let t = p.tenant.as_str();
+        let current: Proposal = self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
+        if current.state != p.state && !current.state.can_move_to(p.state) {
+            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
+        }
+        let mut next = p.clone();
+        next.version = p.version + 1;
+        let body = encode(&next)?;
+        let mut writes = vec![put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version))];
+        if current.state != p.state {
+            writes.push(Write::Delete {
+                tenant: t.to_owned(),
+                part: "proposal_by_state".into(),
+                sk: format!("{}#{}", current.state, p.id),
+                condition: Condition::None,
+            });
+        }
+        writes.push(put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), next.version, body, Condition::None));
+        self.items.write(writes).await?;
+        Ok(next)
+    }
+
+    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest) -> Result<Page<Proposal>> {
+        match state {
+            Some(s) => self.page(tenant.as_str(), "proposal_by_state", &format!("{s}#"), page, false).await,
+            None => self.page(tenant.as_str(), "proposal", "", page, false).await,
+        }
+    }
+}
+
+#[async_trait]
+impl AuditLog for Records {
+    async fn append_audit(&self, r: &AuditRecord) -> Result<()> {
+        self.items
+            .write(vec![put(r.tenant.as_str(), "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent)])
+            .await
+    }
+
+    async fn list_audit(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<AuditRecord>> {
+        self.page(tenant.as_str(), "audit", "", page, true).await
+    }
+}
+
+#[async_trait]
+impl IdempotencyStore for Records {
+    async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool> {
+        if key.is_empty() || key.len() > 256 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(Error::invalid_field("idempotency_key", "must be 1-256 printable ASCII characters"));
+        }
+        let res = self.items.write(vec![put(tenant.as_str(), "idem", key.to_owned(), 1, encode(&at)?, Condition::Absent)]).await;
+        match res {
+            Ok(()) => Ok(true),
+            Err(e) if e.code == domain::ErrorCode::Conflict => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let c = encode_cursor("account#acme-1");
+        assert_eq!(decode_cursor(&c).unwrap(), "account#acme-1");
+        assert!(decode_cursor("zz").is_err());
+        assert!(decode_cursor("abc").is_err());
+        assert!(decode_cursor("00").is_err());
+    }
+}

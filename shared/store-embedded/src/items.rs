@@ -1,0 +1,133 @@
+//! The item port over SQLite: one `items` table keyed `(tenant, part, sk)`.
+
+use async_trait::async_trait;
+use domain::{Error, Result};
+use ports::items::{Condition, Item, ItemStore, Query, Write, MAX_WRITES_PER_BATCH};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+use crate::db::{sql_err, Db};
+
+pub struct SqliteItems {
+    db: Db,
+}
+
+impl SqliteItems {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+fn current_version(tx: &Transaction<'_>, tenant: &str, part: &str, sk: &str) -> Result<Option<u64>> {
+    tx.query_row("SELECT version FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3", params![tenant, part, sk], |r| {
+        r.get::<_, i64>(0)
+    })
+    .optional()
+    .map_err(sql_err)
+    .map(|v| v.map(|v| u64::try_from(v).unwrap_or(0)))
+}
+
+fn check(condition: Condition, current: Option<u64>, what: &str) -> Result<()> {
+    let ok = match condition {
+        Condition::None => true,
+        Condition::Absent => current.is_none(),
+        Condition::Exists => current.is_some(),
+        Condition::Version(v) => current == Some(v),
+    };
+    if ok { Ok(()) } else { Err(Error::conflict(format!("{what} changed concurrently or already exists"))) }
+}
+
+fn to_i64(v: u64) -> Result<i64> {
+    i64::try_from(v).map_err(|_| Error::invalid("version out of range"))
+}
+
+#[async_trait]
+impl ItemStore for SqliteItems {
+    async fn get(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<Item>> {
+        let (tenant, part, sk) = (tenant.to_owned(), part.to_owned(), sk.to_owned());
+        self.db
+            .run(move |c| {
+                c.query_row(
+                    "SELECT version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3",
+                    params![tenant, part, sk],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)),
+                )
+                .optional()
+                .map_err(sql_err)
+                .map(|o| o.map(|(v, body)| Item { tenant, part, sk, version: u64::try_from(v).unwrap_or(0), body }))
+            })
+            .await
+    }
+
+    async fn query(&self, q: Query<'_>) -> Result<(Vec<Item>, bool)> {
+        let tenant = q.tenant.to_owned();
+        let part = q.part.to_owned();
+        // Sort keys are printable ASCII, so every key with this prefix sorts below prefix + DEL.
+        let lo = q.prefix.to_owned();
+        let hi = format!("{}\u{7f}", q.prefix);
+        let after = q.after.map(str::to_owned);
+        let limit = i64::from(q.limit.max(1));
+        let descending = q.descending;
+        self.db
+            .run(move |c| {
+                let order = if descending { "DESC" } else { "ASC" };
+                let after_clause = match (&after, descending) {
+                    (Some(_), false) => "AND sk > ?5",
+                    (Some(_), true) => "AND sk < ?5",
+                    (None, _) => "AND ?5 IS NULL",
+                };
+                let sql = format!(
+                    "SELECT sk, version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk >= ?3 AND sk < ?4 {after_clause} ORDER BY sk {order} LIMIT ?6"
+                );
+                let mut stmt = c.prepare_cached(&sql).map_err(sql_err)?;
+                let rows = stmt
+                    .query_map(params![tenant, part, lo, hi, after, limit + 1], |r| {
+                        Ok(Item {
+                            tenant: tenant.clone(),
+                            part: part.clone(),
+                            sk: r.get(0)?,
+                            version: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                            body: r.get(2)?,
+                        })
+                    })
+                    .map_err(sql_err)?;
+                let mut items = rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?;
+                let more = items.len() > usize::try_from(limit).unwrap_or(usize::MAX);
+                items.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+                Ok((items, more))
+            })
+            .await
+    }
+
+    async fn write(&self, writes: Vec<Write>) -> Result<()> {
+        if writes.len() > MAX_WRITES_PER_BATCH {
+            return Err(Error::invalid(format!("at most {MAX_WRITES_PER_BATCH} writes per batch")));
+        }
+        self.db
+            .run(move |c| {
+                let tx = c.transaction().map_err(sql_err)?;
+                for w in &writes {
+                    match w {
+                        Write::Put { item, condition } => {
+                            let cur = current_version(&tx, &item.tenant, &item.part, &item.sk)?;
+                            check(*condition, cur, &item.part)?;
+                            tx.execute(
+                                "INSERT INTO items (tenant, part, sk, version, body) VALUES (?1, ?2, ?3, ?4, ?5)
+                                 ON CONFLICT (tenant, part, sk) DO UPDATE SET version = excluded.version, body = excluded.body",
+                                params![item.tenant, item.part, item.sk, to_i64(item.version)?, item.body],
+                            )
+                            .map_err(sql_err)?;
+                        }
+                        Write::Delete { tenant, part, sk, condition } => {
+                            let cur = current_version(&tx, tenant, part, sk)?;
+                            check(*condition, cur, part)?;
+                            tx.execute("DELETE FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3", params![tenant, part, sk])
+                                .map_err(sql_err)?;
+                        }
+                    }
+                }
+                // Dropping `tx` on an early return above rolls everything back.
+                tx.commit().map_err(sql_err)
+            })
+            .await
+    }
+}

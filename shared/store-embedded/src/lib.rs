@@ -1,0 +1,49 @@
+//! Embedded adapters: what `continuity serve` runs on, in one home folder.
+//!
+//! - [`db`]: the SQLite database (WAL, `synchronous=FULL`, versioned migrations).
+//! - [`items`]: [`SqliteItems`], the item port over one `items` table.
+//! - [`queue`]: [`SqliteQueue`], a durable queue table with visibility timeout,
+//!   redelivery and a dead-letter table.
+//! - [`cache`]: [`MemoryCache`], an in-process TTL cache with bounded size.
+//! - [`blobs`]: [`FileBlobs`], blobs as files under the home folder.
+//!
+//! Architecture Invariant: this is the only crate that names SQLite.
+
+pub mod blobs;
+pub mod cache;
+pub mod db;
+pub mod items;
+pub mod queue;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use blobs::FileBlobs;
+pub use cache::MemoryCache;
+pub use db::Db;
+pub use items::SqliteItems;
+pub use queue::SqliteQueue;
+
+use ports::{Backend, Clock, Records};
+
+/// Deliveries before a queue message is dead-lettered (SQS redrive `maxReceiveCount` on AWS).
+pub const DEFAULT_MAX_RECEIVES: u32 = 5;
+
+/// Opens (creating if needed) the embedded backend in `home`.
+///
+/// # Errors
+/// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
+pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+    let db = Db::open(&home.join("continuity.db"))?;
+    let items = Arc::new(SqliteItems::new(db.clone()));
+    let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
+    let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
+    Ok(Backend {
+        records: Records::new(items),
+        cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),
+        queue,
+        blobs,
+        clock,
+        name: "embedded",
+    })
+}

@@ -1,0 +1,1 @@
+//! Placeholder until the AWS fixtures land.

@@ -1,0 +1,49 @@
+//! Embedded-backend fixtures: each call opens a fresh home in a temp folder that lives
+//! as long as the test process (so files survive the test body).
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use contract::queue::{QueueFixture, MAX_RECEIVES};
+use ports::items::ItemStore;
+use ports::{BlobStore, Cache, Queue, Records, SystemClock};
+use store_embedded::{Db, FileBlobs, MemoryCache, SqliteItems, SqliteQueue};
+
+fn root() -> &'static PathBuf {
+    static ROOT: OnceLock<PathBuf> = OnceLock::new();
+    ROOT.get_or_init(|| tempfile::tempdir().map(tempfile::TempDir::keep).unwrap_or_else(|e| panic!("tempdir: {e}")))
+}
+
+fn fresh_db() -> Db {
+    let n: u64 = rand::random();
+    Db::open(&root().join(format!("db-{n:016x}.sqlite"))).unwrap_or_else(|e| panic!("open db: {e}"))
+}
+
+/// One database shared by every items/records check, as in production.
+fn shared_db() -> Db {
+    static DB: OnceLock<Db> = OnceLock::new();
+    DB.get_or_init(fresh_db).clone()
+}
+
+pub async fn items() -> Arc<dyn ItemStore> {
+    Arc::new(SqliteItems::new(shared_db()))
+}
+
+pub async fn records() -> Records {
+    Records::new(items().await)
+}
+
+pub async fn cache() -> Arc<dyn Cache> {
+    Arc::new(MemoryCache::new(10_000))
+}
+
+pub async fn blobs() -> Arc<dyn BlobStore> {
+    Arc::new(FileBlobs::new(root().join("blobs")).unwrap_or_else(|e| panic!("blobs: {e}")))
+}
+
+pub async fn queue() -> QueueFixture {
+    let db = shared_db();
+    let n: u64 = rand::random();
+    let queue: Arc<dyn Queue> = Arc::new(SqliteQueue::new(db, &format!("q{n:x}"), MAX_RECEIVES, Arc::new(SystemClock)));
+    QueueFixture { queue, records: records().await }
+}
