@@ -1,0 +1,237 @@
+//! Command-line parsing and the admin commands. Each command opens the home, does one
+//! thing, and prints the result for people (or, for `key create`, the key alone so
+//! scripts can capture it).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::{Args, Parser, Subcommand};
+use domain::principal::Scopes;
+use domain::spine::PoleClass;
+use domain::tenant::{Department, Industry, PlanTier, StorageTier};
+use domain::value::Attributes;
+use domain::{EntityType, Id, TenantId};
+use ports::records::Expect;
+use services::admin::{KeyRequest, TenantChanges};
+
+use crate::home;
+use crate::serve::{self, ServeSettings};
+
+#[derive(Parser)]
+#[command(name = "continuity", version, about = "Governed memory and context bridge for AI agents (MCP)")]
+pub struct Cli {
+    /// Home folder (default: $CONTINUITY_HOME, else ./.continuity).
+    #[arg(long, global = true)]
+    home: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run everything in one process on the embedded backend.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        addr: SocketAddr,
+        /// Externally visible base URL, when behind a proxy.
+        #[arg(long)]
+        public_url: Option<String>,
+    },
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Operator seeding of Spine entities (agents never write the Spine directly).
+    #[command(subcommand)]
+    Entity(EntityCommand),
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant.
+    Create {
+        slug: String,
+        #[arg(long, default_value = "free")]
+        plan: PlanTier,
+        #[arg(long, default_value = "customer_success")]
+        department: Department,
+        #[arg(long, default_value = "saas")]
+        industry: Industry,
+    },
+    /// Show a tenant's configuration.
+    Show { slug: String },
+    /// List tenants.
+    List,
+    /// Change a tenant's configuration.
+    Set {
+        slug: String,
+        #[command(flatten)]
+        changes: TenantSetArgs,
+    },
+}
+
+#[derive(Args)]
+struct TenantSetArgs {
+    #[arg(long)]
+    plan: Option<PlanTier>,
+    #[arg(long)]
+    department: Option<Department>,
+    #[arg(long)]
+    industry: Option<Industry>,
+    /// `promoted` is one-way.
+    #[arg(long)]
+    storage_tier: Option<StorageTier>,
+    #[arg(long)]
+    display_name: Option<String>,
+    #[arg(long)]
+    rate_limit_per_minute: Option<u32>,
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create an API key; prints the key alone on stdout.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        /// Space- or comma-separated scopes, e.g. "mcp:tools tenant:read".
+        #[arg(long)]
+        scopes: String,
+        /// Existing principal the key acts as (default: a new service principal).
+        #[arg(long)]
+        principal: Option<String>,
+        /// Teams whose team-scoped memory the key may read (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
+        /// Projects whose project-scoped memory the key may read (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        projects: Vec<String>,
+    },
+    /// Revoke a key by id (the middle part of `ctn_<tenant>.<id>.<secret>`).
+    Revoke {
+        #[arg(long)]
+        tenant: String,
+        key_id: String,
+    },
+    /// List a tenant's keys (never their secrets).
+    List {
+        #[arg(long)]
+        tenant: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum EntityCommand {
+    /// Create or replace an entity.
+    Put {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long = "type")]
+        entity_type: String,
+        #[arg(long)]
+        id: String,
+        /// Attributes as a JSON object, e.g. '{"name":"Acme"}'.
+        #[arg(long, default_value = "{}")]
+        attributes: String,
+        #[arg(long, default_value = "object")]
+        pole_class: PoleClass,
+    },
+}
+
+fn domain_err(e: domain::Error) -> anyhow::Error {
+    anyhow!("{}", e)
+}
+
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let home_path = home::resolve(cli.home);
+    let home = home::open(home_path).await?;
+    let s = &home.services;
+    match cli.command {
+        Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
+        Command::Tenant(TenantCommand::Create { slug, plan, department, industry }) => {
+            let t = s.admin.create_tenant(TenantId::new(slug).map_err(domain_err)?, plan, department, industry).await.map_err(domain_err)?;
+            println!("created tenant {} (plan {}, {} × {})", t.id, t.plan, t.department, t.industry);
+            Ok(())
+        }
+        Command::Tenant(TenantCommand::Show { slug }) => {
+            let t = s.admin.show_tenant(&TenantId::new(slug).map_err(domain_err)?).await.map_err(domain_err)?;
+            println!("tenant:        {}", t.id);
+            println!("display name:  {}", t.display_name);
+            println!("plan:          {}", t.plan);
+            println!("department:    {}", t.department);
+            println!("industry:      {}", t.industry);
+            println!("storage tier:  {}", t.storage_tier);
+            println!("rate limit:    {}/min per principal", t.effective_rate_limit());
+            println!("created:       {}", t.created_at.to_rfc3339());
+            println!("version:       {}", t.version);
+            Ok(())
+        }
+        Command::Tenant(TenantCommand::List) => {
+            for t in s.admin.list_tenants().await.map_err(domain_err)? {
+                println!("{t}");
+            }
+            Ok(())
+        }
+        Command::Tenant(TenantCommand::Set { slug, changes }) => {
+            let c = TenantChanges {
+                plan: changes.plan,
+                department: changes.department,
+                industry: changes.industry,
+                storage_tier: changes.storage_tier,
+                display_name: changes.display_name,
+                rate_limit_per_minute: changes.rate_limit_per_minute,
+            };
+            let t = s.admin.set_tenant(&TenantId::new(slug).map_err(domain_err)?, c).await.map_err(domain_err)?;
+            println!("updated tenant {} (plan {}, {} × {}, storage {}, version {})", t.id, t.plan, t.department, t.industry, t.storage_tier, t.version);
+            Ok(())
+        }
+        Command::Key(KeyCommand::Create { tenant, scopes, principal, teams, projects }) => {
+            let req = KeyRequest {
+                tenant: TenantId::new(tenant).map_err(domain_err)?,
+                scopes: Scopes::parse(&scopes).map_err(domain_err)?,
+                principal: principal.map(Id::new).transpose().map_err(domain_err)?,
+                teams,
+                projects,
+            };
+            let key = s.admin.create_key(req).await.map_err(domain_err)?;
+            println!("{}", key.token);
+            eprintln!("created key {} for tenant {}; this is the only time its secret is shown", key.key_id, key.tenant);
+            Ok(())
+        }
+        Command::Key(KeyCommand::Revoke { tenant, key_id }) => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            s.admin.revoke_key(&tenant, &Id::new(key_id.clone()).map_err(domain_err)?).await.map_err(domain_err)?;
+            println!("revoked key {key_id} of tenant {tenant}");
+            Ok(())
+        }
+        Command::Key(KeyCommand::List { tenant }) => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            for k in s.admin.list_keys(&tenant).await.map_err(domain_err)? {
+                let state = k.revoked_at.map_or_else(|| "active".to_owned(), |t| format!("revoked {}", t.to_rfc3339()));
+                println!("{}  {}  principal={}  scopes=\"{}\"", k.key_id, state, k.principal, k.scopes.to_oauth_string());
+            }
+            Ok(())
+        }
+        Command::Entity(EntityCommand::Put { tenant, entity_type, id, attributes, pole_class }) => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let attributes: Attributes = serde_json::from_str(&attributes).map_err(|e| anyhow!("--attributes must be a JSON object: {e}"))?;
+            let operator = s.admin.operator(&tenant).await.map_err(domain_err)?;
+            let e = s
+                .entities
+                .put(
+                    &operator,
+                    EntityType::new(entity_type).map_err(domain_err)?,
+                    Id::new(id).map_err(domain_err)?,
+                    pole_class,
+                    attributes,
+                    Expect::Any,
+                )
+                .await
+                .map_err(domain_err)?;
+            println!("stored {} {} (version {})", e.entity_type, e.id, e.version);
+            Ok(())
+        }
+    }
+}

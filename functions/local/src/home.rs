@@ -1,0 +1,64 @@
+//! The home folder: database, blobs and the owner key file, created on first use.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use ports::SystemClock;
+use services::Services;
+
+pub const OWNER_KEY_FILE: &str = "owner.key";
+
+pub struct Home {
+    pub path: PathBuf,
+    pub services: Services,
+    /// Set when this open created the `local` tenant and its owner key.
+    pub created_key: bool,
+}
+
+impl Home {
+    pub fn key_path(&self) -> PathBuf {
+        self.path.join(OWNER_KEY_FILE)
+    }
+}
+
+/// Resolves `--home`, `$CONTINUITY_HOME`, or `./.continuity`.
+pub fn resolve(flag: Option<PathBuf>) -> PathBuf {
+    flag.or_else(|| std::env::var_os("CONTINUITY_HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(".continuity"))
+}
+
+fn write_secret_file(path: &Path, contents: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    f.write_all(contents.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    Ok(())
+}
+
+/// Opens the home, creating it, the `local` tenant and the owner key on first use.
+pub async fn open(path: PathBuf) -> anyhow::Result<Home> {
+    {
+        use std::os::unix::fs::DirBuilderExt as _;
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&path)
+            .with_context(|| format!("creating the home folder {}", path.display()))?;
+    }
+    let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
+    let backend = store_embedded::open_backend(&path, Arc::new(SystemClock)).map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
+    let services = Services::new(backend);
+    let issued = services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {e}"))?;
+    let created_key = issued.is_some();
+    if let Some(key) = issued {
+        write_secret_file(&path.join(OWNER_KEY_FILE), &key.token)?;
+    }
+    Ok(Home { path, services, created_key })
+}

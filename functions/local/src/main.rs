@@ -1,0 +1,31 @@
+//! `continuity`: the local all-in-one binary.
+//!
+//! `continuity serve` runs every router in one axum server on the embedded backend in a
+//! home folder (`--home`, else `$CONTINUITY_HOME`, else `./.continuity`). The admin
+//! commands (`tenant`, `key`, `entity`) work on the same home directly.
+//!
+//! Logs are JSON lines on stderr (`RUST_LOG` filters, default `info`); what a person
+//! needs — the MCP URL, the key file — is printed on stdout.
+
+mod cli;
+mod home;
+mod serve;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .json()
+        .with_writer(std::io::stderr)
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    match cli::run(cli).await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

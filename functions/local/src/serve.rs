@@ -1,0 +1,77 @@
+//! `continuity serve`: one axum server with every router, on the embedded backend,
+//! with graceful shutdown on Ctrl-C / SIGTERM (in-flight requests finish first).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use gateway::auth::AuthMode;
+use gateway::{AppState, GatewaySettings};
+use tokio_util::sync::CancellationToken;
+
+use crate::home::Home;
+
+pub struct ServeSettings {
+    pub addr: SocketAddr,
+    /// Overrides the URL printed and advertised (behind a proxy).
+    pub public_url: Option<String>,
+}
+
+pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(settings.addr).await.with_context(|| format!("binding {}", settings.addr))?;
+    let local = listener.local_addr()?;
+    let public_url = settings.public_url.unwrap_or_else(|| format!("http://{local}"));
+    let shutdown = CancellationToken::new();
+    let host = local.ip().to_string();
+    let gateway = GatewaySettings {
+        public_url: public_url.trim_end_matches('/').to_owned(),
+        allowed_origins: vec![format!("http://{local}"), format!("http://localhost:{}", local.port())],
+        allowed_hosts: vec![host.clone(), format!("{host}:{}", local.port()), "localhost".into(), format!("localhost:{}", local.port())],
+        auth_mode: AuthMode::Verify,
+        shutdown: shutdown.clone(),
+    };
+    let app = gateway::router(AppState { services: home.services.clone(), settings: Arc::new(gateway) });
+
+    println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
+    println!("MCP URL:   {public_url}/mcp");
+    println!(
+        "Owner key: {} ({})",
+        home.key_path().display(),
+        if home.created_key { "created now; keep it secret" } else { "existing" }
+    );
+    println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
+    tracing::info!(addr = %local, home = %home.path.display(), "listening");
+
+    let signal_token = shutdown.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down: draining in-flight requests");
+            signal_token.cancel();
+        })
+        .await
+        .context("serving")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

@@ -1,0 +1,45 @@
+//! The gateway middleware (SPEC §3.5): authenticate, resolve the tenant, inject the
+//! caller. The same [`services::auth::Authenticator`] backs the Lambda authorizer.
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use domain::principal::CallerContext;
+use domain::Error;
+
+use crate::error::ApiError;
+use crate::router::AppState;
+
+/// Where the caller's identity comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMode {
+    /// Verify the bearer credential here (`continuity serve`).
+    Verify,
+    /// Behind API Gateway: the `authorizer` Lambda verified the credential and the MCP
+    /// Lambda's adapter put its context into the request extensions. Clients cannot set
+    /// extensions, so a missing context means the request did not pass the authorizer.
+    TrustAuthorizer,
+}
+
+pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    let resource_metadata = Some(format!("{}/.well-known/oauth-protected-resource/mcp", state.settings.public_url));
+    let result = match state.settings.auth_mode {
+        AuthMode::TrustAuthorizer => req
+            .extensions()
+            .get::<CallerContext>()
+            .cloned()
+            .ok_or_else(|| Error::unauthenticated("missing authorizer context")),
+        AuthMode::Verify => {
+            let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+            state.services.auth.authenticate_header(header).await
+        }
+    };
+    match result {
+        Ok(caller) => {
+            tracing::Span::current().record("tenant", caller.tenant.as_str());
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+        Err(error) => ApiError { error, resource_metadata }.into_response(),
+    }
+}

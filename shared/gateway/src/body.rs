@@ -1,0 +1,83 @@
+//! Request bodies: a size cap on every route, and strict JSON for our own endpoints.
+
+use axum::body::Body;
+use axum::extract::{FromRequest, Request};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use domain::Error;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// The largest request body any route accepts (SPEC §10).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 400
+/// before a handler (or rmcp) sees a byte of it.
+pub async fn limit_body(req: Request, next: Next) -> Response {
+    let too_big = || ApiError::from(Error::invalid(format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes"))).into_response();
+    let declared = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return too_big();
+    }
+    let (parts, body) = req.into_parts();
+    match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(_) => too_big(),
+    }
+}
+
+/// JSON body extractor: malformed JSON, a wrong content type and unknown fields are all
+/// `INVALID_REQUEST` with serde's explanation (which names the offending field).
+pub struct StrictJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let is_json = req
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !is_json {
+            return Err(Error::invalid("the request body must be JSON (Content-Type: application/json)").into());
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|_| ApiError::from(Error::invalid("the request body could not be read")))?;
+        serde_json::from_slice(&bytes).map(StrictJson).map_err(|e| Error::invalid(format!("invalid JSON body: {e}")).into())
+    }
+}
+
+/// Guards `/mcp` POSTs before rmcp: malformed JSON is a JSON-RPC parse error (-32700) and
+/// a batch array an invalid request (-32600), both with HTTP 400 and a clear message —
+/// one JSON-RPC message per POST (SPEC §7.1).
+pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
+    if req.method() != http::Method::POST {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    // `limit_body` already buffered and capped the body.
+    let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(_) => return jsonrpc_error(-32600, "the request body could not be read".into()),
+    };
+    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Err(e) => jsonrpc_error(-32700, format!("Parse error: the body is not valid JSON ({e})")),
+        Ok(serde_json::Value::Array(_)) => {
+            jsonrpc_error(-32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported".into())
+        }
+        Ok(serde_json::Value::Object(_)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(_) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
+    }
+}
+
+fn jsonrpc_error(code: i64, message: String) -> Response {
+    let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
+    (http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+}

@@ -1,0 +1,87 @@
+//! Taxonomy errors to HTTP (SPEC §7.3): status, `{"error": {code, message, …}}`, and the
+//! headers clients act on (`WWW-Authenticate`, `Retry-After`). Internal detail is logged
+//! here and never sent.
+
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use domain::{Error, ErrorCode};
+use http::{HeaderValue, StatusCode};
+use serde_json::{json, Map, Value};
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub error: Error,
+    /// The protected-resource metadata URL for `WWW-Authenticate` on 401.
+    pub resource_metadata: Option<String>,
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        Self { error, resource_metadata: None }
+    }
+}
+
+pub fn error_body(e: &Error) -> Value {
+    let mut body = Map::new();
+    body.insert("code".into(), json!(e.code.as_str()));
+    body.insert("message".into(), json!(e.message));
+    let p = &e.payload;
+    if let Some(u) = &p.upgrade_url {
+        body.insert("upgrade_url".into(), json!(u));
+    }
+    if let Some(u) = &p.connect_url {
+        body.insert("connect_url".into(), json!(u));
+    }
+    if let Some(pr) = p.progress {
+        body.insert("syncing".into(), json!(true));
+        body.insert("progress".into(), json!(pr));
+        body.insert("data".into(), Value::Null);
+    }
+    if !p.field_errors.is_empty() {
+        body.insert("field_errors".into(), serde_json::to_value(&p.field_errors).unwrap_or(Value::Null));
+    }
+    if let Some(s) = &p.required_scope {
+        body.insert("required_scope".into(), json!(s));
+    }
+    json!({ "error": body })
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let e = &self.error;
+        if let Some(internal) = &e.internal {
+            if e.code == ErrorCode::Internal {
+                tracing::error!(code = %e.code, detail = %internal, "request failed");
+            } else {
+                tracing::warn!(code = %e.code, detail = %internal, "request failed");
+            }
+        }
+        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut resp = (status, Json(error_body(e))).into_response();
+        let headers = resp.headers_mut();
+        match e.code {
+            ErrorCode::Unauthenticated => {
+                let mut v = String::from("Bearer realm=\"continuity\"");
+                if let Some(url) = &self.resource_metadata {
+                    v.push_str(&format!(", resource_metadata=\"{url}\""));
+                }
+                if let Ok(h) = HeaderValue::from_str(&v) {
+                    headers.insert(http::header::WWW_AUTHENTICATE, h);
+                }
+            }
+            ErrorCode::Forbidden => {
+                if let Some(scope) = &e.payload.required_scope {
+                    let v = format!("Bearer error=\"insufficient_scope\", scope=\"{scope}\"");
+                    if let Ok(h) = HeaderValue::from_str(&v) {
+                        headers.insert(http::header::WWW_AUTHENTICATE, h);
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(secs) = e.payload.retry_after_secs {
+            headers.insert(http::header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        resp
+    }
+}

@@ -1,0 +1,16 @@
+//! The HTTP edge, identical on `continuity serve` and behind API Gateway.
+//!
+//! - [`router`]: `fn router(state) -> axum::Router` with `/healthz`, `/mcp` (and the `/`
+//!   alias), and the operator seeding path `/v1/admin/entities/{type}/{id}`.
+//! - [`auth`]: the gateway middleware — authenticates (API key), resolves the tenant and
+//!   injects the [`domain::principal::CallerContext`]; or, behind the Lambda authorizer,
+//!   trusts the context API Gateway passed along.
+//! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
+//! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod router;
+
+pub use router::{router, AppState, GatewaySettings};

@@ -1,0 +1,146 @@
+//! `fn router(state) -> Router`: the one router both hosts serve.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, put};
+use axum::{middleware, Extension, Json, Router};
+use domain::principal::CallerContext;
+use domain::spine::PoleClass;
+use domain::value::Attributes;
+use domain::{EntityType, Id};
+use mcp::ContinuityMcp;
+use ports::records::Expect;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use serde_json::json;
+use services::Services;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::{authenticate, AuthMode};
+use crate::body::{limit_body, mcp_json_guard, StrictJson, MAX_BODY_BYTES};
+use crate::error::ApiError;
+
+#[derive(Debug, Clone)]
+pub struct GatewaySettings {
+    /// The externally visible base URL, without a trailing slash (`http://127.0.0.1:8787`).
+    pub public_url: String,
+    /// Browser origins allowed to call `/mcp`; a foreign `Origin` gets 403.
+    pub allowed_origins: Vec<String>,
+    /// `Host` values accepted on `/mcp` (DNS-rebinding protection); empty disables the
+    /// check, for API Gateway, which routes only its own hosts.
+    pub allowed_hosts: Vec<String>,
+    pub auth_mode: AuthMode,
+    /// Cancelled on shutdown so open MCP streams end.
+    pub shutdown: CancellationToken,
+}
+
+#[derive(Clone)]
+pub struct AppState {
+    pub services: Services,
+    pub settings: Arc<GatewaySettings>,
+}
+
+fn mcp_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, NeverSessionManager> {
+    let services = state.services.clone();
+    let s = &state.settings;
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_cancellation_token(s.shutdown.child_token())
+        .with_max_request_body_bytes(MAX_BODY_BYTES)
+        .with_allowed_origins(s.allowed_origins.clone())
+        .enforce_origin_validation();
+    config = if s.allowed_hosts.is_empty() { config.disable_allowed_hosts() } else { config.with_allowed_hosts(s.allowed_hosts.clone()) };
+    StreamableHttpService::new(move || Ok(ContinuityMcp::new(services.clone())), Arc::new(NeverSessionManager::default()), config)
+}
+
+pub fn router(state: AppState) -> Router {
+    let mcp = mcp_service(&state);
+    let mcp_routes = Router::new()
+        .route_service("/mcp", mcp.clone())
+        .route("/", get(server_info).post_service(mcp))
+        .route_layer(middleware::from_fn(mcp_json_guard));
+    let protected = Router::new()
+        .merge(mcp_routes)
+        .route("/v1/admin/entities/{entity_type}/{id}", put(put_entity))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(protected)
+        .fallback(not_found)
+        .layer(middleware::from_fn(limit_body))
+        .with_state(state)
+}
+
+async fn healthz(State(state): State<AppState>) -> Response {
+    Json(json!({ "status": "ok", "backend": state.services.backend.name, "version": env!("CARGO_PKG_VERSION") })).into_response()
+}
+
+async fn not_found() -> ApiError {
+    domain::Error::not_found("route").into()
+}
+
+/// `GET /`: server info as JSON, or a small page for a browser.
+async fn server_info(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let mcp_url = format!("{}/mcp", state.settings.public_url);
+    let wants_html = headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if wants_html {
+        return Html(format!(
+            "<!doctype html><meta charset=utf-8><title>Continuity</title><h1>Continuity</h1><p>MCP endpoint: <code>{mcp_url}</code></p>"
+        ))
+        .into_response();
+    }
+    Json(json!({
+        "name": "continuity",
+        "version": env!("CARGO_PKG_VERSION"),
+        "mcp_url": mcp_url,
+        "backend": state.services.backend.name,
+        "protocol_versions": mcp::server::PROTOCOL_VERSIONS.iter().map(ToString::to_string).collect::<Vec<_>>(),
+    }))
+    .into_response()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutEntityBody {
+    attributes: Attributes,
+    #[serde(default = "default_pole")]
+    pole_class: PoleClass,
+    /// Optimistic concurrency: the version the caller last read; absent = create or replace.
+    expected_version: Option<u64>,
+}
+
+fn default_pole() -> PoleClass {
+    PoleClass::Object
+}
+
+/// Operator seeding path (needs `admin`): creates or replaces one entity.
+async fn put_entity(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((entity_type, id)): Path<(String, String)>,
+    StrictJson(body): StrictJson<PutEntityBody>,
+) -> Result<Response, ApiError> {
+    let entity_type = EntityType::new(entity_type)?;
+    let id = Id::new(id)?;
+    let expect = body.expected_version.map_or(Expect::Any, Expect::Version);
+    let stored = state.services.entities.put(&caller, entity_type, id, body.pole_class, body.attributes, expect).await?;
+    state
+        .services
+        .audit
+        .record(&caller.tenant, caller.principal.as_str(), "admin:entity.put", Some(format!("{}:{}", stored.entity_type, stored.id)), "ok")
+        .await;
+    Ok(Json(json!({
+        "type": stored.entity_type.as_str(),
+        "id": stored.id.as_str(),
+        "version": stored.version,
+    }))
+    .into_response())
+}

@@ -1,0 +1,69 @@
+//! Rendering for models: structured content plus a readable text, and taxonomy errors
+//! as `isError` tool results (SPEC §7.3). Internal details never reach the client.
+
+use domain::spine::Entity;
+use domain::Error;
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{json, Map, Value};
+
+pub fn entity_json(e: &Entity) -> Value {
+    json!({
+        "type": e.entity_type.as_str(),
+        "id": e.id.as_str(),
+        "pole_class": e.pole_class.as_str(),
+        "attributes": serde_json::to_value(&e.attributes).unwrap_or(Value::Null),
+        "updated_at": e.updated_at.to_rfc3339(),
+        "version": e.version,
+    })
+}
+
+pub fn entity_text(e: &Entity) -> String {
+    let mut out = format!("{} {} — {} ({})", e.entity_type, e.id, e.label(), e.pole_class);
+    for (k, v) in &e.attributes {
+        let v = serde_json::to_string(v).unwrap_or_default();
+        out.push_str(&format!("\n  {k}: {v}"));
+    }
+    out
+}
+
+/// A successful result: `text` for the model to read, `structured` for programs.
+pub fn success(structured: Value, text: String) -> CallToolResult {
+    let mut r = CallToolResult::structured(structured);
+    r.content = vec![ContentBlock::text(text)];
+    r
+}
+
+/// The taxonomy error as a tool result with `isError: true` and the code in structured content.
+pub fn error(e: &Error) -> CallToolResult {
+    if let Some(internal) = &e.internal {
+        tracing::error!(code = %e.code, detail = %internal, "tool call failed");
+    }
+    let mut body = Map::new();
+    body.insert("code".into(), json!(e.code.as_str()));
+    body.insert("message".into(), json!(e.message));
+    let p = &e.payload;
+    if let Some(u) = &p.upgrade_url {
+        body.insert("upgrade_url".into(), json!(u));
+    }
+    if let Some(u) = &p.connect_url {
+        body.insert("connect_url".into(), json!(u));
+    }
+    if let Some(pr) = p.progress {
+        body.insert("syncing".into(), json!(true));
+        body.insert("progress".into(), json!(pr));
+        body.insert("data".into(), Value::Null);
+    }
+    if let Some(s) = p.retry_after_secs {
+        body.insert("retry_after".into(), json!(s));
+    }
+    if !p.field_errors.is_empty() {
+        body.insert("field_errors".into(), serde_json::to_value(&p.field_errors).unwrap_or(Value::Null));
+    }
+    if let Some(s) = &p.required_scope {
+        body.insert("required_scope".into(), json!(s));
+    }
+    let text = format!("{}: {}", e.code, e.message);
+    let mut r = CallToolResult::structured_error(Value::Object(body));
+    r.content = vec![ContentBlock::text(text)];
+    r
+}

@@ -1,0 +1,257 @@
+//! Tenant administration: what `continuity tenant …` and `continuity key …` do.
+
+use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, Role, Scopes};
+use domain::tenant::{Department, Industry, PlanTier, StorageTier, Tenant};
+use domain::{Error, Id, PageRequest, Result, TenantId};
+use ports::records::{PrincipalStore, TenantStore};
+use ports::{Backend, CacheKey};
+use rand::Rng;
+
+use crate::auth::{digest, format_key, IssuedKey};
+
+/// The tenant `continuity serve` creates on first start.
+pub const LOCAL_TENANT: &str = "local";
+
+#[derive(Debug, Clone, Default)]
+pub struct TenantChanges {
+    pub plan: Option<PlanTier>,
+    pub department: Option<Department>,
+    pub industry: Option<Industry>,
+    pub storage_tier: Option<StorageTier>,
+    pub display_name: Option<String>,
+    pub rate_limit_per_minute: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct KeyRequest {
+    pub tenant: TenantId,
+    pub scopes: Scopes,
+    /// Principal the key acts as; created as a service principal when absent.
+    pub principal: Option<Id>,
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
+}
+
+#[derive(Clone)]
+pub struct AdminService {
+    backend: Backend,
+}
+
+fn random_secret() -> String {
+    // 256 bits as 64 hex characters.
+    let bytes: [u8; 32] = rand::rng().random();
+    hex::encode(bytes)
+}
+
+impl AdminService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    /// # Errors
+    /// `CONFLICT` when the slug exists; `UNAVAILABLE`.
+    pub async fn create_tenant(&self, id: TenantId, plan: PlanTier, department: Department, industry: Industry) -> Result<Tenant> {
+        let t = Tenant::new(id, plan, department, industry, self.backend.clock.now());
+        self.backend.records.create_tenant(&t).await?;
+        Ok(t)
+    }
+
+    /// # Errors
+    /// `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn show_tenant(&self, id: &TenantId) -> Result<Tenant> {
+        self.backend.records.get_tenant(id).await?.ok_or_else(|| Error::not_found(format!("tenant {id}")))
+    }
+
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn list_tenants(&self) -> Result<Vec<TenantId>> {
+        let mut out = Vec::new();
+        let mut page = PageRequest::first(500);
+        loop {
+            let p = self.backend.records.list_tenants(&page).await?;
+            out.extend(p.items);
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(500, c),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// Applies changes with optimistic concurrency and evicts the cached config.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`; `INVALID_REQUEST` for a storage-tier downgrade; `CONFLICT` when a
+    /// concurrent change won; `UNAVAILABLE`.
+    pub async fn set_tenant(&self, id: &TenantId, changes: TenantChanges) -> Result<Tenant> {
+        let mut t = self.show_tenant(id).await?;
+        if let Some(p) = changes.plan {
+            t.plan = p;
+        }
+        if let Some(d) = changes.department {
+            t.department = d;
+        }
+        if let Some(i) = changes.industry {
+            t.industry = i;
+        }
+        if let Some(s) = changes.storage_tier {
+            t.check_storage_tier_change(s)?;
+            t.storage_tier = s;
+        }
+        if let Some(n) = changes.display_name {
+            if n.is_empty() || n.len() > 200 {
+                return Err(Error::invalid_field("display_name", "must be 1-200 characters"));
+            }
+            t.display_name = n;
+        }
+        if let Some(r) = changes.rate_limit_per_minute {
+            t.rate_limit_per_minute = Some(r);
+        }
+        t.updated_at = self.backend.clock.now();
+        let stored = self.backend.records.update_tenant(&t).await?;
+        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
+        Ok(stored)
+    }
+
+    /// Issues an API key; the returned token is the only copy of its secret.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn create_key(&self, req: KeyRequest) -> Result<IssuedKey> {
+        self.show_tenant(&req.tenant).await?;
+        for name in req.teams.iter().chain(req.projects.iter()) {
+            Id::new(name.clone()).map_err(|_| Error::invalid_field("teams/projects", format!("invalid name {name:?}")))?;
+        }
+        let now = self.backend.clock.now();
+        let key_id = crate::new_id(&self.backend);
+        let principal = match req.principal {
+            Some(p) => {
+                if self.backend.records.get_principal(&req.tenant, &p).await?.is_none() {
+                    return Err(Error::not_found(format!("principal {p}")));
+                }
+                p
+            }
+            None => {
+                let p = Principal {
+                    tenant: req.tenant.clone(),
+                    id: Id::new(format!("svc-{key_id}"))?,
+                    kind: PrincipalKind::Service,
+                    role: Role::Member,
+                    display_name: format!("API key {key_id}"),
+                    created_at: now,
+                };
+                self.backend.records.create_principal(&p).await?;
+                p.id
+            }
+        };
+        let secret = random_secret();
+        let record = ApiKeyRecord {
+            tenant: req.tenant.clone(),
+            key_id: key_id.clone(),
+            principal,
+            scopes: req.scopes,
+            teams: req.teams,
+            projects: req.projects,
+            secret_sha256: digest(&secret),
+            created_at: now,
+            revoked_at: None,
+        };
+        self.backend.records.create_api_key(&record).await?;
+        Ok(IssuedKey { token: format_key(&req.tenant, &key_id, &secret), key_id, tenant: req.tenant })
+    }
+
+    /// # Errors
+    /// `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn revoke_key(&self, tenant: &TenantId, key_id: &Id) -> Result<()> {
+        self.backend.records.revoke_api_key(tenant, key_id, self.backend.clock.now()).await
+    }
+
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn list_keys(&self, tenant: &TenantId) -> Result<Vec<ApiKeyRecord>> {
+        let mut out = Vec::new();
+        let mut page = PageRequest::first(500);
+        loop {
+            let p = self.backend.records.list_api_keys(tenant, &page).await?;
+            out.extend(p.items);
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(500, c),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// First start of a home: the `local` tenant on `enterprise` with an owner and an
+    /// owner key holding every scope. Returns `None` when the tenant already exists.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn bootstrap_local(&self) -> Result<Option<IssuedKey>> {
+        let id = TenantId::new(LOCAL_TENANT)?;
+        if self.backend.records.get_tenant(&id).await?.is_some() {
+            return Ok(None);
+        }
+        self.create_tenant(id.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await?;
+        let owner = Principal {
+            tenant: id.clone(),
+            id: Id::new("owner")?,
+            kind: PrincipalKind::User,
+            role: Role::Owner,
+            display_name: "Local owner".into(),
+            created_at: self.backend.clock.now(),
+        };
+        self.backend.records.create_principal(&owner).await?;
+        let key = self
+            .create_key(KeyRequest { tenant: id, scopes: Scopes::all(), principal: Some(owner.id), teams: vec![], projects: vec![] })
+            .await?;
+        Ok(Some(key))
+    }
+
+    /// A caller context acting as the operator of `tenant` (admin commands on the home).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn operator(&self, tenant: &TenantId) -> Result<CallerContext> {
+        let t = self.show_tenant(tenant).await?;
+        Ok(CallerContext {
+            tenant: t.id,
+            principal: Id::new("operator")?,
+            scopes: Scopes::all(),
+            plan: t.plan,
+            teams: vec![],
+            projects: vec![],
+            credential: "operator:cli".into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use ports::SystemClock;
+
+    #[tokio::test]
+    async fn issued_keys_authenticate_and_revocation_bites() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+        let services = crate::Services::new(backend);
+        let key = services.admin.bootstrap_local().await.unwrap().unwrap();
+        assert!(services.admin.bootstrap_local().await.unwrap().is_none(), "bootstrap runs once");
+        let caller = services.auth.authenticate_header(Some(&format!("Bearer {}", key.token))).await.unwrap();
+        assert_eq!(caller.tenant.as_str(), "local");
+        assert_eq!(caller.plan, PlanTier::Enterprise);
+        assert_eq!(caller.scopes, Scopes::all());
+
+        // A tampered secret of the right shape fails the same way as garbage.
+        let mut bad = key.token.clone();
+        let last = bad.pop().unwrap();
+        bad.push(if last == '0' { '1' } else { '0' });
+        let e = services.auth.authenticate_token(&bad).await.unwrap_err();
+        assert_eq!(e.code, domain::ErrorCode::Unauthenticated);
+        assert_eq!(services.auth.authenticate_token("garbage").await.unwrap_err().message, e.message);
+
+        services.admin.revoke_key(&key.tenant, &key.key_id).await.unwrap();
+        assert!(services.auth.authenticate_token(&key.token).await.is_err());
+    }
+}

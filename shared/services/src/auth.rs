@@ -1,0 +1,153 @@
+//! API keys: issuance and verification (SPEC §3.3 "API keys").
+//!
+//! A key reads `ctn_{tenant}.{key_id}.{secret}`: the tenant and key id locate the record
+//! with one keyed read (so the tenant leads the lookup, as everywhere), and the 256-bit
+//! secret is compared by its SHA-256 digest in constant time. The secret is shown once
+//! and never stored.
+//!
+//! The same [`Authenticator`] serves the local gateway middleware and the API Gateway
+//! Lambda authorizer.
+
+use std::time::Duration;
+
+use domain::principal::{ApiKeyRecord, CallerContext};
+use domain::tenant::Tenant;
+use domain::{Error, Id, Result, TenantId};
+use ports::records::{PrincipalStore, TenantStore};
+use ports::{Backend, CacheKey};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+/// Tenant configuration is cached for 5 minutes (SPEC §4.4).
+pub const TENANT_CONFIG_TTL: Duration = Duration::from_secs(300);
+const KEY_PREFIX: &str = "ctn_";
+/// Longest bearer value we will even parse.
+const MAX_BEARER_LEN: usize = 512;
+
+/// A freshly issued key: the only time its secret exists outside the caller's hands.
+#[derive(Debug, Clone)]
+pub struct IssuedKey {
+    pub key_id: Id,
+    pub tenant: TenantId,
+    /// The whole bearer value, `ctn_…`.
+    pub token: String,
+}
+
+pub(crate) fn digest(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+pub(crate) fn format_key(tenant: &TenantId, key_id: &Id, secret: &str) -> String {
+    format!("{KEY_PREFIX}{tenant}.{key_id}.{secret}")
+}
+
+/// Splits a bearer value into tenant, key id and secret, or `None` if it is not ours.
+pub fn parse_key(raw: &str) -> Option<(TenantId, Id, &str)> {
+    let rest = raw.strip_prefix(KEY_PREFIX)?;
+    let mut parts = rest.splitn(3, '.');
+    let tenant = TenantId::new(parts.next()?).ok()?;
+    let key_id = Id::new(parts.next()?).ok()?;
+    let secret = parts.next()?;
+    if secret.len() < 32 || !secret.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
+    }
+    Some((tenant, key_id, secret))
+}
+
+#[derive(Clone)]
+pub struct Authenticator {
+    backend: Backend,
+}
+
+impl Authenticator {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    /// Verifies an `Authorization` header value (`Bearer …`) and returns the caller.
+    ///
+    /// Every failure is the same `UNAUTHENTICATED` so a prober learns nothing about
+    /// which tenants or key ids exist.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for a missing, malformed, unknown, revoked or wrong key, or a
+    /// tenant that no longer exists; `UNAVAILABLE` when the store cannot be reached.
+    pub async fn authenticate_header(&self, header: Option<&str>) -> Result<CallerContext> {
+        let header = header.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .ok_or_else(|| Error::unauthenticated("the Authorization header must be 'Bearer <token>'"))?
+            .trim();
+        self.authenticate_token(token).await
+    }
+
+    /// Verifies a bare bearer token.
+    ///
+    /// # Errors
+    /// As [`Self::authenticate_header`].
+    pub async fn authenticate_token(&self, token: &str) -> Result<CallerContext> {
+        let invalid = || Error::unauthenticated("invalid or revoked credentials");
+        if token.len() > MAX_BEARER_LEN {
+            return Err(invalid());
+        }
+        let (tenant, key_id, secret) = parse_key(token).ok_or_else(invalid)?;
+        let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+        let presented = digest(secret);
+        let matches: bool = presented.as_bytes().ct_eq(record.secret_sha256.as_bytes()).into();
+        if !matches || record.revoked_at.is_some() {
+            return Err(invalid());
+        }
+        let tenant_cfg = self.tenant_config(&tenant).await?.ok_or_else(invalid)?;
+        Ok(CallerContext {
+            tenant,
+            principal: record.principal,
+            scopes: record.scopes,
+            plan: tenant_cfg.plan,
+            teams: record.teams,
+            projects: record.projects,
+            credential: format!("api_key:{key_id}"),
+        })
+    }
+
+    /// The tenant's configuration, through the 5-minute cache. A cache failure is a miss.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached.
+    pub async fn tenant_config(&self, tenant: &TenantId) -> Result<Option<Tenant>> {
+        let key = CacheKey::tenant(tenant, "tenant", "config");
+        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await {
+            if let Ok(t) = serde_json::from_slice::<Tenant>(&bytes) {
+                return Ok(Some(t));
+            }
+        }
+        let found = self.backend.records.get_tenant(tenant).await?;
+        if let Some(t) = &found {
+            if let Ok(bytes) = serde_json::to_vec(t) {
+                if let Err(e) = self.backend.cache.set(&key, &bytes, TENANT_CONFIG_TTL).await {
+                    tracing::warn!(tenant = %tenant, error = %e, "tenant config not cached");
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_parse_strictly() {
+        let t = TenantId::new("acme").unwrap();
+        let k = Id::new("k1").unwrap();
+        let secret = "a".repeat(43);
+        let token = format_key(&t, &k, &secret);
+        let (pt, pk, ps) = parse_key(&token).unwrap();
+        assert_eq!((pt, pk, ps), (t, k, secret.as_str()));
+        assert!(parse_key("ctn_acme.k1.short").is_none());
+        assert!(parse_key("xyz_acme.k1.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").is_none());
+        assert!(parse_key("ctn_ACME.k1.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").is_none());
+        assert!(parse_key("ctn_acme.k1.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa%aaa").is_none());
+    }
+}

@@ -1,0 +1,164 @@
+//! Reading the Spine: one entity through the Spine Cache, and keyword search.
+//!
+//! Reads check the caller's scope first, then only ever address the caller's tenant:
+//! the tenant comes from the verified credential, never from the request (wall 6).
+
+use std::time::Duration;
+
+use domain::principal::{CallerContext, Scope};
+use domain::spine::Entity;
+use domain::value::Attributes;
+use domain::{EntityType, Error, Id, PageRequest, Result};
+use ports::records::{EntityStore, Expect};
+use ports::{Backend, CacheKey};
+
+/// Hot entities stay cached this long (SPEC §4.4: 60–300 s); writes evict sooner.
+pub const ENTITY_TTL: Duration = Duration::from_secs(120);
+/// Most entities a search scans in one tenant partition before answering.
+pub const MAX_SEARCH_SCAN: usize = 20_000;
+pub const MAX_SEARCH_RESULTS: u32 = 100;
+pub const MAX_QUERY_LEN: usize = 512;
+
+#[derive(Debug, Clone, Default)]
+pub struct SearchQuery {
+    pub text: String,
+    pub entity_type: Option<EntityType>,
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchResult {
+    pub entities: Vec<Entity>,
+    /// How many entities were examined; `truncated` when the scan cap was hit.
+    pub scanned: usize,
+    pub truncated: bool,
+}
+
+#[derive(Clone)]
+pub struct EntityService {
+    backend: Backend,
+}
+
+fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKey {
+    CacheKey::tenant(tenant, "entity", &format!("{e_type}:{id}"))
+}
+
+impl EntityService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    /// One entity of the caller's tenant.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:read`; `NOT_FOUND`; `UNAVAILABLE` when neither the
+    /// cache nor the store can answer.
+    pub async fn get(&self, caller: &CallerContext, entity_type: &EntityType, id: &Id) -> Result<Entity> {
+        caller.scopes.require(Scope::TenantRead)?;
+        let key = cache_key(entity_type, id, &caller.tenant);
+        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await {
+            if let Ok(e) = serde_json::from_slice::<Entity>(&bytes) {
+                if e.tenant == caller.tenant {
+                    return Ok(e);
+                }
+            }
+        }
+        let entity = self
+            .backend
+            .records
+            .get_entity(&caller.tenant, entity_type, id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{entity_type} {id}")))?;
+        if let Ok(bytes) = serde_json::to_vec(&entity) {
+            // A cache that cannot store is only a slower next read.
+            let _ = self.backend.cache.set(&key, &bytes, ENTITY_TTL).await;
+        }
+        Ok(entity)
+    }
+
+    /// Keyword search over the caller's tenant: every term must appear in the entity's
+    /// type, id or attributes (case-insensitive). An exact id match ranks first, then
+    /// matches in the entity's name. Scans at most [`MAX_SEARCH_SCAN`] entities.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:read`; `INVALID_REQUEST` for an over-long query;
+    /// `UNAVAILABLE`.
+    pub async fn search(&self, caller: &CallerContext, q: &SearchQuery) -> Result<SearchResult> {
+        caller.scopes.require(Scope::TenantRead)?;
+        if q.text.len() > MAX_QUERY_LEN {
+            return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_LEN} characters")));
+        }
+        let terms: Vec<String> = q.text.split_whitespace().map(str::to_lowercase).collect();
+        let limit = usize::try_from(q.limit.unwrap_or(20).clamp(1, MAX_SEARCH_RESULTS)).unwrap_or(20);
+        let mut scored: Vec<(u8, Entity)> = Vec::new();
+        let mut scanned = 0usize;
+        let mut page = PageRequest::first(500);
+        let mut truncated = false;
+        loop {
+            let p = self.backend.records.list_entities(&caller.tenant, q.entity_type.as_ref(), &page).await?;
+            for e in p.items {
+                scanned += 1;
+                let text = e.search_text().to_lowercase();
+                if terms.iter().all(|t| text.contains(t.as_str())) {
+                    let id = e.id.as_str().to_lowercase();
+                    let label = e.label().to_lowercase();
+                    let rank = if terms.len() == 1 && terms[0] == id {
+                        0
+                    } else if terms.iter().all(|t| label.contains(t.as_str())) {
+                        1
+                    } else {
+                        2
+                    };
+                    scored.push((rank, e));
+                }
+            }
+            match p.next_cursor {
+                Some(c) if scanned < MAX_SEARCH_SCAN => page = PageRequest::after(500, c),
+                Some(_) => {
+                    truncated = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        scored.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.entity_type.cmp(&b.1.entity_type)).then_with(|| a.1.id.cmp(&b.1.id)));
+        Ok(SearchResult { entities: scored.into_iter().take(limit).map(|(_, e)| e).collect(), scanned, truncated })
+    }
+
+    /// Operator seeding path: creates or replaces an entity and evicts its cache entry.
+    /// Agents never reach this (wall 4): it needs the `admin` scope, which no MCP client
+    /// registration is granted. The ingestion pipeline's writer supersedes it.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `admin`; `INVALID_REQUEST` for bad attributes; `CONFLICT` when
+    /// `expect` does not hold; `UNAVAILABLE`.
+    pub async fn put(
+        &self,
+        caller: &CallerContext,
+        entity_type: EntityType,
+        id: Id,
+        pole_class: domain::spine::PoleClass,
+        attributes: Attributes,
+        expect: Expect,
+    ) -> Result<Entity> {
+        caller.scopes.require(Scope::Admin)?;
+        Entity::validate_attributes(&attributes)?;
+        let now = self.backend.clock.now();
+        let existing = self.backend.records.get_entity(&caller.tenant, &entity_type, &id).await?;
+        let entity = Entity {
+            tenant: caller.tenant.clone(),
+            entity_type: entity_type.clone(),
+            id: id.clone(),
+            pole_class,
+            attributes,
+            created_at: existing.as_ref().map_or(now, |e| e.created_at),
+            updated_at: now,
+            version: 0,
+        };
+        let stored = self.backend.records.put_entity(&entity, expect).await?;
+        if let Err(e) = self.backend.cache.evict(&[cache_key(&entity_type, &id, &caller.tenant)]).await {
+            tracing::warn!(tenant = %caller.tenant, error = %e, "cache eviction failed; the entry expires by TTL");
+        }
+        Ok(stored)
+    }
+}

@@ -1,0 +1,43 @@
+//! Application services: the use cases every edge (HTTP, MCP, CLI, Lambda) calls.
+//!
+//! - [`auth`]: API-key issuance and verification into a [`domain::principal::CallerContext`].
+//! - [`entities`]: reading Spine entities through the Spine Cache, keyword search.
+//! - [`admin`]: tenants, principals and keys for the `continuity` admin commands.
+//! - [`audit`]: the audit ledger helper.
+//!
+//! Services receive a [`ports::Backend`] and never know which backend it is.
+//! Architecture Invariant: no service names a transport (HTTP, MCP, Lambda) or a backend.
+
+pub mod admin;
+pub mod audit;
+pub mod auth;
+pub mod entities;
+
+use ports::Backend;
+
+/// Every service, built once per process from one backend.
+#[derive(Clone)]
+pub struct Services {
+    pub backend: Backend,
+    pub auth: auth::Authenticator,
+    pub entities: entities::EntityService,
+    pub admin: admin::AdminService,
+    pub audit: audit::AuditService,
+}
+
+impl Services {
+    pub fn new(backend: Backend) -> Self {
+        Self {
+            auth: auth::Authenticator::new(backend.clone()),
+            entities: entities::EntityService::new(backend.clone()),
+            admin: admin::AdminService::new(backend.clone()),
+            audit: audit::AuditService::new(backend.clone()),
+            backend,
+        }
+    }
+}
+
+/// A fresh random id for records the system creates.
+pub(crate) fn new_id(backend: &Backend) -> domain::Id {
+    domain::Id::generate(backend.clock.now(), rand::random())
+}
