@@ -1,0 +1,296 @@
+//! End-to-end tests of `continuity serve`: the real binary on port 0, driven over HTTP
+//! with only its public interfaces (HTTP, MCP JSON-RPC, the admin CLI).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_continuity");
+
+struct Server {
+    child: Child,
+    base: String,
+    key: String,
+    home: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn(home: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg(home)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start continuity serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let (mut url, mut key_path) = (None, None);
+    while url.is_none() || key_path.is_none() {
+        let line = lines.next().expect("serve exited before printing its URL").expect("read stdout");
+        if let Some(u) = line.strip_prefix("MCP URL:") {
+            url = Some(u.trim().trim_end_matches("/mcp").to_owned());
+        }
+        if let Some(k) = line.strip_prefix("Owner key:") {
+            key_path = Some(k.trim().split(' ').next().expect("key path").to_owned());
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let key_path = key_path.expect("key path");
+    let meta = std::fs::metadata(&key_path).expect("key file exists");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "the owner key file is private");
+    let key = std::fs::read_to_string(&key_path).expect("read key").trim().to_owned();
+    Server { child, base: url.expect("url"), key, home: home.to_owned() }
+}
+
+fn cli(home: &Path, args: &[&str]) -> String {
+    let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
+    assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+async fn rpc(base: &str, key: Option<&str>, body: Value) -> reqwest::Response {
+    let mut req = client()
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    req.send().await.expect("send")
+}
+
+async fn call_tool(base: &str, key: &str, name: &str, args: Value) -> Value {
+    let resp = rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.expect("json");
+    v["result"].clone()
+}
+
+async fn try_seed(base: &str, key: &str, ty: &str, id: &str, name: &str) -> reqwest::Result<reqwest::Response> {
+    client()
+        .put(format!("{base}/v1/admin/entities/{ty}/{id}"))
+        .bearer_auth(key)
+        .json(&json!({"attributes": {"name": name}, "pole_class": "organization"}))
+        .send()
+        .await
+}
+
+async fn seed(base: &str, key: &str, ty: &str, id: &str, name: &str) -> reqwest::Response {
+    try_seed(base, key, ty, id, name).await.expect("send")
+}
+
+#[tokio::test]
+async fn serve_prints_url_key_and_is_healthy() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let r = client().get(format!("{}/healthz", s.base)).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["status"], "ok");
+    let info: Value = client().get(format!("{}/", s.base)).bearer_auth(&s.key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(info["mcp_url"], format!("{}/mcp", s.base));
+    // The home was initialised with the local enterprise tenant.
+    let shown = cli(&s.home, &["tenant", "show", "local"]);
+    assert!(shown.contains("enterprise"), "{shown}");
+}
+
+#[tokio::test]
+async fn mcp_needs_a_key_and_lists_both_tools() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}});
+
+    let r = rpc(&s.base, None, init.clone()).await;
+    assert_eq!(r.status(), 401);
+    let www = r.headers().get("www-authenticate").expect("WWW-Authenticate").to_str().unwrap().to_owned();
+    assert!(www.starts_with("Bearer ") && www.contains("resource_metadata="), "{www}");
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "UNAUTHENTICATED");
+    assert_eq!(rpc(&s.base, Some("ctn_local.nope.0000000000000000000000000000000000000000"), init.clone()).await.status(), 401);
+
+    let r = rpc(&s.base, Some(&s.key), init).await;
+    assert_eq!(r.status(), 200);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(v["result"]["serverInfo"]["name"], "continuity");
+
+    let v: Value = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.unwrap();
+    let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+    for t in v["result"]["tools"].as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object");
+        assert!(t["outputSchema"].is_object());
+        assert!(t["description"].as_str().unwrap().len() > 40);
+    }
+
+    // A key without tenant:read sees no tools and is refused server-side too.
+    let narrow = cli(&s.home, &["key", "create", "--tenant", "local", "--scopes", "mcp:tools"]).trim().to_owned();
+    let v: Value = rpc(&s.base, Some(&narrow), json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await.json().await.unwrap();
+    assert!(v["result"]["tools"].as_array().unwrap().is_empty());
+    let res = call_tool(&s.base, &narrow, "spine.entity.get", json!({"type":"account","id":"x"})).await;
+    assert_eq!(res["isError"], true);
+    assert_eq!(res["structuredContent"]["code"], "FORBIDDEN");
+    assert_eq!(res["structuredContent"]["required_scope"], "tenant:read");
+
+    // A revoked key stops working at once.
+    let key_id = narrow.split('.').nth(1).unwrap().to_owned();
+    cli(&s.home, &["key", "revoke", "--tenant", "local", &key_id]);
+    assert_eq!(rpc(&s.base, Some(&narrow), json!({"jsonrpc":"2.0","id":4,"method":"tools/list"})).await.status(), 401);
+}
+
+#[tokio::test]
+async fn entities_are_readable_and_tenants_never_see_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    assert_eq!(seed(&s.base, &s.key, "account", "acme-1", "Acme Corp").await.status(), 200);
+    assert_eq!(seed(&s.base, &s.key, "account", "globex-2", "Globex").await.status(), 200);
+
+    let got = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"acme-1"})).await;
+    assert_eq!(got["isError"], false);
+    assert_eq!(got["structuredContent"]["entity"]["attributes"]["name"], "Acme Corp");
+    assert!(got["content"][0]["text"].as_str().unwrap().contains("Acme Corp"));
+
+    let found = call_tool(&s.base, &s.key, "spine.entity.search", json!({"query":"acme"})).await;
+    assert_eq!(found["structuredContent"]["count"], 1);
+    assert_eq!(found["structuredContent"]["entities"][0]["id"], "acme-1");
+
+    let missing = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"nope"})).await;
+    assert_eq!(missing["isError"], true);
+    assert_eq!(missing["structuredContent"]["code"], "NOT_FOUND");
+
+    // A second tenant, with its own key, on the same server.
+    cli(&s.home, &["tenant", "create", "beta", "--plan", "pro"]);
+    let beta = cli(&s.home, &["key", "create", "--tenant", "beta", "--scopes", "mcp:tools tenant:read admin"]).trim().to_owned();
+    let other = call_tool(&s.base, &beta, "spine.entity.get", json!({"type":"account","id":"acme-1"})).await;
+    assert_eq!(other["structuredContent"]["code"], "NOT_FOUND", "beta must not see local's entity");
+    let none = call_tool(&s.base, &beta, "spine.entity.search", json!({"query":"acme"})).await;
+    assert_eq!(none["structuredContent"]["count"], 0);
+    // Beta's own entity with the same id is beta's alone.
+    assert_eq!(seed(&s.base, &beta, "account", "acme-1", "Beta's Acme").await.status(), 200);
+    let own = call_tool(&s.base, &beta, "spine.entity.get", json!({"type":"account","id":"acme-1"})).await;
+    assert_eq!(own["structuredContent"]["entity"]["attributes"]["name"], "Beta's Acme");
+    let local = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"acme-1"})).await;
+    assert_eq!(local["structuredContent"]["entity"]["attributes"]["name"], "Acme Corp");
+}
+
+#[tokio::test]
+async fn bad_input_gets_a_clear_400_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let put = |body: String| {
+        client()
+            .put(format!("{}/v1/admin/entities/account/bad-1", s.base))
+            .bearer_auth(&s.key)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    let r = put("{not json".into()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "INVALID_REQUEST");
+    assert!(v["error"]["message"].as_str().unwrap().contains("invalid JSON"), "{v}");
+
+    let r = put(json!({"attributes": {}, "colour": "red"}).to_string()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let msg = r.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().to_owned();
+    assert!(msg.contains("unknown field `colour`"), "{msg}");
+
+    let huge = json!({"attributes": {"name": "x".repeat(2 * 1024 * 1024)}}).to_string();
+    let r = put(huge).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().contains("exceeds the limit"));
+
+    let r = put(json!({"attributes": {"bad name!": 1}}).to_string()).await.unwrap();
+    assert_eq!(r.status(), 400);
+    let r = client().put(format!("{}/v1/admin/entities/Not-A-Type/x", s.base)).bearer_auth(&s.key).json(&json!({"attributes":{}})).send().await.unwrap();
+    assert_eq!(r.status(), 400);
+
+    // Nothing above was written.
+    let got = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"bad-1"})).await;
+    assert_eq!(got["structuredContent"]["code"], "NOT_FOUND");
+
+    // MCP: malformed JSON, batches and bad tool arguments.
+    let r = client()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body("{\"jsonrpc\":")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], -32700);
+    let r = rpc(&s.base, Some(&s.key), json!([{"jsonrpc":"2.0","id":1,"method":"tools/list"}])).await;
+    assert_eq!(r.status(), 400);
+    let res = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"a","extra":1})).await;
+    assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
+    let res = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"a#b"})).await;
+    assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
+    let r = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"no.such.tool"}})).await;
+    let v: Value = r.json().await.unwrap();
+    assert!(v["error"]["code"].is_i64(), "an unknown tool is a JSON-RPC error: {v}");
+    // The server is still alive after all of it.
+    assert_eq!(client().get(format!("{}/healthz", s.base)).send().await.unwrap().status(), 200);
+}
+
+/// SIGKILL during a stream of acknowledged writes loses none of them.
+#[tokio::test]
+async fn kill_9_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut s = spawn(&home);
+    let base = s.base.clone();
+    let key = s.key.clone();
+    let writer = tokio::spawn(async move {
+        let mut acked = Vec::new();
+        for i in 0..100_000u32 {
+            // Only a 200 is an acknowledgement; a connection error ends the stream.
+            match try_seed(&base, &key, "account", &format!("w-{i:06}"), &format!("write {i}")).await {
+                Ok(r) if r.status() == 200 => acked.push(i),
+                _ => break,
+            }
+        }
+        acked
+    });
+    // Let a few dozen writes through, then kill without warning.
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+    s.child.kill().expect("SIGKILL");
+    s.child.wait().expect("reap");
+    let acked = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        // Requests in flight fail once the process is gone.
+        loop {
+            if writer.is_finished() {
+                return writer.await.expect("writer");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("writer ends after the kill");
+    assert!(acked.len() >= 5, "the stream ran before the kill ({} writes)", acked.len());
+
+    let s2 = spawn(&home);
+    for i in &acked {
+        let got = call_tool(&s2.base, &s2.key, "spine.entity.get", json!({"type":"account","id":format!("w-{i:06}")})).await;
+        assert_eq!(got["isError"], false, "acknowledged write {i} was lost");
+        assert_eq!(got["structuredContent"]["entity"]["attributes"]["name"], format!("write {i}"));
+    }
+}
