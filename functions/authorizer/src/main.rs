@@ -1,0 +1,31 @@
+//! Lambda `continuity-authorizer`: API Gateway invokes it (REQUEST type) before every
+//! protected route. Environment as for `continuity-mcp` (it reads the table and cache).
+//!
+//! Locally: `cargo lambda watch` then
+//! `cargo lambda invoke continuity-authorizer --data-file events/authorizer-request.json`.
+
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
+use lambda_runtime::{service_fn, LambdaEvent};
+use ports::SystemClock;
+use services::Services;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .without_time()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let settings = store_aws::LambdaEnv::from_env()?;
+    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
+    let services = Services::new(backend);
+    let public_url = settings.public_url;
+    lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {
+        let services = services.clone();
+        let public_url = public_url.clone();
+        async move { Ok::<_, lambda_runtime::Error>(continuity_authorizer::decide(&services, &event.payload, &public_url).await) }
+    }))
+    .await
+}

@@ -1,0 +1,78 @@
+//! The MCP Lambda's adapter: API Gateway (REST) events in, the shared router out.
+//!
+//! [`app`] wraps [`gateway::router`] with one layer that (1) routes on the raw resource
+//! path, so `/prod/mcp` and `/mcp` mean the same whatever the stage, and (2) turns the
+//! `authorizer` Lambda's context into the [`CallerContext`] the router expects. Only API
+//! Gateway can put that context into the event, so the router runs in
+//! [`AuthMode::TrustAuthorizer`] and never re-verifies the credential.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::Router;
+use domain::principal::{CallerContext, Scopes};
+use domain::tenant::PlanTier;
+use domain::{Id, TenantId};
+use gateway::auth::AuthMode;
+use gateway::{AppState, GatewaySettings};
+use lambda_http::request::RequestContext;
+use lambda_http::RequestExt;
+use services::Services;
+use tokio_util::sync::CancellationToken;
+
+/// Parses the authorizer's context (all values are strings, as API Gateway passes them).
+/// `None` when anything is missing or malformed: the router then answers 401.
+pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_json::Value>) -> Option<CallerContext> {
+    let s = |k: &str| fields.get(k).and_then(serde_json::Value::as_str);
+    let list = |k: &str| -> Vec<String> {
+        s(k).map(|v| v.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_owned).collect()).unwrap_or_default()
+    };
+    Some(CallerContext {
+        tenant: TenantId::new(s("tenant")?).ok()?,
+        principal: Id::new(s("principal")?).ok()?,
+        scopes: Scopes::parse(s("scopes")?).ok()?,
+        plan: PlanTier::parse(s("plan")?).ok()?,
+        teams: list("teams"),
+        projects: list("projects"),
+        credential: s("credential").unwrap_or("authorizer").to_owned(),
+    })
+}
+
+async fn from_api_gateway(mut req: Request, next: Next) -> Response {
+    let caller = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => caller_from_authorizer(&ctx.authorizer.fields),
+        _ => None,
+    };
+    // Never trust a context a client could have smuggled in some other way.
+    req.extensions_mut().remove::<CallerContext>();
+    if let Some(c) = caller {
+        req.extensions_mut().insert(c);
+    }
+    let raw = req.raw_http_path().to_owned();
+    if !raw.is_empty() && raw != req.uri().path() {
+        let pq = match req.uri().query() {
+            Some(q) => format!("{raw}?{q}"),
+            None => raw,
+        };
+        if let Ok(uri) = pq.parse::<http::Uri>() {
+            *req.uri_mut() = uri;
+        }
+    }
+    next.run(req).await
+}
+
+/// The Lambda's whole HTTP application.
+pub fn app(services: Services, public_url: String) -> Router {
+    let settings = GatewaySettings {
+        public_url: public_url.trim_end_matches('/').to_owned(),
+        // Browsers do not call the Lambda URL directly; any Origin header is foreign.
+        allowed_origins: Vec::new(),
+        // API Gateway only routes its own hostnames (and the custom domain) here.
+        allowed_hosts: Vec::new(),
+        auth_mode: AuthMode::TrustAuthorizer,
+        shutdown: CancellationToken::new(),
+    };
+    gateway::router(AppState { services, settings: Arc::new(settings) }).layer(middleware::from_fn(from_api_gateway))
+}

@@ -1,0 +1,58 @@
+//! A Lambda's typed environment, read once at cold start; [`crate::backend`] turns its
+//! settings into a [`ports::Backend`].
+
+use domain::{Error, Result};
+
+use crate::cache::RedisSettings;
+use crate::settings::AwsSettings;
+
+/// A Lambda's configuration, from the variables `infra/template.yaml` sets.
+#[derive(Debug, Clone)]
+pub struct LambdaEnv {
+    pub aws: AwsSettings,
+    /// `CONTINUITY_PUBLIC_URL`; empty when the stack has no custom domain, in which case
+    /// handlers derive the base URL from the request.
+    pub public_url: String,
+}
+
+fn var(name: &str) -> Result<String> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+        _ => Err(Error::unavailable(format!("environment variable {name} is not set"))),
+    }
+}
+
+fn optional(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+impl LambdaEnv {
+    /// Reads `AWS_REGION`, `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
+    /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, `CONTINUITY_REDIS_URLS` (comma-separated;
+    /// one `redis://` URL means a single node, `rediss://` URLs a cluster with TLS),
+    /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
+    /// `CONTINUITY_PUBLIC_URL`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` naming the first missing variable.
+    pub fn from_env() -> Result<Self> {
+        let urls: Vec<String> = var("CONTINUITY_REDIS_URLS")?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+        let redis = if urls.len() == 1 && urls[0].starts_with("redis://") {
+            RedisSettings::single(urls[0].clone())
+        } else {
+            RedisSettings::cluster(urls)
+        };
+        Ok(Self {
+            aws: AwsSettings {
+                region: optional("AWS_REGION").unwrap_or_else(|| "eu-west-1".into()),
+                endpoint_url: optional("CONTINUITY_AWS_ENDPOINT_URL"),
+                table: var("CONTINUITY_TABLE")?,
+                queue_url: var("CONTINUITY_QUEUE_URL")?,
+                dead_letter_queue_url: var("CONTINUITY_DLQ_URL")?,
+                bucket: var("CONTINUITY_BUCKET")?,
+                redis,
+            },
+            public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
+        })
+    }
+}

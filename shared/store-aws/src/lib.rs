@@ -1,0 +1,91 @@
+//! The AWS backend of Continuity's ports (SPEC §2.2).
+//!
+//! - [`settings`]: [`AwsSettings`], the typed configuration of every AWS resource, and
+//!   [`aws_config_for`], which builds the SDK configuration (real AWS or a local moto).
+//! - [`dynamo`]: [`DynamoItems`], the item port over one DynamoDB table
+//!   (`PK = "{tenant}#{part}"`, `SK = sk`); the typed stores of `ports::records` run on it.
+//! - [`sqs`]: [`SqsQueue`], the work queue over an SQS queue whose `RedrivePolicy` sends
+//!   poison messages to a dead-letter queue.
+//! - [`s3`]: [`S3Blobs`], the blob store over one S3 bucket, keyed `{tenant}/{path}`.
+//! - [`cache`]: [`RedisCache`], the hot cache over Redis: a single node, or a cluster with
+//!   TLS such as ElastiCache Serverless.
+//!
+//! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`].
+//!
+//! Every backend failure is mapped to a `domain::Error` here, once: conditions that do not
+//! hold become `CONFLICT`, bad input `INVALID_REQUEST`, and anything the network or the
+//! service did wrong `UNAVAILABLE`, with the SDK's detail kept for logs only.
+//!
+//! Production resources (table, queues, bucket, cache) come from the SAM template; the
+//! `create_*` helpers on each adapter exist for tests and local development against moto.
+
+// `domain::Error` is the project's one error type, passed by value everywhere; whether to
+// box it is the domain crate's decision, not each adapter's.
+#![allow(clippy::result_large_err)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod backend;
+pub mod cache;
+pub mod dynamo;
+pub mod s3;
+pub mod settings;
+pub mod sqs;
+
+pub use backend::LambdaEnv;
+pub use cache::{RedisCache, RedisMode, RedisSettings};
+pub use dynamo::DynamoItems;
+pub use s3::S3Blobs;
+pub use settings::{AwsSettings, aws_config_for};
+pub use sqs::SqsQueue;
+
+use std::fmt;
+use std::sync::Arc;
+
+use ports::{Backend, Clock, Records};
+
+/// Wires every AWS adapter into a [`Backend`], once, in a binary's `main`.
+///
+/// Makes no network call: the SDK clients connect on first use and the cache connects
+/// lazily, so a cold start does not wait on (or fail for) a dependency it may not need.
+///
+/// # Errors
+/// `INVALID_REQUEST` when the cache settings are unusable (see [`RedisCache::new`]).
+pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+    let sdk = settings.sdk_config().await;
+    let items = DynamoItems::new(settings::dynamo_client(&sdk), &settings.table);
+    let queue = SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url)
+        .with_clock(clock.clone());
+    Ok(Backend {
+        records: Records::new(Arc::new(items)),
+        cache: Arc::new(RedisCache::new(&settings.redis)?),
+        queue: Arc::new(queue),
+        blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
+        clock,
+        name: "aws",
+    })
+}
+
+/// `UNAVAILABLE` for an SDK failure, keeping the full error chain for the logs.
+///
+/// SDK errors print only their outermost layer with `Display`; the cause (a refused
+/// connection, a throttling code) sits deeper, so walk the chain.
+pub(crate) fn unavailable(what: &str, err: &(dyn std::error::Error + 'static)) -> domain::Error {
+    domain::Error::unavailable(ErrorChain { what, err })
+}
+
+struct ErrorChain<'a> {
+    what: &'a str,
+    err: &'a (dyn std::error::Error + 'static),
+}
+
+impl fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.what, self.err)?;
+        let mut source = self.err.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}

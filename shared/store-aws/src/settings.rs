@@ -1,0 +1,89 @@
+//! Typed configuration of the AWS backend, and the SDK configuration built from it.
+//!
+//! One [`AwsSettings`] names every resource the adapters touch. The binaries fill it from
+//! their environment (the SAM template passes table, queue, bucket and cache endpoints
+//! as Lambda environment variables); tests fill it with a moto endpoint and a local Redis.
+
+use std::time::Duration;
+
+use aws_config::timeout::TimeoutConfig;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::Credentials;
+
+use crate::cache::RedisSettings;
+
+/// Every AWS resource the backend uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AwsSettings {
+    /// `eu-west-1`, …
+    pub region: String,
+    /// A non-AWS endpoint (moto, LocalStack) for tests and local development. When set,
+    /// static test credentials are used and S3 is addressed path-style.
+    pub endpoint_url: Option<String>,
+    /// The single DynamoDB table of the item port.
+    pub table: String,
+    /// The work queue.
+    pub queue_url: String,
+    /// The dead-letter queue named by the work queue's `RedrivePolicy`.
+    pub dead_letter_queue_url: String,
+    /// The blob bucket.
+    pub bucket: String,
+    /// The hot cache.
+    pub redis: RedisSettings,
+}
+
+impl AwsSettings {
+    /// The SDK configuration for these settings (see [`aws_config_for`]).
+    pub async fn sdk_config(&self) -> SdkConfig {
+        aws_config_for(self.endpoint_url.as_deref(), &self.region).await
+    }
+}
+
+/// Every AWS call fails within these bounds instead of hanging a request (or a Lambda
+/// invocation) until its own timeout. An attempt covers one HTTP round trip; the
+/// operation bound covers the SDK's retries too. S3 puts of up to 16 MiB inside a region
+/// finish well within one attempt.
+fn timeouts() -> TimeoutConfig {
+    TimeoutConfig::builder()
+        .connect_timeout(Duration::from_secs(3))
+        .operation_attempt_timeout(Duration::from_secs(10))
+        .operation_timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// Builds the SDK configuration.
+///
+/// Without an endpoint this is real AWS: region as given, credentials from the default
+/// chain (the Lambda execution role in production). With an endpoint (moto, LocalStack)
+/// it uses static `test`/`test` credentials, because a local emulator accepts any
+/// signature and the default chain would otherwise go looking for real ones.
+pub async fn aws_config_for(endpoint: Option<&str>, region: &str) -> SdkConfig {
+    let loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(region.to_owned()))
+        .timeout_config(timeouts());
+    let loader = match endpoint {
+        Some(url) => {
+            loader.endpoint_url(url).credentials_provider(Credentials::new("test", "test", None, None, "static"))
+        }
+        None => loader,
+    };
+    loader.load().await
+}
+
+/// A DynamoDB client for `config`.
+pub fn dynamo_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
+    aws_sdk_dynamodb::Client::new(config)
+}
+
+/// An SQS client for `config`.
+pub fn sqs_client(config: &SdkConfig) -> aws_sdk_sqs::Client {
+    aws_sdk_sqs::Client::new(config)
+}
+
+/// An S3 client for `config`. A local endpoint cannot serve virtual-hosted buckets
+/// (`bucket.127.0.0.1` does not resolve), so it is addressed path-style.
+pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
+    let local = config.endpoint_url().is_some();
+    let s3 = aws_sdk_s3::config::Builder::from(config).force_path_style(local).build();
+    aws_sdk_s3::Client::from_conf(s3)
+}

@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# tests/run.sh - the single test command of the Continuity workspace.
+#
+#   tests/run.sh                          # everything
+#   tests/run.sh -E 'test(contract)'      # extra arguments go to `cargo nextest run`
+#
+# On a fresh Debian machine (as root, or with sudo) it installs what is missing:
+# apt packages, a Python venv with moto, cfn-lint, aws-sam-cli and cargo-lambda,
+# and cargo-nextest. Repeat runs skip every install that is already satisfied.
+# It then starts throw-away services on loopback, on free ports:
+#   - moto_server (AWS APIs: DynamoDB, SQS, S3...)  -> CONTINUITY_TEST_MOTO_URL
+#   - a plain redis-server (no persistence)           -> CONTINUITY_TEST_REDIS_URL
+#   - a TLS Redis cluster (tests/redis-tls-cluster.sh) -> CONTINUITY_TEST_REDIS_CLUSTER_URLS
+#                                                        (comma-separated rediss:// URLs)
+#                                                        CONTINUITY_TEST_REDIS_CA (CA PEM path)
+# and runs the steps: nextest over the workspace, cfn-lint, `sam validate --lint`,
+# and a release `cargo lambda build` of the Lambda binaries. Every step is announced
+# ("==> step") and timed, and a summary follows. The exit status is non-zero if
+# any step failed. Everything the script started is stopped on exit, including
+# on failure and Ctrl-C.
+#
+# The run never talks to real AWS: dummy credentials and region are exported, and
+# AWS_PROFILE / AWS_SESSION_TOKEN are unset.
+#
+# Environment:
+#   CONTINUITY_CACHE              cache root (default ~/.cache/continuity): venv, cargo target
+#   CARGO_TARGET_DIR              default $CONTINUITY_CACHE/target
+#   CONTINUITY_SKIP_LAMBDA_BUILD=1  skip the cargo-lambda release build (quick local runs)
+#   CONTINUITY_ONLY_SERVICES=1    start the services, print the exported variables, stop
+#                                 them; no cargo step. Checks the service plumbing.
+#   CONTINUITY_ONLY_SERVICES=hold same, but keep the services up until Ctrl-C. Paste the
+#                                 printed exports into another shell and run
+#                                 `cargo nextest run ...` against them.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+CACHE="${CONTINUITY_CACHE:-$HOME/.cache/continuity}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+VENV="$CACHE/venv"
+ONLY_SERVICES="${CONTINUITY_ONLY_SERVICES:-}"
+SKIP_LAMBDA_BUILD="${CONTINUITY_SKIP_LAMBDA_BUILD:-}"
+CLUSTER_SCRIPT="$ROOT/tests/redis-tls-cluster.sh"
+mkdir -p "$CACHE"
+
+# Python tools the run needs. Changing this list (or the Python version)
+# reinstalls them on the next run.
+PY_REQUIREMENTS=(
+  "moto[server]>=5.1,<6"
+  "cfn-lint>=1.30,<2"
+  "aws-sam-cli>=1.140,<2"
+  "cargo-lambda>=1.8,<2"
+)
+
+# ------------------------------------------------------------------ helpers
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+now_us() { local t="${EPOCHREALTIME/[.,]/}"; printf '%s' "$((10#$t))"; }
+fmt_secs() { local us="$1"; printf '%d.%01ds' "$((us / 1000000))" "$(((us % 1000000) / 100000))"; }
+
+STEP_NAMES=()
+STEP_RESULTS=()
+STEP_TIMES=()
+CURRENT_STEP=""
+CURRENT_T0=0
+
+# A setup step: any failure aborts the run (set -e); the EXIT trap names the step.
+begin_step() {
+  CURRENT_STEP="$1"
+  CURRENT_T0="$(now_us)"
+  say "==> $1"
+}
+end_step() {
+  local dt=$(($(now_us) - CURRENT_T0))
+  STEP_NAMES+=("$CURRENT_STEP")
+  STEP_RESULTS+=("ok")
+  STEP_TIMES+=("$dt")
+  say "    ($CURRENT_STEP: ok, $(fmt_secs "$dt"))"
+  CURRENT_STEP=""
+}
+
+# A check step: its failure is recorded and the remaining steps still run.
+FAILED=0
+run_step() {
+  local name="$1"
+  shift
+  say "==> $name"
+  local t0 rc=0
+  t0="$(now_us)"
+  "$@" || rc=$?
+  local dt=$(($(now_us) - t0))
+  STEP_NAMES+=("$name")
+  STEP_TIMES+=("$dt")
+  if [ "$rc" -eq 0 ]; then
+    STEP_RESULTS+=("ok")
+    say "    ($name: ok, $(fmt_secs "$dt"))"
+  else
+    STEP_RESULTS+=("FAILED (exit $rc)")
+    FAILED=1
+    say "    ($name: FAILED with exit $rc, $(fmt_secs "$dt"))"
+  fi
+}
+skip_step() {
+  STEP_NAMES+=("$1")
+  STEP_RESULTS+=("skipped ($2)")
+  STEP_TIMES+=(0)
+  say "==> $1: skipped ($2)"
+}
+
+summary() {
+  say ""
+  say "==> summary"
+  local i
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '    %-44s %-22s %s\n' "${STEP_NAMES[$i]}" "${STEP_RESULTS[$i]}" "$(fmt_secs "${STEP_TIMES[$i]}")"
+  done
+  printf '    %-44s %s\n' "total" "$(fmt_secs $(($(now_us) - RUN_T0)))"
+}
+
+# ------------------------------------------------- cleanup (always runs)
+
+TMP_DIR=""
+PIDS=()
+CLUSTER_DIR=""
+CLEANED=0
+
+cleanup() {
+  local rc=$?
+  [ "$CLEANED" = 1 ] && return
+  CLEANED=1
+  set +e
+  if [ -n "$CURRENT_STEP" ]; then
+    say "==> step '$CURRENT_STEP' failed (exit $rc)" >&2
+  fi
+  if [ -n "$CLUSTER_DIR" ] && [ -f "$CLUSTER_SCRIPT" ]; then
+    bash "$CLUSTER_SCRIPT" stop "$CLUSTER_DIR" >/dev/null 2>&1
+  fi
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill -TERM "$pid" 2>/dev/null
+  done
+  for pid in "${PIDS[@]}"; do
+    # Give each process up to ~3 s to exit, then force it.
+    local n=0
+    while kill -0 "$pid" 2>/dev/null && [ "$n" -lt 30 ]; do
+      sleep 0.1
+      n=$((n + 1))
+    done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  if [ -n "$TMP_DIR" ] && [ -d "$TMP_DIR" ]; then
+    rm -rf "$TMP_DIR"
+  fi
+  return "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+RUN_T0="$(now_us)"
+
+# ----------------------------------------------------------------- installs
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "need root (or sudo) to run: $*"
+  fi
+}
+
+begin_step "install: system packages"
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+if [ ! -x "$VENV/bin/python" ] && ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  missing+=(python3-venv)
+fi
+if [ -z "$ONLY_SERVICES" ]; then
+  # A C toolchain: the linker for rustc, and cc for bundled C crates (SQLite).
+  command -v cc >/dev/null 2>&1 || missing+=(build-essential pkg-config)
+  if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+    command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+  fi
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  say "    installing: ${missing[*]}"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  say "    all present"
+fi
+end_step
+
+begin_step "install: python venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+req_hash="$(
+  {
+    printf '%s\n' "${PY_REQUIREMENTS[@]}"
+    "$VENV/bin/python" -c 'import sys; print(sys.version)'
+  } | sha256sum | cut -d' ' -f1
+)"
+marker="$VENV/.continuity-requirements.sha256"
+if [ -f "$marker" ] && [ "$(cat "$marker")" = "$req_hash" ]; then
+  say "    up to date"
+else
+  say "    installing: ${PY_REQUIREMENTS[*]}"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q "${PY_REQUIREMENTS[@]}"
+  printf '%s\n' "$req_hash" >"$marker"
+fi
+export PATH="$VENV/bin:$PATH"
+end_step
+
+if [ -z "$ONLY_SERVICES" ]; then
+  begin_step "install: rust toolchain and cargo-nextest"
+  if ! command -v cargo >/dev/null 2>&1; then
+    if [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+      say "    installing rustup (stable, minimal profile)"
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --no-modify-path
+    fi
+    export PATH="$HOME/.cargo/bin:$PATH"
+  fi
+  if cargo nextest --version >/dev/null 2>&1; then
+    say "    $(cargo nextest --version 2>/dev/null | head -n1)"
+  else
+    say "    installing cargo-nextest"
+    cargo install cargo-nextest --locked
+  fi
+  end_step
+fi
+
+# ----------------------------------------------------------------- services
+
+begin_step "services: start"
+[ -f "$CLUSTER_SCRIPT" ] || die "tests/redis-tls-cluster.sh is missing: it starts the TLS Redis cluster the AWS cache tests need"
+
+TMP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/continuity-test.XXXXXX")"
+read -r MOTO_PORT REDIS_PORT < <(
+  python3 -c 'import socket
+socks = [socket.socket() for _ in range(2)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))
+for s in socks:
+    s.close()'
+)
+
+# Waits until "$@" succeeds, for at most $1 seconds, failing early if process
+# $2 died.
+wait_for() {
+  local timeout="$1" pid="$2" what="$3" log="$4"
+  shift 4
+  local deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if ! kill -0 "$pid" 2>/dev/null; then
+      say "    $what exited early; its log:" >&2
+      tail -n 40 "$log" >&2 || true
+      die "$what did not start"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      tail -n 40 "$log" >&2 || true
+      die "$what did not answer within ${timeout}s"
+    fi
+    sleep 0.2
+  done
+}
+
+http_ok() {
+  python3 -c 'import sys, urllib.request
+urllib.request.urlopen(sys.argv[1], timeout=2).read()' "$1"
+}
+
+moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
+PIDS+=("$!")
+wait_for 60 "$!" "moto_server" "$TMP_DIR/moto.log" http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"
+
+mkdir -p "$TMP_DIR/redis"
+redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
+  --dir "$TMP_DIR/redis" --daemonize no >"$TMP_DIR/redis.log" 2>&1 &
+PIDS+=("$!")
+redis_ping() { [ "$(redis-cli -h 127.0.0.1 -p "$REDIS_PORT" ping 2>/dev/null)" = "PONG" ]; }
+wait_for 30 "$!" "redis-server" "$TMP_DIR/redis.log" redis_ping
+
+# The cluster script reports its endpoints as VAR=value lines on stdout
+# (optionally prefixed with `export`), or in DIR/env with the same format.
+CLUSTER_DIR="$TMP_DIR/redis-cluster"
+mkdir -p "$CLUSTER_DIR"
+if ! bash "$CLUSTER_SCRIPT" start "$CLUSTER_DIR" >"$TMP_DIR/cluster.out" 2>"$TMP_DIR/cluster.err"; then
+  cat "$TMP_DIR/cluster.out" "$TMP_DIR/cluster.err" >&2 || true
+  die "tests/redis-tls-cluster.sh start failed"
+fi
+CONTINUITY_TEST_REDIS_CLUSTER_URLS=""
+CONTINUITY_TEST_REDIS_CA=""
+read_cluster_vars() {
+  local line key value
+  while IFS= read -r line || [ -n "$line" ]; do
+    line="${line#export }"
+    case "$line" in
+      CONTINUITY_TEST_REDIS_CLUSTER_URLS=* | CONTINUITY_TEST_REDIS_CA=*)
+        key="${line%%=*}"
+        value="${line#*=}"
+        value="${value%\"}"
+        value="${value#\"}"
+        value="${value%\'}"
+        value="${value#\'}"
+        printf -v "$key" '%s' "$value"
+        ;;
+    esac
+  done <"$1"
+}
+read_cluster_vars "$TMP_DIR/cluster.out"
+if [ -f "$CLUSTER_DIR/env" ]; then
+  read_cluster_vars "$CLUSTER_DIR/env"
+fi
+if [ -z "$CONTINUITY_TEST_REDIS_CLUSTER_URLS" ] || [ -z "$CONTINUITY_TEST_REDIS_CA" ]; then
+  cat "$TMP_DIR/cluster.out" "$TMP_DIR/cluster.err" >&2 || true
+  die "tests/redis-tls-cluster.sh did not report CONTINUITY_TEST_REDIS_CLUSTER_URLS and CONTINUITY_TEST_REDIS_CA"
+fi
+[ -f "$CONTINUITY_TEST_REDIS_CA" ] || die "CA file $CONTINUITY_TEST_REDIS_CA (from tests/redis-tls-cluster.sh) does not exist"
+
+export CONTINUITY_TEST_MOTO_URL="http://127.0.0.1:$MOTO_PORT"
+export CONTINUITY_TEST_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+export CONTINUITY_TEST_REDIS_CLUSTER_URLS CONTINUITY_TEST_REDIS_CA
+
+# Never real AWS: fixed dummy credentials and region for SDKs, moto and SAM.
+unset AWS_PROFILE AWS_SESSION_TOKEN AWS_SECURITY_TOKEN AWS_ROLE_ARN AWS_WEB_IDENTITY_TOKEN_FILE
+export AWS_ACCESS_KEY_ID="testing" AWS_SECRET_ACCESS_KEY="testing"
+export AWS_DEFAULT_REGION="eu-west-1" AWS_REGION="eu-west-1"
+export AWS_EC2_METADATA_DISABLED="true"
+export SAM_CLI_TELEMETRY=0
+end_step
+
+print_exports() {
+  local v
+  for v in CONTINUITY_TEST_MOTO_URL CONTINUITY_TEST_REDIS_URL CONTINUITY_TEST_REDIS_CLUSTER_URLS \
+    CONTINUITY_TEST_REDIS_CA AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION AWS_REGION \
+    AWS_EC2_METADATA_DISABLED CARGO_TARGET_DIR; do
+    # Single quotes: no value here contains one.
+    printf "export %s='%s'\n" "$v" "${!v}"
+  done
+}
+
+if [ -n "$ONLY_SERVICES" ]; then
+  say ""
+  print_exports
+  say ""
+  if [ "$ONLY_SERVICES" = "hold" ]; then
+    say "services are up; press Ctrl-C to stop them"
+    # `wait` (unlike a foreground sleep) returns as soon as a signal arrives,
+    # so the traps run at once.
+    while :; do
+      sleep 3600 &
+      PIDS+=("$!")
+      wait "$!" || true
+    done
+  fi
+  say "(stopping the services now; CONTINUITY_ONLY_SERVICES=hold keeps them up)"
+  summary
+  exit 0
+fi
+
+# -------------------------------------------------------------------- steps
+
+NEXTEST_ARGS=(run --workspace --no-fail-fast)
+if [ -f "$ROOT/.config/nextest.toml" ] && grep -q '^\[profile\.ci\]' "$ROOT/.config/nextest.toml"; then
+  NEXTEST_ARGS+=(--profile ci)
+fi
+run_step "cargo nextest" cargo nextest "${NEXTEST_ARGS[@]}" "$@"
+
+run_step "cfn-lint infra/template.yaml" cfn-lint infra/template.yaml
+
+sam_validate() (
+  cd "$ROOT/infra" && sam validate --lint --template template.yaml --region eu-west-1
+)
+run_step "sam validate --lint" sam_validate
+
+if [ -n "$SKIP_LAMBDA_BUILD" ]; then
+  skip_step "cargo lambda build --release" "CONTINUITY_SKIP_LAMBDA_BUILD"
+else
+  # Build for the host architecture with plain cargo (no zig, no cross toolchain),
+  # which proves that the Lambda binaries build in release mode. The arm64 deploy
+  # artefacts come from `sam build` (see samconfig.toml).
+  case "$(uname -m)" in
+    aarch64 | arm64) LAMBDA_ARCH=--arm64 ;;
+    *) LAMBDA_ARCH=--x86-64 ;;
+  esac
+  run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
+    --bin continuity-mcp --bin continuity-authorizer
+fi
+
+summary
+if [ "$FAILED" -ne 0 ]; then
+  say "==> FAILED"
+  exit 1
+fi
+say "==> all steps passed"
