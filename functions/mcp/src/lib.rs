@@ -74,5 +74,8 @@ pub fn app(services: Services, public_url: String) -> Router {
         auth_mode: AuthMode::TrustAuthorizer,
         shutdown: CancellationToken::new(),
     };
-    gateway::router(AppState { services, settings: Arc::new(settings) }).layer(middleware::from_fn(from_api_gateway))
+    let inner = gateway::router(AppState { services, settings: Arc::new(settings) });
+    // `Router::layer` runs after routing, so the path rewrite wraps the inner router from
+    // an outer one whose only route is the fallback: the inner router routes afresh.
+    Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway))
 }

@@ -1,0 +1,93 @@
+//! The authorizer driven with `events/authorizer-request*.json`: it allows a valid key
+//! with the caller's context, and denies everything else without failing.
+
+use std::sync::Arc;
+
+use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
+use domain::principal::Scopes;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::TenantId;
+use serde_json::Value;
+use services::admin::KeyRequest;
+use services::Services;
+
+const PUBLIC: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
+
+fn event(name: &str, authorization: Option<&str>) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read event")).expect("json");
+    if let Some(a) = authorization {
+        v["headers"]["Authorization"] = Value::String(a.to_owned());
+    }
+    serde_json::from_value(v).expect("authorizer event")
+}
+
+async fn setup(dir: &std::path::Path) -> (Services, String) {
+    let backend = store_embedded::open_backend(dir, Arc::new(ports::SystemClock)).expect("backend");
+    let s = Services::new(backend);
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Pro, Department::Finance, Industry::Retail).await.unwrap();
+    let key = s
+        .admin
+        .create_key(KeyRequest {
+            tenant: demo,
+            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
+            principal: None,
+            teams: vec!["platform".into()],
+            projects: vec!["apollo".into(), "zephyr".into()],
+        })
+        .await
+        .unwrap();
+    (s, key.token)
+}
+
+#[tokio::test]
+async fn a_valid_key_is_allowed_with_its_context() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, token) = setup(dir.path()).await;
+    let ev = event("authorizer-request.json", Some(&format!("Bearer {token}")));
+    let r = continuity_authorizer::decide(&s, &ev, PUBLIC).await;
+    let doc = &r.policy_document["Statement"][0];
+    assert_eq!(doc["Effect"], "Allow");
+    assert_eq!(doc["Resource"], "arn:aws:execute-api:eu-west-1:123456789012:abcdef1234/prod/POST/mcp");
+    assert_eq!(r.context["tenant"], "demo");
+    assert_eq!(r.context["plan"], "pro");
+    assert_eq!(r.context["scopes"], "mcp:tools tenant:read");
+    assert_eq!(r.context["projects"], "apollo,zephyr");
+    assert!(r.principal_id.starts_with("svc-"));
+
+    // What the authorizer emits is exactly what the MCP Lambda accepts.
+    let fields = r.context.clone().into_iter().collect();
+    let caller = continuity_mcp::caller_from_authorizer(&fields).expect("the MCP Lambda accepts the context");
+    assert_eq!(caller.tenant.as_str(), "demo");
+    assert_eq!(caller.plan, PlanTier::Pro);
+    assert_eq!(caller.scopes, Scopes::parse("mcp:tools tenant:read").unwrap());
+    assert_eq!(caller.teams, ["platform"]);
+    assert_eq!(caller.projects, ["apollo", "zephyr"]);
+}
+
+#[tokio::test]
+async fn everything_else_is_denied_never_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, token) = setup(dir.path()).await;
+    let cases = vec![
+        event("authorizer-request-missing.json", None),
+        event("authorizer-request.json", None), // the placeholder key in the sample event
+        event("authorizer-request.json", Some("Basic dXNlcjpwYXNz")),
+        event("authorizer-request.json", Some(&format!("Bearer {token}x"))),
+        event("authorizer-request.json", Some(&format!("Bearer {}", "A".repeat(10_000)))),
+        event("authorizer-request.json", Some("Bearer ctn_other.k1.0000000000000000000000000000000000000000")),
+    ];
+    for ev in cases {
+        let r = continuity_authorizer::decide(&s, &ev, PUBLIC).await;
+        assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
+        let www = r.context["wwwAuthenticate"].as_str().unwrap();
+        assert!(www.starts_with("Bearer ") && www.contains(&format!("resource_metadata=\"{PUBLIC}/.well-known/oauth-protected-resource/mcp\"")), "{www}");
+        assert!(!r.context.contains_key("tenant"));
+    }
+    // Revocation takes effect on the next request (the authorizer does not cache).
+    let key_id = token.split('.').nth(1).unwrap();
+    s.admin.revoke_key(&TenantId::new("demo").unwrap(), &domain::Id::new(key_id).unwrap()).await.unwrap();
+    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), PUBLIC).await;
+    assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
+}

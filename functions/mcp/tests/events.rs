@@ -1,0 +1,97 @@
+//! The MCP Lambda driven with the API Gateway events in `events/`, exactly as Lambda
+//! would deliver them, over an embedded backend (the backend is not what is under test
+//! here; the contract suites cover it on both).
+
+use std::sync::Arc;
+
+use domain::spine::PoleClass;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::value::Attributes;
+use domain::{EntityType, Id, TenantId};
+use http_body_util::BodyExt;
+use ports::records::Expect;
+use serde_json::Value;
+use services::Services;
+use tower::ServiceExt;
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("read event")).expect("event JSON")
+}
+
+async fn services(dir: &std::path::Path) -> Services {
+    let backend = store_embedded::open_backend(dir, Arc::new(ports::SystemClock)).expect("backend");
+    let s = Services::new(backend);
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let op = s.admin.operator(&demo).await.unwrap();
+    let mut attrs = Attributes::new();
+    attrs.insert("name".into(), "Acme Corp".into());
+    s.entities
+        .put(&op, EntityType::new("account").unwrap(), Id::new("acme-1").unwrap(), PoleClass::Organization, attrs, Expect::Any)
+        .await
+        .unwrap();
+    s
+}
+
+async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
+    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
+    let app = continuity_mcp::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
+    let resp = app.oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn initialize_tools_list_and_call_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+
+    let (status, v) = invoke(&s, event("mcp-initialize.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["result"]["serverInfo"]["name"], "continuity");
+
+    let (status, v) = invoke(&s, event("mcp-tools-list.json")).await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+
+    let (status, v) = invoke(&s, event("mcp-tools-call-entity-get.json")).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["result"]["structuredContent"]["entity"]["attributes"]["name"], "Acme Corp");
+
+    let (status, v) = invoke(&s, event("healthz.json")).await;
+    assert_eq!((status, v["status"].as_str()), (200, Some("ok")));
+}
+
+#[tokio::test]
+async fn the_authorizer_context_decides_tenant_and_scopes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+
+    // Without the authorizer's context the router refuses, with WWW-Authenticate.
+    let mut ev = event("mcp-tools-list.json");
+    ev["requestContext"].as_object_mut().unwrap().remove("authorizer");
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 401);
+    assert_eq!(v["error"]["code"], "UNAUTHENTICATED");
+
+    // A context for another tenant sees nothing of demo's.
+    let mut ev = event("mcp-tools-call-entity-get.json");
+    ev["requestContext"]["authorizer"]["tenant"] = "other".into();
+    let (_, v) = invoke(&s, ev).await;
+    assert_eq!(v["result"]["structuredContent"]["code"], "NOT_FOUND");
+
+    // Scopes come from the context: without tenant:read the tool is refused.
+    let mut ev = event("mcp-tools-call-entity-get.json");
+    ev["requestContext"]["authorizer"]["scopes"] = "mcp:tools".into();
+    let (_, v) = invoke(&s, ev).await;
+    assert_eq!(v["result"]["structuredContent"]["code"], "FORBIDDEN");
+
+    // A malformed context fails closed.
+    let mut ev = event("mcp-tools-list.json");
+    ev["requestContext"]["authorizer"]["scopes"] = "root:everything".into();
+    assert_eq!(invoke(&s, ev).await.0, 401);
+
+}
