@@ -25,6 +25,16 @@ fn policy(effect: &str, resource: &str) -> Value {
     })
 }
 
+/// The API's base URL as the client used it, when no custom domain is configured:
+/// `https://{Host}/{stage}`.
+fn base_url_of(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> String {
+    let host = event.headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost");
+    match event.request_context.stage.as_deref() {
+        Some(stage) if !stage.is_empty() => format!("https://{host}/{stage}"),
+        _ => format!("https://{host}"),
+    }
+}
+
 /// Decides one request. `public_url` is the API's base URL for `resource_metadata`.
 pub async fn decide(services: &Services, event: &ApiGatewayCustomAuthorizerRequestTypeRequest, public_url: &str) -> AuthorizerResponse {
     let resource = event.method_arn.clone().unwrap_or_else(|| "*".to_owned());
@@ -46,7 +56,13 @@ pub async fn decide(services: &Services, event: &ApiGatewayCustomAuthorizerReque
                 tracing::warn!(code = %e.code, detail = ?e.internal, "authorizer denied because a dependency failed");
             }
             let mut context = Map::new();
-            let base = public_url.trim_end_matches('/');
+            let derived;
+            let base = if public_url.is_empty() {
+                derived = base_url_of(event);
+                derived.as_str()
+            } else {
+                public_url.trim_end_matches('/')
+            };
             context.insert(
                 "wwwAuthenticate".into(),
                 json!(format!("Bearer realm=\"continuity\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"")),

@@ -85,6 +85,11 @@ async fn everything_else_is_denied_never_an_error() {
         assert!(www.starts_with("Bearer ") && www.contains(&format!("resource_metadata=\"{PUBLIC}/.well-known/oauth-protected-resource/mcp\"")), "{www}");
         assert!(!r.context.contains_key("tenant"));
     }
+    // Without a configured public URL, resource_metadata points at the API as called.
+    let r = continuity_authorizer::decide(&s, &event("authorizer-request-missing.json", None), "").await;
+    let www = r.context["wwwAuthenticate"].as_str().unwrap();
+    assert!(www.contains("resource_metadata=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/.well-known/"), "{www}");
+
     // Revocation takes effect on the next request (the authorizer does not cache).
     let key_id = token.split('.').nth(1).unwrap();
     s.admin.revoke_key(&TenantId::new("demo").unwrap(), &domain::Id::new(key_id).unwrap()).await.unwrap();
