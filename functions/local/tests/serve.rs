@@ -148,6 +148,43 @@ async fn mcp_needs_a_key_and_lists_both_tools() {
     assert_eq!(res["structuredContent"]["code"], "FORBIDDEN");
     assert_eq!(res["structuredContent"]["required_scope"], "tenant:read");
 
+    // A foreign browser Origin is refused (DNS rebinding / CSRF protection).
+    let r = client()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // So is a Host the server does not answer to (DNS rebinding).
+    let r = client()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("host", "evil.example")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":6,"method":"tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // And an unsupported protocol version is a 400.
+    let r = client()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("mcp-protocol-version", "1999-01-01")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":7,"method":"tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+
     // A revoked key stops working at once.
     let key_id = narrow.split('.').nth(1).unwrap().to_owned();
     cli(&s.home, &["key", "revoke", "--tenant", "local", &key_id]);
@@ -293,4 +330,20 @@ async fn kill_9_loses_no_acknowledged_write() {
         assert_eq!(got["isError"], false, "acknowledged write {i} was lost");
         assert_eq!(got["structuredContent"]["entity"]["attributes"]["name"], format!("write {i}"));
     }
+}
+
+/// SIGTERM stops the server cleanly (exit status 0) and the home reopens intact.
+#[tokio::test]
+async fn sigterm_shuts_down_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut s = spawn(&home);
+    assert_eq!(seed(&s.base, &s.key, "account", "before-term", "x").await.status(), 200);
+    let status = Command::new("kill").args(["-TERM", &s.child.id().to_string()]).status().expect("kill");
+    assert!(status.success());
+    let exit = s.child.wait().expect("wait");
+    assert!(exit.success(), "graceful shutdown exits 0, got {exit:?}");
+    let s2 = spawn(&home);
+    let got = call_tool(&s2.base, &s2.key, "spine.entity.get", json!({"type":"account","id":"before-term"})).await;
+    assert_eq!(got["isError"], false);
 }
