@@ -33,9 +33,7 @@ const BUCKET: &str = "continuity-contract";
 
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
-        panic!(
-            "{name} is not set: run tests/run.sh, or start moto and Redis and export the CONTINUITY_TEST_* variables"
-        )
+        panic!("{name} is not set: run tests/run.sh, or start moto and Redis and export the CONTINUITY_TEST_* variables")
     })
 }
 
@@ -119,11 +117,7 @@ mod queue {
 }
 
 mod blobs {
-    contract::contract_tests!(
-        blobs,
-        super::blobs,
-        [put_get_overwrite, listing_is_ordered_and_paged, tenants_are_isolated]
-    );
+    contract::contract_tests!(blobs, super::blobs, [put_get_overwrite, listing_is_ordered_and_paged, tenants_are_isolated]);
 }
 
 mod cache_single {
@@ -145,8 +139,7 @@ mod cache_cluster {
 /// A cache nobody answers for fails fast with `UNAVAILABLE` instead of hanging.
 #[tokio::test]
 async fn a_dead_cache_fails_fast() {
-    let dead = RedisCache::new(&RedisSettings::single("redis://127.0.0.1:1").with_timeout(Duration::from_millis(500)))
-        .unwrap();
+    let dead = RedisCache::new(&RedisSettings::single("redis://127.0.0.1:1").with_timeout(Duration::from_millis(500))).unwrap();
     let key = ports::cache::CacheKey::global("t", "k");
     let started = std::time::Instant::now();
     assert_eq!(dead.get(&key).await.unwrap_err().code, domain::ErrorCode::Unavailable);

@@ -229,6 +229,12 @@ if [ -z "$ONLY_SERVICES" ]; then
     fi
     export PATH="$HOME/.cargo/bin:$PATH"
   fi
+  for tool in clippy rustfmt; do
+    if ! cargo "${tool/rustfmt/fmt}" --version >/dev/null 2>&1; then
+      say "    installing the $tool component"
+      rustup component add "$tool"
+    fi
+  done
   if cargo nextest --version >/dev/null 2>&1; then
     say "    $(cargo nextest --version 2>/dev/null | head -n1)"
   else
@@ -374,6 +380,8 @@ NEXTEST_ARGS=(run --workspace --no-fail-fast)
 if [ -f "$ROOT/.config/nextest.toml" ] && grep -q '^\[profile\.ci\]' "$ROOT/.config/nextest.toml"; then
   NEXTEST_ARGS+=(--profile ci)
 fi
+run_step "cargo fmt --check" cargo fmt --all -- --check
+run_step "cargo clippy (warnings are errors)" cargo clippy --workspace --all-targets --quiet -- -D warnings
 run_step "cargo nextest" cargo nextest "${NEXTEST_ARGS[@]}" "$@"
 
 run_step "cfn-lint infra/template.yaml" cfn-lint infra/template.yaml

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use contract::queue::{QueueFixture, MAX_RECEIVES};
+use contract::queue::{MAX_RECEIVES, QueueFixture};
 use ports::items::ItemStore;
 use ports::{BlobStore, Cache, Queue, Records, SystemClock};
 use store_embedded::{Db, FileBlobs, MemoryCache, SqliteItems, SqliteQueue};

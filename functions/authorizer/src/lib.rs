@@ -7,7 +7,7 @@
 
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use services::Services;
 
 #[derive(Debug, Serialize, PartialEq)]
@@ -36,7 +36,11 @@ fn base_url_of(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> String {
 }
 
 /// Decides one request. `public_url` is the API's base URL for `resource_metadata`.
-pub async fn decide(services: &Services, event: &ApiGatewayCustomAuthorizerRequestTypeRequest, public_url: &str) -> AuthorizerResponse {
+pub async fn decide(
+    services: &Services,
+    event: &ApiGatewayCustomAuthorizerRequestTypeRequest,
+    public_url: &str,
+) -> AuthorizerResponse {
     let resource = event.method_arn.clone().unwrap_or_else(|| "*".to_owned());
     let header = event.headers.get("authorization").and_then(|v| v.to_str().ok());
     match services.auth.authenticate_header(header).await {
@@ -49,7 +53,11 @@ pub async fn decide(services: &Services, event: &ApiGatewayCustomAuthorizerReque
             context.insert("credential".into(), json!(caller.credential));
             context.insert("teams".into(), json!(caller.teams.join(",")));
             context.insert("projects".into(), json!(caller.projects.join(",")));
-            AuthorizerResponse { principal_id: caller.principal.to_string(), policy_document: policy("Allow", &resource), context }
+            AuthorizerResponse {
+                principal_id: caller.principal.to_string(),
+                policy_document: policy("Allow", &resource),
+                context,
+            }
         }
         Err(e) => {
             if e.code != domain::ErrorCode::Unauthenticated {
@@ -65,7 +73,9 @@ pub async fn decide(services: &Services, event: &ApiGatewayCustomAuthorizerReque
             };
             context.insert(
                 "wwwAuthenticate".into(),
-                json!(format!("Bearer realm=\"continuity\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\"")),
+                json!(format!(
+                    "Bearer realm=\"continuity\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                )),
             );
             context.insert("message".into(), json!(e.message));
             AuthorizerResponse { principal_id: "anonymous".into(), policy_document: policy("Deny", &resource), context }

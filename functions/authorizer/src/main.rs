@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::{LambdaEvent, service_fn};
 use ports::SystemClock;
 use services::Services;
 
@@ -16,7 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     tracing_subscriber::fmt()
         .json()
         .without_time()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
         .init();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;

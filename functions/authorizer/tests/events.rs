@@ -1,15 +1,17 @@
 //! The authorizer driven with `events/authorizer-request*.json`: it allows a valid key
 //! with the caller's context, and denies everything else without failing.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
+use domain::TenantId;
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
-use domain::TenantId;
 use serde_json::Value;
-use services::admin::KeyRequest;
 use services::Services;
+use services::admin::KeyRequest;
 
 const PUBLIC: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
 
@@ -82,13 +84,20 @@ async fn everything_else_is_denied_never_an_error() {
         let r = continuity_authorizer::decide(&s, &ev, PUBLIC).await;
         assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
         let www = r.context["wwwAuthenticate"].as_str().unwrap();
-        assert!(www.starts_with("Bearer ") && www.contains(&format!("resource_metadata=\"{PUBLIC}/.well-known/oauth-protected-resource/mcp\"")), "{www}");
+        assert!(
+            www.starts_with("Bearer ")
+                && www.contains(&format!("resource_metadata=\"{PUBLIC}/.well-known/oauth-protected-resource/mcp\"")),
+            "{www}"
+        );
         assert!(!r.context.contains_key("tenant"));
     }
     // Without a configured public URL, resource_metadata points at the API as called.
     let r = continuity_authorizer::decide(&s, &event("authorizer-request-missing.json", None), "").await;
     let www = r.context["wwwAuthenticate"].as_str().unwrap();
-    assert!(www.contains("resource_metadata=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/.well-known/"), "{www}");
+    assert!(
+        www.contains("resource_metadata=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/.well-known/"),
+        "{www}"
+    );
 
     // Revocation takes effect on the next request (the authorizer does not cache).
     let key_id = token.split('.').nth(1).unwrap();

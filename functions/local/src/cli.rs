@@ -151,7 +151,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
         Command::Tenant(TenantCommand::Create { slug, plan, department, industry }) => {
-            let t = s.admin.create_tenant(TenantId::new(slug).map_err(domain_err)?, plan, department, industry).await.map_err(domain_err)?;
+            let t = s
+                .admin
+                .create_tenant(TenantId::new(slug).map_err(domain_err)?, plan, department, industry)
+                .await
+                .map_err(domain_err)?;
             println!("created tenant {} (plan {}, {} × {})", t.id, t.plan, t.department, t.industry);
             Ok(())
         }
@@ -184,7 +188,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 rate_limit_per_minute: changes.rate_limit_per_minute,
             };
             let t = s.admin.set_tenant(&TenantId::new(slug).map_err(domain_err)?, c).await.map_err(domain_err)?;
-            println!("updated tenant {} (plan {}, {} × {}, storage {}, version {})", t.id, t.plan, t.department, t.industry, t.storage_tier, t.version);
+            println!(
+                "updated tenant {} (plan {}, {} × {}, storage {}, version {})",
+                t.id, t.plan, t.department, t.industry, t.storage_tier, t.version
+            );
             Ok(())
         }
         Command::Key(KeyCommand::Create { tenant, scopes, principal, teams, projects }) => {
@@ -216,7 +223,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Entity(EntityCommand::Put { tenant, entity_type, id, attributes, pole_class }) => {
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            let attributes: Attributes = serde_json::from_str(&attributes).map_err(|e| anyhow!("--attributes must be a JSON object: {e}"))?;
+            let attributes: Attributes =
+                serde_json::from_str(&attributes).map_err(|e| anyhow!("--attributes must be a JSON object: {e}"))?;
             let operator = s.admin.operator(&tenant).await.map_err(domain_err)?;
             let e = s
                 .entities

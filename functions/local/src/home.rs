@@ -53,7 +53,8 @@ pub async fn open(path: PathBuf) -> anyhow::Result<Home> {
             .with_context(|| format!("creating the home folder {}", path.display()))?;
     }
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
-    let backend = store_embedded::open_backend(&path, Arc::new(SystemClock)).map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
+    let backend =
+        store_embedded::open_backend(&path, Arc::new(SystemClock)).map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
     let services = Services::new(backend);
     let issued = services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {e}"))?;
     let created_key = issued.is_some();

@@ -19,7 +19,7 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .json()
         .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
         .init();
     match cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -26,7 +26,12 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     let gateway = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
         allowed_origins: vec![format!("http://{local}"), format!("http://localhost:{}", local.port())],
-        allowed_hosts: vec![host.clone(), format!("{host}:{}", local.port()), "localhost".into(), format!("localhost:{}", local.port())],
+        allowed_hosts: vec![
+            host.clone(),
+            format!("{host}:{}", local.port()),
+            "localhost".into(),
+            format!("localhost:{}", local.port()),
+        ],
         auth_mode: AuthMode::Verify,
         shutdown: shutdown.clone(),
     };

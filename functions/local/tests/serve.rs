@@ -1,11 +1,13 @@
 //! End-to-end tests of `continuity serve`: the real binary on port 0, driven over HTTP
 //! with only its public interfaces (HTTP, MCP JSON-RPC, the admin CLI).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
@@ -78,7 +80,8 @@ async fn rpc(base: &str, key: Option<&str>, body: Value) -> reqwest::Response {
 }
 
 async fn call_tool(base: &str, key: &str, name: &str, args: Value) -> Value {
-    let resp = rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
+    let resp =
+        rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
     assert_eq!(resp.status(), 200);
     let v: Value = resp.json().await.expect("json");
     v["result"].clone()
@@ -256,7 +259,13 @@ async fn bad_input_gets_a_clear_400_and_nothing_is_written() {
 
     let r = put(json!({"attributes": {"bad name!": 1}}).to_string()).await.unwrap();
     assert_eq!(r.status(), 400);
-    let r = client().put(format!("{}/v1/admin/entities/Not-A-Type/x", s.base)).bearer_auth(&s.key).json(&json!({"attributes":{}})).send().await.unwrap();
+    let r = client()
+        .put(format!("{}/v1/admin/entities/Not-A-Type/x", s.base))
+        .bearer_auth(&s.key)
+        .json(&json!({"attributes":{}}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 400);
 
     // Nothing above was written.
@@ -281,7 +290,8 @@ async fn bad_input_gets_a_clear_400_and_nothing_is_written() {
     assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
     let res = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"a#b"})).await;
     assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
-    let r = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"no.such.tool"}})).await;
+    let r =
+        rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"no.such.tool"}})).await;
     let v: Value = r.json().await.unwrap();
     assert!(v["error"]["code"].is_i64(), "an unknown tool is a JSON-RPC error: {v}");
     // The server is still alive after all of it.

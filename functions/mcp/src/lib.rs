@@ -8,17 +8,17 @@
 
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::Router;
 use domain::principal::{CallerContext, Scopes};
 use domain::tenant::PlanTier;
 use domain::{Id, TenantId};
 use gateway::auth::AuthMode;
 use gateway::{AppState, GatewaySettings};
-use lambda_http::request::RequestContext;
 use lambda_http::RequestExt;
+use lambda_http::request::RequestContext;
 use services::Services;
 use tokio_util::sync::CancellationToken;
 

@@ -18,7 +18,7 @@ async fn main() -> Result<(), lambda_http::Error> {
     tracing_subscriber::fmt()
         .json()
         .without_time()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
         .init();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;

@@ -2,6 +2,8 @@
 //! would deliver them, over an embedded backend (the backend is not what is under test
 //! here; the contract suites cover it on both).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use domain::spine::PoleClass;
@@ -93,5 +95,4 @@ async fn the_authorizer_context_decides_tenant_and_scopes() {
     let mut ev = event("mcp-tools-list.json");
     ev["requestContext"]["authorizer"]["scopes"] = "root:everything".into();
     assert_eq!(invoke(&s, ev).await.0, 401);
-
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use domain::ErrorCode;
-use ports::items::{Condition, Item, ItemStore, Query, Write, MAX_WRITES_PER_BATCH};
+use ports::items::{Condition, Item, ItemStore, MAX_WRITES_PER_BATCH, Query, Write};
 
 use crate::fresh_tenant;
 
@@ -94,7 +94,8 @@ pub async fn queries_are_ordered_and_paged(store: Arc<dyn ItemStore>) {
     let expected: Vec<String> = (0..12).map(|i| format!("a#{i:02}")).collect();
     assert_eq!(seen, expected);
 
-    let (desc, _) = store.query(Query { tenant: t, part: "p", prefix: "", after: None, limit: 3, descending: true }).await.unwrap();
+    let (desc, _) =
+        store.query(Query { tenant: t, part: "p", prefix: "", after: None, limit: 3, descending: true }).await.unwrap();
     let sks: Vec<_> = desc.iter().map(|i| i.sk.as_str()).collect();
     assert_eq!(sks, ["b#00", "a#11", "a#10"]);
     let (desc2, _) =
@@ -108,8 +109,10 @@ pub async fn tenants_are_isolated(store: Arc<dyn ItemStore>) {
     let b = fresh_tenant("iso-b");
     store.write(vec![put(item(a.as_str(), "p", "secret", 1, "a-data"), Condition::None)]).await.unwrap();
     assert_eq!(store.get(b.as_str(), "p", "secret").await.unwrap(), None);
-    let (items, _) =
-        store.query(Query { tenant: b.as_str(), part: "p", prefix: "", after: None, limit: 100, descending: false }).await.unwrap();
+    let (items, _) = store
+        .query(Query { tenant: b.as_str(), part: "p", prefix: "", after: None, limit: 100, descending: false })
+        .await
+        .unwrap();
     assert!(items.is_empty());
     // B writing the same key creates B's own item; A's is untouched.
     store.write(vec![put(item(b.as_str(), "p", "secret", 1, "b-data"), Condition::Absent)]).await.unwrap();

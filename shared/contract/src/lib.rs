@@ -8,6 +8,9 @@
 //! Every check uses fresh random tenant slugs, so suites can share one database, table
 //! or bucket without cleaning up and without seeing each other's data.
 
+// This crate is test code: a failed unwrap is the test failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 pub mod blobs;
 pub mod cache;
 pub mod items;

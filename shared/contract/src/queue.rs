@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use domain::{ErrorCode, Timestamp};
-use ports::queue::{Queue, QueueMessage, MAX_MESSAGE_BYTES};
-use ports::records::IdempotencyStore;
 use ports::Records;
+use ports::queue::{MAX_MESSAGE_BYTES, Queue, QueueMessage};
+use ports::records::IdempotencyStore;
 
 use crate::fresh_tenant;
 

@@ -10,11 +10,11 @@ use domain::spine::{Entity, EntityRef, PoleClass, Relationship, Signal};
 use domain::tenant::{Department, Industry, PlanTier, Tenant};
 use domain::value::{Attributes, Value};
 use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
+use ports::Records;
 use ports::records::{
     AuditLog, Direction, EntityStore, Expect, IdempotencyStore, MemoryStore, PrincipalStore, ProposalStore, RelationshipStore,
     SignalStore, TenantStore,
 };
-use ports::Records;
 
 use crate::fresh_tenant;
 

@@ -102,14 +102,15 @@ pub struct Error {
     pub code: ErrorCode,
     /// A message safe to show a client.
     pub message: String,
-    pub payload: ErrorPayload,
+    /// Boxed so `Result<T, Error>` stays small on the happy path.
+    pub payload: Box<ErrorPayload>,
     /// Internal detail for logs only; never serialised to a client.
     pub internal: Option<String>,
 }
 
 impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), payload: ErrorPayload::default(), internal: None }
+        Self { code, message: message.into(), payload: Box::default(), internal: None }
     }
 
     pub fn invalid(message: impl Into<String>) -> Self {

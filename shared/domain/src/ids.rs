@@ -39,10 +39,7 @@ impl TenantId {
         let raw = raw.into();
         check_chars("tenant", &raw, 63, |c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')?;
         if raw.len() < 2 || !raw.starts_with(|c: char| c.is_ascii_lowercase()) || raw.ends_with('-') {
-            return Err(Error::invalid_field(
-                "tenant",
-                "must be 2-63 characters, start with a letter and not end with '-'",
-            ));
+            return Err(Error::invalid_field("tenant", "must be 2-63 characters, start with a letter and not end with '-'"));
         }
         Ok(Self(raw))
     }

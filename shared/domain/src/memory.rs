@@ -66,10 +66,9 @@ impl MemoryScope {
             "project" => Ok(Self::Project(key()?)),
             "personal" => Ok(Self::Personal(key()?)),
             "session" => Ok(Self::Session(key()?)),
-            _ => Err(Error::invalid_field(
-                "scope",
-                "expected global, org, team:<id>, project:<id>, personal:<id> or session:<id>",
-            )),
+            _ => {
+                Err(Error::invalid_field("scope", "expected global, org, team:<id>, project:<id>, personal:<id> or session:<id>"))
+            }
         }
     }
 

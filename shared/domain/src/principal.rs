@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::ids::{Id, TenantId, Timestamp};
-use crate::tenant::{string_enum, PlanTier};
+use crate::tenant::{PlanTier, string_enum};
 
 string_enum! {
     /// A user's role within a tenant.

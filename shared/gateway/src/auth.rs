@@ -4,8 +4,8 @@
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use domain::principal::CallerContext;
 use domain::Error;
+use domain::principal::CallerContext;
 
 use crate::error::ApiError;
 use crate::router::AppState;
@@ -24,11 +24,9 @@ pub enum AuthMode {
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let resource_metadata = Some(format!("{}/.well-known/oauth-protected-resource/mcp", state.settings.public_url));
     let result = match state.settings.auth_mode {
-        AuthMode::TrustAuthorizer => req
-            .extensions()
-            .get::<CallerContext>()
-            .cloned()
-            .ok_or_else(|| Error::unauthenticated("missing authorizer context")),
+        AuthMode::TrustAuthorizer => {
+            req.extensions().get::<CallerContext>().cloned().ok_or_else(|| Error::unauthenticated("missing authorizer context"))
+        }
         AuthMode::Verify => {
             let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
             state.services.auth.authenticate_header(header).await
@@ -36,9 +34,12 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     };
     match result {
         Ok(caller) => {
-            tracing::Span::current().record("tenant", caller.tenant.as_str());
+            let tenant = caller.tenant.clone();
             req.extensions_mut().insert(caller);
-            next.run(req).await
+            let mut resp = next.run(req).await;
+            // For the request log line (`observe`), which runs outside this middleware.
+            resp.extensions_mut().insert(tenant);
+            resp
         }
         Err(error) => ApiError { error, resource_metadata }.into_response(),
     }

@@ -15,12 +15,11 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 400
 /// before a handler (or rmcp) sees a byte of it.
 pub async fn limit_body(req: Request, next: Next) -> Response {
-    let too_big = || ApiError::from(Error::invalid(format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes"))).into_response();
-    let declared = req
-        .headers()
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
+    let too_big = || {
+        ApiError::from(Error::invalid(format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes"))).into_response()
+    };
+    let declared =
+        req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
         return too_big();
     }

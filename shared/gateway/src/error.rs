@@ -2,11 +2,11 @@
 //! headers clients act on (`WWW-Authenticate`, `Retry-After`). Internal detail is logged
 //! here and never sent.
 
-use axum::response::{IntoResponse, Response};
 use axum::Json;
+use axum::response::{IntoResponse, Response};
 use domain::{Error, ErrorCode};
 use http::{HeaderValue, StatusCode};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 #[derive(Debug)]
 pub struct ApiError {

@@ -7,10 +7,12 @@
 //!   trusts the context API Gateway passed along.
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
+//! - [`observe`]: one structured log line per request, with request id and tenant.
 
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod observe;
 pub mod router;
 
-pub use router::{router, AppState, GatewaySettings};
+pub use router::{AppState, GatewaySettings, router};

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, put};
-use axum::{middleware, Extension, Json, Router};
+use axum::{Extension, Json, Router, middleware};
 use domain::principal::CallerContext;
 use domain::spine::PoleClass;
 use domain::value::Attributes;
@@ -20,8 +20,8 @@ use serde_json::json;
 use services::Services;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{authenticate, AuthMode};
-use crate::body::{limit_body, mcp_json_guard, StrictJson, MAX_BODY_BYTES};
+use crate::auth::{AuthMode, authenticate};
+use crate::body::{MAX_BODY_BYTES, StrictJson, limit_body, mcp_json_guard};
 use crate::error::ApiError;
 
 #[derive(Debug, Clone)]
@@ -54,7 +54,11 @@ fn mcp_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, NeverSe
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_allowed_origins(s.allowed_origins.clone())
         .enforce_origin_validation();
-    config = if s.allowed_hosts.is_empty() { config.disable_allowed_hosts() } else { config.with_allowed_hosts(s.allowed_hosts.clone()) };
+    config = if s.allowed_hosts.is_empty() {
+        config.disable_allowed_hosts()
+    } else {
+        config.with_allowed_hosts(s.allowed_hosts.clone())
+    };
     StreamableHttpService::new(move || Ok(ContinuityMcp::new(services.clone())), Arc::new(NeverSessionManager::default()), config)
 }
 
@@ -73,6 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(limit_body))
+        .layer(middleware::from_fn(crate::observe::log_requests))
         .with_state(state)
 }
 
@@ -87,10 +92,7 @@ async fn not_found() -> ApiError {
 /// `GET /`: server info as JSON, or a small page for a browser.
 async fn server_info(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let mcp_url = format!("{}/mcp", state.settings.public_url);
-    let wants_html = headers
-        .get(http::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("text/html"));
+    let wants_html = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if wants_html {
         return Html(format!(
             "<!doctype html><meta charset=utf-8><title>Continuity</title><h1>Continuity</h1><p>MCP endpoint: <code>{mcp_url}</code></p>"
@@ -135,7 +137,13 @@ async fn put_entity(
     state
         .services
         .audit
-        .record(&caller.tenant, caller.principal.as_str(), "admin:entity.put", Some(format!("{}:{}", stored.entity_type, stored.id)), "ok")
+        .record(
+            &caller.tenant,
+            caller.principal.as_str(),
+            "admin:entity.put",
+            Some(format!("{}:{}", stored.entity_type, stored.id)),
+            "ok",
+        )
         .await;
     Ok(Json(json!({
         "type": stored.entity_type.as_str(),

@@ -1,10 +1,10 @@
 //! The tool catalogue as data. The capability resolver (ADK) will own this registry;
 //! until it lands, gating here applies the same rule: plan tier and scopes.
 
+use domain::Error;
 use domain::principal::{CallerContext, Scope};
 use domain::tenant::PlanTier;
-use domain::Error;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[derive(Debug, Clone)]
 pub struct ToolSpec {

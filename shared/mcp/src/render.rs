@@ -1,10 +1,10 @@
 //! Rendering for models: structured content plus a readable text, and taxonomy errors
 //! as `isError` tool results (SPEC §7.3). Internal details never reach the client.
 
-use domain::spine::Entity;
 use domain::Error;
+use domain::spine::Entity;
 use rmcp::model::{CallToolResult, ContentBlock};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 pub fn entity_json(e: &Entity) -> Value {
     json!({

@@ -7,16 +7,16 @@ use std::sync::Arc;
 use domain::principal::CallerContext;
 use domain::{EntityType, Error, Id};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
-use services::entities::SearchQuery;
+use serde_json::{Value, json};
 use services::Services;
+use services::entities::SearchQuery;
 
 use crate::catalogue::{self, ToolSpec};
 use crate::render;
@@ -116,7 +116,8 @@ impl ContinuityMcp {
             "spine.entity.search" => {
                 let a: EntitySearchArgs = parse_args(args)?;
                 let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-                let res = self.services.entities.search(caller, &SearchQuery { text: a.query, entity_type, limit: a.limit }).await?;
+                let res =
+                    self.services.entities.search(caller, &SearchQuery { text: a.query, entity_type, limit: a.limit }).await?;
                 let list: Vec<Value> = res.entities.iter().map(render::entity_json).collect();
                 let mut text = format!("{} matching entities", res.entities.len());
                 if res.truncated {
@@ -148,13 +149,21 @@ impl ServerHandler for ContinuityMcp {
         Cow::Borrowed(PROTOCOL_VERSIONS)
     }
 
-    async fn list_tools(&self, _request: Option<PaginatedRequestParams>, context: RequestContext<RoleServer>) -> Result<ListToolsResult, McpError> {
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
         let caller = self.caller(&context)?;
         let tools = catalogue::tools().iter().filter(|t| t.check(&caller).is_ok()).map(to_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
         self.call(&caller, &request.name, request.arguments).await.map(CallToolResponse::from)
     }

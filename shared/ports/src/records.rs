@@ -107,7 +107,12 @@ pub trait EntityStore: Send + Sync {
     ///
     /// # Errors
     /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
-    async fn list_entities(&self, tenant: &TenantId, entity_type: Option<&EntityType>, page: &PageRequest) -> Result<Page<Entity>>;
+    async fn list_entities(
+        &self,
+        tenant: &TenantId,
+        entity_type: Option<&EntityType>,
+        page: &PageRequest,
+    ) -> Result<Page<Entity>>;
 }
 
 #[async_trait]
@@ -119,7 +124,13 @@ pub trait RelationshipStore: Send + Sync {
     async fn put_relationship(&self, rel: &Relationship) -> Result<()>;
     /// # Errors
     /// `UNAVAILABLE`.
-    async fn list_relationships(&self, tenant: &TenantId, entity: &EntityRef, direction: Direction, page: &PageRequest) -> Result<Page<Relationship>>;
+    async fn list_relationships(
+        &self,
+        tenant: &TenantId,
+        entity: &EntityRef,
+        direction: Direction,
+        page: &PageRequest,
+    ) -> Result<Page<Relationship>>;
 }
 
 #[async_trait]
@@ -175,7 +186,8 @@ pub trait ProposalStore: Send + Sync {
     async fn update_proposal(&self, proposal: &Proposal) -> Result<Proposal>;
     /// # Errors
     /// `UNAVAILABLE`.
-    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest) -> Result<Page<Proposal>>;
+    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest)
+    -> Result<Page<Proposal>>;
 }
 
 #[async_trait]
@@ -233,7 +245,7 @@ fn encode_cursor(sk: &str) -> String {
 
 fn decode_cursor(raw: &str) -> Result<String> {
     let bad = || Error::invalid_field("cursor", "malformed cursor");
-    if raw.len() % 2 != 0 || raw.len() > 2048 {
+    if !raw.len().is_multiple_of(2) || raw.len() > 2048 {
         return Err(bad());
     }
     let bytes = (0..raw.len())
@@ -256,7 +268,14 @@ impl Records {
         &self.items
     }
 
-    async fn page<T: DeserializeOwned>(&self, tenant: &str, part: &str, prefix: &str, page: &PageRequest, descending: bool) -> Result<Page<T>> {
+    async fn page<T: DeserializeOwned>(
+        &self,
+        tenant: &str,
+        part: &str,
+        prefix: &str,
+        page: &PageRequest,
+        descending: bool,
+    ) -> Result<Page<T>> {
         let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
         if let Some(a) = &after {
             // A cursor outside the requested prefix would let a caller wander; refuse it.
@@ -264,10 +283,8 @@ impl Records {
                 return Err(Error::invalid_field("cursor", "cursor does not belong to this listing"));
             }
         }
-        let (items, more) = self
-            .items
-            .query(Query { tenant, part, prefix, after: after.as_deref(), limit: page.size(), descending })
-            .await?;
+        let (items, more) =
+            self.items.query(Query { tenant, part, prefix, after: after.as_deref(), limit: page.size(), descending }).await?;
         let next_cursor = if more { items.last().map(|i| encode_cursor(&i.sk)) } else { None };
         let items = items.iter().map(decode).collect::<Result<Vec<T>>>()?;
         Ok(Page { items, next_cursor })
@@ -291,7 +308,9 @@ impl TenantStore for Records {
                 put(REGISTRY_TENANT, "tenants", slug.to_owned(), 1, encode(&t.id)?, Condition::Absent),
             ])
             .await
-            .map_err(|e| if e.code == domain::ErrorCode::Conflict { Error::conflict(format!("tenant {slug} already exists")) } else { e })
+            .map_err(|e| {
+                if e.code == domain::ErrorCode::Conflict { Error::conflict(format!("tenant {slug} already exists")) } else { e }
+            })
     }
 
     async fn get_tenant(&self, id: &TenantId) -> Result<Option<Tenant>> {
@@ -304,7 +323,14 @@ impl TenantStore for Records {
         let mut next = tenant.clone();
         next.version = tenant.version + 1;
         self.items
-            .write(vec![put(tenant.id.as_str(), "tenant", "meta".into(), next.version, encode(&next)?, Condition::Version(tenant.version))])
+            .write(vec![put(
+                tenant.id.as_str(),
+                "tenant",
+                "meta".into(),
+                next.version,
+                encode(&next)?,
+                Condition::Version(tenant.version),
+            )])
             .await?;
         Ok(next)
     }
@@ -318,7 +344,14 @@ impl TenantStore for Records {
 impl PrincipalStore for Records {
     async fn create_principal(&self, principal: &Principal) -> Result<()> {
         self.items
-            .write(vec![put(principal.tenant.as_str(), "principal", principal.id.to_string(), 1, encode(principal)?, Condition::Absent)])
+            .write(vec![put(
+                principal.tenant.as_str(),
+                "principal",
+                principal.id.to_string(),
+                1,
+                encode(principal)?,
+                Condition::Absent,
+            )])
             .await
     }
 
@@ -341,14 +374,25 @@ impl PrincipalStore for Records {
     }
 
     async fn revoke_api_key(&self, tenant: &TenantId, key_id: &Id, at: Timestamp) -> Result<()> {
-        let item = self.items.get(tenant.as_str(), "apikey", key_id.as_str()).await?.ok_or_else(|| Error::not_found(format!("key {key_id}")))?;
+        let item = self
+            .items
+            .get(tenant.as_str(), "apikey", key_id.as_str())
+            .await?
+            .ok_or_else(|| Error::not_found(format!("key {key_id}")))?;
         let mut key: ApiKeyRecord = decode(&item)?;
         if key.revoked_at.is_some() {
             return Ok(());
         }
         key.revoked_at = Some(at);
         self.items
-            .write(vec![put(tenant.as_str(), "apikey", key_id.to_string(), item.version + 1, encode(&key)?, Condition::Version(item.version))])
+            .write(vec![put(
+                tenant.as_str(),
+                "apikey",
+                key_id.to_string(),
+                item.version + 1,
+                encode(&key)?,
+                Condition::Version(item.version),
+            )])
             .await
     }
 }
@@ -381,7 +425,12 @@ impl EntityStore for Records {
         self.get_one(tenant.as_str(), "entity", &format!("{entity_type}#{id}")).await
     }
 
-    async fn list_entities(&self, tenant: &TenantId, entity_type: Option<&EntityType>, page: &PageRequest) -> Result<Page<Entity>> {
+    async fn list_entities(
+        &self,
+        tenant: &TenantId,
+        entity_type: Option<&EntityType>,
+        page: &PageRequest,
+    ) -> Result<Page<Entity>> {
         let prefix = entity_type.map(|t| format!("{t}#")).unwrap_or_default();
         self.page(tenant.as_str(), "entity", &prefix, page, false).await
     }
@@ -402,7 +451,13 @@ impl RelationshipStore for Records {
             .await
     }
 
-    async fn list_relationships(&self, tenant: &TenantId, entity: &EntityRef, direction: Direction, page: &PageRequest) -> Result<Page<Relationship>> {
+    async fn list_relationships(
+        &self,
+        tenant: &TenantId,
+        entity: &EntityRef,
+        direction: Direction,
+        page: &PageRequest,
+    ) -> Result<Page<Relationship>> {
         let part = match direction {
             Direction::Outgoing => "rel_out",
             Direction::Incoming => "rel_in",
@@ -477,7 +532,14 @@ impl MemoryStore for Records {
         Id::new(turn.session.clone())?;
         let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
         self.items
-            .write(vec![put(turn.tenant.as_str(), "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent)])
+            .write(vec![put(
+                turn.tenant.as_str(),
+                "turn",
+                format!("{}#{}", turn.session, pad(seq)),
+                1,
+                encode(turn)?,
+                Condition::Absent,
+            )])
             .await
     }
 
@@ -508,7 +570,8 @@ impl ProposalStore for Records {
 
     async fn update_proposal(&self, p: &Proposal) -> Result<Proposal> {
         let t = p.tenant.as_str();
-        let current: Proposal = self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
+        let current: Proposal =
+            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
         if current.state != p.state && !current.state.can_move_to(p.state) {
             return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
         }
@@ -529,7 +592,12 @@ impl ProposalStore for Records {
         Ok(next)
     }
 
-    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest) -> Result<Page<Proposal>> {
+    async fn list_proposals(
+        &self,
+        tenant: &TenantId,
+        state: Option<ProposalState>,
+        page: &PageRequest,
+    ) -> Result<Page<Proposal>> {
         match state {
             Some(s) => self.page(tenant.as_str(), "proposal_by_state", &format!("{s}#"), page, false).await,
             None => self.page(tenant.as_str(), "proposal", "", page, false).await,

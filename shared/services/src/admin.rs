@@ -7,7 +7,7 @@ use ports::records::{PrincipalStore, TenantStore};
 use ports::{Backend, CacheKey};
 use rand::Rng;
 
-use crate::auth::{digest, format_key, IssuedKey};
+use crate::auth::{IssuedKey, digest, format_key};
 
 /// The tenant `continuity serve` creates on first start.
 pub const LOCAL_TENANT: &str = "local";
@@ -50,7 +50,13 @@ impl AdminService {
 
     /// # Errors
     /// `CONFLICT` when the slug exists; `UNAVAILABLE`.
-    pub async fn create_tenant(&self, id: TenantId, plan: PlanTier, department: Department, industry: Industry) -> Result<Tenant> {
+    pub async fn create_tenant(
+        &self,
+        id: TenantId,
+        plan: PlanTier,
+        department: Department,
+        industry: Industry,
+    ) -> Result<Tenant> {
         let t = Tenant::new(id, plan, department, industry, self.backend.clock.now());
         self.backend.records.create_tenant(&t).await?;
         Ok(t)
@@ -201,7 +207,13 @@ impl AdminService {
         };
         self.backend.records.create_principal(&owner).await?;
         let key = self
-            .create_key(KeyRequest { tenant: id, scopes: Scopes::all(), principal: Some(owner.id), teams: vec![], projects: vec![] })
+            .create_key(KeyRequest {
+                tenant: id,
+                scopes: Scopes::all(),
+                principal: Some(owner.id),
+                teams: vec![],
+                projects: vec![],
+            })
             .await?;
         Ok(Some(key))
     }

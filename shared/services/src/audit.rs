@@ -2,8 +2,8 @@
 //! A failure to audit is logged loudly but does not fail the caller's read.
 
 use domain::audit::AuditRecord;
-use ports::records::AuditLog;
 use ports::Backend;
+use ports::records::AuditLog;
 
 #[derive(Clone)]
 pub struct AuditService {

@@ -116,18 +116,17 @@ impl Authenticator {
     /// `UNAVAILABLE` when the store cannot be reached.
     pub async fn tenant_config(&self, tenant: &TenantId) -> Result<Option<Tenant>> {
         let key = CacheKey::tenant(tenant, "tenant", "config");
-        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await {
-            if let Ok(t) = serde_json::from_slice::<Tenant>(&bytes) {
-                return Ok(Some(t));
-            }
+        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
+            && let Ok(t) = serde_json::from_slice::<Tenant>(&bytes)
+        {
+            return Ok(Some(t));
         }
         let found = self.backend.records.get_tenant(tenant).await?;
-        if let Some(t) = &found {
-            if let Ok(bytes) = serde_json::to_vec(t) {
-                if let Err(e) = self.backend.cache.set(&key, &bytes, TENANT_CONFIG_TTL).await {
-                    tracing::warn!(tenant = %tenant, error = %e, "tenant config not cached");
-                }
-            }
+        if let Some(t) = &found
+            && let Ok(bytes) = serde_json::to_vec(t)
+            && let Err(e) = self.backend.cache.set(&key, &bytes, TENANT_CONFIG_TTL).await
+        {
+            tracing::warn!(tenant = %tenant, error = %e, "tenant config not cached");
         }
         Ok(found)
     }

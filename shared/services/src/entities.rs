@@ -56,12 +56,11 @@ impl EntityService {
     pub async fn get(&self, caller: &CallerContext, entity_type: &EntityType, id: &Id) -> Result<Entity> {
         caller.scopes.require(Scope::TenantRead)?;
         let key = cache_key(entity_type, id, &caller.tenant);
-        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await {
-            if let Ok(e) = serde_json::from_slice::<Entity>(&bytes) {
-                if e.tenant == caller.tenant {
-                    return Ok(e);
-                }
-            }
+        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
+            && let Ok(e) = serde_json::from_slice::<Entity>(&bytes)
+            && e.tenant == caller.tenant
+        {
+            return Ok(e);
         }
         let entity = self
             .backend
@@ -121,7 +120,8 @@ impl EntityService {
                 None => break,
             }
         }
-        scored.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.entity_type.cmp(&b.1.entity_type)).then_with(|| a.1.id.cmp(&b.1.id)));
+        scored
+            .sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.entity_type.cmp(&b.1.entity_type)).then_with(|| a.1.id.cmp(&b.1.id)));
         Ok(SearchResult { entities: scored.into_iter().take(limit).map(|(_, e)| e).collect(), scanned, truncated })
     }
 

@@ -36,7 +36,8 @@ impl LambdaEnv {
     /// # Errors
     /// `UNAVAILABLE` naming the first missing variable.
     pub fn from_env() -> Result<Self> {
-        let urls: Vec<String> = var("CONTINUITY_REDIS_URLS")?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
+        let urls: Vec<String> =
+            var("CONTINUITY_REDIS_URLS")?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
         let redis = if urls.len() == 1 && urls[0].starts_with("redis://") {
             RedisSettings::single(urls[0].clone())
         } else {

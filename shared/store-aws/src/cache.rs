@@ -129,10 +129,7 @@ pub struct RedisCache {
 
 impl fmt::Debug for RedisCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedisCache")
-            .field("target", &self.target)
-            .field("timeout", &self.timeout)
-            .finish_non_exhaustive()
+        f.debug_struct("RedisCache").field("target", &self.target).field("timeout", &self.timeout).finish_non_exhaustive()
     }
 }
 
@@ -382,8 +379,7 @@ mod tests {
 
     #[test]
     fn settings_never_print_passwords() {
-        let s = RedisSettings::cluster(vec!["rediss://user:hunter2@cache.example:6379".into()])
-            .with_ca_pem(b"pem".to_vec());
+        let s = RedisSettings::cluster(vec!["rediss://user:hunter2@cache.example:6379".into()]).with_ca_pem(b"pem".to_vec());
         let printed = format!("{s:?}");
         assert!(!printed.contains("hunter2"), "{printed}");
         assert!(printed.contains("cache.example:6379"));
@@ -394,8 +390,7 @@ mod tests {
     fn configuration_errors_are_invalid_requests() {
         let none = RedisSettings { urls: vec![], ..RedisSettings::single("redis://x") };
         assert!(RedisCache::new(&none).is_err());
-        let two =
-            RedisSettings { urls: vec!["redis://a".into(), "redis://b".into()], ..RedisSettings::single("redis://x") };
+        let two = RedisSettings { urls: vec!["redis://a".into(), "redis://b".into()], ..RedisSettings::single("redis://x") };
         assert!(RedisCache::new(&two).is_err());
         assert!(RedisCache::new(&RedisSettings::single("not a url")).is_err());
         assert!(RedisCache::new(&RedisSettings::single("redis://127.0.0.1:1")).is_ok(), "no connection is made");

@@ -65,11 +65,9 @@ impl DynamoItems {
     /// `UNAVAILABLE` when DynamoDB cannot be reached or refuses the table.
     pub async fn create_table_if_missing(&self) -> Result<()> {
         if self.table_status().await?.is_none() {
-            let key =
-                |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
-            let attr = |name: &str| {
-                AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build()
-            };
+            let key = |name: &str, kind: KeyType| KeySchemaElement::builder().attribute_name(name).key_type(kind).build();
+            let attr =
+                |name: &str| AttributeDefinition::builder().attribute_name(name).attribute_type(ScalarAttributeType::S).build();
             let created = self
                 .client
                 .create_table()
@@ -103,9 +101,7 @@ impl DynamoItems {
     async fn table_status(&self) -> Result<Option<String>> {
         match self.client.describe_table().table_name(&self.table).send().await {
             Ok(out) => Ok(Some(
-                out.table()
-                    .and_then(|t| t.table_status())
-                    .map_or_else(|| "UNKNOWN".to_owned(), |s| s.as_str().to_owned()),
+                out.table().and_then(|t| t.table_status()).map_or_else(|| "UNKNOWN".to_owned(), |s| s.as_str().to_owned()),
             )),
             Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => Ok(None),
             Err(e) => Err(unavailable("dynamodb DescribeTable", &e)),
@@ -137,10 +133,7 @@ fn check_key(tenant: &str, part: &str, sk: &str) -> Result<()> {
 }
 
 fn key(tenant: &str, part: &str, sk: &str) -> Attrs {
-    HashMap::from([
-        (PK.to_owned(), AttributeValue::S(pk(tenant, part))),
-        (SK.to_owned(), AttributeValue::S(sk.to_owned())),
-    ])
+    HashMap::from([(PK.to_owned(), AttributeValue::S(pk(tenant, part))), (SK.to_owned(), AttributeValue::S(sk.to_owned()))])
 }
 
 fn to_attrs(item: &Item) -> Attrs {
@@ -162,9 +155,9 @@ fn from_attrs(tenant: &str, part: &str, attrs: &Attrs) -> Result<Item> {
         _ => return Err(Error::internal(format!("dynamodb item in {} has no string SK", pk(tenant, part)))),
     };
     let version = match attrs.get(VER) {
-        Some(AttributeValue::N(n)) => n.parse::<u64>().map_err(|e| {
-            Error::internal(format!("dynamodb item {}/{sk} has a bad ver {n:?}: {e}", pk(tenant, part)))
-        })?,
+        Some(AttributeValue::N(n)) => n
+            .parse::<u64>()
+            .map_err(|e| Error::internal(format!("dynamodb item {}/{sk} has a bad ver {n:?}: {e}", pk(tenant, part))))?,
         _ => return Err(Error::internal(format!("dynamodb item {}/{sk} has no numeric ver", pk(tenant, part)))),
     };
     let body = match attrs.get(BODY) {
@@ -184,9 +177,7 @@ fn condition_expr(condition: Condition) -> (Option<&'static str>, Option<Attrs>)
         Condition::Absent => (Some("attribute_not_exists(PK)"), None),
         Condition::Exists => (Some("attribute_exists(PK)"), None),
         // On a missing item `ver` does not exist and the comparison is false, as it must be.
-        Condition::Version(v) => {
-            (Some("ver = :v"), Some(HashMap::from([(":v".to_owned(), AttributeValue::N(v.to_string()))])))
-        }
+        Condition::Version(v) => (Some("ver = :v"), Some(HashMap::from([(":v".to_owned(), AttributeValue::N(v.to_string()))]))),
     }
 }
 
@@ -372,9 +363,7 @@ impl DynamoItems {
                     .send()
                     .await
                     .map_err(|e| match e.as_service_error() {
-                        Some(s) if delete_conflict(s) => {
-                            Error::conflict(format!("{part} changed concurrently or is gone"))
-                        }
+                        Some(s) if delete_conflict(s) => Error::conflict(format!("{part} changed concurrently or is gone")),
                         _ => unavailable("dynamodb DeleteItem", &e),
                     })?;
             }

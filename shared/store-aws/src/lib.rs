@@ -19,9 +19,6 @@
 //! Production resources (table, queues, bucket, cache) come from the SAM template; the
 //! `create_*` helpers on each adapter exist for tests and local development against moto.
 
-// `domain::Error` is the project's one error type, passed by value everywhere; whether to
-// box it is the domain crate's decision, not each adapter's.
-#![allow(clippy::result_large_err)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod backend;
@@ -53,8 +50,8 @@ use ports::{Backend, Clock, Records};
 pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let sdk = settings.sdk_config().await;
     let items = DynamoItems::new(settings::dynamo_client(&sdk), &settings.table);
-    let queue = SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url)
-        .with_clock(clock.clone());
+    let queue =
+        SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
     Ok(Backend {
         records: Records::new(Arc::new(items)),
         cache: Arc::new(RedisCache::new(&settings.redis)?),

@@ -52,9 +52,8 @@ impl S3Blobs {
         if let Some(region) = self.client.config().region().map(|r| r.as_ref().to_owned())
             && region != "us-east-1"
         {
-            let config = CreateBucketConfiguration::builder()
-                .location_constraint(BucketLocationConstraint::from(region.as_str()))
-                .build();
+            let config =
+                CreateBucketConfiguration::builder().location_constraint(BucketLocationConstraint::from(region.as_str())).build();
             req = req.create_bucket_configuration(config);
         }
         match req.send().await {

@@ -134,10 +134,8 @@ impl SqsQueue {
             .attributes()
             .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
             .ok_or_else(|| Error::unavailable(format!("sqs returned no QueueArn for {dlq_url}")))?;
-        let redrive =
-            serde_json::json!({ "deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives.to_string() });
-        let queue_url =
-            create_queue(&client, name, vec![(QueueAttributeName::RedrivePolicy, redrive.to_string())]).await?;
+        let redrive = serde_json::json!({ "deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives.to_string() });
+        let queue_url = create_queue(&client, name, vec![(QueueAttributeName::RedrivePolicy, redrive.to_string())]).await?;
         Ok(Self::new(client, queue_url, dlq_url))
     }
 
@@ -215,10 +213,7 @@ impl Queue for SqsQueue {
 
     async fn receive(&self, max: u32, visibility: Duration) -> Result<Vec<Delivery>> {
         let got = self.receive_from(&self.queue_url, max, whole_secs(visibility)).await?;
-        Ok(got
-            .into_iter()
-            .map(|(message, receipt, receive_count)| Delivery { message, receipt, receive_count })
-            .collect())
+        Ok(got.into_iter().map(|(message, receipt, receive_count)| Delivery { message, receipt, receive_count }).collect())
     }
 
     /// SQS accepts a stale receipt handle on delete (the message may then be delivered
@@ -242,9 +237,7 @@ impl Queue for SqsQueue {
             .send()
             .await
             .map_err(|e| match e.as_service_error() {
-                Some(s) if s.is_receipt_handle_is_invalid() || s.is_message_not_inflight() => {
-                    Error::not_found("queue receipt")
-                }
+                Some(s) if s.is_receipt_handle_is_invalid() || s.is_message_not_inflight() => Error::not_found("queue receipt"),
                 _ => unavailable("sqs ChangeMessageVisibility", &e),
             })?;
         Ok(())
@@ -294,12 +287,7 @@ mod tests {
     use super::*;
 
     fn message(body: Vec<u8>) -> QueueMessage {
-        QueueMessage {
-            tenant: TenantId::new("acme").unwrap(),
-            kind: "ingest.batch".into(),
-            idempotency_key: "k-1".into(),
-            body,
-        }
+        QueueMessage { tenant: TenantId::new("acme").unwrap(), kind: "ingest.batch".into(), idempotency_key: "k-1".into(), body }
     }
 
     #[test]

@@ -61,10 +61,10 @@ impl Cache for MemoryCache {
         let mut map = self.lock();
         if map.len() >= self.capacity && !map.contains_key(key.as_str()) {
             map.retain(|_, (_, exp)| *exp > now);
-            if map.len() >= self.capacity {
-                if let Some(victim) = map.iter().min_by_key(|(_, (_, exp))| *exp).map(|(k, _)| k.clone()) {
-                    map.remove(&victim);
-                }
+            if map.len() >= self.capacity
+                && let Some(victim) = map.iter().min_by_key(|(_, (_, exp))| *exp).map(|(k, _)| k.clone())
+            {
+                map.remove(&victim);
             }
         }
         map.insert(key.as_str().to_owned(), (value.to_vec(), now + ttl));

@@ -99,11 +99,8 @@ impl Db {
 }
 
 fn migrate(conn: &mut Connection) -> Result<()> {
-    let current: usize = conn
-        .pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0))
-        .map_err(sql_err)?
-        .try_into()
-        .unwrap_or(0);
+    let current: usize =
+        conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).map_err(sql_err)?.try_into().unwrap_or(0);
     if current > MIGRATIONS.len() {
         return Err(Error::unavailable(format!(
             "the database is at schema version {current}, newer than this binary knows ({}); upgrade continuity",

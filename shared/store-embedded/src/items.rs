@@ -2,10 +2,10 @@
 
 use async_trait::async_trait;
 use domain::{Error, Result};
-use ports::items::{Condition, Item, ItemStore, Query, Write, MAX_WRITES_PER_BATCH};
-use rusqlite::{params, OptionalExtension, Transaction};
+use ports::items::{Condition, Item, ItemStore, MAX_WRITES_PER_BATCH, Query, Write};
+use rusqlite::{OptionalExtension, Transaction, params};
 
-use crate::db::{sql_err, Db};
+use crate::db::{Db, sql_err};
 
 pub struct SqliteItems {
     db: Db,
@@ -120,8 +120,11 @@ impl ItemStore for SqliteItems {
                         Write::Delete { tenant, part, sk, condition } => {
                             let cur = current_version(&tx, tenant, part, sk)?;
                             check(*condition, cur, part)?;
-                            tx.execute("DELETE FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3", params![tenant, part, sk])
-                                .map_err(sql_err)?;
+                            tx.execute(
+                                "DELETE FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3",
+                                params![tenant, part, sk],
+                            )
+                            .map_err(sql_err)?;
                         }
                     }
                 }

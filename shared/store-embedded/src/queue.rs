@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::{Error, Result, TenantId, Timestamp};
-use ports::queue::{DeadLetter, Delivery, Queue, QueueMessage, MAX_MESSAGE_BYTES};
 use ports::Clock;
+use ports::queue::{DeadLetter, Delivery, MAX_MESSAGE_BYTES, Queue, QueueMessage};
 use rand::Rng;
 use rusqlite::params;
 
-use crate::db::{sql_err, Db};
+use crate::db::{Db, sql_err};
 
 pub struct SqliteQueue {
     db: Db,
@@ -80,7 +80,9 @@ impl Queue for SqliteQueue {
                             )
                             .map_err(sql_err)?;
                         let mapped = stmt
-                            .query_map(params![name, now, want], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+                            .query_map(params![name, now, want], |r| {
+                                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                            })
                             .map_err(sql_err)?;
                         mapped.collect::<std::result::Result<_, _>>().map_err(sql_err)?
                     };
@@ -92,7 +94,16 @@ impl Queue for SqliteQueue {
                             tx.execute(
                                 "INSERT INTO dead_letters (queue, tenant, kind, idem, body, receive_count, reason, dead_at)
                                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                                params![name, tenant, kind, idem, body, count, format!("exceeded max receives ({max_receives})"), now],
+                                params![
+                                    name,
+                                    tenant,
+                                    kind,
+                                    idem,
+                                    body,
+                                    count,
+                                    format!("exceeded max receives ({max_receives})"),
+                                    now
+                                ],
                             )
                             .map_err(sql_err)?;
                             tx.execute("DELETE FROM queue WHERE id = ?1", params![id]).map_err(sql_err)?;
@@ -123,7 +134,8 @@ impl Queue for SqliteQueue {
         let name = self.name.clone();
         self.db
             .run(move |c| {
-                let n = c.execute("DELETE FROM queue WHERE queue = ?1 AND receipt = ?2", params![name, receipt]).map_err(sql_err)?;
+                let n =
+                    c.execute("DELETE FROM queue WHERE queue = ?1 AND receipt = ?2", params![name, receipt]).map_err(sql_err)?;
                 if n == 0 { Err(Error::not_found("delivery (the receipt is unknown or stale)")) } else { Ok(()) }
             })
             .await
@@ -171,7 +183,8 @@ impl Queue for SqliteQueue {
         let name = self.name.clone();
         self.db
             .run(move |c| {
-                let n: i64 = c.query_row("SELECT COUNT(*) FROM queue WHERE queue = ?1", params![name], |r| r.get(0)).map_err(sql_err)?;
+                let n: i64 =
+                    c.query_row("SELECT COUNT(*) FROM queue WHERE queue = ?1", params![name], |r| r.get(0)).map_err(sql_err)?;
                 Ok(u64::try_from(n).unwrap_or(0))
             })
             .await
