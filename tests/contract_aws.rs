@@ -98,6 +98,8 @@ mod records {
             proposals_lifecycle,
             audit_newest_first_and_idempotency,
             tenant_isolation_everywhere,
+            connector_status_transitions,
+            connector_status_isolation,
         ]
     );
 }
@@ -211,6 +213,7 @@ async fn backend_wires_every_port() {
         region: REGION.into(),
         endpoint_url: Some(env("CONTINUITY_TEST_MOTO_URL")),
         table: TABLE.into(),
+        fortress_table: None,
         queue_url: created.queue_url().into(),
         dead_letter_queue_url: created.dead_letter_queue_url().into(),
         bucket: BUCKET.into(),

@@ -26,6 +26,8 @@ mod records {
             proposals_lifecycle,
             audit_newest_first_and_idempotency,
             tenant_isolation_everywhere,
+            connector_status_transitions,
+            connector_status_isolation,
         ]
     );
 }

@@ -7,4 +7,5 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+pub mod aws;
 pub mod embedded;

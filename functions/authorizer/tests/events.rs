@@ -60,7 +60,7 @@ async fn a_valid_key_is_allowed_with_its_context() {
 
     // What the authorizer emits is exactly what the MCP Lambda accepts.
     let fields = r.context.clone().into_iter().collect();
-    let caller = continuity_mcp::caller_from_authorizer(&fields).expect("the MCP Lambda accepts the context");
+    let caller = gateway::lambda::caller_from_authorizer(&fields).expect("the MCP Lambda accepts the context");
     assert_eq!(caller.tenant.as_str(), "demo");
     assert_eq!(caller.plan, PlanTier::Pro);
     assert_eq!(caller.scopes, Scopes::parse("mcp:tools tenant:read").unwrap());

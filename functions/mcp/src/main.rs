@@ -22,6 +22,6 @@ async fn main() -> Result<(), lambda_http::Error> {
         .init();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let app = continuity_mcp::app(Services::new(backend), settings.public_url);
+    let app = gateway::lambda::app(Services::new(backend), settings.public_url);
     lambda_http::run(app).await
 }

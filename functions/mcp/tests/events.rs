@@ -38,7 +38,7 @@ async fn services(dir: &std::path::Path) -> Services {
 
 async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
     let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
-    let app = continuity_mcp::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
+    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
     let resp = app.oneshot(req).await.expect("infallible");
     let status = resp.status().as_u16();
     let bytes = resp.into_body().collect().await.expect("body").to_bytes();

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use domain::audit::AuditRecord;
+use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
 use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole};
 use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
 use domain::proposal::{Proposal, ProposalState};
@@ -12,8 +13,8 @@ use domain::value::{Attributes, Value};
 use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
 use ports::Records;
 use ports::records::{
-    AuditLog, Direction, EntityStore, Expect, IdempotencyStore, MemoryStore, PrincipalStore, ProposalStore, RelationshipStore,
-    SignalStore, TenantStore,
+    AuditLog, ConnectorStore, Direction, EntityStore, Expect, IdempotencyStore, MemoryStore, PrincipalStore, ProposalStore,
+    RelationshipStore, SignalStore, TenantStore,
 };
 
 use crate::fresh_tenant;
@@ -414,4 +415,184 @@ pub async fn tenant_isolation_everywhere(r: Records) {
     r.put_entity(&entity(&b, "account", "shared-id", "B's own"), Expect::Absent).await.unwrap();
     let still = r.get_entity(&a, &ty("account"), &id("shared-id")).await.unwrap().unwrap();
     assert_eq!(still.label(), "A's secret account");
+}
+
+fn source(s: &str) -> ConnectorSource {
+    ConnectorSource::new(s).unwrap()
+}
+
+fn failure(stage: &str, message: &str) -> Option<(String, String)> {
+    Some((stage.to_owned(), message.to_owned()))
+}
+
+pub async fn connector_status_transitions(r: Records) {
+    use ConnectorState::*;
+    let t = fresh_tenant("conn");
+    let hs = source("hubspot");
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap(), None);
+
+    // Register.
+    let registered =
+        r.put_connector(&ConnectorStatus::not_connected(t.clone(), hs.clone(), Timestamp(1)), Expect::Absent).await.unwrap();
+    assert_eq!((registered.state, registered.version), (NotConnected, 1));
+    let again = ConnectorStatus::not_connected(t.clone(), hs.clone(), Timestamp(2));
+    assert_eq!(r.put_connector(&again, Expect::Absent).await.unwrap_err().code, ErrorCode::Conflict, "registered once");
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap(), Some(registered));
+
+    // Walk the happy path, with progress while syncing_initial.
+    let step = |to, progress| r.transition_connector(&t, &hs, to, progress, None, Timestamp(10));
+    let s = step(OauthPending, None).await.unwrap();
+    assert_eq!((s.state, s.version, s.updated_at), (OauthPending, 2, Timestamp(10)));
+    assert!(!s.state.is_connected());
+    let s = step(OauthComplete, None).await.unwrap();
+    assert!(s.state.is_connected() && !s.state.has_data(), "connected is not data-populated");
+    let s = step(SyncingInitial, Some(0.0)).await.unwrap();
+    assert_eq!(s.progress, Some(0.0));
+    let s = step(SyncingInitial, Some(0.25)).await.unwrap();
+    assert_eq!((s.state, s.progress, s.version), (SyncingInitial, Some(0.25), 5));
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap().unwrap().progress, Some(0.25), "progress is persisted");
+    let s = step(SyncComplete, Some(1.0)).await.unwrap();
+    assert_eq!((s.state, s.progress), (SyncComplete, None), "progress is kept only while syncing_initial");
+    assert!(s.state.has_data());
+    for _ in 0..2 {
+        assert_eq!(step(SyncingDelta, None).await.unwrap().state, SyncingDelta);
+        assert_eq!(step(SyncComplete, None).await.unwrap().state, SyncComplete);
+    }
+    let before = r.get_connector(&t, &hs).await.unwrap().unwrap();
+    assert_eq!((before.state, before.version), (SyncComplete, 10));
+
+    // An illegal move is CONFLICT and leaves the stored state unchanged.
+    let e = step(SyncingInitial, Some(0.1)).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Conflict);
+    assert!(e.message.contains("sync_complete") && e.message.contains("syncing_initial"), "{}", e.message);
+    assert_eq!(step(OauthPending, None).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(step(SyncError, None).await.unwrap_err().code, ErrorCode::InvalidRequest, "sync_error needs a stage");
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap(), Some(before.clone()));
+    // So does bad input.
+    let s = step(SyncingDelta, None).await.unwrap();
+    assert_eq!(step(SyncingDelta, Some(1.5)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap(), Some(s));
+
+    // sync_error records the failing stage; recovery clears it.
+    let failed = r
+        .transition_connector(&t, &hs, SyncError, None, failure("syncing_delta", "HubSpot answered 429"), Timestamp(20))
+        .await
+        .unwrap();
+    let stored = r.get_connector(&t, &hs).await.unwrap().unwrap();
+    assert_eq!(stored, failed);
+    assert_eq!(stored.state, SyncError);
+    assert_eq!(stored.error_stage.as_deref(), Some("syncing_delta"));
+    assert_eq!(stored.error_message.as_deref(), Some("HubSpot answered 429"));
+    assert_eq!(step(SyncComplete, None).await.unwrap_err().code, ErrorCode::Conflict, "a failure is never papered over");
+    let retried = step(SyncingDelta, None).await.unwrap();
+    assert_eq!((retried.error_stage, retried.error_message), (None, None));
+
+    // A stale version loses: two writers computed their move from the same read.
+    let read = r.get_connector(&t, &hs).await.unwrap().unwrap();
+    let done = read.transition(SyncComplete, None, None, Timestamp(30)).unwrap();
+    let broke = read.transition(SyncError, None, failure("syncing_delta", "timeout"), Timestamp(31)).unwrap();
+    let won = r.put_connector(&done, Expect::Version(read.version)).await.unwrap();
+    assert_eq!(won.version, read.version + 1);
+    assert_eq!(r.put_connector(&broke, Expect::Version(read.version)).await.unwrap_err().code, ErrorCode::Conflict);
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap(), Some(won.clone()));
+    // The store refuses a status that breaks the record invariants.
+    let mut malformed = won.clone();
+    malformed.progress = Some(0.5);
+    assert_eq!(r.put_connector(&malformed, Expect::Version(won.version)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+
+    // Concurrent transitions: each one either lands or gets CONFLICT; none is lost.
+    let s = step(SyncingDelta, None).await.unwrap();
+    let attempts = 6u64;
+    let handles: Vec<_> = (0..attempts)
+        .map(|_| {
+            let (r, t, hs) = (r.clone(), t.clone(), hs.clone());
+            tokio::spawn(async move { r.transition_connector(&t, &hs, SyncingDelta, None, None, Timestamp(40)).await })
+        })
+        .collect();
+    let mut landed = 0;
+    for h in handles {
+        match h.await.unwrap() {
+            Ok(_) => landed += 1,
+            Err(e) => assert_eq!(e.code, ErrorCode::Conflict, "{e}"),
+        }
+    }
+    assert!(landed >= 1);
+    assert_eq!(r.get_connector(&t, &hs).await.unwrap().unwrap().version, s.version + landed, "every success is one version");
+
+    // Disconnection from a populated state; a first transition creates the record.
+    let off = step(NotConnected, None).await.unwrap();
+    assert!(!off.state.is_connected() && !off.state.has_data());
+    assert_eq!(step(NotConnected, None).await.unwrap_err().code, ErrorCode::Conflict, "disconnecting twice");
+    let stripe = r.transition_connector(&t, &source("stripe"), OauthPending, None, None, Timestamp(50)).await.unwrap();
+    assert_eq!((stripe.state, stripe.version), (OauthPending, 1), "an absent connector is not_connected");
+    assert_eq!(
+        r.transition_connector(&t, &source("zendesk"), SyncingInitial, Some(0.0), None, Timestamp(50)).await.unwrap_err().code,
+        ErrorCode::Conflict,
+        "an absent connector cannot skip OAuth"
+    );
+    assert_eq!(r.get_connector(&t, &source("zendesk")).await.unwrap(), None, "a refused move writes nothing");
+
+    // Listed in source order, through pages.
+    for name in ["salesforce", "a-crm", "zendesk", "google_drive", "b2b"] {
+        r.transition_connector(&t, &source(name), OauthPending, None, None, Timestamp(60)).await.unwrap();
+    }
+    let mut names = Vec::new();
+    let mut page = PageRequest::first(2);
+    loop {
+        let p = r.list_connectors(&t, &page).await.unwrap();
+        assert!(p.items.len() <= 2);
+        assert!(p.items.iter().all(|c| c.tenant == t));
+        names.extend(p.items.into_iter().map(|c| c.source.to_string()));
+        match p.next_cursor {
+            Some(c) => page = PageRequest::after(2, c),
+            None => break,
+        }
+        assert!(names.len() <= 7);
+    }
+    assert_eq!(names, ["a-crm", "b2b", "google_drive", "hubspot", "salesforce", "stripe", "zendesk"]);
+    let bad = r.list_connectors(&t, &PageRequest::after(2, "not-a-cursor")).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidRequest);
+}
+
+pub async fn connector_status_isolation(r: Records) {
+    use ConnectorState::*;
+    let a = fresh_tenant("conna");
+    let b = fresh_tenant("connb");
+    let hs = source("hubspot");
+    for to in [OauthPending, OauthComplete, SyncingInitial, SyncComplete] {
+        r.transition_connector(&a, &hs, to, None, None, Timestamp(1)).await.unwrap();
+    }
+    for name in ["salesforce", "stripe", "zendesk"] {
+        r.transition_connector(&a, &source(name), OauthPending, None, None, Timestamp(1)).await.unwrap();
+    }
+    let a_hs = r.get_connector(&a, &hs).await.unwrap().unwrap();
+    assert_eq!((a_hs.state, a_hs.version), (SyncComplete, 4));
+
+    // B sees nothing of A's.
+    let pg = PageRequest::first(100);
+    assert_eq!(r.get_connector(&b, &hs).await.unwrap(), None);
+    assert!(r.list_connectors(&b, &pg).await.unwrap().items.is_empty());
+    let pa = r.list_connectors(&a, &PageRequest::first(1)).await.unwrap();
+    let stolen = pa.next_cursor.unwrap();
+    assert!(r.list_connectors(&b, &PageRequest::after(10, stolen)).await.unwrap().items.is_empty(), "A's cursor gives B nothing");
+
+    // B's moves start from B's own (absent) state, never from A's.
+    assert_eq!(
+        r.transition_connector(&b, &hs, SyncingDelta, None, None, Timestamp(2)).await.unwrap_err().code,
+        ErrorCode::Conflict,
+        "A's sync_complete does not let B start a delta"
+    );
+    let b_hs = r.transition_connector(&b, &hs, OauthPending, None, None, Timestamp(2)).await.unwrap();
+    assert_eq!((b_hs.tenant.clone(), b_hs.state, b_hs.version), (b.clone(), OauthPending, 1));
+    assert_eq!(r.get_connector(&b, &hs).await.unwrap(), Some(b_hs));
+    let listed = r.list_connectors(&b, &pg).await.unwrap();
+    assert_eq!(
+        listed.items.iter().map(|c| (c.tenant.clone(), c.source.to_string())).collect::<Vec<_>>(),
+        [(b.clone(), "hubspot".to_string())]
+    );
+
+    // A's connector is untouched, and B disconnecting its own leaves A's alone.
+    r.transition_connector(&b, &hs, NotConnected, None, None, Timestamp(3)).await.unwrap();
+    assert_eq!(r.get_connector(&a, &hs).await.unwrap(), Some(a_hs));
+    assert_eq!(r.list_connectors(&a, &pg).await.unwrap().items.len(), 4);
 }

@@ -7,6 +7,7 @@
 //! - [`memory`]: the three memory types, the six scopes, governance state and lineage.
 //! - [`proposal`]: what an agent wants the organisation to remember.
 //! - [`audit`]: the audit ledger record.
+//! - [`connector`]: connector status (SPEC §4.5): the state machine of a tenant's link to a source tool.
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
 //! - [`page`]: cursor pagination shared by every list.
 //!
@@ -15,6 +16,7 @@
 //! records, but it never chooses a wire format.
 
 pub mod audit;
+pub mod connector;
 pub mod error;
 pub mod ids;
 pub mod memory;

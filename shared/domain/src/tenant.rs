@@ -112,6 +112,9 @@ pub struct Tenant {
     pub storage_tier: StorageTier,
     /// Requests per minute allowed per principal; `None` uses the plan default.
     pub rate_limit_per_minute: Option<u32>,
+    /// Per-tenant overrides of a capability's minimum plan tier (SPEC §5.3).
+    #[serde(default)]
+    pub tier_overrides: std::collections::BTreeMap<String, PlanTier>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, starting at 1 and bumped by every update.
@@ -128,6 +131,7 @@ impl Tenant {
             industry,
             storage_tier: StorageTier::Edge,
             rate_limit_per_minute: None,
+            tier_overrides: std::collections::BTreeMap::new(),
             created_at: now,
             updated_at: now,
             version: 1,

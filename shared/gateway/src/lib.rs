@@ -7,11 +7,13 @@
 //!   trusts the context API Gateway passed along.
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
+//! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
 //! - [`observe`]: one structured log line per request, with request id and tenant.
 
 pub mod auth;
 pub mod body;
 pub mod error;
+pub mod lambda;
 pub mod observe;
 pub mod router;
 

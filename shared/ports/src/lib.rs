@@ -35,6 +35,9 @@ pub struct Backend {
     pub cache: Arc<dyn Cache>,
     pub queue: Arc<dyn Queue>,
     pub blobs: Arc<dyn BlobStore>,
+    /// The durable second copy of promoted tenants (SPEC §3.4), read by the fallback
+    /// chain as its last step. `None` where no fortress is configured.
+    pub fortress: Option<Records>,
     pub clock: Arc<dyn Clock>,
     /// `embedded` or `aws`, for start-up messages and `/healthz`.
     pub name: &'static str,

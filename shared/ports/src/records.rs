@@ -15,6 +15,7 @@
 //! | proposal | `proposal` / `proposal_by_state` | `{id}` / `{state}#{id}` |
 //! | audit record | `audit` | `{at}#{id}` |
 //! | idempotency key | `idem` | `{key}` |
+//! | connector status | `connector` | `{source}` |
 //!
 //! Timestamps and sequence numbers in sort keys are zero-padded to 20 digits so that
 //! bytewise order is time order.
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
+use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
 use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
@@ -210,6 +212,56 @@ pub trait IdempotencyStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool>;
+}
+
+/// Connector status (SPEC §4.5), one record per `(tenant, source)`.
+///
+/// Every state change goes through [`ConnectorStatus::transition`] between a read and a
+/// write conditioned on the version read, so two concurrent transitions never both
+/// succeed: the loser gets `CONFLICT` and re-reads, and no update is lost.
+#[async_trait]
+pub trait ConnectorStore: Send + Sync {
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_connector(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<Option<ConnectorStatus>>;
+    /// The tenant's connectors, ordered by source.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
+    async fn list_connectors(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConnectorStatus>>;
+    /// Writes `status` under `expect` — `Absent` for the first registration, `Version(v)`
+    /// for a transition computed from version `v` — and returns it as stored (version set).
+    /// It checks the record's invariants, not the legality of the move: use
+    /// [`ConnectorStore::transition_connector`] to change state.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` when `status` breaks an invariant ([`ConnectorStatus::check`]);
+    /// `CONFLICT` when `expect` does not hold; `UNAVAILABLE`.
+    async fn put_connector(&self, status: &ConnectorStatus, expect: Expect) -> Result<ConnectorStatus>;
+
+    /// Moves the connector to `to`: reads it (absent = `not_connected`), applies
+    /// [`ConnectorStatus::transition`] and writes the result with `Expect::Absent` (first
+    /// write) or `Expect::Version` of what was read. Returns the stored status.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a progress outside [0, 1] or a `sync_error` without its stage
+    /// and message; `CONFLICT` for an illegal move, or when another transition won the race
+    /// (nothing is written; re-read and decide again); `UNAVAILABLE`.
+    async fn transition_connector(
+        &self,
+        tenant: &TenantId,
+        source: &ConnectorSource,
+        to: ConnectorState,
+        progress: Option<f64>,
+        error: Option<(String, String)>,
+        now: Timestamp,
+    ) -> Result<ConnectorStatus> {
+        let current = self.get_connector(tenant, source).await?;
+        let expect = current.as_ref().map_or(Expect::Absent, |c| Expect::Version(c.version));
+        let current = current.unwrap_or_else(|| ConnectorStatus::not_connected(tenant.clone(), source.clone(), now));
+        let next = current.transition(to, progress, error, now)?;
+        self.put_connector(&next, expect).await
+    }
 }
 
 /// The typed stores over one item backend.
@@ -630,6 +682,45 @@ impl IdempotencyStore for Records {
             Err(e) if e.code == domain::ErrorCode::Conflict => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+#[async_trait]
+impl ConnectorStore for Records {
+    async fn get_connector(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<Option<ConnectorStatus>> {
+        self.get_one(tenant.as_str(), "connector", source.as_str()).await
+    }
+
+    async fn list_connectors(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConnectorStatus>> {
+        self.page(tenant.as_str(), "connector", "", page, false).await
+    }
+
+    async fn put_connector(&self, status: &ConnectorStatus, expect: Expect) -> Result<ConnectorStatus> {
+        status.check()?;
+        let tenant = status.tenant.as_str();
+        let sk = status.source.as_str();
+        let (mut version, condition) = versioned(expect);
+        if expect == Expect::Any {
+            version = self.items.get(tenant, "connector", sk).await?.map_or(1, |i| i.version + 1);
+        }
+        let mut stored = status.clone();
+        stored.version = version;
+        self.items.write(vec![put(tenant, "connector", sk.to_owned(), version, encode(&stored)?, condition)]).await.map_err(
+            |e| {
+                if e.code != domain::ErrorCode::Conflict {
+                    return e;
+                }
+                match expect {
+                    Expect::Absent => Error::conflict(format!("connector {} is already registered", status.source)),
+                    _ => Error::conflict(format!(
+                        "connector {} changed concurrently (expected version {}); re-read it",
+                        status.source,
+                        version.saturating_sub(1)
+                    )),
+                }
+            },
+        )?;
+        Ok(stored)
     }
 }
 

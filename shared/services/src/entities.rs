@@ -34,9 +34,22 @@ pub struct SearchResult {
     pub truncated: bool,
 }
 
+/// Which step of the read fallback chain answered (SPEC §4.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadStep {
+    /// The entity's own key.
+    Index,
+    /// A scan of the tenant's partition of that type, matching the id without regard to
+    /// ASCII case (source tools disagree on the case of their ids).
+    Scan,
+    /// The fortress copy of a promoted tenant.
+    Fortress,
+}
+
 #[derive(Clone)]
 pub struct EntityService {
     backend: Backend,
+    auth: crate::auth::Authenticator,
 }
 
 fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKey {
@@ -44,8 +57,46 @@ fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKe
 }
 
 impl EntityService {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub fn new(backend: Backend, auth: crate::auth::Authenticator) -> Self {
+        Self { backend, auth }
+    }
+
+    /// The read fallback chain: index lookup → tenant-partition scan → fortress (promoted
+    /// tenants only) → `None` (404). The pipeline is never a read fallback.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached.
+    pub async fn lookup(
+        &self,
+        tenant: &domain::TenantId,
+        entity_type: &EntityType,
+        id: &Id,
+    ) -> Result<Option<(Entity, ReadStep)>> {
+        let records = &self.backend.records;
+        if let Some(e) = records.get_entity(tenant, entity_type, id).await? {
+            return Ok(Some((e, ReadStep::Index)));
+        }
+        let mut page = PageRequest::first(500);
+        let mut scanned = 0usize;
+        loop {
+            let p = records.list_entities(tenant, Some(entity_type), &page).await?;
+            scanned += p.items.len();
+            if let Some(e) = p.items.into_iter().find(|e| e.id.as_str().eq_ignore_ascii_case(id.as_str())) {
+                return Ok(Some((e, ReadStep::Scan)));
+            }
+            match p.next_cursor {
+                Some(c) if scanned < MAX_SEARCH_SCAN => page = PageRequest::after(500, c),
+                _ => break,
+            }
+        }
+        let promoted =
+            self.auth.tenant_config(tenant).await?.is_some_and(|t| t.storage_tier == domain::tenant::StorageTier::Promoted);
+        if let (true, Some(fortress)) = (promoted, &self.backend.fortress) {
+            if let Some(e) = fortress.get_entity(tenant, entity_type, id).await? {
+                return Ok(Some((e, ReadStep::Fortress)));
+            }
+        }
+        Ok(None)
     }
 
     /// One entity of the caller's tenant.
@@ -62,12 +113,8 @@ impl EntityService {
         {
             return Ok(e);
         }
-        let entity = self
-            .backend
-            .records
-            .get_entity(&caller.tenant, entity_type, id)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("{entity_type} {id}")))?;
+        let (entity, _) =
+            self.lookup(&caller.tenant, entity_type, id).await?.ok_or_else(|| Error::not_found(format!("{entity_type} {id}")))?;
         if let Ok(bytes) = serde_json::to_vec(&entity) {
             // A cache that cannot store is only a slower next read.
             let _ = self.backend.cache.set(&key, &bytes, ENTITY_TTL).await;

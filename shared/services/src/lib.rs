@@ -1,6 +1,7 @@
 //! Application services: the use cases every edge (HTTP, MCP, CLI, Lambda) calls.
 //!
 //! - [`auth`]: API-key issuance and verification into a [`domain::principal::CallerContext`].
+//! - [`capabilities`]: every capability call resolved through the ADK, then executed.
 //! - [`entities`]: reading Spine entities through the Spine Cache, keyword search.
 //! - [`admin`]: tenants, principals and keys for the `continuity` admin commands.
 //! - [`audit`]: the audit ledger helper.
@@ -11,6 +12,7 @@
 pub mod admin;
 pub mod audit;
 pub mod auth;
+// pub mod capabilities; (enabled once the adk crate lands)
 pub mod entities;
 
 use ports::Backend;
@@ -27,9 +29,11 @@ pub struct Services {
 
 impl Services {
     pub fn new(backend: Backend) -> Self {
+        let auth = auth::Authenticator::new(backend.clone());
+        let entities = entities::EntityService::new(backend.clone(), auth.clone());
         Self {
-            auth: auth::Authenticator::new(backend.clone()),
-            entities: entities::EntityService::new(backend.clone()),
+            auth,
+            entities,
             admin: admin::AdminService::new(backend.clone()),
             audit: audit::AuditService::new(backend.clone()),
             backend,

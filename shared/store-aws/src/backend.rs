@@ -28,7 +28,7 @@ fn optional(name: &str) -> Option<String> {
 
 impl LambdaEnv {
     /// Reads `AWS_REGION`, `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
-    /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, `CONTINUITY_REDIS_URLS` (comma-separated;
+    /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, optional `CONTINUITY_FORTRESS_TABLE`, `CONTINUITY_REDIS_URLS` (comma-separated;
     /// one `redis://` URL means a single node, `rediss://` URLs a cluster with TLS),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`.
@@ -48,6 +48,7 @@ impl LambdaEnv {
                 region: optional("AWS_REGION").unwrap_or_else(|| "eu-west-1".into()),
                 endpoint_url: optional("CONTINUITY_AWS_ENDPOINT_URL"),
                 table: var("CONTINUITY_TABLE")?,
+                fortress_table: optional("CONTINUITY_FORTRESS_TABLE"),
                 queue_url: var("CONTINUITY_QUEUE_URL")?,
                 dead_letter_queue_url: var("CONTINUITY_DLQ_URL")?,
                 bucket: var("CONTINUITY_BUCKET")?,

@@ -57,6 +57,10 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         cache: Arc::new(RedisCache::new(&settings.redis)?),
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
+        fortress: settings
+            .fortress_table
+            .as_ref()
+            .map(|t| Records::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t)))),
         clock,
         name: "aws",
     })

@@ -22,6 +22,9 @@ pub struct AwsSettings {
     pub endpoint_url: Option<String>,
     /// The single DynamoDB table of the item port.
     pub table: String,
+    /// The fortress table of promoted tenants (point-in-time recovery, replica region,
+    /// dedicated KMS key), when the stack has one.
+    pub fortress_table: Option<String>,
     /// The work queue.
     pub queue_url: String,
     /// The dead-letter queue named by the work queue's `RedrivePolicy`.

@@ -38,11 +38,14 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
     let items = Arc::new(SqliteItems::new(db.clone()));
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
     let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
+    // The fortress is a second database file: the verified copy of promoted tenants.
+    let fortress = Records::new(Arc::new(SqliteItems::new(Db::open(&home.join("fortress.db"))?)));
     Ok(Backend {
         records: Records::new(items),
         cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),
         queue,
         blobs,
+        fortress: Some(fortress),
         clock,
         name: "embedded",
     })

@@ -1,4 +1,5 @@
-//! The MCP Lambda's adapter: API Gateway (REST) events in, the shared router out.
+//! The Lambda adapter: API Gateway (REST) events in, the shared router out. Every HTTP
+//! Lambda (`continuity-mcp`, `continuity-adk`) serves [`app`] with `lambda_http::run`.
 //!
 //! [`app`] wraps [`gateway::router`] with one layer that (1) routes on the raw resource
 //! path, so `/prod/mcp` and `/mcp` mean the same whatever the stage, and (2) turns the
@@ -8,6 +9,8 @@
 
 use std::sync::Arc;
 
+use crate::auth::AuthMode;
+use crate::{AppState, GatewaySettings};
 use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
@@ -15,8 +18,6 @@ use axum::response::Response;
 use domain::principal::{CallerContext, Scopes};
 use domain::tenant::PlanTier;
 use domain::{Id, TenantId};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
 use lambda_http::RequestExt;
 use lambda_http::request::RequestContext;
 use services::Services;
@@ -63,7 +64,7 @@ async fn from_api_gateway(mut req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-/// The Lambda's whole HTTP application.
+/// A Lambda's whole HTTP application.
 pub fn app(services: Services, public_url: String) -> Router {
     let settings = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
@@ -74,7 +75,7 @@ pub fn app(services: Services, public_url: String) -> Router {
         auth_mode: AuthMode::TrustAuthorizer,
         shutdown: CancellationToken::new(),
     };
-    let inner = gateway::router(AppState { services, settings: Arc::new(settings) });
+    let inner = crate::router(AppState { services, settings: Arc::new(settings) });
     // `Router::layer` runs after routing, so the path rewrite wraps the inner router from
     // an outer one whose only route is the fallback: the inner router routes afresh.
     Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway))

@@ -1,0 +1,42 @@
+//! AWS-backend fixtures on the local stand-ins `tests/run.sh` starts (moto, Redis).
+
+use std::sync::Arc;
+
+use ports::{Backend, SystemClock};
+use store_aws::settings::{dynamo_client, s3_client, sqs_client};
+use store_aws::{AwsSettings, DynamoItems, RedisSettings, S3Blobs, SqsQueue, aws_config_for};
+
+pub const REGION: &str = "eu-west-1";
+pub const TABLE: &str = "continuity-it";
+pub const FORTRESS_TABLE: &str = "continuity-it-fortress";
+pub const BUCKET: &str = "continuity-it";
+
+/// A variable `tests/run.sh` exports; missing means the runner is broken, so fail.
+pub fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run tests/run.sh, or start moto and Redis and export the CONTINUITY_TEST_* variables")
+    })
+}
+
+/// A whole AWS backend (table, fortress table, a fresh queue + DLQ, bucket, Redis).
+pub async fn backend() -> Backend {
+    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let sdk = aws_config_for(Some(&moto), REGION).await;
+    for t in [TABLE, FORTRESS_TABLE] {
+        DynamoItems::new(dynamo_client(&sdk), t).create_table_if_missing().await.unwrap_or_else(|e| panic!("table {t}: {e}"));
+    }
+    S3Blobs::new(s3_client(&sdk), BUCKET).create_bucket_if_missing().await.unwrap_or_else(|e| panic!("bucket: {e}"));
+    let name = contract::fresh_tenant("itq");
+    let q = SqsQueue::create_with_dlq(sqs_client(&sdk), name.as_str(), 5).await.unwrap_or_else(|e| panic!("queue: {e}"));
+    let settings = AwsSettings {
+        region: REGION.into(),
+        endpoint_url: Some(moto),
+        table: TABLE.into(),
+        fortress_table: Some(FORTRESS_TABLE.into()),
+        queue_url: q.queue_url().into(),
+        dead_letter_queue_url: q.dead_letter_queue_url().into(),
+        bucket: BUCKET.into(),
+        redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
+    };
+    store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
+}
