@@ -91,10 +91,10 @@ impl EntityService {
         }
         let promoted =
             self.auth.tenant_config(tenant).await?.is_some_and(|t| t.storage_tier == domain::tenant::StorageTier::Promoted);
-        if let (true, Some(fortress)) = (promoted, &self.backend.fortress) {
-            if let Some(e) = fortress.get_entity(tenant, entity_type, id).await? {
-                return Ok(Some((e, ReadStep::Fortress)));
-            }
+        if let (true, Some(fortress)) = (promoted, &self.backend.fortress)
+            && let Some(e) = fortress.get_entity(tenant, entity_type, id).await?
+        {
+            return Ok(Some((e, ReadStep::Fortress)));
         }
         Ok(None)
     }
