@@ -402,7 +402,7 @@ else
     *) LAMBDA_ARCH=--x86-64 ;;
   esac
   run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
-    --bin continuity-mcp --bin continuity-authorizer
+    --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer
 fi
 
 summary

@@ -61,8 +61,13 @@ enum TenantCommand {
         #[arg(long, default_value = "saas")]
         industry: Industry,
     },
-    /// Show a tenant's configuration.
-    Show { slug: String },
+    /// Show a tenant's configuration (or, with --schema, its Spine schema as JSON).
+    Show {
+        slug: String,
+        /// Print the tenant's resolved Spine schema (department × industry) as JSON.
+        #[arg(long)]
+        schema: bool,
+    },
     /// List tenants.
     List,
     /// Change a tenant's configuration.
@@ -159,8 +164,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("created tenant {} (plan {}, {} × {})", t.id, t.plan, t.department, t.industry);
             Ok(())
         }
-        Command::Tenant(TenantCommand::Show { slug }) => {
+        Command::Tenant(TenantCommand::Show { slug, schema }) => {
             let t = s.admin.show_tenant(&TenantId::new(slug).map_err(domain_err)?).await.map_err(domain_err)?;
+            if schema {
+                println!("{}", serde_json::to_string_pretty(&services::capabilities::schema_document(&t))?);
+                return Ok(());
+            }
             println!("tenant:        {}", t.id);
             println!("display name:  {}", t.display_name);
             println!("plan:          {}", t.plan);

@@ -112,6 +112,14 @@ async fn serve_prints_url_key_and_is_healthy() {
     // The home was initialised with the local enterprise tenant.
     let shown = cli(&s.home, &["tenant", "show", "local"]);
     assert!(shown.contains("enterprise"), "{shown}");
+    cli(
+        &s.home,
+        &["tenant", "create", "clinic", "--plan", "pro", "--department", "customer_success", "--industry", "healthcare"],
+    );
+    let schema: Value = serde_json::from_str(&cli(&s.home, &["tenant", "show", "clinic", "--schema"])).unwrap();
+    assert_eq!(schema["industry"], "healthcare");
+    let names: Vec<&str> = schema["entity_types"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"patient") && !names.contains(&"subscription"), "{names:?}");
 }
 
 #[tokio::test]
@@ -290,10 +298,10 @@ async fn bad_input_gets_a_clear_400_and_nothing_is_written() {
     assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
     let res = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type":"account","id":"a#b"})).await;
     assert_eq!(res["structuredContent"]["code"], "INVALID_REQUEST");
-    let r =
-        rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"no.such.tool"}})).await;
-    let v: Value = r.json().await.unwrap();
-    assert!(v["error"]["code"].is_i64(), "an unknown tool is a JSON-RPC error: {v}");
+    // An unknown tool is the taxonomy's CAPABILITY_NOT_FOUND, as for the capability API.
+    let res = call_tool(&s.base, &s.key, "no.such.tool", json!({})).await;
+    assert_eq!(res["isError"], true);
+    assert_eq!(res["structuredContent"]["code"], "CAPABILITY_NOT_FOUND");
     // The server is still alive after all of it.
     assert_eq!(client().get(format!("{}/healthz", s.base)).send().await.unwrap().status(), 200);
 }

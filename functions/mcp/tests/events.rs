@@ -79,7 +79,11 @@ async fn the_authorizer_context_decides_tenant_and_scopes() {
     assert_eq!(status, 401);
     assert_eq!(v["error"]["code"], "UNAUTHENTICATED");
 
-    // A context for another tenant sees nothing of demo's.
+    // A context for another (existing) tenant sees nothing of demo's.
+    s.admin
+        .create_tenant(TenantId::new("other").unwrap(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas)
+        .await
+        .unwrap();
     let mut ev = event("mcp-tools-call-entity-get.json");
     ev["requestContext"]["authorizer"]["tenant"] = "other".into();
     let (_, v) = invoke(&s, ev).await;

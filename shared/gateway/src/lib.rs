@@ -12,6 +12,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod capabilities;
 pub mod error;
 pub mod lambda;
 pub mod observe;

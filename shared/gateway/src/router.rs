@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, put};
+use axum::routing::{get, post, put};
 use axum::{Extension, Json, Router, middleware};
 use domain::principal::CallerContext;
 use domain::spine::PoleClass;
@@ -71,6 +71,8 @@ pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(mcp_routes)
         .route("/v1/admin/entities/{entity_type}/{id}", put(put_entity))
+        .route("/v1/capabilities", get(crate::capabilities::list))
+        .route("/v1/capabilities/{capability}", post(crate::capabilities::execute))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(healthz))

@@ -1,9 +1,7 @@
-//! The tool catalogue as data. The capability resolver (ADK) will own this registry;
-//! until it lands, gating here applies the same rule: plan tier and scopes.
+//! How the served tools present themselves to a model: titles, descriptions, input and
+//! output schemas. Who may call what (plan tier, scopes, connectors) is the ADK's
+//! registry, not this file.
 
-use domain::Error;
-use domain::principal::{CallerContext, Scope};
-use domain::tenant::PlanTier;
 use serde_json::{Value, json};
 
 #[derive(Debug, Clone)]
@@ -11,31 +9,9 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
-    pub min_tier: PlanTier,
-    pub scope: Scope,
     pub read_only: bool,
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
-}
-
-impl ToolSpec {
-    /// Whether the caller may see and call this tool.
-    ///
-    /// # Errors
-    /// `FORBIDDEN` (insufficient scope) or `PLAN_INSUFFICIENT` with an upgrade URL.
-    pub fn check(&self, caller: &CallerContext) -> Result<(), Error> {
-        caller.scopes.require(Scope::McpTools)?;
-        caller.scopes.require(self.scope)?;
-        if caller.plan < self.min_tier {
-            let mut e = Error::new(
-                domain::ErrorCode::PlanInsufficient,
-                format!("{} needs the {} plan; this tenant is on {}", self.name, self.min_tier, caller.plan),
-            );
-            e.payload.upgrade_url = Some(format!("https://continuity.dev/upgrade?plan={}", self.min_tier));
-            return Err(e);
-        }
-        Ok(())
-    }
 }
 
 fn entity_schema() -> Value {
@@ -45,7 +21,7 @@ fn entity_schema() -> Value {
             "type": {"type": "string", "description": "Canonical entity type, e.g. account, contact, patient."},
             "id": {"type": "string"},
             "pole_class": {"type": "string", "enum": ["person", "object", "location", "event", "organization"]},
-            "attributes": {"type": "object", "description": "The entity's traits."},
+            "attributes": {"type": "object", "description": "The entity's traits: only the fields of its type that the tenant's schema makes visible."},
             "updated_at": {"type": "string", "format": "date-time"},
             "version": {"type": "integer"}
         },
@@ -101,8 +77,6 @@ pub fn tools() -> &'static [ToolSpec] {
             name: "spine.entity.get",
             title: "Get an entity",
             description: "Fetch one business entity (an account, contact, deal, ticket, patient…) from the tenant's Spine by its canonical type and id. Returns the entity's traits as normalized truth — prefer this over asking the user or guessing. Use spine.entity.search first when you only know a name.",
-            min_tier: PlanTier::Free,
-            scope: Scope::TenantRead,
             read_only: true,
             input_schema: entity_get_input,
             output_schema: entity_get_output,
@@ -111,8 +85,6 @@ pub fn tools() -> &'static [ToolSpec] {
             name: "spine.entity.search",
             title: "Search entities",
             description: "Find business entities in the tenant's Spine by words in their name, id or traits, optionally of one canonical type. Every word must match. Returns up to `limit` entities, best first; use spine.entity.get for one entity's full record.",
-            min_tier: PlanTier::Free,
-            scope: Scope::TenantRead,
             read_only: true,
             input_schema: entity_search_input,
             output_schema: entity_search_output,

@@ -1,22 +1,21 @@
-//! The rmcp `ServerHandler`: initialize/discover info, gated `tools/list`, and
-//! `tools/call` dispatched to application services.
+//! The rmcp `ServerHandler`: initialize/discover info, `tools/list` and `tools/call`
+//! resolved through the ADK (via the capability service), and the tenant schema as a
+//! resource.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use domain::principal::CallerContext;
-use domain::{EntityType, Error, Id};
+use domain::Error;
+use domain::principal::{CallerContext, Scope};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 use services::Services;
-use services::entities::SearchQuery;
 
 use crate::catalogue::{self, ToolSpec};
 use crate::render;
@@ -25,33 +24,14 @@ use crate::render;
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
     &[ProtocolVersion::V_2026_07_28, ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2025_06_18];
 
+/// The tenant's Spine schema (department × industry) as a resource.
+pub const SCHEMA_URI: &str = "continuity://schema";
+
 #[derive(Clone)]
 pub struct ContinuityMcp {
     services: Services,
     /// Set for transports without HTTP (stdio), where the caller is fixed at start.
     fixed_caller: Option<Arc<CallerContext>>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntityGetArgs {
-    #[serde(rename = "type")]
-    entity_type: String,
-    id: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EntitySearchArgs {
-    query: String,
-    #[serde(rename = "type")]
-    entity_type: Option<String>,
-    limit: Option<u32>,
-}
-
-fn parse_args<T: DeserializeOwned>(args: Option<JsonObject>) -> Result<T, Error> {
-    let value = Value::Object(args.unwrap_or_default());
-    serde_json::from_value(value).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
 }
 
 fn to_tool(spec: &ToolSpec) -> Tool {
@@ -63,6 +43,10 @@ fn to_tool(spec: &ToolSpec) -> Tool {
         .with_title(spec.title)
         .with_raw_output_schema(as_object((spec.output_schema)()))
         .with_annotations(annotations)
+}
+
+fn degraded(e: &Error) -> McpError {
+    McpError::internal_error(format!("{}: {}", e.code, e.message), None)
 }
 
 impl ContinuityMcp {
@@ -89,57 +73,42 @@ impl ContinuityMcp {
             .ok_or_else(|| McpError::invalid_request("unauthenticated", None))
     }
 
+    /// The tools this caller may call now: served by this version, allowed by the ADK
+    /// for the tenant's plan and the caller's scopes.
+    ///
+    /// # Errors
+    /// `RESOLVER_DEGRADED` when the tenant's configuration cannot be loaded.
+    pub async fn visible_tools(&self, caller: &CallerContext) -> Result<Vec<Tool>, Error> {
+        if !caller.scopes.contains(Scope::McpTools) {
+            return Ok(Vec::new());
+        }
+        let (_, listed) = self.services.capabilities.list(caller).await?;
+        Ok(catalogue::tools().iter().filter(|t| listed.iter().any(|l| l.spec.name == t.name && l.allowed)).map(to_tool).collect())
+    }
+
     /// Runs one tool for `caller`; every outcome is audited.
-    pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> Result<CallToolResult, McpError> {
-        let spec = catalogue::find(name).ok_or_else(|| McpError::invalid_params(format!("unknown tool: {name}"), None))?;
-        let outcome = match spec.check(caller) {
-            Ok(()) => self.dispatch(caller, spec, args).await,
+    pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
+        let outcome = match caller.scopes.require(Scope::McpTools) {
+            Ok(()) => self.services.capabilities.execute(caller, name, Value::Object(args.unwrap_or_default())).await,
             Err(e) => Err(e),
         };
         let code = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
-        self.services.audit.record(&caller.tenant, caller.principal.as_str(), &format!("tool:{name}"), None, code).await;
-        Ok(match outcome {
-            Ok(r) => r,
+        let shown: String = name.chars().take(96).collect();
+        self.services.audit.record(&caller.tenant, caller.principal.as_str(), &format!("tool:{shown}"), None, code).await;
+        match outcome {
+            Ok(o) => render::success(o.data, o.text),
             Err(e) => render::error(&e),
-        })
-    }
-
-    async fn dispatch(&self, caller: &CallerContext, spec: &ToolSpec, args: Option<JsonObject>) -> Result<CallToolResult, Error> {
-        match spec.name {
-            "spine.entity.get" => {
-                let a: EntityGetArgs = parse_args(args)?;
-                let entity_type = EntityType::new(a.entity_type)?;
-                let id = Id::new(a.id)?;
-                let e = self.services.entities.get(caller, &entity_type, &id).await?;
-                Ok(render::success(json!({ "entity": render::entity_json(&e) }), render::entity_text(&e)))
-            }
-            "spine.entity.search" => {
-                let a: EntitySearchArgs = parse_args(args)?;
-                let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-                let res =
-                    self.services.entities.search(caller, &SearchQuery { text: a.query, entity_type, limit: a.limit }).await?;
-                let list: Vec<Value> = res.entities.iter().map(render::entity_json).collect();
-                let mut text = format!("{} matching entities", res.entities.len());
-                if res.truncated {
-                    text.push_str(&format!(" (scanned the first {} entities only)", res.scanned));
-                }
-                for e in &res.entities {
-                    text.push_str(&format!("\n- {} {}: {}", e.entity_type, e.id, e.label()));
-                }
-                Ok(render::success(json!({ "entities": list, "count": list.len(), "truncated": res.truncated }), text))
-            }
-            other => Err(Error::internal(format!("tool {other} is catalogued but has no handler"))),
         }
     }
 }
 
 impl ServerHandler for ContinuityMcp {
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build();
+        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
         let mut info = ServerConfig::new(caps).with_server_info(Implementation::new("continuity", env!("CARGO_PKG_VERSION")));
         info.instructions = Some(
             "Continuity is the organisation's governed memory and business context. Read entities with spine.entity.get / spine.entity.search; \
-             everything you read is normalized truth from the tenant's Spine."
+             everything you read is normalized truth from the tenant's Spine. The resource continuity://schema lists the entity types and fields of this tenant."
                 .into(),
         );
         info
@@ -155,7 +124,7 @@ impl ServerHandler for ContinuityMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let caller = self.caller(&context)?;
-        let tools = catalogue::tools().iter().filter(|t| t.check(&caller).is_ok()).map(to_tool).collect();
+        let tools = self.visible_tools(&caller).await.map_err(|e| degraded(&e))?;
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -165,6 +134,42 @@ impl ServerHandler for ContinuityMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
-        self.call(&caller, &request.name, request.arguments).await.map(CallToolResponse::from)
+        Ok(CallToolResponse::from(self.call(&caller, &request.name, request.arguments).await))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let caller = self.caller(&context)?;
+        let mut resources = Vec::new();
+        if caller.scopes.contains(Scope::McpResources) {
+            resources.push(
+                Resource::new(SCHEMA_URI, "schema")
+                    .with_title("Tenant Spine schema")
+                    .with_description("The entity types of this tenant's department × industry schema, with their visible fields and relationships.")
+                    .with_mime_type("application/json"),
+            );
+        }
+        Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let caller = self.caller(&context)?;
+        if request.uri != SCHEMA_URI {
+            return Err(McpError::resource_not_found(format!("no resource {}", request.uri), None));
+        }
+        caller
+            .scopes
+            .require(Scope::McpResources)
+            .map_err(|e| McpError::invalid_request(format!("{}: {}", e.code, e.message), None))?;
+        let doc = self.services.capabilities.schema_document(&caller).await.map_err(|e| degraded(&e))?;
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, SCHEMA_URI).with_mime_type("application/json")]).into())
     }
 }

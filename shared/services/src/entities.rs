@@ -173,6 +173,8 @@ impl EntityService {
     }
 
     /// Operator seeding path: creates or replaces an entity and evicts its cache entry.
+    /// The tenant's schema applies: unknown types or fields, or missing required fields,
+    /// are refused with every offending field listed.
     /// Agents never reach this (wall 4): it needs the `admin` scope, which no MCP client
     /// registration is granted. The ingestion pipeline's writer supersedes it.
     ///
@@ -190,6 +192,14 @@ impl EntityService {
     ) -> Result<Entity> {
         caller.scopes.require(Scope::Admin)?;
         Entity::validate_attributes(&attributes)?;
+        // The tenant's schema decides what may be written: an unknown type or field is
+        // refused before anything is stored (SPEC §5.2 step 4).
+        let tenant = self
+            .auth
+            .tenant_config(&caller.tenant)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("tenant {}", caller.tenant)))?;
+        adk::resolve::schema_for(tenant.department, tenant.industry).check_write(entity_type.as_str(), &attributes)?;
         let now = self.backend.clock.now();
         let existing = self.backend.records.get_entity(&caller.tenant, &entity_type, &id).await?;
         let entity = Entity {

@@ -12,7 +12,7 @@
 pub mod admin;
 pub mod audit;
 pub mod auth;
-// pub mod capabilities; (enabled once the adk crate lands)
+pub mod capabilities;
 pub mod entities;
 
 use ports::Backend;
@@ -25,6 +25,7 @@ pub struct Services {
     pub entities: entities::EntityService,
     pub admin: admin::AdminService,
     pub audit: audit::AuditService,
+    pub capabilities: capabilities::CapabilityService,
 }
 
 impl Services {
@@ -32,6 +33,7 @@ impl Services {
         let auth = auth::Authenticator::new(backend.clone());
         let entities = entities::EntityService::new(backend.clone(), auth.clone());
         Self {
+            capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone()),
             auth,
             entities,
             admin: admin::AdminService::new(backend.clone()),

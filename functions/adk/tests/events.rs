@@ -1,0 +1,90 @@
+//! The capability-API Lambda driven with `events/adk-*.json`, as API Gateway delivers
+//! them after the authorizer, over an embedded backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use domain::spine::PoleClass;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::value::Attributes;
+use domain::{EntityType, Id, TenantId};
+use http_body_util::BodyExt;
+use ports::records::Expect;
+use serde_json::Value;
+use services::Services;
+use tower::ServiceExt;
+
+fn event(name: &str) -> Value {
+    let path = format!("{}/../../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("read event")).expect("event JSON")
+}
+
+async fn services(dir: &std::path::Path) -> Services {
+    let backend = store_embedded::open_backend(dir, Arc::new(ports::SystemClock)).unwrap();
+    let s = Services::new(backend);
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let op = s.admin.operator(&demo).await.unwrap();
+    let mut attrs = Attributes::new();
+    attrs.insert("name".into(), "Acme Corp".into());
+    attrs.insert("internal_notes".into(), "never shown to agents".into());
+    s.entities
+        .put(&op, EntityType::new("account").unwrap(), Id::new("acme-1").unwrap(), PoleClass::Organization, attrs, Expect::Any)
+        .await
+        .unwrap();
+    s
+}
+
+async fn invoke(s: &Services, ev: Value) -> (u16, Option<String>, Value) {
+    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
+    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
+    let resp = app.oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, retry, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn list_and_execute_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let (status, _, v) = invoke(&s, event("adk-list-capabilities.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["tenant"], "demo");
+    let caps = v["capabilities"].as_array().unwrap();
+    let get = caps.iter().find(|c| c["name"] == "spine.entity.get").unwrap();
+    assert_eq!(get["allowed"], true);
+    // The sample caller has tenant:read but not memory:read.
+    let org = caps.iter().find(|c| c["name"] == "memory.search_org").unwrap();
+    assert_eq!(org["allowed"], false);
+    assert_eq!(org["missing_scopes"][0], "memory:read");
+
+    let (status, _, v) = invoke(&s, event("adk-execute-entity-get.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["route"], "STORE_INDEX");
+    assert_eq!(v["data"]["entity"]["attributes"]["name"], "Acme Corp");
+    assert!(v["data"]["entity"]["attributes"].get("internal_notes").is_none(), "non-priority fields are stripped");
+}
+
+#[tokio::test]
+async fn a_tenant_whose_config_cannot_be_loaded_gets_resolver_degraded() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    // The authorizer vouched for a tenant whose configuration is not in this store.
+    let mut ev = event("adk-execute-entity-get.json");
+    ev["requestContext"]["authorizer"]["tenant"] = "ghost".into();
+    let (status, retry, v) = invoke(&s, ev).await;
+    assert_eq!(status, 503, "{v}");
+    assert_eq!(v["error"]["code"], "RESOLVER_DEGRADED");
+    assert_eq!(retry.as_deref(), Some("5"));
+
+    let mut ev = event("mcp-tools-call-entity-get.json");
+    ev["requestContext"]["authorizer"]["tenant"] = "ghost".into();
+    let (status, _, v) = invoke(&s, ev).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(v["result"]["structuredContent"]["code"], "RESOLVER_DEGRADED");
+    assert_eq!(v["result"]["structuredContent"]["retry_after"], 5);
+}

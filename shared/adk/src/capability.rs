@@ -1,0 +1,82 @@
+//! Capability names: `<domain>.<resource>.<operation>` (`spine.entity.get`) or the two-part
+//! names of the seed (`memory.search_org`). Parsing only checks the shape; whether a name
+//! exists is the registry's answer.
+
+use std::fmt;
+
+use domain::{Error, ErrorCode};
+
+/// The domains of SPEC §5.1.
+pub const DOMAINS: &[&str] = &["spine", "memory", "session", "signal", "task", "proposal", "connector", "book", "kb", "playbook"];
+
+/// A well-formed capability name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CapabilityName(String);
+
+fn not_found(raw: &str) -> Error {
+    let shown: String = raw.chars().take(80).collect();
+    Error::new(ErrorCode::CapabilityNotFound, format!("unknown capability {shown:?}"))
+}
+
+impl CapabilityName {
+    /// Parses a name.
+    ///
+    /// # Errors
+    /// `CAPABILITY_NOT_FOUND` for anything that is not 2–3 dot-separated `[a-z_]` parts
+    /// starting with a known domain: a malformed name is as unknown as a missing one.
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        if raw.is_empty() || raw.len() > 96 {
+            return Err(not_found(raw));
+        }
+        let parts: Vec<&str> = raw.split('.').collect();
+        let well_formed = (2..=3).contains(&parts.len())
+            && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+            && DOMAINS.contains(&parts[0]);
+        if well_formed { Ok(Self(raw.to_owned())) } else { Err(not_found(raw)) }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn domain(&self) -> &str {
+        self.0.split('.').next().unwrap_or_default()
+    }
+
+    /// The operation: the last part (`get` in `spine.entity.get`, `search_org` in `memory.search_org`).
+    pub fn operation(&self) -> &str {
+        self.0.rsplit('.').next().unwrap_or_default()
+    }
+}
+
+impl fmt::Display for CapabilityName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grammar() {
+        for ok in ["spine.entity.get", "memory.search_org", "connector.write", "playbook.handoff"] {
+            assert!(CapabilityName::parse(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "spine",
+            "spine.entity.get.more",
+            "Spine.entity.get",
+            "weather.today",
+            "spine..get",
+            "spine.entity.get ",
+            "spine.ent1ty.get",
+        ] {
+            assert_eq!(CapabilityName::parse(bad).unwrap_err().code, ErrorCode::CapabilityNotFound, "{bad:?}");
+        }
+        let c = CapabilityName::parse("spine.entity.get").unwrap();
+        assert_eq!((c.domain(), c.operation()), ("spine", "get"));
+    }
+}
