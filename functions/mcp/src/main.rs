@@ -10,18 +10,10 @@
 
 use std::sync::Arc;
 
-use ports::SystemClock;
-use services::Services;
-
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .without_time()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
-        .init();
-    let settings = store_aws::LambdaEnv::from_env()?;
-    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let app = gateway::lambda::app(Services::new(backend), settings.public_url);
-    lambda_http::run(app).await
+    gateway::lambda::init_logging();
+    let env = store_aws::LambdaEnv::from_env()?;
+    let backend = store_aws::backend(&env.aws, Arc::new(ports::SystemClock)).await?;
+    lambda_http::run(gateway::lambda::app(services::Services::new(backend), env.public_url)).await
 }

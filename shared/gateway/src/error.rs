@@ -6,7 +6,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use domain::{Error, ErrorCode};
 use http::{HeaderValue, StatusCode};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -22,28 +22,7 @@ impl From<Error> for ApiError {
 }
 
 pub fn error_body(e: &Error) -> Value {
-    let mut body = Map::new();
-    body.insert("code".into(), json!(e.code.as_str()));
-    body.insert("message".into(), json!(e.message));
-    let p = &e.payload;
-    if let Some(u) = &p.upgrade_url {
-        body.insert("upgrade_url".into(), json!(u));
-    }
-    if let Some(u) = &p.connect_url {
-        body.insert("connect_url".into(), json!(u));
-    }
-    if let Some(pr) = p.progress {
-        body.insert("syncing".into(), json!(true));
-        body.insert("progress".into(), json!(pr));
-        body.insert("data".into(), Value::Null);
-    }
-    if !p.field_errors.is_empty() {
-        body.insert("field_errors".into(), serde_json::to_value(&p.field_errors).unwrap_or(Value::Null));
-    }
-    if let Some(s) = &p.required_scope {
-        body.insert("required_scope".into(), json!(s));
-    }
-    json!({ "error": body })
+    json!({ "error": mcp::render::error_fields(e) })
 }
 
 impl IntoResponse for ApiError {

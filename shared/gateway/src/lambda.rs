@@ -80,3 +80,12 @@ pub fn app(services: Services, public_url: String) -> Router {
     // an outer one whose only route is the fallback: the inner router routes afresh.
     Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway))
 }
+
+/// JSON logs for a Lambda (CloudWatch adds the time): `RUST_LOG` filters, default `info`.
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .json()
+        .without_time()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
+        .init();
+}

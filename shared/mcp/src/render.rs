@@ -2,29 +2,8 @@
 //! as `isError` tool results (SPEC §7.3). Internal details never reach the client.
 
 use domain::Error;
-use domain::spine::Entity;
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
-
-pub fn entity_json(e: &Entity) -> Value {
-    json!({
-        "type": e.entity_type.as_str(),
-        "id": e.id.as_str(),
-        "pole_class": e.pole_class.as_str(),
-        "attributes": serde_json::to_value(&e.attributes).unwrap_or(Value::Null),
-        "updated_at": e.updated_at.to_rfc3339(),
-        "version": e.version,
-    })
-}
-
-pub fn entity_text(e: &Entity) -> String {
-    let mut out = format!("{} {} — {} ({})", e.entity_type, e.id, e.label(), e.pole_class);
-    for (k, v) in &e.attributes {
-        let v = serde_json::to_string(v).unwrap_or_default();
-        out.push_str(&format!("\n  {k}: {v}"));
-    }
-    out
-}
 
 /// A successful result: `text` for the model to read, `structured` for programs.
 pub fn success(structured: Value, text: String) -> CallToolResult {
@@ -33,11 +12,9 @@ pub fn success(structured: Value, text: String) -> CallToolResult {
     r
 }
 
-/// The taxonomy error as a tool result with `isError: true` and the code in structured content.
-pub fn error(e: &Error) -> CallToolResult {
-    if let Some(internal) = &e.internal {
-        tracing::error!(code = %e.code, detail = %internal, "tool call failed");
-    }
+/// The client-visible fields of a taxonomy error — code, message and the payload of
+/// SPEC §7.3 — identical in MCP results and HTTP bodies. Internal detail is never here.
+pub fn error_fields(e: &Error) -> Map<String, Value> {
     let mut body = Map::new();
     body.insert("code".into(), json!(e.code.as_str()));
     body.insert("message".into(), json!(e.message));
@@ -62,6 +39,15 @@ pub fn error(e: &Error) -> CallToolResult {
     if let Some(s) = &p.required_scope {
         body.insert("required_scope".into(), json!(s));
     }
+    body
+}
+
+/// The taxonomy error as a tool result with `isError: true` and the code in structured content.
+pub fn error(e: &Error) -> CallToolResult {
+    if let Some(internal) = &e.internal {
+        tracing::error!(code = %e.code, detail = %internal, "tool call failed");
+    }
+    let body = error_fields(e);
     let text = format!("{}: {}", e.code, e.message);
     let mut r = CallToolResult::structured_error(Value::Object(body));
     r.content = vec![ContentBlock::text(text)];

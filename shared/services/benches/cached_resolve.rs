@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use domain::tenant::{Department, Industry, PlanTier};
 use domain::TenantId;
+use domain::tenant::{Department, Industry, PlanTier};
 use serde_json::json;
 use services::Services;
 
@@ -37,6 +37,10 @@ fn main() {
             per_op.push(t0.elapsed().as_secs_f64() * 1e9 / f64::from(BATCH));
         }
         per_op.sort_by(f64::total_cmp);
-        println!("cached resolution (service: cache tiers + ADK): median {:.0} ns/op, min {:.0} ns/op", per_op[ROUNDS / 2], per_op[0]);
+        println!(
+            "cached resolution (service: cache tiers + ADK): median {:.0} ns/op, min {:.0} ns/op",
+            per_op[ROUNDS / 2],
+            per_op[0]
+        );
     });
 }
