@@ -81,8 +81,9 @@ impl Fixture {
         (status, headers, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
     }
 
-    async fn tool(&self, key: &str, name: &str, args: Value) -> Value {
-        let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":name,"arguments":args}});
+    /// One JSON-RPC request to `/mcp`; returns the whole response message.
+    async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
         let req = Request::builder()
             .method("POST")
             .uri("/mcp")
@@ -97,8 +98,11 @@ impl Fixture {
         let status = resp.status();
         let bytes = resp.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-        let v: Value = serde_json::from_slice(&bytes).unwrap();
-        v["result"].clone()
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    async fn tool(&self, key: &str, name: &str, args: Value) -> Value {
+        self.rpc(key, "tools/call", json!({"name": name, "arguments": args})).await["result"].clone()
     }
 }
 
@@ -223,18 +227,7 @@ async fn listing_shows_what_unlocks_the_rest() {
     assert_eq!(caps.len(), adk::registry::REGISTRY.len());
 
     // tools/list shows only what is allowed and served.
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/list"});
-    let req = Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "localhost")
-        .header("authorization", format!("Bearer {key}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let resp = f.app.clone().oneshot(req).await.unwrap();
-    let v: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    let v = f.rpc(&key, "tools/list", json!({})).await;
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
 }
@@ -301,19 +294,7 @@ async fn reads_strip_and_writes_refuse_fields_outside_the_schema() {
 async fn the_schema_is_a_resource() {
     let f = fixture().await;
     let key = f.tenant("hc-co", PlanTier::Pro, Department::CustomerSuccess, Industry::Healthcare, ALL).await;
-    let body = json!({"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"continuity://schema"}});
-    let req = Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header("host", "localhost")
-        .header("authorization", format!("Bearer {key}"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    let resp = f.app.clone().oneshot(req).await.unwrap();
-    let v: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    let v = f.rpc(&key, "resources/read", json!({"uri": "continuity://schema"})).await;
     let text = v["result"]["contents"][0]["text"].as_str().unwrap();
     let doc: Value = serde_json::from_str(text).unwrap();
     assert_eq!(doc["industry"], "healthcare");
