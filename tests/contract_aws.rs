@@ -77,65 +77,27 @@ async fn cache_cluster() -> Arc<dyn Cache> {
 }
 
 mod items {
-    contract::contract_tests!(
-        items,
-        super::items,
-        [conditions_guard_writes, batches_are_atomic, queries_are_ordered_and_paged, tenants_are_isolated,]
-    );
+    contract::contract_suite!(items, super::items);
 }
 
 mod records {
-    contract::contract_tests!(
-        records,
-        super::records,
-        [
-            tenants_crud_and_versioning,
-            principals_and_api_keys,
-            entities_crud_and_pagination,
-            relationships_both_directions,
-            signals_newest_first,
-            memory_scopes_and_turns,
-            proposals_lifecycle,
-            audit_newest_first_and_idempotency,
-            tenant_isolation_everywhere,
-            connector_status_transitions,
-            connector_status_isolation,
-        ]
-    );
+    contract::contract_suite!(records, super::records);
 }
 
 mod queue {
-    contract::contract_tests!(
-        queue,
-        super::queue,
-        [
-            send_receive_ack,
-            visibility_timeout_and_redelivery,
-            release_makes_visible,
-            poison_messages_are_dead_lettered,
-            consumption_is_idempotent,
-        ]
-    );
+    contract::contract_suite!(queue, super::queue);
 }
 
 mod blobs {
-    contract::contract_tests!(blobs, super::blobs, [put_get_overwrite, listing_is_ordered_and_paged, tenants_are_isolated]);
+    contract::contract_suite!(blobs, super::blobs);
 }
 
 mod cache_single {
-    contract::contract_tests!(
-        cache,
-        super::cache_single,
-        [set_get_overwrite, entries_expire, eviction_removes_keys, limits_are_enforced, tenants_are_isolated,]
-    );
+    contract::contract_suite!(cache, super::cache_single);
 }
 
 mod cache_cluster {
-    contract::contract_tests!(
-        cache,
-        super::cache_cluster,
-        [set_get_overwrite, entries_expire, eviction_removes_keys, limits_are_enforced, tenants_are_isolated,]
-    );
+    contract::contract_suite!(cache, super::cache_cluster);
 }
 
 /// A cache nobody answers for fails fast with `UNAVAILABLE` instead of hanging.

@@ -79,6 +79,22 @@ async fn rpc(base: &str, key: Option<&str>, body: Value) -> reqwest::Response {
     req.send().await.expect("send")
 }
 
+/// The status of a `tools/list` POST carrying one extra (hostile) header.
+async fn tools_list_with(s: &Server, header: &str, value: &str) -> u16 {
+    client()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header(header, value)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}).to_string())
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
 async fn call_tool(base: &str, key: &str, name: &str, args: Value) -> Value {
     let resp =
         rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
@@ -159,42 +175,11 @@ async fn mcp_needs_a_key_and_lists_both_tools() {
     assert_eq!(res["structuredContent"]["code"], "FORBIDDEN");
     assert_eq!(res["structuredContent"]["required_scope"], "tenant:read");
 
-    // A foreign browser Origin is refused (DNS rebinding / CSRF protection).
-    let r = client()
-        .post(format!("{}/mcp", s.base))
-        .bearer_auth(&s.key)
-        .header("origin", "https://evil.example")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc":"2.0","id":5,"method":"tools/list"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    // So is a Host the server does not answer to (DNS rebinding).
-    let r = client()
-        .post(format!("{}/mcp", s.base))
-        .bearer_auth(&s.key)
-        .header("host", "evil.example")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc":"2.0","id":6,"method":"tools/list"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 403);
-    // And an unsupported protocol version is a 400.
-    let r = client()
-        .post(format!("{}/mcp", s.base))
-        .bearer_auth(&s.key)
-        .header("mcp-protocol-version", "1999-01-01")
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(json!({"jsonrpc":"2.0","id":7,"method":"tools/list"}).to_string())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 400);
+    // A foreign browser Origin is refused (DNS rebinding / CSRF protection), so is a Host
+    // the server does not answer to, and an unsupported protocol version is a 400.
+    assert_eq!(tools_list_with(&s, "origin", "https://evil.example").await, 403);
+    assert_eq!(tools_list_with(&s, "host", "evil.example").await, 403);
+    assert_eq!(tools_list_with(&s, "mcp-protocol-version", "1999-01-01").await, 400);
 
     // A revoked key stops working at once.
     let key_id = narrow.split('.').nth(1).unwrap().to_owned();

@@ -39,3 +39,59 @@ macro_rules! contract_tests {
         )+
     };
 }
+
+/// The whole suite of one port, with its one canonical list of checks: each backend's
+/// test file names a suite and a fixture, never the checks, so the backends cannot drift
+/// apart. `contract_suite!(records, my_fixture)` expands to one test per check.
+#[macro_export]
+macro_rules! contract_suite {
+    (items, $make:path) => {
+        $crate::contract_tests!(
+            items,
+            $make,
+            [conditions_guard_writes, batches_are_atomic, queries_are_ordered_and_paged, tenants_are_isolated]
+        );
+    };
+    (records, $make:path) => {
+        $crate::contract_tests!(
+            records,
+            $make,
+            [
+                tenants_crud_and_versioning,
+                principals_and_api_keys,
+                entities_crud_and_pagination,
+                relationships_both_directions,
+                signals_newest_first,
+                memory_scopes_and_turns,
+                proposals_lifecycle,
+                audit_newest_first_and_idempotency,
+                tenant_isolation_everywhere,
+                connector_status_transitions,
+                connector_status_isolation,
+            ]
+        );
+    };
+    (cache, $make:path) => {
+        $crate::contract_tests!(
+            cache,
+            $make,
+            [set_get_overwrite, entries_expire, eviction_removes_keys, limits_are_enforced, tenants_are_isolated]
+        );
+    };
+    (blobs, $make:path) => {
+        $crate::contract_tests!(blobs, $make, [put_get_overwrite, listing_is_ordered_and_paged, tenants_are_isolated]);
+    };
+    (queue, $make:path) => {
+        $crate::contract_tests!(
+            queue,
+            $make,
+            [
+                send_receive_ack,
+                visibility_timeout_and_redelivery,
+                release_makes_visible,
+                poison_messages_are_dead_lettered,
+                consumption_is_idempotent,
+            ]
+        );
+    };
+}
