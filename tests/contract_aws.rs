@@ -19,12 +19,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use contract::queue::{MAX_RECEIVES, QueueFixture};
+use contract::signer::SignerFixture;
 use ports::Records;
 use ports::blob::BlobStore;
 use ports::cache::Cache;
 use ports::items::ItemStore;
-use store_aws::settings::{dynamo_client, s3_client, sqs_client};
-use store_aws::{DynamoItems, RedisCache, RedisSettings, S3Blobs, SqsQueue, aws_config_for};
+use ports::ratelimit::RateLimiter;
+use ports::signer::TokenSigner;
+use store_aws::settings::{dynamo_client, kms_client, s3_client, sqs_client};
+use store_aws::{DynamoItems, KmsSigner, RedisCache, RedisSettings, S3Blobs, SqsQueue, aws_config_for};
 use tokio::sync::OnceCell;
 
 const REGION: &str = "eu-west-1";
@@ -76,8 +79,57 @@ async fn cache_cluster() -> Arc<dyn Cache> {
     Arc::new(RedisCache::new(&RedisSettings::cluster(seeds).with_ca_pem(ca)).unwrap())
 }
 
+async fn kms_key(label: &str) -> String {
+    store_aws::KmsSigner::create_key(&kms_client(&sdk().await), label).await.unwrap()
+}
+
+async fn signer() -> SignerFixture {
+    let (old, new) = (kms_key("contract old").await, kms_key("contract new").await);
+    let client = kms_client(&sdk().await);
+    SignerFixture {
+        before: Arc::new(KmsSigner::new(client.clone(), vec![old.clone()])),
+        // A rotation: the new key signs, the old one stays listed.
+        after: Arc::new(KmsSigner::new(client, vec![new, old])),
+    }
+}
+
+async fn limiter_single() -> Arc<dyn RateLimiter> {
+    Arc::new(RedisCache::new(&RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL"))).unwrap())
+}
+
+async fn limiter_cluster() -> Arc<dyn RateLimiter> {
+    let seeds = env("CONTINUITY_TEST_REDIS_CLUSTER_URLS").split(',').map(str::to_owned).collect();
+    let ca = std::fs::read(env("CONTINUITY_TEST_REDIS_CA")).unwrap();
+    Arc::new(RedisCache::new(&RedisSettings::cluster(seeds).with_ca_pem(ca)).unwrap())
+}
+
 mod items {
     contract::contract_suite!(items, super::items);
+}
+
+mod oauth {
+    contract::contract_suite!(oauth, super::records);
+}
+
+mod signer {
+    contract::contract_suite!(signer, super::signer);
+}
+
+mod limiter_single {
+    contract::contract_suite!(limiter, super::limiter_single);
+}
+
+mod limiter_cluster {
+    contract::contract_suite!(limiter, super::limiter_cluster);
+}
+
+/// The signer reports a missing key configuration as `UNAVAILABLE`, not a panic.
+#[tokio::test]
+async fn a_signer_without_keys_is_unavailable() {
+    let s = KmsSigner::new(kms_client(&sdk().await), vec![]);
+    assert_eq!(s.sign(b"x").await.unwrap_err().code, domain::ErrorCode::Unavailable);
+    let s = KmsSigner::new(kms_client(&sdk().await), vec!["alias/does-not-exist".into()]);
+    assert_eq!(s.public_keys().await.unwrap_err().code, domain::ErrorCode::Unavailable);
 }
 
 mod records {
@@ -180,6 +232,7 @@ async fn backend_wires_every_port() {
         dead_letter_queue_url: created.dead_letter_queue_url().into(),
         bucket: BUCKET.into(),
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
+        jwt_kms_keys: vec![kms_key("wired").await],
     };
     let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");
@@ -191,7 +244,10 @@ async fn backend_wires_every_port() {
     let blob = ports::blob::BlobKey::new(&t, "raw/x.json").unwrap();
     b.blobs.put(&blob, b"{}").await.unwrap();
     assert_eq!(b.blobs.get(&blob).await.unwrap().as_deref(), Some(b"{}".as_slice()));
-    let m = QueueMessage { tenant: t, kind: "k".into(), idempotency_key: "w-1".into(), body: Vec::new() };
+    let m = QueueMessage { tenant: t.clone(), kind: "k".into(), idempotency_key: "w-1".into(), body: Vec::new() };
     b.queue.send(&m).await.unwrap();
     assert_eq!(b.queue.depth().await.unwrap(), 1);
+    let sig = b.signer.sign(b"m").await.unwrap();
+    assert!(b.signer.public_keys().await.unwrap()[0].verify(b"m", &sig.bytes));
+    assert!(b.limiter.acquire(t.as_str(), ports::Rate::per_minute(10)).await.unwrap().allowed);
 }

@@ -12,6 +12,18 @@ mod records {
     contract::contract_suite!(records, super::embedded::records);
 }
 
+mod oauth {
+    contract::contract_suite!(oauth, super::embedded::records);
+}
+
+mod signer {
+    contract::contract_suite!(signer, super::embedded::signer);
+}
+
+mod limiter {
+    contract::contract_suite!(limiter, super::embedded::limiter);
+}
+
 mod cache {
     contract::contract_suite!(cache, super::embedded::cache);
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ports::{Backend, SystemClock};
-use store_aws::settings::{dynamo_client, s3_client, sqs_client};
+use store_aws::settings::{dynamo_client, kms_client, s3_client, sqs_client};
 use store_aws::{AwsSettings, DynamoItems, RedisSettings, S3Blobs, SqsQueue, aws_config_for};
 
 pub const REGION: &str = "eu-west-1";
@@ -16,6 +16,17 @@ pub fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
         panic!("{name} is not set: run tests/run.sh, or start moto and Redis and export the CONTINUITY_TEST_* variables")
     })
+}
+
+/// One KMS signing key for every backend of this test process.
+pub async fn signing_key() -> String {
+    static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    KEY.get_or_init(|| async {
+        let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+        store_aws::KmsSigner::create_key(&kms_client(&sdk), "continuity tests").await.unwrap_or_else(|e| panic!("kms key: {e}"))
+    })
+    .await
+    .clone()
 }
 
 /// A whole AWS backend (table, fortress table, a fresh queue + DLQ, bucket, Redis).
@@ -37,6 +48,7 @@ pub async fn backend() -> Backend {
         dead_letter_queue_url: q.dead_letter_queue_url().into(),
         bucket: BUCKET.into(),
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
+        jwt_kms_keys: vec![signing_key().await],
     };
     store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
 }

@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use contract::queue::{MAX_RECEIVES, QueueFixture};
+use contract::signer::SignerFixture;
 use ports::items::ItemStore;
+use ports::ratelimit::RateLimiter;
 use ports::{BlobStore, Cache, Queue, Records, SystemClock};
-use store_embedded::{Db, FileBlobs, MemoryCache, SqliteItems, SqliteQueue};
+use store_embedded::{Db, FileBlobs, FileSigner, MemoryCache, MemoryLimiter, SqliteItems, SqliteQueue};
 
 fn root() -> &'static PathBuf {
     static ROOT: OnceLock<PathBuf> = OnceLock::new();
@@ -46,4 +48,17 @@ pub async fn queue() -> QueueFixture {
     let n: u64 = rand::random();
     let queue: Arc<dyn Queue> = Arc::new(SqliteQueue::new(db, &format!("q{n:x}"), MAX_RECEIVES, Arc::new(SystemClock)));
     QueueFixture { queue, records: records().await }
+}
+
+pub async fn signer() -> SignerFixture {
+    let n: u64 = rand::random();
+    let dir = root().join(format!("keys-{n:016x}"));
+    let before = Arc::new(FileSigner::open(&dir, domain::Timestamp(1_000)).unwrap_or_else(|e| panic!("keys: {e}")));
+    let after = FileSigner::open(&dir, domain::Timestamp(2_000)).unwrap_or_else(|e| panic!("keys: {e}"));
+    after.rotate(domain::Timestamp(3_000)).unwrap_or_else(|e| panic!("rotate: {e}"));
+    SignerFixture { before, after: Arc::new(after) }
+}
+
+pub async fn limiter() -> Arc<dyn RateLimiter> {
+    Arc::new(MemoryLimiter::new())
 }

@@ -14,8 +14,11 @@
 pub mod blobs;
 pub mod cache;
 pub mod items;
+pub mod limiter;
+pub mod oauth;
 pub mod queue;
 pub mod records;
+pub mod signer;
 
 use domain::TenantId;
 use rand::Rng;
@@ -92,6 +95,29 @@ macro_rules! contract_suite {
                 poison_messages_are_dead_lettered,
                 consumption_is_idempotent,
             ]
+        );
+    };
+    (oauth, $make:path) => {
+        $crate::contract_tests!(
+            oauth,
+            $make,
+            [
+                clients_and_logins,
+                pending_logins_complete_once,
+                codes_are_single_use,
+                refresh_rotation_detects_reuse,
+                jti_is_claimed_once
+            ]
+        );
+    };
+    (signer, $make:path) => {
+        $crate::contract_tests!(signer, $make, [signatures_verify_with_published_keys, rotation_keeps_old_keys_published]);
+    };
+    (limiter, $make:path) => {
+        $crate::contract_tests!(
+            limiter,
+            $make,
+            [burst_then_refuse, keys_are_independent, buckets_refill, concurrent_requests_never_exceed_capacity]
         );
     };
 }

@@ -20,6 +20,7 @@ pub mod connector;
 pub mod error;
 pub mod ids;
 pub mod memory;
+pub mod oauth;
 pub mod page;
 pub mod principal;
 pub mod proposal;

@@ -110,11 +110,14 @@ pub struct Tenant {
     pub department: Department,
     pub industry: Industry,
     pub storage_tier: StorageTier,
-    /// Requests per minute allowed per principal; `None` uses the plan default.
+    /// Requests per minute allowed for the whole tenant; `None` uses the plan default.
     pub rate_limit_per_minute: Option<u32>,
     /// Per-tenant overrides of a capability's minimum plan tier (SPEC §5.3).
     #[serde(default)]
     pub tier_overrides: std::collections::BTreeMap<String, PlanTier>,
+    /// Identity providers trusted for enterprise sign-in (ID-JAG), by issuer.
+    #[serde(default)]
+    pub trusted_idps: Vec<crate::oauth::TrustedIdp>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, starting at 1 and bumped by every update.
@@ -132,13 +135,14 @@ impl Tenant {
             storage_tier: StorageTier::Edge,
             rate_limit_per_minute: None,
             tier_overrides: std::collections::BTreeMap::new(),
+            trusted_idps: Vec::new(),
             created_at: now,
             updated_at: now,
             version: 1,
         }
     }
 
-    /// The effective per-principal rate limit: explicit, else the plan's default.
+    /// The effective per-tenant rate limit (requests per minute): explicit, else the plan's default.
     pub fn effective_rate_limit(&self) -> u32 {
         self.rate_limit_per_minute.unwrap_or(match self.plan {
             PlanTier::Free => 60,

@@ -16,8 +16,11 @@ pub mod blob;
 pub mod cache;
 pub mod clock;
 pub mod items;
+pub mod oauth;
 pub mod queue;
+pub mod ratelimit;
 pub mod records;
+pub mod signer;
 
 use std::sync::Arc;
 
@@ -26,7 +29,9 @@ pub use cache::{Cache, CacheKey};
 pub use clock::{Clock, SystemClock};
 pub use items::ItemStore;
 pub use queue::{Delivery, Queue, QueueMessage};
+pub use ratelimit::{Rate, RateDecision, RateLimiter};
 pub use records::Records;
+pub use signer::{PublicJwk, Signature, TokenSigner};
 
 /// Everything a service needs from a backend, wired once in each binary's `main`.
 #[derive(Clone)]
@@ -38,6 +43,10 @@ pub struct Backend {
     /// The durable second copy of promoted tenants (SPEC §3.4), read by the fallback
     /// chain as its last step. `None` where no fortress is configured.
     pub fortress: Option<Records>,
+    /// The token-signing key store (a key file on embedded, KMS on AWS).
+    pub signer: Arc<dyn TokenSigner>,
+    /// Per-tenant request buckets (in process on embedded, Redis on AWS).
+    pub limiter: Arc<dyn RateLimiter>,
     pub clock: Arc<dyn Clock>,
     /// `embedded` or `aws`, for start-up messages and `/healthz`.
     pub name: &'static str,

@@ -16,6 +16,8 @@
 //! | audit record | `audit` | `{at}#{id}` |
 //! | idempotency key | `idem` | `{key}` |
 //! | connector status | `connector` | `{source}` |
+//! | user login | `login` | `{email}` |
+//! | OAuth client / code / refresh token / refresh family / pending login / used `jti` | `oauth_client` / `oauth_code` / `oauth_refresh` / `oauth_family` / `oauth_pending` / `oauth_jti` under `_registry` | `{client_id}` / `{sha256}` / `{sha256}` / `{id}` / `{id}` / `{sha256(iss)}#{sha256(jti)}` |
 //!
 //! Timestamps and sequence numbers in sort keys are zero-padded to 20 digits so that
 //! bytewise order is time order.
@@ -274,15 +276,15 @@ fn pad(n: i64) -> String {
     format!("{:020}", n.max(0))
 }
 
-fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
     serde_json::to_vec(value).map_err(Error::internal)
 }
 
-fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
+pub(crate) fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
     serde_json::from_slice(&item.body).map_err(|e| Error::internal(format!("corrupt item {}/{}: {e}", item.part, item.sk)))
 }
 
-fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
+pub(crate) fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
     Write::Put { item: Item { tenant: tenant.to_owned(), part: part.to_owned(), sk, version, body }, condition }
 }
 
@@ -320,7 +322,7 @@ impl Records {
         &self.items
     }
 
-    async fn page<T: DeserializeOwned>(
+    pub(crate) async fn page<T: DeserializeOwned>(
         &self,
         tenant: &str,
         part: &str,
@@ -342,7 +344,7 @@ impl Records {
         Ok(Page { items, next_cursor })
     }
 
-    async fn get_one<T: DeserializeOwned>(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<T>> {
+    pub(crate) async fn get_one<T: DeserializeOwned>(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<T>> {
         self.items.get(tenant, part, sk).await?.as_ref().map(decode).transpose()
     }
 }

@@ -30,6 +30,7 @@ impl LambdaEnv {
     /// Reads `AWS_REGION`, `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
     /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, optional `CONTINUITY_FORTRESS_TABLE`, `CONTINUITY_REDIS_URLS` (comma-separated;
     /// one `redis://` URL means a single node, `rediss://` URLs a cluster with TLS),
+    /// optional `CONTINUITY_JWT_KMS_KEYS` (comma-separated KMS keys, the signing key first),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`.
     ///
@@ -53,6 +54,9 @@ impl LambdaEnv {
                 dead_letter_queue_url: var("CONTINUITY_DLQ_URL")?,
                 bucket: var("CONTINUITY_BUCKET")?,
                 redis,
+                jwt_kms_keys: optional("CONTINUITY_JWT_KMS_KEYS")
+                    .map(|v| v.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
+                    .unwrap_or_default(),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
         })

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use domain::{Error, Result};
 use ports::cache::{Cache, CacheKey, MAX_CACHE_VALUE_BYTES};
+use ports::ratelimit::{Rate, RateDecision, RateLimiter};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
@@ -336,6 +337,49 @@ impl Cache for RedisCache {
             let _: u64 = self.run("DEL", cmd).await?;
         }
         Ok(())
+    }
+}
+
+/// The token bucket as one atomic script: refill by elapsed time (Redis's own clock, so
+/// every Lambda agrees), take a token if there is one, and expire idle buckets once
+/// they would be full again. Returns `{allowed, tokens_left_x1000, wait_ms}`.
+const TOKEN_BUCKET: &str = r"
+local cap = tonumber(ARGV[1])
+local per_ms = tonumber(ARGV[2]) / 60000
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local b = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(b[1]) or cap
+local at = tonumber(b[2]) or now
+if now > at then tokens = math.min(cap, tokens + (now - at) * per_ms) end
+local allowed = 0
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+else
+  wait = math.ceil((1 - tokens) / per_ms)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(cap / per_ms) + 1000)
+return {allowed, math.floor(tokens * 1000), wait}
+";
+
+#[async_trait]
+impl RateLimiter for RedisCache {
+    async fn acquire(&self, key: &str, rate: Rate) -> Result<RateDecision> {
+        // The key is its own hash tag: one bucket, one slot.
+        let redis_key = format!("ratelimit:{{{key}}}");
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(TOKEN_BUCKET).arg(1).arg(&redis_key).arg(rate.capacity.max(1)).arg(rate.per_minute.max(1));
+        let (allowed, left_milli, wait_ms): (i64, i64, i64) = self.run("rate limit", cmd).await?;
+        let remaining = u32::try_from(left_milli / 1000).unwrap_or(0);
+        let retry_after_secs = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000).max(1);
+        Ok(if allowed == 1 {
+            RateDecision { allowed: true, remaining, retry_after_secs: 0 }
+        } else {
+            RateDecision { allowed: false, remaining: 0, retry_after_secs }
+        })
     }
 }
 

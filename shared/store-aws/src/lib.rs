@@ -24,6 +24,7 @@
 pub mod backend;
 pub mod cache;
 pub mod dynamo;
+pub mod kms;
 pub mod s3;
 pub mod settings;
 pub mod sqs;
@@ -31,6 +32,7 @@ pub mod sqs;
 pub use backend::LambdaEnv;
 pub use cache::{RedisCache, RedisMode, RedisSettings};
 pub use dynamo::DynamoItems;
+pub use kms::KmsSigner;
 pub use s3::S3Blobs;
 pub use settings::{AwsSettings, aws_config_for};
 pub use sqs::SqsQueue;
@@ -52,9 +54,12 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
     let items = DynamoItems::new(settings::dynamo_client(&sdk), &settings.table);
     let queue =
         SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
+    let redis = Arc::new(RedisCache::new(&settings.redis)?);
     Ok(Backend {
         records: Records::new(Arc::new(items)),
-        cache: Arc::new(RedisCache::new(&settings.redis)?),
+        cache: redis.clone(),
+        limiter: redis,
+        signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
         fortress: settings

@@ -31,8 +31,11 @@ pub struct AwsSettings {
     pub dead_letter_queue_url: String,
     /// The blob bucket.
     pub bucket: String,
-    /// The hot cache.
+    /// The hot cache (and the shared rate-limit buckets).
     pub redis: RedisSettings,
+    /// KMS keys (ids, ARNs or `alias/…`) that sign access tokens, the signing key first;
+    /// empty where this function issues no tokens and verifies through the JWKS.
+    pub jwt_kms_keys: Vec<String>,
 }
 
 impl AwsSettings {
@@ -73,6 +76,11 @@ pub async fn aws_config_for(endpoint: Option<&str>, region: &str) -> SdkConfig {
 /// A DynamoDB client for `config`.
 pub fn dynamo_client(config: &SdkConfig) -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(config)
+}
+
+/// A KMS client for `config`.
+pub fn kms_client(config: &SdkConfig) -> aws_sdk_kms::Client {
+    aws_sdk_kms::Client::new(config)
 }
 
 /// An SQS client for `config`.

@@ -13,7 +13,9 @@ pub mod blobs;
 pub mod cache;
 pub mod db;
 pub mod items;
+pub mod limiter;
 pub mod queue;
+pub mod signer;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,7 +24,9 @@ pub use blobs::FileBlobs;
 pub use cache::MemoryCache;
 pub use db::Db;
 pub use items::SqliteItems;
+pub use limiter::MemoryLimiter;
 pub use queue::SqliteQueue;
+pub use signer::FileSigner;
 
 use ports::{Backend, Clock, Records};
 
@@ -46,6 +50,8 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
         queue,
         blobs,
         fortress: Some(fortress),
+        signer: Arc::new(FileSigner::open(&home.join("keys"), clock.now())?),
+        limiter: Arc::new(MemoryLimiter::new()),
         clock,
         name: "embedded",
     })
