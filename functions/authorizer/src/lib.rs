@@ -43,7 +43,14 @@ pub async fn decide(
 ) -> AuthorizerResponse {
     let resource = event.method_arn.clone().unwrap_or_else(|| "*".to_owned());
     let header = event.headers.get("authorization").and_then(|v| v.to_str().ok());
-    match services.auth.authenticate_header(header).await {
+    let derived;
+    let base = if public_url.is_empty() {
+        derived = base_url_of(event);
+        derived.as_str()
+    } else {
+        public_url.trim_end_matches('/')
+    };
+    match services.auth.authenticate_header(header, base).await {
         Ok(caller) => {
             let mut context = Map::new();
             context.insert("tenant".into(), json!(caller.tenant.as_str()));
@@ -64,13 +71,6 @@ pub async fn decide(
                 tracing::warn!(code = %e.code, detail = ?e.internal, "authorizer denied because a dependency failed");
             }
             let mut context = Map::new();
-            let derived;
-            let base = if public_url.is_empty() {
-                derived = base_url_of(event);
-                derived.as_str()
-            } else {
-                public_url.trim_end_matches('/')
-            };
             context.insert(
                 "wwwAuthenticate".into(),
                 json!(format!(

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::{Args, Parser, Subcommand};
-use domain::principal::Scopes;
+use domain::oauth::TrustedIdp;
+use domain::principal::{Role, Scopes};
 use domain::spine::PoleClass;
 use domain::tenant::{Department, Industry, PlanTier, StorageTier};
 use domain::value::Attributes;
@@ -47,6 +48,78 @@ enum Command {
     /// Operator seeding of Spine entities (agents never write the Spine directly).
     #[command(subcommand)]
     Entity(EntityCommand),
+    /// Manage users who sign in through OAuth (login and consent pages).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage confidential OAuth clients (client_credentials, enterprise sign-in).
+    #[command(subcommand)]
+    Client(ClientCommand),
+    /// Manage the access-token signing keys of this home.
+    #[command(subcommand)]
+    SigningKey(SigningKeyCommand),
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a user; the password is read from stdin (a prompt on a terminal).
+    Add {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "member")]
+        role: Role,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClientCommand {
+    /// Create a confidential client bound to a tenant; prints its id and secret.
+    Create {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        name: String,
+        /// Space- or comma-separated scopes the client may be granted.
+        #[arg(long, default_value = "mcp:tools mcp:resources tenant:read memory:read")]
+        scopes: String,
+        /// Also allow enterprise sign-in (the ID-JAG jwt-bearer grant).
+        #[arg(long)]
+        jwt_bearer: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum SigningKeyCommand {
+    /// Generate a new signing key; old keys stay published. Restart `serve` to use it.
+    Rotate,
+    /// List the published key ids, the signing key first.
+    List,
+}
+
+#[derive(Subcommand)]
+enum IdpCommand {
+    /// Trust an identity provider for enterprise sign-in (ID-JAG).
+    Add {
+        #[arg(long)]
+        tenant: String,
+        /// The IdP's issuer (`iss`), compared exactly.
+        #[arg(long)]
+        issuer: String,
+        /// Where the IdP publishes its keys.
+        #[arg(long, conflicts_with = "jwks_file")]
+        jwks_uri: Option<String>,
+        /// A JWK Set file, for an IdP whose JWKS is not reachable from here.
+        #[arg(long)]
+        jwks_file: Option<PathBuf>,
+    },
+    /// Stop trusting an identity provider.
+    Remove {
+        #[arg(long)]
+        tenant: String,
+        #[arg(long)]
+        issuer: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -76,6 +149,9 @@ enum TenantCommand {
         #[command(flatten)]
         changes: TenantSetArgs,
     },
+    /// Identity providers trusted for enterprise sign-in.
+    #[command(subcommand)]
+    Idp(IdpCommand),
 }
 
 #[derive(Args)]
@@ -176,7 +252,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("department:    {}", t.department);
             println!("industry:      {}", t.industry);
             println!("storage tier:  {}", t.storage_tier);
-            println!("rate limit:    {}/min per principal", t.effective_rate_limit());
+            println!("rate limit:    {}/min for the tenant", t.effective_rate_limit());
+            for idp in &t.trusted_idps {
+                println!("trusted IdP:   {} ({})", idp.issuer, idp.jwks_uri.as_deref().unwrap_or("inline JWKS"));
+            }
             println!("created:       {}", t.created_at.to_rfc3339());
             println!("version:       {}", t.version);
             Ok(())
@@ -250,5 +329,77 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("stored {} {} (version {})", e.entity_type, e.id, e.version);
             Ok(())
         }
+        Command::User(UserCommand::Add { tenant, email, role }) => {
+            let password = read_password(&format!("Password for {email}: "))?;
+            let user = services::oauth::NewUser {
+                tenant: TenantId::new(tenant).map_err(domain_err)?,
+                email: email.clone(),
+                role,
+                password,
+            };
+            let tenant = user.tenant.clone();
+            let id = s.oauth.add_user(user).await.map_err(domain_err)?;
+            println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
+            Ok(())
+        }
+        Command::Client(ClientCommand::Create { tenant, name, scopes, jwt_bearer }) => {
+            let req = services::oauth::NewServiceClient {
+                tenant: TenantId::new(tenant).map_err(domain_err)?,
+                name,
+                scopes: Scopes::parse(&scopes).map_err(domain_err)?,
+                jwt_bearer,
+            };
+            let c = s.oauth.create_service_client(req).await.map_err(domain_err)?;
+            println!("client_id={}", c.client_id);
+            println!("client_secret={}", c.client_secret);
+            eprintln!("this is the only time the client secret is shown");
+            Ok(())
+        }
+        Command::SigningKey(cmd) => {
+            let signer = store_embedded::FileSigner::open(&home.path.join("keys"), s.backend.clock.now()).map_err(domain_err)?;
+            if matches!(cmd, SigningKeyCommand::Rotate) {
+                let kid = signer.rotate(s.backend.clock.now()).map_err(domain_err)?;
+                println!("new signing key {kid}; restart `continuity serve` to sign with it");
+            }
+            for kid in signer.kids() {
+                println!("{kid}");
+            }
+            Ok(())
+        }
+        Command::Tenant(TenantCommand::Idp(IdpCommand::Add { tenant, issuer, jwks_uri, jwks_file })) => {
+            let jwks = match jwks_file {
+                Some(f) => Some(
+                    serde_json::from_str(&std::fs::read_to_string(&f).map_err(|e| anyhow!("reading {}: {e}", f.display()))?)
+                        .map_err(|e| anyhow!("{} is not JSON: {e}", f.display()))?,
+                ),
+                None => None,
+            };
+            let idp = TrustedIdp { issuer: issuer.clone(), jwks_uri, jwks };
+            let t = s.admin.trust_idp(&TenantId::new(tenant).map_err(domain_err)?, idp).await.map_err(domain_err)?;
+            println!("tenant {} now trusts {issuer} ({} trusted IdPs)", t.id, t.trusted_idps.len());
+            Ok(())
+        }
+        Command::Tenant(TenantCommand::Idp(IdpCommand::Remove { tenant, issuer })) => {
+            let t = s.admin.distrust_idp(&TenantId::new(tenant).map_err(domain_err)?, &issuer).await.map_err(domain_err)?;
+            println!("tenant {} no longer trusts {issuer}", t.id);
+            Ok(())
+        }
     }
+}
+
+/// A password from a terminal prompt (not echoed), or the first line of stdin.
+fn read_password(prompt: &str) -> anyhow::Result<String> {
+    use std::io::{BufRead as _, IsTerminal as _};
+    let line = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(prompt)?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line
+    };
+    let password = line.trim_end_matches(['\r', '\n']).to_owned();
+    if password.is_empty() {
+        return Err(anyhow!("no password given (pipe it on stdin or type it at the prompt)"));
+    }
+    Ok(password)
 }

@@ -149,6 +149,7 @@ pub async fn codes_are_single_use(r: Records) {
     };
     let d = digest();
     r.create_code(&d, &code).await.unwrap();
+    assert_eq!(r.get_code(&d).await.unwrap(), Some(code.clone()), "reading does not spend");
     let f = family(&g);
     let rt = refresh(&f, &g);
     let rd = digest();

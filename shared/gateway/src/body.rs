@@ -15,8 +15,15 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 400
 /// before a handler (or rmcp) sees a byte of it.
 pub async fn limit_body(req: Request, next: Next) -> Response {
+    let oauth = req.uri().path().starts_with("/oauth/");
     let too_big = || {
-        ApiError::from(Error::invalid(format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes"))).into_response()
+        let message = format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes");
+        if oauth {
+            // OAuth clients expect RFC 6749 errors.
+            let body = serde_json::json!({ "error": "invalid_request", "error_description": message });
+            return (http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+        }
+        ApiError::from(Error::invalid(message)).into_response()
     };
     let declared =
         req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());

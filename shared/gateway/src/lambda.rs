@@ -42,10 +42,19 @@ pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_j
 }
 
 async fn from_api_gateway(mut req: Request, next: Next) -> Response {
-    let caller = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(ctx)) => caller_from_authorizer(&ctx.authorizer.fields),
-        _ => None,
+    let (caller, stage) = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => (caller_from_authorizer(&ctx.authorizer.fields), ctx.stage.clone()),
+        _ => (None, None),
     };
+    // Without a configured public URL, the base is the URL the client used:
+    // `https://{Host}/{stage}` (what the authorizer derives too).
+    if let Some(host) = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()) {
+        let base = match stage.as_deref() {
+            Some(s) if !s.is_empty() => format!("https://{host}/{s}"),
+            _ => format!("https://{host}"),
+        };
+        req.extensions_mut().insert(crate::oauth::BaseUrl(base));
+    }
     // Never trust a context a client could have smuggled in some other way.
     req.extensions_mut().remove::<CallerContext>();
     if let Some(c) = caller {

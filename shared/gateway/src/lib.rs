@@ -2,9 +2,12 @@
 //!
 //! - [`router`]: `fn router(state) -> axum::Router` with `/healthz`, `/mcp` (and the `/`
 //!   alias), and the operator seeding path `/v1/admin/entities/{type}/{id}`.
-//! - [`auth`]: the gateway middleware — authenticates (API key), resolves the tenant and
-//!   injects the [`domain::principal::CallerContext`]; or, behind the Lambda authorizer,
-//!   trusts the context API Gateway passed along.
+//! - [`auth`]: the gateway middleware — authenticates (API key or OAuth access token),
+//!   resolves the tenant, injects the [`domain::principal::CallerContext`] and enforces the
+//!   tenant's rate limit; or, behind the Lambda authorizer, trusts the context API Gateway
+//!   passed along.
+//! - [`oauth`]: the authorization server's endpoints: discovery, registration, the login
+//!   and consent pages, token and revocation.
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
@@ -15,6 +18,7 @@ pub mod body;
 pub mod capabilities;
 pub mod error;
 pub mod lambda;
+pub mod oauth;
 pub mod observe;
 pub mod router;
 

@@ -74,8 +74,19 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/capabilities", get(crate::capabilities::list))
         .route("/v1/capabilities/{capability}", post(crate::capabilities::execute))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    let oauth = Router::new()
+        .route("/.well-known/oauth-authorization-server", get(crate::oauth::authorization_server_metadata))
+        .route("/.well-known/openid-configuration", get(crate::oauth::authorization_server_metadata))
+        .route("/.well-known/oauth-protected-resource", get(crate::oauth::protected_resource_metadata))
+        .route("/.well-known/oauth-protected-resource/mcp", get(crate::oauth::protected_resource_metadata))
+        .route("/.well-known/jwks.json", get(crate::oauth::jwks))
+        .route("/oauth/register", post(crate::oauth::register))
+        .route("/oauth/authorize", get(crate::oauth::authorize_get).post(crate::oauth::authorize_post))
+        .route("/oauth/token", post(crate::oauth::token))
+        .route("/oauth/revoke", post(crate::oauth::revoke));
     Router::new()
         .route("/healthz", get(healthz))
+        .merge(oauth)
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(limit_body))
@@ -92,8 +103,13 @@ async fn not_found() -> ApiError {
 }
 
 /// `GET /`: server info as JSON, or a small page for a browser.
-async fn server_info(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let mcp_url = format!("{}/mcp", state.settings.public_url);
+async fn server_info(
+    State(state): State<AppState>,
+    base: Option<Extension<crate::oauth::BaseUrl>>,
+    headers: HeaderMap,
+) -> Response {
+    let base = crate::oauth::base_of(&state, base.as_ref().map(|b| &b.0));
+    let mcp_url = format!("{base}/mcp");
     let wants_html = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if wants_html {
         return Html(format!(

@@ -83,6 +83,11 @@ pub trait OAuthStore: Send + Sync {
     /// # Errors
     /// `CONFLICT` on a digest collision; `UNAVAILABLE`.
     async fn create_code(&self, digest: &str, code: &AuthCode) -> Result<()>;
+    /// Reads a code without spending it.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_code(&self, digest: &str) -> Result<Option<AuthCode>>;
     /// Spends a code atomically with creating its refresh family and first refresh token.
     /// A second presentation revokes that family (RFC 6749 §4.1.2).
     ///
@@ -208,6 +213,11 @@ impl OAuthStore for Records {
     async fn create_code(&self, digest: &str, code: &AuthCode) -> Result<()> {
         let digest = printable_key(digest)?;
         self.items().write(vec![put(REGISTRY_TENANT, CODE, digest.to_owned(), 1, encode(code)?, Condition::Absent)]).await
+    }
+
+    async fn get_code(&self, digest: &str) -> Result<Option<AuthCode>> {
+        let Ok(digest) = printable_key(digest) else { return Ok(None) };
+        self.get_one(REGISTRY_TENANT, CODE, digest).await
     }
 
     async fn redeem_code(

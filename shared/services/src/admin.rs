@@ -118,6 +118,42 @@ impl AdminService {
         Ok(stored)
     }
 
+    /// Trusts an identity provider for the tenant's enterprise sign-in (ID-JAG), or
+    /// replaces the entry with the same issuer.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an invalid IdP; `NOT_FOUND`; `CONFLICT`; `UNAVAILABLE`.
+    pub async fn trust_idp(&self, id: &TenantId, idp: domain::oauth::TrustedIdp) -> Result<Tenant> {
+        idp.validate()?;
+        let mut t = self.show_tenant(id).await?;
+        t.trusted_idps.retain(|i| i.issuer != idp.issuer);
+        if t.trusted_idps.len() >= 20 {
+            return Err(Error::invalid("a tenant trusts at most 20 identity providers"));
+        }
+        t.trusted_idps.push(idp);
+        t.updated_at = self.backend.clock.now();
+        let stored = self.backend.records.update_tenant(&t).await?;
+        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
+        Ok(stored)
+    }
+
+    /// Stops trusting an identity provider.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant or issuer; `CONFLICT`; `UNAVAILABLE`.
+    pub async fn distrust_idp(&self, id: &TenantId, issuer: &str) -> Result<Tenant> {
+        let mut t = self.show_tenant(id).await?;
+        let before = t.trusted_idps.len();
+        t.trusted_idps.retain(|i| i.issuer != issuer);
+        if t.trusted_idps.len() == before {
+            return Err(Error::not_found(format!("trusted IdP {issuer}")));
+        }
+        t.updated_at = self.backend.clock.now();
+        let stored = self.backend.records.update_tenant(&t).await?;
+        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
+        Ok(stored)
+    }
+
     /// Issues an API key; the returned token is the only copy of its secret.
     ///
     /// # Errors
@@ -250,7 +286,8 @@ mod tests {
         let services = crate::Services::new(backend);
         let key = services.admin.bootstrap_local().await.unwrap().unwrap();
         assert!(services.admin.bootstrap_local().await.unwrap().is_none(), "bootstrap runs once");
-        let caller = services.auth.authenticate_header(Some(&format!("Bearer {}", key.token))).await.unwrap();
+        let caller =
+            services.auth.authenticate_header(Some(&format!("Bearer {}", key.token)), "http://127.0.0.1:1").await.unwrap();
         assert_eq!(caller.tenant.as_str(), "local");
         assert_eq!(caller.plan, PlanTier::Enterprise);
         assert_eq!(caller.scopes, Scopes::all());
@@ -259,11 +296,11 @@ mod tests {
         let mut bad = key.token.clone();
         let last = bad.pop().unwrap();
         bad.push(if last == '0' { '1' } else { '0' });
-        let e = services.auth.authenticate_token(&bad).await.unwrap_err();
+        let e = services.auth.authenticate_token(&bad, "http://127.0.0.1:1").await.unwrap_err();
         assert_eq!(e.code, domain::ErrorCode::Unauthenticated);
-        assert_eq!(services.auth.authenticate_token("garbage").await.unwrap_err().message, e.message);
+        assert_eq!(services.auth.authenticate_token("garbage", "http://127.0.0.1:1").await.unwrap_err().message, e.message);
 
         services.admin.revoke_key(&key.tenant, &key.key_id).await.unwrap();
-        assert!(services.auth.authenticate_token(&key.token).await.is_err());
+        assert!(services.auth.authenticate_token(&key.token, "http://127.0.0.1:1").await.is_err());
     }
 }

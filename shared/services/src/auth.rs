@@ -1,4 +1,5 @@
-//! API keys: issuance and verification (SPEC §3.3 "API keys").
+//! Bearer credentials into a caller: API keys (SPEC §3.3 "API keys") and OAuth access
+//! tokens (verified by [`crate::oauth::tokens`], the one token library).
 //!
 //! A key reads `ctn_{tenant}.{key_id}.{secret}`: the tenant and key id locate the record
 //! with one keyed read (so the tenant leads the lookup, as everywhere), and the 256-bit
@@ -13,6 +14,8 @@ use std::time::Duration;
 use domain::principal::{ApiKeyRecord, CallerContext};
 use domain::tenant::Tenant;
 use domain::{Error, Id, Result, TenantId};
+
+use crate::oauth::tokens::TokenService;
 use ports::records::{PrincipalStore, TenantStore};
 use ports::{Backend, CacheKey};
 use sha2::{Digest, Sha256};
@@ -57,11 +60,12 @@ pub fn parse_key(raw: &str) -> Option<(TenantId, Id, &str)> {
 #[derive(Clone)]
 pub struct Authenticator {
     backend: Backend,
+    tokens: TokenService,
 }
 
 impl Authenticator {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub fn new(backend: Backend, tokens: TokenService) -> Self {
+        Self { backend, tokens }
     }
 
     /// Verifies an `Authorization` header value (`Bearer …`) and returns the caller.
@@ -72,22 +76,27 @@ impl Authenticator {
     /// # Errors
     /// `UNAUTHENTICATED` for a missing, malformed, unknown, revoked or wrong key, or a
     /// tenant that no longer exists; `UNAVAILABLE` when the store cannot be reached.
-    pub async fn authenticate_header(&self, header: Option<&str>) -> Result<CallerContext> {
+    /// `base` is the API's base URL as the client used it: the issuer and audience an
+    /// access token must name.
+    pub async fn authenticate_header(&self, header: Option<&str>, base: &str) -> Result<CallerContext> {
         let header = header.ok_or_else(|| Error::unauthenticated("missing bearer token"))?;
         let token = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
             .ok_or_else(|| Error::unauthenticated("the Authorization header must be 'Bearer <token>'"))?
             .trim();
-        self.authenticate_token(token).await
+        self.authenticate_token(token, base).await
     }
 
     /// Verifies a bare bearer token.
     ///
     /// # Errors
     /// As [`Self::authenticate_header`].
-    pub async fn authenticate_token(&self, token: &str) -> Result<CallerContext> {
-        let invalid = || Error::unauthenticated("invalid or revoked credentials");
+    pub async fn authenticate_token(&self, token: &str, base: &str) -> Result<CallerContext> {
+        let invalid = || Error::unauthenticated("invalid, expired or revoked credentials");
+        if !token.starts_with(KEY_PREFIX) {
+            return self.authenticate_jwt(token, base).await;
+        }
         if token.len() > MAX_BEARER_LEN {
             return Err(invalid());
         }
@@ -107,6 +116,24 @@ impl Authenticator {
             teams: record.teams,
             projects: record.projects,
             credential: format!("api_key:{key_id}"),
+        })
+    }
+
+    async fn authenticate_jwt(&self, token: &str, base: &str) -> Result<CallerContext> {
+        let v = self.tokens.verify(token, base).await?;
+        // The tenant must still exist; its plan is read fresh (cached 5 min), never from the token.
+        let tenant_cfg = self
+            .tenant_config(&v.tenant)
+            .await?
+            .ok_or_else(|| Error::unauthenticated("invalid, expired or revoked credentials"))?;
+        Ok(CallerContext {
+            tenant: v.tenant,
+            principal: v.principal,
+            scopes: v.scopes,
+            plan: tenant_cfg.plan,
+            teams: v.teams,
+            projects: v.projects,
+            credential: format!("jwt:{}", v.jti),
         })
     }
 

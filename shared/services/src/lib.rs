@@ -14,6 +14,7 @@ pub mod audit;
 pub mod auth;
 pub mod capabilities;
 pub mod entities;
+pub mod oauth;
 
 use ports::Backend;
 
@@ -26,21 +27,32 @@ pub struct Services {
     pub admin: admin::AdminService,
     pub audit: audit::AuditService,
     pub capabilities: capabilities::CapabilityService,
+    pub oauth: oauth::OAuthService,
 }
 
 impl Services {
     pub fn new(backend: Backend) -> Self {
-        let auth = auth::Authenticator::new(backend.clone());
+        let tokens = oauth::tokens::TokenService::new(backend.clone());
+        let auth = auth::Authenticator::new(backend.clone(), tokens.clone());
         let entities = entities::EntityService::new(backend.clone(), auth.clone());
         Self {
             capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone()),
+            oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             auth,
             entities,
             admin: admin::AdminService::new(backend.clone()),
+
             audit: audit::AuditService::new(backend.clone()),
             backend,
         }
     }
+}
+
+/// `bytes` random bytes as lower-case hex: secrets, codes, tokens, opaque ids.
+pub(crate) fn random_token(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    rand::fill(&mut buf[..]);
+    hex::encode(buf)
 }
 
 /// A fresh random id for records the system creates.

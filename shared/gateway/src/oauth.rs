@@ -1,0 +1,375 @@
+//! The authorization server's HTTP edge (SPEC §3.3): discovery documents, registration,
+//! the login and consent pages, the token and revocation endpoints. The decisions are
+//! made by [`services::oauth::OAuthService`]; this module parses and renders.
+//!
+//! Pages are plain server-rendered HTML with every interpolated value escaped, a CSRF
+//! token held both in a `SameSite=Strict` cookie and in the form (and stored hashed with
+//! the pending login), `X-Frame-Options: DENY` and a restrictive CSP.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Response};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::Value;
+use services::oauth::{AuthorizeError, ClientCredentials, LoginOutcome, OAuthError, Params, PendingView};
+use subtle::ConstantTimeEq;
+
+use crate::router::AppState;
+
+const CSRF_COOKIE: &str = "continuity_csrf";
+
+/// The API's base URL for this request: configured, or derived by the Lambda adapter.
+#[derive(Debug, Clone)]
+pub struct BaseUrl(pub String);
+
+pub fn base_of(state: &AppState, req_base: Option<&BaseUrl>) -> String {
+    match req_base {
+        Some(b) if state.settings.public_url.is_empty() => b.0.clone(),
+        _ => state.settings.public_url.clone(),
+    }
+}
+
+fn no_store(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    resp
+}
+
+fn cacheable(mut resp: Response) -> Response {
+    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    resp
+}
+
+/// An RFC 6749 error as JSON.
+fn oauth_error(e: &OAuthError) -> Response {
+    let status = StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST);
+    let mut resp = no_store((status, Json(e.body())).into_response());
+    if e.status == 401 {
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Basic realm=\"continuity\""));
+    }
+    if let Some(s) = e.retry_after {
+        resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(s));
+    }
+    resp
+}
+
+fn content_type_is(headers: &HeaderMap, want: &str) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case(want))
+}
+
+fn require_form(headers: &HeaderMap, body: &[u8]) -> Result<Params, OAuthError> {
+    if !content_type_is(headers, "application/x-www-form-urlencoded") {
+        return Err(OAuthError::new("invalid_request", "the body must be application/x-www-form-urlencoded"));
+    }
+    if std::str::from_utf8(body).is_err() {
+        return Err(OAuthError::new("invalid_request", "the body is not UTF-8"));
+    }
+    Params::parse(body)
+}
+
+/// `Authorization: Basic` client credentials (RFC 6749 §2.3.1: both parts form-encoded).
+fn basic_credentials(headers: &HeaderMap) -> Result<ClientCredentials, OAuthError> {
+    let Some(v) = headers.get(header::AUTHORIZATION) else { return Ok(ClientCredentials::default()) };
+    let bad = || OAuthError::new("invalid_client", "malformed Basic credentials");
+    let v = v.to_str().map_err(|_| bad())?;
+    let Some(b64) = v.strip_prefix("Basic ").or_else(|| v.strip_prefix("basic ")) else {
+        return Err(OAuthError::new("invalid_client", "the token endpoint takes client credentials as Basic, not Bearer"));
+    };
+    let raw = STANDARD.decode(b64.trim()).map_err(|_| bad())?;
+    let raw = String::from_utf8(raw).map_err(|_| bad())?;
+    let (id, secret) = raw.split_once(':').ok_or_else(bad)?;
+    let dec = |s: &str| form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned());
+    Ok(ClientCredentials { basic: Some((dec(id).ok_or_else(bad)?, dec(secret).ok_or_else(bad)?)) })
+}
+
+// ---- discovery ----------------------------------------------------------------------
+
+pub async fn authorization_server_metadata(State(state): State<AppState>, req: Request) -> Response {
+    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+    cacheable(Json(state.services.oauth.metadata(&base)).into_response())
+}
+
+pub async fn protected_resource_metadata(State(state): State<AppState>, req: Request) -> Response {
+    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+    cacheable(Json(state.services.oauth.resource_metadata(&base)).into_response())
+}
+
+pub async fn jwks(State(state): State<AppState>) -> Response {
+    match state.services.oauth.tokens.jwks().await {
+        Ok(v) => cacheable(Json(v).into_response()),
+        Err(e) => oauth_error(&e.into()),
+    }
+}
+
+// ---- registration -------------------------------------------------------------------
+
+pub async fn register(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    if !content_type_is(&headers, "application/json") {
+        return oauth_error(&OAuthError::new(
+            "invalid_client_metadata",
+            "the body must be JSON (Content-Type: application/json)",
+        ));
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(&body) else {
+        return oauth_error(&OAuthError::new("invalid_client_metadata", "the body is not valid JSON"));
+    };
+    match state.services.oauth.register(&v).await {
+        Ok(out) => no_store((StatusCode::CREATED, Json(out)).into_response()),
+        Err(e) => oauth_error(&e),
+    }
+}
+
+// ---- token and revocation -----------------------------------------------------------
+
+pub async fn token(State(state): State<AppState>, req: Request) -> Response {
+    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
+        return oauth_error(&OAuthError::new("invalid_request", "the body could not be read"));
+    };
+    let result = async {
+        let params = require_form(&parts.headers, &body)?;
+        let creds = basic_credentials(&parts.headers)?;
+        state.services.oauth.token(&base, &params, &creds).await
+    }
+    .await;
+    match result {
+        Ok(t) => no_store(Json(t).into_response()),
+        Err(e) => oauth_error(&e),
+    }
+}
+
+pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let result = async {
+        let params = require_form(&headers, &body)?;
+        let creds = basic_credentials(&headers)?;
+        state.services.oauth.revoke(&params, &creds).await
+    }
+    .await;
+    match result {
+        Ok(()) => no_store(StatusCode::OK.into_response()),
+        Err(e) => oauth_error(&e),
+    }
+}
+
+// ---- the pages ----------------------------------------------------------------------
+
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\">\
+         <title>{t} · Continuity</title><style>body{{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}\
+         label{{display:block;margin:.8rem 0 .2rem}}input{{width:100%;padding:.5rem;box-sizing:border-box}}\
+         button{{margin-top:1rem;padding:.6rem 1.2rem;margin-right:.5rem}}.err{{color:#a00}}code{{background:#eee;padding:0 .2rem}}\
+         ul{{padding-left:1.2rem}}</style><h1>{t}</h1>{body}</html>",
+        t = esc(title)
+    );
+    let mut resp = (status, Html(html)).into_response();
+    let h = resp.headers_mut();
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"),
+    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    no_store(resp)
+}
+
+fn error_page(e: &OAuthError) -> Response {
+    // A page is for a person: 400 unless the server itself failed.
+    let status =
+        if e.status >= 500 { StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST) } else { StatusCode::BAD_REQUEST };
+    page(
+        status,
+        "Sign-in cannot continue",
+        &format!("<p class=err>{}</p><p><small>error: <code>{}</code></small></p>", esc(&e.description), esc(e.error)),
+    )
+}
+
+fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response {
+    let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
+    page(
+        StatusCode::OK,
+        "Sign in",
+        &format!(
+            "<p><strong>{client}</strong> wants to use Continuity on your behalf.</p>{msg}\
+             <form method=post action=\"authorize\">\
+             <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
+             <input type=hidden name=action value=login>\
+             <label for=tenant>Workspace</label><input id=tenant name=tenant required autocomplete=organization>\
+             <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
+             <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
+             <button type=submit>Sign in</button></form>",
+            client = esc(&view.client_name),
+            id = esc(view.pending.id.as_str()),
+            csrf = esc(csrf),
+        ),
+    )
+}
+
+fn consent_page(view: &PendingView, csrf: &str) -> Response {
+    let scopes: String = view.pending.scopes.0.iter().map(|s| format!("<li><code>{}</code></li>", esc(s.as_str()))).collect();
+    let (tenant, _) = view.pending.user.clone().unzip();
+    page(
+        StatusCode::OK,
+        "Allow access?",
+        &format!(
+            "<p><strong>{client}</strong> asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>\
+             <p>It will be sent back to <code>{redirect}</code>.</p>\
+             <form method=post action=\"authorize\">\
+             <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
+             <button type=submit name=action value=approve>Allow</button>\
+             <button type=submit name=action value=deny>Deny</button></form>",
+            client = esc(&view.client_name),
+            tenant = esc(tenant.as_ref().map_or("", |t| t.as_str())),
+            redirect = esc(&view.pending.redirect_uri),
+            id = esc(view.pending.id.as_str()),
+            csrf = esc(csrf),
+        ),
+    )
+}
+
+fn redirect(to: &str) -> Response {
+    match HeaderValue::from_str(to) {
+        Ok(v) => {
+            let mut resp = StatusCode::SEE_OTHER.into_response();
+            resp.headers_mut().insert(header::LOCATION, v);
+            no_store(resp)
+        }
+        Err(_) => error_page(&OAuthError::new("invalid_request", "the redirect URI cannot be used")),
+    }
+}
+
+fn authorize_failure(e: AuthorizeError) -> Response {
+    match e {
+        AuthorizeError::Page(e) => error_page(&e),
+        AuthorizeError::Redirect(to) => redirect(&to),
+    }
+}
+
+/// `GET /oauth/authorize`: validate, then the login page.
+pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Response {
+    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+    let secure = base.starts_with("https://");
+    let params = match Params::parse(req.uri().query().unwrap_or("").as_bytes()) {
+        Ok(p) => p,
+        Err(e) => return error_page(&e),
+    };
+    match state.services.oauth.begin_authorize(&base, &params).await {
+        Ok(view) => {
+            let csrf = view.csrf.clone().unwrap_or_default();
+            let mut resp = login_page(&view, &csrf, None);
+            let cookie = format!(
+                "{CSRF_COOKIE}={csrf}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                domain::oauth::PENDING_AUTHORIZATION_TTL_SECS,
+                if secure { "; Secure" } else { "" }
+            );
+            if let Ok(v) = HeaderValue::from_str(&cookie) {
+                resp.headers_mut().append(header::SET_COOKIE, v);
+            }
+            resp
+        }
+        Err(e) => authorize_failure(e),
+    }
+}
+
+fn cookie_csrf(headers: &HeaderMap) -> Option<String> {
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == CSRF_COOKIE).then(|| v.to_owned())
+    })
+}
+
+/// `POST /oauth/authorize`: the login form, then the consent form.
+pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Response {
+    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
+        return error_page(&OAuthError::new("invalid_request", "the form could not be read"));
+    };
+    let form = match require_form(&parts.headers, &body) {
+        Ok(f) => f,
+        Err(e) => return error_page(&e),
+    };
+    let (Some(id), Some(csrf)) = (form.get("request_id"), form.get("csrf")) else {
+        return error_page(&OAuthError::new("invalid_request", "the form is incomplete; start again from your app"));
+    };
+    // Double submit: the form's token must be the cookie's (a cross-site page can post
+    // the form but cannot read or set our SameSite=Strict cookie).
+    let cookie_ok = cookie_csrf(&parts.headers).is_some_and(|c| bool::from(c.as_bytes().ct_eq(csrf.as_bytes())));
+    if !cookie_ok {
+        return error_page(&OAuthError::new(
+            "invalid_request",
+            "the form is stale or forged (CSRF check failed); start again from your app",
+        ));
+    }
+    let oauth = &state.services.oauth;
+    match form.get("action") {
+        Some("login") => {
+            let res = oauth
+                .login(
+                    id,
+                    csrf,
+                    form.get("tenant").unwrap_or(""),
+                    form.get("email").unwrap_or(""),
+                    form.get("password").unwrap_or(""),
+                )
+                .await;
+            match res {
+                Ok(LoginOutcome::Consent(view)) => consent_page(&view, csrf),
+                Ok(LoginOutcome::Retry(view, message)) => login_page(&view, csrf, Some(&message)),
+                Err(e) => authorize_failure(e),
+            }
+        }
+        Some(action @ ("approve" | "deny")) => match oauth.consent(&base, id, csrf, action == "approve").await {
+            Ok(to) => redirect(&to),
+            Err(e) => authorize_failure(e),
+        },
+        _ => error_page(&OAuthError::new("invalid_request", "unknown form action")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(esc("<script>\"x\"&'y'"), "&lt;script&gt;&quot;x&quot;&amp;&#39;y&#39;");
+    }
+
+    #[test]
+    fn basic_credentials_are_form_decoded() {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Basic {}", STANDARD.encode("my%3Aid:s%20t"))).unwrap());
+        assert_eq!(basic_credentials(&h).unwrap().basic, Some(("my:id".into(), "s t".into())));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
+        assert_eq!(basic_credentials(&h).unwrap_err().error, "invalid_client");
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer x"));
+        assert_eq!(basic_credentials(&h).unwrap_err().error, "invalid_client");
+    }
+}

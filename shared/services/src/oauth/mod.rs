@@ -1,0 +1,1108 @@
+//! The OAuth 2.1 authorization server (SPEC §3.3): discovery documents, dynamic client
+//! registration, the authorization-code flow (with login and consent), the token
+//! endpoint's four grants, and revocation. The HTTP edge (`gateway::oauth`) parses
+//! requests into [`Params`] and renders what these functions return.
+//!
+//! Errors here are RFC 6749 errors ([`OAuthError`]), not the §7.3 taxonomy: OAuth clients
+//! expect `{"error": "invalid_grant", ...}`.
+
+pub mod idjag;
+pub mod password;
+pub mod tokens;
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::oauth::{
+    AUTH_CODE_TTL_SECS, AuthCode, ClientAuthMethod, Grant, GrantType, OAuthClient, PENDING_AUTHORIZATION_TTL_SECS,
+    PendingAuthorization, REFRESH_TOKEN_TTL_SECS, RefreshFamily, RefreshToken, UserLogin,
+};
+use domain::principal::{Principal, PrincipalKind, Role, Scope, Scopes};
+use domain::tenant::PlanTier;
+use domain::{Error, ErrorCode, Id, Result, TenantId, Timestamp};
+use ports::Backend;
+use ports::oauth::{OAuthStore, Redemption, Rotation};
+use ports::ratelimit::Rate;
+use ports::records::PrincipalStore;
+use serde::Serialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use self::tokens::{TokenService, issuer_of, mcp_resource_of};
+use crate::auth::Authenticator;
+
+/// Redirect URIs a client may register.
+pub const MAX_REDIRECT_URIS: usize = 10;
+const MAX_URI_LEN: usize = 2000;
+const MAX_NAME_LEN: usize = 200;
+const MAX_STATE_LEN: usize = 1024;
+/// Sign-in attempts per e-mail address and minute.
+pub const LOGIN_ATTEMPTS_PER_MINUTE: u32 = 10;
+
+/// What a registration gets when it asks for no scope, and a user when a client asks for none.
+pub const DEFAULT_SCOPES: &str = "mcp:tools mcp:resources tenant:read memory:read";
+
+/// An RFC 6749 §5.2 error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthError {
+    pub error: &'static str,
+    pub description: String,
+    pub status: u16,
+    /// For a 503: seconds to wait.
+    pub retry_after: Option<u64>,
+}
+
+impl OAuthError {
+    pub fn new(error: &'static str, description: impl Into<String>) -> Self {
+        let status = match error {
+            "invalid_client" => 401,
+            "server_error" => 500,
+            "temporarily_unavailable" => 503,
+            _ => 400,
+        };
+        Self { error, description: description.into(), status, retry_after: None }
+    }
+
+    pub fn body(&self) -> Value {
+        json!({ "error": self.error, "error_description": self.description })
+    }
+}
+
+impl From<Error> for OAuthError {
+    fn from(e: Error) -> Self {
+        match e.code {
+            ErrorCode::Unavailable | ErrorCode::ResolverDegraded => {
+                tracing::warn!(detail = ?e.internal, "oauth: dependency unavailable");
+                let mut o = Self::new("temporarily_unavailable", "a dependency is unavailable; retry shortly");
+                o.retry_after = Some(e.payload.retry_after_secs.unwrap_or(1));
+                o
+            }
+            ErrorCode::InvalidRequest => Self::new("invalid_request", e.message),
+            ErrorCode::RateLimited => {
+                let mut o = Self::new("invalid_request", "too many attempts; wait and retry");
+                o.status = 429;
+                o.retry_after = e.payload.retry_after_secs;
+                o
+            }
+            _ => {
+                tracing::error!(code = %e.code, detail = ?e.internal, "oauth: unexpected failure");
+                Self::new("server_error", "internal error")
+            }
+        }
+    }
+}
+
+type OResult<T> = std::result::Result<T, OAuthError>;
+
+/// Request parameters, each present at most once (RFC 6749 §3.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params(pub BTreeMap<String, String>);
+
+impl Params {
+    /// Parses `application/x-www-form-urlencoded` (a body or a query string).
+    ///
+    /// # Errors
+    /// `invalid_request` naming a parameter given twice.
+    pub fn parse(raw: &[u8]) -> OResult<Self> {
+        let mut map = BTreeMap::new();
+        for (k, v) in form_urlencoded::parse(raw) {
+            if map.insert(k.clone().into_owned(), v.into_owned()).is_some() {
+                return Err(OAuthError::new("invalid_request", format!("parameter {k} is repeated")));
+            }
+        }
+        Ok(Self(map))
+    }
+
+    /// A present, non-empty parameter.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str).filter(|v| !v.is_empty())
+    }
+
+    /// # Errors
+    /// `invalid_request` naming the missing parameter.
+    pub fn require(&self, name: &str) -> OResult<&str> {
+        self.get(name).ok_or_else(|| OAuthError::new("invalid_request", format!("missing parameter {name}")))
+    }
+}
+
+/// How the client presented itself at the token or revocation endpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// From `Authorization: Basic` (already URL-decoded).
+    pub basic: Option<(String, String)>,
+}
+
+/// A successful token response (RFC 6749 §5.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TokenResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    pub scope: String,
+}
+
+/// A failed authorization request: either shown to the user (when the client or its
+/// redirect URI cannot be trusted, RFC 6749 §4.1.2.1) or sent back to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuthorizeError {
+    Page(OAuthError),
+    Redirect(String),
+}
+
+impl From<Error> for AuthorizeError {
+    fn from(e: Error) -> Self {
+        Self::Page(e.into())
+    }
+}
+
+/// A login and consent in progress, as the pages need it.
+#[derive(Debug, Clone)]
+pub struct PendingView {
+    pub pending: PendingAuthorization,
+    pub client_name: String,
+    /// The CSRF token (only returned when the pending login is created).
+    pub csrf: Option<String>,
+}
+
+/// What a sign-in attempt produced.
+#[derive(Debug, Clone)]
+pub enum LoginOutcome {
+    /// Signed in: show the consent page.
+    Consent(PendingView),
+    /// Wrong workspace, e-mail or password (one message for all three).
+    Retry(PendingView, String),
+}
+
+/// A new user (`continuity user add`).
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub tenant: TenantId,
+    pub email: String,
+    pub role: Role,
+    pub password: String,
+}
+
+/// A new confidential client bound to a tenant (`continuity client create`).
+#[derive(Debug, Clone)]
+pub struct NewServiceClient {
+    pub tenant: TenantId,
+    pub name: String,
+    pub scopes: Scopes,
+    /// Also allow the enterprise JWT-bearer (ID-JAG) grant.
+    pub jwt_bearer: bool,
+}
+
+/// A freshly created confidential client: the only time its secret exists here.
+#[derive(Debug, Clone)]
+pub struct IssuedClient {
+    pub client_id: Id,
+    pub client_secret: String,
+}
+
+pub fn sha256_hex(s: &str) -> String {
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
+fn ct_eq(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}
+
+/// RFC 7636 §4.1: 43–128 characters of `[A-Z a-z 0-9 - . _ ~]`.
+fn valid_verifier(v: &str) -> bool {
+    (43..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+/// A redirect URI we accept at registration: https, http on a loopback host (native
+/// apps, RFC 8252 §7.3), or a private-use scheme (RFC 8252 §7.1) — never a fragment,
+/// never `javascript:`/`data:`/`file:`.
+fn valid_redirect_uri(uri: &str) -> bool {
+    if uri.len() > MAX_URI_LEN || uri.contains('#') || uri.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+        return false;
+    }
+    if uri.starts_with("https://") || uri.starts_with("http://") {
+        return domain::oauth::is_secure_url(uri);
+    }
+    let Some((scheme, rest)) = uri.split_once(':') else { return false };
+    let scheme_ok = scheme.len() >= 2
+        && scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
+        && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
+    let lower = scheme.to_ascii_lowercase();
+    scheme_ok && !rest.is_empty() && !matches!(lower.as_str(), "javascript" | "data" | "file" | "vbscript" | "blob" | "about")
+}
+
+fn append_query(uri: &str, pairs: &[(&str, &str)]) -> String {
+    let mut ser = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        ser.append_pair(k, v);
+    }
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    format!("{uri}{sep}{}", ser.finish())
+}
+
+#[derive(Clone)]
+pub struct OAuthService {
+    backend: Backend,
+    auth: Authenticator,
+    pub tokens: TokenService,
+    idp: idjag::IdpKeys,
+}
+
+impl OAuthService {
+    pub fn new(backend: Backend, auth: Authenticator, tokens: TokenService) -> Self {
+        Self { backend, auth, tokens, idp: idjag::IdpKeys::new() }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.backend.clock.now()
+    }
+
+    // ---- discovery -----------------------------------------------------------------
+
+    /// RFC 8414 authorization-server metadata for the API at `base`.
+    pub fn metadata(&self, base: &str) -> Value {
+        let b = base.trim_end_matches('/');
+        json!({
+            "issuer": issuer_of(base),
+            "authorization_endpoint": format!("{b}/oauth/authorize"),
+            "token_endpoint": format!("{b}/oauth/token"),
+            "registration_endpoint": format!("{b}/oauth/register"),
+            "revocation_endpoint": format!("{b}/oauth/revoke"),
+            "jwks_uri": format!("{b}/.well-known/jwks.json"),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": GrantType::ALL.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "code_challenge_methods_supported": ["S256"],
+            "scopes_supported": Scope::ALL.iter().filter(|s| s.grantable_to_mcp_client()).map(|s| s.as_str()).collect::<Vec<_>>(),
+            "authorization_response_iss_parameter_supported": true,
+            "service_documentation": format!("{b}/"),
+        })
+    }
+
+    /// RFC 9728 protected-resource metadata of the MCP endpoint.
+    pub fn resource_metadata(&self, base: &str) -> Value {
+        json!({
+            "resource": mcp_resource_of(base),
+            "authorization_servers": [issuer_of(base)],
+            "scopes_supported": Scope::ALL.iter().filter(|s| s.grantable_to_mcp_client()).map(|s| s.as_str()).collect::<Vec<_>>(),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "Continuity",
+            "resource_documentation": format!("{}/", base.trim_end_matches('/')),
+        })
+    }
+
+    // ---- registration --------------------------------------------------------------
+
+    /// RFC 7591 dynamic client registration. Never grants `approvals:decide` or `admin`.
+    ///
+    /// # Errors
+    /// `invalid_redirect_uri` / `invalid_client_metadata` naming the problem.
+    pub async fn register(&self, body: &Value) -> OResult<Value> {
+        let meta = |m: &str| OAuthError::new("invalid_client_metadata", m.to_owned());
+        let obj = body.as_object().ok_or_else(|| meta("the body must be a JSON object"))?;
+        let uris: Vec<String> = match obj.get("redirect_uris") {
+            Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_REDIRECT_URIS => a
+                .iter()
+                .map(|u| {
+                    u.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| OAuthError::new("invalid_redirect_uri", "redirect URIs must be strings"))
+                })
+                .collect::<OResult<_>>()?,
+            _ => {
+                return Err(OAuthError::new(
+                    "invalid_redirect_uri",
+                    format!("redirect_uris must list 1 to {MAX_REDIRECT_URIS} URIs"),
+                ));
+            }
+        };
+        if let Some(bad) = uris.iter().find(|u| !valid_redirect_uri(u)) {
+            let shown: String = bad.chars().take(100).collect();
+            return Err(OAuthError::new(
+                "invalid_redirect_uri",
+                format!("{shown:?} is not allowed: use https, http on localhost, or a private-use scheme, without a fragment"),
+            ));
+        }
+        let method = match obj.get("token_endpoint_auth_method") {
+            None | Some(Value::Null) => ClientAuthMethod::None,
+            Some(Value::String(m)) => ClientAuthMethod::parse(m)
+                .map_err(|_| meta("token_endpoint_auth_method must be none, client_secret_basic or client_secret_post"))?,
+            Some(_) => return Err(meta("token_endpoint_auth_method must be a string")),
+        };
+        let grants: Vec<GrantType> = match obj.get("grant_types") {
+            None | Some(Value::Null) => vec![GrantType::AuthorizationCode, GrantType::RefreshToken],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|g| g.as_str().and_then(|g| GrantType::parse(g).ok()).ok_or_else(|| meta("unsupported grant type")))
+                .collect::<OResult<_>>()?,
+            Some(_) => return Err(meta("grant_types must be an array")),
+        };
+        if grants.is_empty() || grants.iter().any(|g| !matches!(g, GrantType::AuthorizationCode | GrantType::RefreshToken)) {
+            return Err(meta(
+                "a registered client may use authorization_code and refresh_token only; service clients are created by an administrator",
+            ));
+        }
+        if let Some(rt) = obj.get("response_types") {
+            let ok = rt.as_array().is_some_and(|a| a.iter().all(|r| r.as_str() == Some("code")));
+            if !ok {
+                return Err(meta("response_types may only contain code"));
+            }
+        }
+        let scopes = match obj.get("scope") {
+            None | Some(Value::Null) => Scopes(Scope::ALL.iter().copied().filter(|s| s.grantable_to_mcp_client()).collect()),
+            Some(Value::String(s)) => {
+                let parsed = Scopes::parse(s).map_err(|_| OAuthError::new("invalid_client_metadata", "unknown scope"))?;
+                if let Some(bad) = parsed.0.iter().find(|s| !s.grantable_to_mcp_client()) {
+                    return Err(meta(&format!("the scope {bad} is never granted to a registered client")));
+                }
+                parsed
+            }
+            Some(_) => return Err(meta("scope must be a string")),
+        };
+        let name = match obj.get("client_name") {
+            Some(Value::String(n)) if n.chars().count() <= MAX_NAME_LEN && !n.chars().any(char::is_control) => n.clone(),
+            Some(Value::String(_)) => return Err(meta("client_name is too long or has control characters")),
+            None | Some(Value::Null) => "Unnamed client".into(),
+            Some(_) => return Err(meta("client_name must be a string")),
+        };
+        let secret = (method != ClientAuthMethod::None).then(|| crate::random_token(32));
+        let client = OAuthClient {
+            client_id: Id::new(format!("dyn-{}", crate::random_token(16))).map_err(OAuthError::from)?,
+            client_name: name,
+            redirect_uris: uris,
+            grant_types: grants,
+            auth_method: method,
+            secret_sha256: secret.as_deref().map(sha256_hex),
+            allowed_scopes: scopes,
+            tenant: None,
+            dynamic: true,
+            created_at: self.now(),
+        };
+        self.backend.records.create_client(&client).await.map_err(OAuthError::from)?;
+        tracing::info!(client_id = %client.client_id, "oauth client registered");
+        let mut out = json!({
+            "client_id": client.client_id.as_str(),
+            "client_id_issued_at": client.created_at.0 / 1000,
+            "client_name": client.client_name,
+            "redirect_uris": client.redirect_uris,
+            "grant_types": client.grant_types.iter().map(|g| g.as_str()).collect::<Vec<_>>(),
+            "response_types": ["code"],
+            "token_endpoint_auth_method": client.auth_method.as_str(),
+            "scope": client.allowed_scopes.to_oauth_string(),
+        });
+        if let Some(s) = secret {
+            out["client_secret"] = json!(s);
+            out["client_secret_expires_at"] = json!(0);
+        }
+        Ok(out)
+    }
+
+    /// Creates a confidential client bound to a tenant, for `client_credentials` (and
+    /// optionally the ID-JAG grant). Its principal is created with it.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn create_service_client(&self, req: NewServiceClient) -> Result<IssuedClient> {
+        self.auth.tenant_config(&req.tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {}", req.tenant)))?;
+        let client_id = Id::new(format!("svc-{}", crate::random_token(16)))?;
+        let secret = crate::random_token(32);
+        let mut grants = vec![GrantType::ClientCredentials];
+        if req.jwt_bearer {
+            grants.push(GrantType::JwtBearer);
+        }
+        let principal = Principal {
+            tenant: req.tenant.clone(),
+            id: client_id.clone(),
+            kind: PrincipalKind::Client,
+            role: Role::Member,
+            display_name: req.name.clone(),
+            created_at: self.now(),
+        };
+        self.backend.records.create_principal(&principal).await?;
+        let client = OAuthClient {
+            client_id: client_id.clone(),
+            client_name: req.name,
+            redirect_uris: vec![],
+            grant_types: grants,
+            auth_method: ClientAuthMethod::ClientSecretBasic,
+            secret_sha256: Some(sha256_hex(&secret)),
+            allowed_scopes: req.scopes,
+            tenant: Some(req.tenant),
+            dynamic: false,
+            created_at: self.now(),
+        };
+        self.backend.records.create_client(&client).await?;
+        Ok(IssuedClient { client_id, client_secret: secret })
+    }
+
+    /// Adds a user with a password (`continuity user add`).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a bad e-mail or password; `CONFLICT` if the e-mail exists
+    /// in the tenant; `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn add_user(&self, user: NewUser) -> Result<Id> {
+        self.auth.tenant_config(&user.tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {}", user.tenant)))?;
+        let email = user.email.trim().to_ascii_lowercase();
+        let valid = email.len() <= 254
+            && email.bytes().all(|b| b.is_ascii_graphic())
+            && email.split_once('@').is_some_and(|(l, d)| !l.is_empty() && d.contains('.') && !d.contains('@'));
+        if !valid {
+            return Err(Error::invalid_field("email", "must be an e-mail address"));
+        }
+        let hash = password::hash(&user.password)?;
+        let id = crate::new_id(&self.backend);
+        let principal = Principal {
+            tenant: user.tenant.clone(),
+            id: id.clone(),
+            kind: PrincipalKind::User,
+            role: user.role,
+            display_name: email.clone(),
+            created_at: self.now(),
+        };
+        let login = UserLogin {
+            tenant: user.tenant,
+            email,
+            principal: id.clone(),
+            role: user.role,
+            password_hash: hash,
+            created_at: self.now(),
+            disabled: false,
+        };
+        self.backend.records.create_login(&login, &principal).await?;
+        Ok(id)
+    }
+
+    // ---- client authentication -----------------------------------------------------
+
+    /// Authenticates the client of a token/revocation request (RFC 6749 §2.3).
+    async fn authenticate_client(&self, params: &Params, creds: &ClientCredentials) -> OResult<OAuthClient> {
+        let bad = || OAuthError::new("invalid_client", "client authentication failed");
+        let form_secret = params.get("client_secret");
+        let (id, secret, method) = match (&creds.basic, form_secret) {
+            (Some(_), Some(_)) => {
+                return Err(OAuthError::new("invalid_request", "use one client authentication method, not two"));
+            }
+            (Some((id, secret)), None) => {
+                if params.get("client_id").is_some_and(|f| f != id) {
+                    return Err(OAuthError::new("invalid_request", "client_id does not match the Authorization header"));
+                }
+                (id.as_str(), Some(secret.as_str()), ClientAuthMethod::ClientSecretBasic)
+            }
+            (None, Some(secret)) => (params.require("client_id")?, Some(secret), ClientAuthMethod::ClientSecretPost),
+            (None, None) => (params.require("client_id")?, None, ClientAuthMethod::None),
+        };
+        let client_id = Id::new(id).map_err(|_| bad())?;
+        let client = self.backend.records.get_client(&client_id).await.map_err(OAuthError::from)?.ok_or_else(bad)?;
+        match (&client.secret_sha256, secret) {
+            (None, None) => Ok(client),
+            (Some(stored), Some(given)) => {
+                // Basic and post are both accepted for a confidential client: the secret is what matters.
+                let _ = method;
+                if ct_eq(stored, &sha256_hex(given)) { Ok(client) } else { Err(bad()) }
+            }
+            _ => Err(bad()),
+        }
+    }
+
+    // ---- authorization endpoint ----------------------------------------------------
+
+    /// Validates an authorization request and starts a pending login.
+    ///
+    /// # Errors
+    /// [`AuthorizeError::Page`] when the client or redirect URI is not to be trusted;
+    /// [`AuthorizeError::Redirect`] back to the client for every other problem.
+    pub async fn begin_authorize(&self, base: &str, params: &Params) -> std::result::Result<PendingView, AuthorizeError> {
+        let page = |e: &'static str, d: &str| AuthorizeError::Page(OAuthError::new(e, d.to_owned()));
+        let client_id = params.get("client_id").ok_or_else(|| page("invalid_request", "missing client_id"))?;
+        let client_id = Id::new(client_id).map_err(|_| page("invalid_client", "unknown client"))?;
+        let client =
+            self.backend.records.get_client(&client_id).await?.ok_or_else(|| page("invalid_client", "unknown client"))?;
+        let redirect_uri = match params.get("redirect_uri") {
+            Some(u) if client.redirect_uris.iter().any(|r| r == u) => u.to_owned(),
+            Some(_) => return Err(page("invalid_request", "redirect_uri does not exactly match a registered redirect URI")),
+            None if client.redirect_uris.len() == 1 => client.redirect_uris[0].clone(),
+            None => return Err(page("invalid_request", "missing redirect_uri")),
+        };
+        let state = params.get("state").map(str::to_owned);
+        if state.as_ref().is_some_and(|s| s.len() > MAX_STATE_LEN) {
+            return Err(page("invalid_request", "state is too long"));
+        }
+        let issuer = issuer_of(base);
+        let fail = |error: &str, description: &str| {
+            let mut pairs = vec![("error", error), ("error_description", description)];
+            if let Some(s) = &state {
+                pairs.push(("state", s.as_str()));
+            }
+            pairs.push(("iss", issuer.as_str()));
+            AuthorizeError::Redirect(append_query(&redirect_uri, &pairs))
+        };
+        if params.get("response_type") != Some("code") {
+            return Err(fail("unsupported_response_type", "response_type must be code"));
+        }
+        if !client.allows_grant(GrantType::AuthorizationCode) {
+            return Err(fail("unauthorized_client", "this client may not use the authorization code flow"));
+        }
+        let challenge =
+            params.get("code_challenge").ok_or_else(|| fail("invalid_request", "PKCE is required: send code_challenge"))?;
+        if params.get("code_challenge_method") != Some("S256") {
+            return Err(fail("invalid_request", "code_challenge_method must be S256"));
+        }
+        if challenge.len() != 43 || !challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            return Err(fail("invalid_request", "code_challenge must be BASE64URL(SHA256(verifier))"));
+        }
+        let resource = self.check_resource(base, params.get("resource")).map_err(|e| fail(e.error, &e.description))?;
+        let requested = match params.get("scope") {
+            Some(s) => Scopes::parse(s).map_err(|_| fail("invalid_scope", "unknown scope"))?,
+            None => Scopes::parse(DEFAULT_SCOPES).map_err(|_| fail("server_error", "default scopes"))?,
+        };
+        // Grant what the client may have of what it asked for (never `approvals:decide`
+        // or `admin` to a registered client); refuse only when nothing is left.
+        let requested = Scopes(
+            requested
+                .0
+                .into_iter()
+                .filter(|s| client.allowed_scopes.contains(*s) && (!client.dynamic || s.grantable_to_mcp_client()))
+                .collect(),
+        );
+        if requested.0.is_empty() {
+            return Err(fail("invalid_scope", "this client may have none of the requested scopes"));
+        }
+        let csrf = crate::random_token(32);
+        let pending = PendingAuthorization {
+            id: Id::new(crate::random_token(16)).map_err(AuthorizeError::from)?,
+            csrf_sha256: sha256_hex(&csrf),
+            client_id: client.client_id.clone(),
+            redirect_uri,
+            state,
+            code_challenge: challenge.to_owned(),
+            scopes: requested,
+            resource,
+            user: None,
+            expires_at: self.now().plus_millis(PENDING_AUTHORIZATION_TTL_SECS * 1000),
+        };
+        self.backend.records.put_pending(&pending, None).await?;
+        Ok(PendingView { pending, client_name: client.client_name, csrf: Some(csrf) })
+    }
+
+    /// RFC 8707: the resource must be us (the MCP URL or the API base); absent means the MCP URL.
+    fn check_resource(&self, base: &str, resource: Option<&str>) -> OResult<String> {
+        let mcp = mcp_resource_of(base);
+        match resource {
+            None => Ok(mcp),
+            Some(r) if r == mcp || r.trim_end_matches('/') == base.trim_end_matches('/') => Ok(r.to_owned()),
+            Some(_) => Err(OAuthError::new("invalid_target", "resource must be this server's MCP URL")),
+        }
+    }
+
+    async fn pending(&self, id: &str, csrf: &str) -> std::result::Result<(PendingAuthorization, u64), AuthorizeError> {
+        let expired = || {
+            AuthorizeError::Page(OAuthError::new(
+                "invalid_request",
+                "this sign-in has expired or was already used; start again from your app",
+            ))
+        };
+        let id = Id::new(id).map_err(|_| expired())?;
+        let (p, v) = self.backend.records.get_pending(&id).await?.ok_or_else(expired)?;
+        if p.expires_at < self.now() {
+            return Err(expired());
+        }
+        if !ct_eq(&p.csrf_sha256, &sha256_hex(csrf)) {
+            return Err(AuthorizeError::Page(OAuthError::new(
+                "invalid_request",
+                "the form is stale or forged (CSRF check failed)",
+            )));
+        }
+        Ok((p, v))
+    }
+
+    /// Checks a sign-in on the login page.
+    ///
+    /// # Errors
+    /// [`AuthorizeError::Page`] for an expired or forged form; `RATE_LIMITED` sign-ins
+    /// come back as a retry with a message.
+    pub async fn login(
+        &self,
+        pending_id: &str,
+        csrf: &str,
+        tenant: &str,
+        email: &str,
+        password_given: &str,
+    ) -> std::result::Result<LoginOutcome, AuthorizeError> {
+        let (mut p, v) = self.pending(pending_id, csrf).await?;
+        let client_name = self.client_name(&p.client_id).await?;
+        let view = |p: PendingAuthorization| PendingView { pending: p, client_name: client_name.clone(), csrf: None };
+        let wrong = "Unknown workspace, e-mail or password.".to_owned();
+        let Ok(tenant) = TenantId::new(tenant.trim()) else {
+            password::verify_dummy(password_given);
+            return Ok(LoginOutcome::Retry(view(p), wrong));
+        };
+        let email = email.trim().to_ascii_lowercase();
+        let limit_key = format!("login:{tenant}:{}", sha256_hex(&email));
+        match self.backend.limiter.acquire(&limit_key, Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE)).await {
+            Ok(d) if !d.allowed => {
+                return Ok(LoginOutcome::Retry(
+                    view(p),
+                    format!("Too many attempts. Wait {} seconds and try again.", d.retry_after_secs),
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "login rate limiter unavailable; allowing"),
+        }
+        let login = self.backend.records.get_login(&tenant, &email).await?;
+        let ok = match &login {
+            Some(l) if !l.disabled => password::verify(password_given, &l.password_hash),
+            _ => {
+                password::verify_dummy(password_given);
+                false
+            }
+        };
+        let Some(login) = login.filter(|_| ok) else {
+            tracing::info!(tenant = %tenant, "sign-in refused");
+            return Ok(LoginOutcome::Retry(view(p), wrong));
+        };
+        p.user = Some((login.tenant.clone(), login.principal.clone()));
+        self.backend.records.put_pending(&p, Some(v)).await?;
+        tracing::info!(tenant = %login.tenant, principal = %login.principal, "signed in for consent");
+        Ok(LoginOutcome::Consent(view(p)))
+    }
+
+    async fn client_name(&self, id: &Id) -> Result<String> {
+        Ok(self.backend.records.get_client(id).await?.map_or_else(|| "Unknown client".to_owned(), |c| c.client_name))
+    }
+
+    /// The consent decision. Returns where to send the browser.
+    ///
+    /// # Errors
+    /// [`AuthorizeError::Page`] for an expired, forged or not-signed-in form.
+    pub async fn consent(
+        &self,
+        base: &str,
+        pending_id: &str,
+        csrf: &str,
+        approve: bool,
+    ) -> std::result::Result<String, AuthorizeError> {
+        let (p, v) = self.pending(pending_id, csrf).await?;
+        let (tenant, principal) =
+            p.user.clone().ok_or_else(|| AuthorizeError::Page(OAuthError::new("invalid_request", "sign in first")))?;
+        // One decision per pending login, even if the form is posted twice.
+        self.backend.records.take_pending(&p.id, v).await.map_err(|e| {
+            if e.code == ErrorCode::Conflict {
+                AuthorizeError::Page(OAuthError::new("invalid_request", "this sign-in was already completed"))
+            } else {
+                e.into()
+            }
+        })?;
+        let issuer = issuer_of(base);
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if !approve {
+            pairs.push(("error", "access_denied".into()));
+            pairs.push(("error_description", "the user declined".into()));
+        } else {
+            let role = self.backend.records.get_principal(&tenant, &principal).await?.map(|pr| pr.role);
+            let Some(role) = role else {
+                return Err(AuthorizeError::Page(OAuthError::new("access_denied", "the user no longer exists")));
+            };
+            let allowed = role.allowed_scopes();
+            let scopes = Scopes(p.scopes.0.iter().copied().filter(|s| allowed.contains(*s)).collect());
+            if scopes.0.is_empty() {
+                pairs.push(("error", "invalid_scope".into()));
+                pairs.push(("error_description", "your role allows none of the requested scopes".into()));
+            } else {
+                let code = crate::random_token(32);
+                let record = AuthCode {
+                    grant: Grant {
+                        tenant: tenant.clone(),
+                        principal: principal.clone(),
+                        client_id: p.client_id.clone(),
+                        scopes,
+                        resource: p.resource.clone(),
+                        teams: vec![],
+                        projects: vec![],
+                    },
+                    redirect_uri: p.redirect_uri.clone(),
+                    code_challenge: p.code_challenge.clone(),
+                    expires_at: self.now().plus_millis(AUTH_CODE_TTL_SECS * 1000),
+                    redeemed_at: None,
+                    family: None,
+                };
+                self.backend.records.create_code(&sha256_hex(&code), &record).await?;
+                tracing::info!(tenant = %tenant, principal = %principal, client_id = %p.client_id, "authorization granted");
+                pairs.push(("code", code));
+            }
+        }
+        if let Some(s) = &p.state {
+            pairs.push(("state", s.clone()));
+        }
+        pairs.push(("iss", issuer));
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Ok(append_query(&p.redirect_uri, &borrowed))
+    }
+
+    // ---- token endpoint ------------------------------------------------------------
+
+    /// The token endpoint.
+    ///
+    /// # Errors
+    /// RFC 6749 §5.2 errors.
+    pub async fn token(&self, base: &str, params: &Params, creds: &ClientCredentials) -> OResult<TokenResponse> {
+        let grant_type = params.require("grant_type")?;
+        let grant = GrantType::parse(grant_type)
+            .map_err(|_| OAuthError::new("unsupported_grant_type", format!("grant_type {grant_type:?} is not supported")))?;
+        let client = self.authenticate_client(params, creds).await?;
+        if !client.allows_grant(grant) {
+            return Err(OAuthError::new("unauthorized_client", format!("this client may not use {grant}")));
+        }
+        match grant {
+            GrantType::AuthorizationCode => self.grant_code(base, params, &client).await,
+            GrantType::RefreshToken => self.grant_refresh(base, params, &client).await,
+            GrantType::ClientCredentials => self.grant_client_credentials(base, params, &client).await,
+            GrantType::JwtBearer => self.grant_jwt_bearer(base, params, &client).await,
+        }
+    }
+
+    fn new_refresh(&self, family: &RefreshFamily, grant: &Grant) -> (String, RefreshToken) {
+        let now = self.now();
+        let record = RefreshToken {
+            family: family.id.clone(),
+            grant: grant.clone(),
+            issued_at: now,
+            expires_at: now.plus_millis(REFRESH_TOKEN_TTL_SECS * 1000),
+            rotated_at: None,
+        };
+        (crate::random_token(32), record)
+    }
+
+    async fn access_response(&self, base: &str, grant: &Grant, refresh_token: Option<String>) -> OResult<TokenResponse> {
+        let (access, ttl) = self.tokens.issue(base, grant).await.map_err(OAuthError::from)?;
+        Ok(TokenResponse {
+            access_token: access,
+            token_type: "Bearer",
+            expires_in: ttl,
+            refresh_token,
+            scope: grant.scopes.to_oauth_string(),
+        })
+    }
+
+    fn new_family(&self, grant: &Grant) -> OResult<RefreshFamily> {
+        Ok(RefreshFamily {
+            id: Id::new(crate::random_token(16)).map_err(OAuthError::from)?,
+            client_id: grant.client_id.clone(),
+            tenant: grant.tenant.clone(),
+            created_at: self.now(),
+            revoked_at: None,
+            revoked_reason: None,
+        })
+    }
+
+    async fn grant_code(&self, base: &str, params: &Params, client: &OAuthClient) -> OResult<TokenResponse> {
+        let code = params.require("code")?;
+        let verifier = params.require("code_verifier")?;
+        let redirect_uri = params.require("redirect_uri")?;
+        let invalid = |d: &str| OAuthError::new("invalid_grant", d.to_owned());
+        let unknown = "unknown, expired or used authorization code";
+        if !valid_verifier(verifier) {
+            return Err(OAuthError::new("invalid_request", "code_verifier must be 43-128 unreserved characters"));
+        }
+        if code.len() > 256 {
+            return Err(invalid(unknown));
+        }
+        let digest = sha256_hex(code);
+        let records = &self.backend.records;
+        let rec = records.get_code(&digest).await.map_err(OAuthError::from)?.ok_or_else(|| invalid(unknown))?;
+        let g = rec.grant.clone();
+        let family = self.new_family(&g)?;
+        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+        let problem = if rec.redeemed_at.is_some() || rec.expires_at < self.now() {
+            Some(unknown)
+        } else if g.client_id != client.client_id {
+            Some("the code was issued to another client")
+        } else if rec.redirect_uri != redirect_uri {
+            Some("redirect_uri does not match the authorization request")
+        } else if !ct_eq(&challenge, &rec.code_challenge) {
+            Some("PKCE verification failed")
+        } else if params.get("resource").is_some_and(|r| r != g.resource) {
+            Some("resource does not match the authorization request")
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            // A code gets one presentation, right or wrong: spend it now (a second
+            // presentation of a spent code revokes what the first one issued).
+            if let Redemption::Redeemed(_) =
+                records.redeem_code(&digest, self.now(), &family, None).await.map_err(OAuthError::from)?
+            {
+                records.revoke_family(&family.id, "invalid_redemption", self.now()).await.map_err(OAuthError::from)?;
+            }
+            if rec.redeemed_at.is_some() {
+                tracing::warn!(client_id = %client.client_id, "authorization code reused; what it issued is revoked");
+            }
+            return Err(invalid(p));
+        }
+        let refresh = client.allows_grant(GrantType::RefreshToken).then(|| self.new_refresh(&family, &g));
+        let refresh_digest = refresh.as_ref().map(|(t, _)| sha256_hex(t));
+        let first = match (&refresh_digest, &refresh) {
+            (Some(d), Some((_, r))) => Some((d.as_str(), r)),
+            _ => None,
+        };
+        let spent = records.redeem_code(&digest, self.now(), &family, first).await.map_err(OAuthError::from)?;
+        if !matches!(spent, Redemption::Redeemed(_)) {
+            return Err(invalid(unknown));
+        }
+        let resp = self.access_response(base, &g, refresh.map(|(t, _)| t)).await?;
+        tracing::info!(tenant = %g.tenant, principal = %g.principal, client_id = %client.client_id, "tokens issued (authorization_code)");
+        Ok(resp)
+    }
+
+    async fn grant_refresh(&self, base: &str, params: &Params, client: &OAuthClient) -> OResult<TokenResponse> {
+        let presented = params.require("refresh_token")?;
+        let invalid = || OAuthError::new("invalid_grant", "unknown, expired or revoked refresh token");
+        if presented.len() > 256 {
+            return Err(invalid());
+        }
+        let digest = sha256_hex(presented);
+        let current = self.backend.records.get_refresh(&digest).await.map_err(OAuthError::from)?.ok_or_else(invalid)?;
+        if current.grant.client_id != client.client_id {
+            return Err(invalid());
+        }
+        if current.expires_at < self.now() {
+            return Err(invalid());
+        }
+        let mut grant = current.grant.clone();
+        if let Some(s) = params.get("scope") {
+            let narrowed = Scopes::parse(s).map_err(|_| OAuthError::new("invalid_scope", "unknown scope"))?;
+            if narrowed.0.iter().any(|x| !grant.scopes.contains(*x)) {
+                return Err(OAuthError::new("invalid_scope", "a refresh may only narrow the granted scopes"));
+            }
+            grant.scopes = narrowed;
+        }
+        if params.get("resource").is_some_and(|r| r != grant.resource) {
+            return Err(OAuthError::new("invalid_target", "resource does not match the original grant"));
+        }
+        let family = self.backend.records.get_family(&current.family).await.map_err(OAuthError::from)?.ok_or_else(invalid)?;
+        let (token, record) = self.new_refresh(&family, &grant);
+        match self
+            .backend
+            .records
+            .rotate_refresh(&digest, self.now(), &sha256_hex(&token), &record)
+            .await
+            .map_err(OAuthError::from)?
+        {
+            Rotation::Rotated(_) => {
+                tracing::info!(tenant = %grant.tenant, client_id = %client.client_id, "tokens refreshed");
+                self.access_response(base, &grant, Some(token)).await
+            }
+            Rotation::Reused(_) => {
+                tracing::warn!(tenant = %grant.tenant, client_id = %client.client_id, family = %family.id, "refresh token reuse: family revoked");
+                Err(invalid())
+            }
+            Rotation::Revoked(_) | Rotation::Unknown => Err(invalid()),
+        }
+    }
+
+    async fn tenant_plan(&self, tenant: &TenantId) -> OResult<PlanTier> {
+        let t = self.auth.tenant_config(tenant).await.map_err(OAuthError::from)?;
+        t.map(|t| t.plan).ok_or_else(|| OAuthError::new("invalid_client", "the client's tenant no longer exists"))
+    }
+
+    /// The requested scopes the client may have (RFC 6749 §3.3: the server may grant
+    /// less than asked, and says so in the response's `scope`); all allowed ones when
+    /// none is asked for.
+    fn requested_scopes(params: &Params, allowed: &Scopes) -> OResult<Scopes> {
+        match params.get("scope") {
+            None => Ok(allowed.clone()),
+            Some(s) => {
+                let req = Scopes::parse(s).map_err(|_| OAuthError::new("invalid_scope", "unknown scope"))?;
+                let granted = Scopes(req.0.intersection(&allowed.0).copied().collect());
+                if granted.0.is_empty() {
+                    return Err(OAuthError::new("invalid_scope", "this client may have none of the requested scopes"));
+                }
+                Ok(granted)
+            }
+        }
+    }
+
+    async fn grant_client_credentials(&self, base: &str, params: &Params, client: &OAuthClient) -> OResult<TokenResponse> {
+        let tenant = client
+            .tenant
+            .clone()
+            .ok_or_else(|| OAuthError::new("unauthorized_client", "this client is not bound to a tenant"))?;
+        if !client.is_confidential() {
+            return Err(OAuthError::new("unauthorized_client", "client_credentials needs a confidential client"));
+        }
+        self.tenant_plan(&tenant).await?;
+        let resource = self.check_resource(base, params.get("resource"))?;
+        let scopes = Self::requested_scopes(params, &client.allowed_scopes)?;
+        let grant = Grant {
+            tenant: tenant.clone(),
+            principal: client.client_id.clone(),
+            client_id: client.client_id.clone(),
+            scopes,
+            resource,
+            teams: vec![],
+            projects: vec![],
+        };
+        let resp = self.access_response(base, &grant, None).await?;
+        tracing::info!(tenant = %tenant, client_id = %client.client_id, "tokens issued (client_credentials)");
+        Ok(resp)
+    }
+
+    async fn grant_jwt_bearer(&self, base: &str, params: &Params, client: &OAuthClient) -> OResult<TokenResponse> {
+        let assertion = params.require("assertion")?;
+        let tenant_id = client
+            .tenant
+            .clone()
+            .ok_or_else(|| OAuthError::new("unauthorized_client", "enterprise sign-in needs a client bound to a tenant"))?;
+        if !client.is_confidential() {
+            return Err(OAuthError::new("unauthorized_client", "enterprise sign-in needs a confidential client"));
+        }
+        let tenant = self
+            .auth
+            .tenant_config(&tenant_id)
+            .await
+            .map_err(OAuthError::from)?
+            .ok_or_else(|| OAuthError::new("invalid_client", "the client's tenant no longer exists"))?;
+        if tenant.plan != PlanTier::Enterprise {
+            return Err(OAuthError::new("unauthorized_client", "enterprise sign-in (ID-JAG) needs the enterprise plan"));
+        }
+        let resource = self.check_resource(base, params.get("resource"))?;
+        let a = self
+            .idp
+            .verify(&self.backend, assertion, &tenant, client.client_id.as_str(), &issuer_of(base), &resource, self.now())
+            .await?;
+        // The user: a local login with the asserted e-mail, else a member principal
+        // named after the IdP subject (created on first sign-in).
+        let by_email = match &a.email {
+            Some(e) => self.backend.records.get_login(&tenant.id, e).await.map_err(OAuthError::from)?,
+            None => None,
+        };
+        let (principal, role) = match by_email {
+            Some(l) if !l.disabled => (l.principal, l.role),
+            Some(_) => return Err(OAuthError::new("invalid_grant", "this user is disabled")),
+            None => {
+                let id = Id::new(format!("sso-{}", &sha256_hex(&format!("{}\n{}", a.issuer, a.subject))[..32]))
+                    .map_err(OAuthError::from)?;
+                let p = Principal {
+                    tenant: tenant.id.clone(),
+                    id: id.clone(),
+                    kind: PrincipalKind::User,
+                    role: Role::Member,
+                    display_name: a.email.clone().unwrap_or_else(|| a.subject.chars().take(100).collect()),
+                    created_at: self.now(),
+                };
+                match self.backend.records.create_principal(&p).await {
+                    Ok(()) => {}
+                    Err(e) if e.code == ErrorCode::Conflict => {}
+                    Err(e) => return Err(e.into()),
+                }
+                let role = self
+                    .backend
+                    .records
+                    .get_principal(&tenant.id, &id)
+                    .await
+                    .map_err(OAuthError::from)?
+                    .map_or(Role::Member, |p| p.role);
+                (id, role)
+            }
+        };
+        let allowed = Scopes(role.allowed_scopes().0.intersection(&client.allowed_scopes.0).copied().collect());
+        let mut scopes = Self::requested_scopes(params, &allowed)?;
+        if let Some(asserted) = a.scope.as_deref().and_then(|s| Scopes::parse(s).ok()) {
+            scopes = Scopes(scopes.0.intersection(&asserted.0).copied().collect());
+        }
+        if scopes.0.is_empty() {
+            return Err(OAuthError::new("invalid_scope", "no requested scope is allowed"));
+        }
+        let grant = Grant {
+            tenant: tenant.id.clone(),
+            principal,
+            client_id: client.client_id.clone(),
+            scopes,
+            resource,
+            teams: vec![],
+            projects: vec![],
+        };
+        let resp = self.access_response(base, &grant, None).await?;
+        tracing::info!(tenant = %tenant.id, client_id = %client.client_id, "tokens issued (jwt-bearer ID-JAG)");
+        Ok(resp)
+    }
+
+    // ---- revocation ----------------------------------------------------------------
+
+    /// RFC 7009: revoking a refresh token revokes its family. Unknown tokens and access
+    /// tokens (which expire within the hour and are not tracked) answer success too.
+    ///
+    /// # Errors
+    /// `invalid_client`, `invalid_request`, `temporarily_unavailable`.
+    pub async fn revoke(&self, params: &Params, creds: &ClientCredentials) -> OResult<()> {
+        let client = self.authenticate_client(params, creds).await?;
+        let token = params.require("token")?;
+        if token.len() > 256 {
+            return Ok(());
+        }
+        if let Some(rt) = self.backend.records.get_refresh(&sha256_hex(token)).await.map_err(OAuthError::from)?
+            && rt.grant.client_id == client.client_id
+        {
+            self.backend.records.revoke_family(&rt.family, "revoked_by_client", self.now()).await.map_err(OAuthError::from)?;
+            tracing::info!(client_id = %client.client_id, "refresh family revoked by the client");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redirect_uris() {
+        for ok in [
+            "https://claude.ai/api/mcp/auth_callback",
+            "http://127.0.0.1:33418/callback",
+            "http://localhost:6274/oauth/callback",
+            "cursor://anysphere.cursor-retrieval/oauth/user-continuity/callback",
+            "com.example.app:/cb",
+        ] {
+            assert!(valid_redirect_uri(ok), "{ok}");
+        }
+        for bad in [
+            "http://evil.example.com/cb",
+            "https://x.example.com/cb#frag",
+            "javascript:alert(1)",
+            "JavaScript:alert(1)",
+            "data:text/html,x",
+            "file:///etc/passwd",
+            "",
+            "nocolon",
+            "https://a b",
+        ] {
+            assert!(!valid_redirect_uri(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_refuse_repeats() {
+        assert!(Params::parse(b"a=1&b=2").is_ok());
+        assert_eq!(Params::parse(b"a=1&a=2").unwrap_err().error, "invalid_request");
+        let p = Params::parse(b"a=&b=x%20y").unwrap();
+        assert_eq!((p.get("a"), p.get("b")), (None, Some("x y")));
+    }
+
+    #[test]
+    fn verifiers() {
+        assert!(valid_verifier(&"a".repeat(43)));
+        assert!(!valid_verifier(&"a".repeat(42)));
+        assert!(!valid_verifier(&"a".repeat(129)));
+        assert!(!valid_verifier(&format!("{}+", "a".repeat(43))));
+    }
+
+    #[test]
+    fn redirects_keep_existing_query() {
+        assert_eq!(append_query("https://a/cb", &[("code", "x y")]), "https://a/cb?code=x+y");
+        assert_eq!(append_query("https://a/cb?k=1", &[("state", "s")]), "https://a/cb?k=1&state=s");
+    }
+}

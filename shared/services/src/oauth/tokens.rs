@@ -1,0 +1,249 @@
+//! The one token library (SPEC §3.3): every access token is issued and verified here —
+//! by the local gateway middleware and by the API Gateway authorizer alike.
+//!
+//! Issued: RS256 JWTs, `typ: at+jwt` (RFC 9068), `kid` in the header, one hour.
+//! Verified: algorithm pinned to RS256 before anything else; the key chosen only by our
+//! own `kid` lookup in our own key store (never `jku`, `x5u` or an embedded `jwk`);
+//! `exp`, `iss`, `aud`, `sub` required; leeway 5 s; `nbf` checked; `typ` must be
+//! `at+jwt`, so no other JWT we might sign could pass as an access token.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::oauth::{ACCESS_TOKEN_TTL_SECS, Grant};
+use domain::principal::Scopes;
+use domain::{Error, Id, Result, TenantId};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use ports::Backend;
+use serde::{Deserialize, Serialize};
+
+/// Clock skew tolerated on `exp`, `nbf` and `iat`.
+pub const LEEWAY_SECS: u64 = 5;
+/// Longest token we even parse.
+pub const MAX_TOKEN_LEN: usize = 8 * 1024;
+const TYP: &str = "at+jwt";
+/// Our keys are re-read at most this often, and at most every [`UNKNOWN_KID_BACKOFF`]
+/// when a token names a key we do not know (after a rotation elsewhere).
+const KEYS_TTL: Duration = Duration::from_secs(300);
+const UNKNOWN_KID_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The issuer identifier for a base URL: a root URL gets its trailing slash, so that it
+/// compares equal to what URL parsers render (both official MCP SDKs do so when they
+/// check RFC 9207 `iss`); a URL with a path (an API Gateway stage) is kept as is.
+pub fn issuer_of(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    let after_scheme = base.split_once("://").map_or(base, |(_, rest)| rest);
+    if after_scheme.contains('/') { base.to_owned() } else { format!("{base}/") }
+}
+
+/// The MCP endpoint: the protected resource and the default token audience.
+pub fn mcp_resource_of(base: &str) -> String {
+    format!("{}/mcp", base.trim_end_matches('/'))
+}
+
+/// Access-token claims.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub nbf: i64,
+    pub jti: String,
+    pub client_id: String,
+    pub scope: String,
+    /// The tenant.
+    pub tid: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub teams: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+}
+
+/// A verified access token, ready to become a caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedToken {
+    pub tenant: TenantId,
+    pub principal: Id,
+    pub scopes: Scopes,
+    pub client_id: String,
+    pub jti: String,
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
+}
+
+#[derive(Default)]
+struct KeyCache {
+    keys: HashMap<String, Arc<DecodingKey>>,
+    loaded: Option<Instant>,
+}
+
+#[derive(Clone)]
+pub struct TokenService {
+    backend: Backend,
+    cache: Arc<RwLock<KeyCache>>,
+}
+
+fn invalid() -> Error {
+    Error::unauthenticated("invalid, expired or revoked credentials")
+}
+
+impl TokenService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend, cache: Arc::new(RwLock::new(KeyCache::default())) }
+    }
+
+    /// Signs an access token for `grant`, valid one hour from now. Returns the token and its lifetime.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the key store cannot sign.
+    pub async fn issue(&self, base: &str, grant: &Grant) -> Result<(String, i64)> {
+        let now = self.backend.clock.now().0 / 1000;
+        let claims = AccessClaims {
+            iss: issuer_of(base),
+            sub: grant.principal.to_string(),
+            aud: grant.resource.clone(),
+            exp: now + ACCESS_TOKEN_TTL_SECS,
+            iat: now,
+            nbf: now,
+            jti: crate::random_token(16),
+            client_id: grant.client_id.to_string(),
+            scope: grant.scopes.to_oauth_string(),
+            tid: grant.tenant.to_string(),
+            teams: grant.teams.clone(),
+            projects: grant.projects.clone(),
+        };
+        let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, TYP).await?;
+        Ok((token, ACCESS_TOKEN_TTL_SECS))
+    }
+
+    /// Signs arbitrary claims with our current key (tests build hostile tokens with it).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the key store cannot sign.
+    pub async fn sign_claims(&self, claims: &serde_json::Value, typ: &str) -> Result<String> {
+        // The kid is only known once signed (KMS names it), so sign over a header naming
+        // the key the store will use: ask it for the current kid first.
+        let kid = self
+            .backend
+            .signer
+            .public_keys()
+            .await?
+            .first()
+            .map(|k| k.kid.clone())
+            .ok_or_else(|| Error::unavailable("no signing key"))?;
+        let header = serde_json::json!({ "alg": "RS256", "typ": typ, "kid": kid });
+        let input = format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(&header).map_err(Error::internal)?),
+            URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).map_err(Error::internal)?)
+        );
+        let sig = self.backend.signer.sign(input.as_bytes()).await?;
+        if sig.kid != kid {
+            return Err(Error::unavailable("the signing key changed while signing; retry"));
+        }
+        Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.bytes)))
+    }
+
+    /// Our JWK Set, for `/.well-known/jwks.json`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the key store cannot be reached.
+    pub async fn jwks(&self) -> Result<serde_json::Value> {
+        let keys = self.backend.signer.public_keys().await?;
+        Ok(serde_json::json!({ "keys": keys }))
+    }
+
+    async fn key(&self, kid: &str) -> Result<Option<Arc<DecodingKey>>> {
+        let (hit, stale, may_reload) = {
+            let c = self.cache.read().map_err(|_| Error::internal("key cache poisoned"))?;
+            let age = c.loaded.map(|t| t.elapsed());
+            (c.keys.get(kid).cloned(), age.is_none_or(|a| a > KEYS_TTL), age.is_none_or(|a| a > UNKNOWN_KID_BACKOFF))
+        };
+        if let Some(k) = &hit
+            && !stale
+        {
+            return Ok(Some(k.clone()));
+        }
+        if hit.is_none() && !stale && !may_reload {
+            return Ok(None);
+        }
+        let mut keys = HashMap::new();
+        for jwk in self.backend.signer.public_keys().await? {
+            let key = DecodingKey::from_rsa_components(&jwk.n, &jwk.e)
+                .map_err(|e| Error::internal(format!("our key {}: {e}", jwk.kid)))?;
+            keys.insert(jwk.kid, Arc::new(key));
+        }
+        let found = keys.get(kid).cloned();
+        let mut c = self.cache.write().map_err(|_| Error::internal("key cache poisoned"))?;
+        c.keys = keys;
+        c.loaded = Some(Instant::now());
+        Ok(found)
+    }
+
+    /// Verifies an access token presented to the API at `base`.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` (always the same message) for anything but a valid token;
+    /// `UNAVAILABLE` when our key store cannot be read.
+    pub async fn verify(&self, token: &str, base: &str) -> Result<VerifiedToken> {
+        if token.len() > MAX_TOKEN_LEN || token.bytes().filter(|b| *b == b'.').count() != 2 {
+            return Err(invalid());
+        }
+        // Only the header is read before the signature is checked, and only to pin the
+        // algorithm and find our key by kid.
+        let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
+        if header.alg != Algorithm::RS256 || header.typ.as_deref() != Some(TYP) {
+            return Err(invalid());
+        }
+        let kid = header.kid.ok_or_else(invalid)?;
+        let key = self.key(&kid).await?.ok_or_else(invalid)?;
+        let mut v = Validation::new(Algorithm::RS256);
+        v.leeway = LEEWAY_SECS;
+        v.validate_exp = true;
+        v.validate_nbf = true;
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        v.set_issuer(&[issuer_of(base)]);
+        let b = base.trim_end_matches('/');
+        v.set_audience(&[mcp_resource_of(base), b.to_owned(), format!("{b}/")]);
+        let data = jsonwebtoken::decode::<AccessClaims>(token, &key, &v).map_err(|e| {
+            tracing::debug!(reason = %e, "access token refused");
+            invalid()
+        })?;
+        let c = data.claims;
+        let now = self.backend.clock.now().0 / 1000;
+        #[allow(clippy::cast_possible_wrap)]
+        if c.iat > now + LEEWAY_SECS as i64 {
+            return Err(invalid());
+        }
+        Ok(VerifiedToken {
+            tenant: TenantId::new(c.tid).map_err(|_| invalid())?,
+            principal: Id::new(c.sub).map_err(|_| invalid())?,
+            scopes: Scopes::parse(&c.scope).map_err(|_| invalid())?,
+            client_id: c.client_id,
+            jti: c.jti,
+            teams: c.teams,
+            projects: c.projects,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issuers_follow_url_rendering() {
+        assert_eq!(issuer_of("http://127.0.0.1:8787"), "http://127.0.0.1:8787/");
+        assert_eq!(issuer_of("http://127.0.0.1:8787/"), "http://127.0.0.1:8787/");
+        assert_eq!(
+            issuer_of("https://abc.execute-api.eu-west-1.amazonaws.com/prod"),
+            "https://abc.execute-api.eu-west-1.amazonaws.com/prod"
+        );
+        assert_eq!(mcp_resource_of("http://h:1/"), "http://h:1/mcp");
+    }
+}

@@ -1,0 +1,135 @@
+"""The official MCP Python SDK against `continuity serve`, headless.
+
+authorization_code: 401 -> protected-resource metadata -> AS metadata -> dynamic client
+registration -> the authorize URL is fetched and our login and consent forms are
+posted like a browser would -> token with PKCE -> tools/list -> a forced refresh ->
+tools/list again. Then client_credentials with a pre-created confidential client.
+
+Usage: oauth_client.py MCP_URL TENANT EMAIL PASSWORD CLIENT_ID CLIENT_SECRET
+Prints one JSON line of observations; exits non-zero on any failure.
+"""
+
+import json
+import re
+import sys
+import time
+from urllib.parse import parse_qs, urljoin, urlparse
+
+import anyio
+import httpx2
+from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import OAuthClientMetadata
+
+URL, TENANT, EMAIL, PASSWORD, CC_ID, CC_SECRET = sys.argv[1:7]
+REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the redirect is captured
+seen = {"requests": []}
+
+
+class MemoryStorage:
+    def __init__(self):
+        self.tokens = None
+        self.client = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens):
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client
+
+    async def set_client_info(self, info):
+        self.client = info
+
+
+def field(html, name):
+    m = re.search(r'name=%s value="([^"]*)"' % re.escape(name), html)
+    assert m, f"no {name} field in the page"
+    return m.group(1)
+
+
+got = {}
+
+
+async def redirect_handler(authorize_url: str) -> None:
+    """A browser: open the login page, sign in, allow, capture the redirect."""
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
+        page = await browser.get(authorize_url)
+        assert page.status_code == 200, (page.status_code, page.text[:300])
+        assert page.headers.get("x-frame-options") == "DENY"
+        form_url = urljoin(authorize_url.split("?")[0], "authorize")
+        csrf = field(page.text, "csrf")
+        request_id = field(page.text, "request_id")
+        # A wrong password first: the page says so and nothing is granted.
+        wrong = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "login",
+                                                   "tenant": TENANT, "email": EMAIL, "password": "not the password"})
+        assert wrong.status_code == 200 and "Unknown workspace" in wrong.text, wrong.text[:300]
+        consent = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "login",
+                                                     "tenant": TENANT, "email": EMAIL, "password": PASSWORD})
+        assert consent.status_code == 200 and "Allow access" in consent.text, consent.text[:300]
+        done = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "approve"})
+        assert done.status_code == 303, (done.status_code, done.text[:300])
+        q = parse_qs(urlparse(done.headers["location"]).query)
+        got.update(code=q["code"][0], state=q["state"][0], iss=q["iss"][0])
+
+
+async def callback_handler() -> AuthorizationCodeResult:
+    return AuthorizationCodeResult(**got)
+
+
+async def log_request(request):
+    seen["requests"].append(f"{request.method} {request.url.path}")
+
+
+async def authorization_code():
+    storage = MemoryStorage()
+    provider = OAuthClientProvider(
+        server_url=URL,
+        client_metadata=OAuthClientMetadata(client_name="python-sdk-test", redirect_uris=[REDIRECT],
+                                            grant_types=["authorization_code", "refresh_token"],
+                                            token_endpoint_auth_method="none"),
+        storage=storage,
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+    async with httpx2.AsyncClient(auth=provider, timeout=30, event_hooks={"request": [log_request]}) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                tools = [t.name for t in (await session.list_tools()).tools]
+                first_access = storage.tokens.access_token
+                first_refresh = storage.tokens.refresh_token
+                # Force the SDK's proactive refresh.
+                provider.context.token_expiry_time = time.time() - 1
+                again = [t.name for t in (await session.list_tools()).tools]
+                assert storage.tokens.access_token != first_access, "the access token was not refreshed"
+                assert storage.tokens.refresh_token != first_refresh, "the refresh token was not rotated"
+    seen["code_flow_tools"] = tools
+    seen["code_flow_tools_after_refresh"] = again
+    seen["scope"] = storage.tokens.scope
+    seen["old_refresh_token"] = first_refresh
+    seen["client_id"] = storage.client.client_id
+
+
+async def client_credentials():
+    provider = ClientCredentialsOAuthProvider(server_url=URL, storage=MemoryStorage(), client_id=CC_ID,
+                                              client_secret=CC_SECRET, token_endpoint_auth_method="client_secret_basic",
+                                              issuer=None)
+    async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
+        async with streamable_http_client(URL, http_client=http) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                seen["client_credentials_tools"] = [t.name for t in (await session.list_tools()).tools]
+
+
+async def main():
+    await authorization_code()
+    await client_credentials()
+    print(json.dumps(seen))
+
+
+anyio.run(main)
