@@ -46,6 +46,9 @@ mkdir -p "$CACHE"
 
 # Python tools the run needs. Changing this list (or the Python version)
 # reinstalls them on the next run.
+# The official MCP Python SDK lives in its own venv (its pins must not fight SAM's).
+MCP_VENV="$CACHE/venv-mcp"
+MCP_PY_REQUIREMENTS=("mcp==2.3.0")
 PY_REQUIREMENTS=(
   "moto[server]>=5.1,<6"
   "cfn-lint>=1.30,<2"
@@ -220,6 +223,22 @@ fi
 export PATH="$VENV/bin:$PATH"
 end_step
 
+begin_step "install: python venv for the MCP SDK"
+if [ ! -x "$MCP_VENV/bin/python" ]; then
+  python3 -m venv "$MCP_VENV"
+fi
+mcp_marker="$MCP_VENV/.continuity-requirements.sha256"
+mcp_hash="$(printf '%s\n' "${MCP_PY_REQUIREMENTS[@]}" | sha256sum | cut -d' ' -f1)"
+if [ -f "$mcp_marker" ] && [ "$(cat "$mcp_marker")" = "$mcp_hash" ]; then
+  say "    up to date"
+else
+  say "    installing: ${MCP_PY_REQUIREMENTS[*]}"
+  "$MCP_VENV/bin/python" -m pip install --disable-pip-version-check -q "${MCP_PY_REQUIREMENTS[@]}"
+  printf '%s\n' "$mcp_hash" >"$mcp_marker"
+fi
+export CONTINUITY_TEST_PYTHON="$MCP_VENV/bin/python"
+end_step
+
 if [ -z "$ONLY_SERVICES" ]; then
   begin_step "install: rust toolchain and cargo-nextest"
   if ! command -v cargo >/dev/null 2>&1; then
@@ -349,7 +368,7 @@ print_exports() {
   local v
   for v in CONTINUITY_TEST_MOTO_URL CONTINUITY_TEST_REDIS_URL CONTINUITY_TEST_REDIS_CLUSTER_URLS \
     CONTINUITY_TEST_REDIS_CA AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION AWS_REGION \
-    AWS_EC2_METADATA_DISABLED CARGO_TARGET_DIR; do
+    AWS_EC2_METADATA_DISABLED CONTINUITY_TEST_PYTHON CARGO_TARGET_DIR; do
     # Single quotes: no value here contains one.
     printf "export %s='%s'\n" "$v" "${!v}"
   done
@@ -402,7 +421,7 @@ else
     *) LAMBDA_ARCH=--x86-64 ;;
   esac
   run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
-    --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer
+    --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer --bin continuity-oauth
 fi
 
 summary

@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
 
 URL, TENANT, EMAIL, PASSWORD, CC_ID, CC_SECRET = sys.argv[1:7]
+ISSUER = URL[: -len("/mcp")] + "/"  # a root issuer, rendered with its slash
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the redirect is captured
 seen = {"requests": []}
 
@@ -118,7 +119,7 @@ async def authorization_code():
 async def client_credentials():
     provider = ClientCredentialsOAuthProvider(server_url=URL, storage=MemoryStorage(), client_id=CC_ID,
                                               client_secret=CC_SECRET, token_endpoint_auth_method="client_secret_basic",
-                                              issuer=None)
+                                              issuer=ISSUER)
     async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
         async with streamable_http_client(URL, http_client=http) as (read, write):
             async with ClientSession(read, write) as session:

@@ -108,3 +108,41 @@ async fn everything_else_is_denied_never_an_error() {
     let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), PUBLIC).await;
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
 }
+
+/// OAuth access tokens go through the same one token library: allowed with their
+/// context when issued for this API, denied otherwise.
+#[tokio::test]
+async fn access_tokens_are_verified_by_the_same_library() {
+    use services::oauth::{ClientCredentials, NewServiceClient, Params};
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = setup(dir.path()).await;
+    let c = s
+        .oauth
+        .create_service_client(NewServiceClient {
+            tenant: TenantId::new("demo").unwrap(),
+            name: "etl".into(),
+            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
+            jwt_bearer: false,
+        })
+        .await
+        .unwrap();
+    let creds = ClientCredentials { basic: Some((c.client_id.to_string(), c.client_secret.clone())) };
+    let params = Params::parse(b"grant_type=client_credentials").unwrap();
+    // The API as the sample event calls it (no custom domain): https://{Host}/{stage}.
+    let api = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
+    let token = s.oauth.token(api, &params, &creds).await.unwrap().access_token;
+    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), "").await;
+    assert_eq!(r.policy_document["Statement"][0]["Effect"], "Allow", "{:?}", r.context);
+    assert_eq!(r.context["tenant"], "demo");
+    assert_eq!(r.context["scopes"], "mcp:tools tenant:read");
+    assert!(r.context["credential"].as_str().unwrap().starts_with("jwt:"));
+    // The same token presented to another API (its audience and issuer differ): denied.
+    let other = "https://mcp.other.example.com";
+    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), other).await;
+    assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
+    // A tampered token: denied, not an error.
+    let mut forged = token.clone();
+    forged.insert(forged.len() / 2, 'x');
+    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {forged}"))), "").await;
+    assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
+}

@@ -46,14 +46,13 @@ impl ItemStore for SqliteItems {
         let (tenant, part, sk) = (tenant.to_owned(), part.to_owned(), sk.to_owned());
         self.db
             .run(move |c| {
-                c.query_row(
-                    "SELECT version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3",
-                    params![tenant, part, sk],
-                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)),
-                )
-                .optional()
-                .map_err(sql_err)
-                .map(|o| o.map(|(v, body)| Item { tenant, part, sk, version: u64::try_from(v).unwrap_or(0), body }))
+                // A cached statement: every credential check and entity read comes here.
+                c.prepare_cached("SELECT version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3")
+                    .map_err(sql_err)?
+                    .query_row(params![tenant, part, sk], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+                    .optional()
+                    .map_err(sql_err)
+                    .map(|o| o.map(|(v, body)| Item { tenant, part, sk, version: u64::try_from(v).unwrap_or(0), body }))
             })
             .await
     }

@@ -1,0 +1,78 @@
+//! The OAuth Lambda driven with `events/oauth-*.json`, as API Gateway delivers them (no
+//! authorizer: these routes are public), over an embedded backend.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use domain::TenantId;
+use domain::principal::Scopes;
+use domain::tenant::{Department, Industry, PlanTier};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use services::Services;
+use services::oauth::NewServiceClient;
+use tower::ServiceExt;
+
+/// The API as the events call it, with no custom domain configured.
+const API: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
+
+fn event(name: &str) -> Value {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    serde_json::from_str(&std::fs::read_to_string(format!("{dir}/../../events/{name}")).expect("read event")).expect("event JSON")
+}
+
+async fn invoke(s: &Services, ev: &Value) -> (u16, Value) {
+    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
+    // No public URL: the base comes from the request (Host + stage).
+    let resp = gateway::lambda::app(s.clone(), String::new()).oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn discovery_registration_and_client_credentials_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
+    let s = Services::new(backend);
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+
+    let (status, v) = invoke(&s, &event("oauth-metadata.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["issuer"], API, "an issuer with a path (the stage) is kept as is");
+    assert_eq!(v["token_endpoint"], format!("{API}/oauth/token"));
+
+    let (status, v) = invoke(&s, &event("oauth-register.json")).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["redirect_uris"][0], "https://claude.ai/api/mcp/auth_callback");
+    assert_eq!(v["token_endpoint_auth_method"], "none");
+
+    // The sample token request carries placeholder credentials: refused, as JSON.
+    let mut ev = event("oauth-token-client-credentials.json");
+    let (status, v) = invoke(&s, &ev).await;
+    assert_eq!((status, v["error"].as_str()), (401, Some("invalid_client")));
+    // With a real client's credentials in its place, a token whose audience is this API.
+    let c = s
+        .oauth
+        .create_service_client(NewServiceClient {
+            tenant: demo,
+            name: "etl".into(),
+            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
+            jwt_bearer: false,
+        })
+        .await
+        .unwrap();
+    let basic =
+        format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", c.client_id, c.client_secret)));
+    ev["headers"]["Authorization"] = Value::String(basic.clone());
+    ev["multiValueHeaders"]["Authorization"] = serde_json::json!([basic]);
+    let (status, v) = invoke(&s, &ev).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["scope"], "mcp:tools tenant:read");
+    let token = v["access_token"].as_str().unwrap();
+    let verified = s.oauth.tokens.verify(token, API).await.unwrap();
+    assert_eq!(verified.tenant.as_str(), "demo");
+}

@@ -1,0 +1,150 @@
+//! The whole authorization server on both backends, through the services the HTTP edge
+//! calls: registration, login + consent, code exchange with PKCE, refresh rotation and
+//! reuse detection, client_credentials, and verification of what was issued. On AWS the
+//! tokens are signed by KMS (moto), the state lives in DynamoDB (moto) and the login
+//! limiter in Redis.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::principal::{Role, Scopes};
+use domain::tenant::{Department, Industry, PlanTier};
+use ports::{Backend, SystemClock};
+use serde_json::json;
+use services::Services;
+use services::oauth::{ClientCredentials, LoginOutcome, NewServiceClient, NewUser, Params};
+use sha2::Digest as _;
+
+const BASE: &str = "https://continuity.example.com";
+
+fn params(pairs: &[(&str, &str)]) -> Params {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    Params::parse(s.finish().as_bytes()).unwrap()
+}
+
+fn query(location: &str) -> std::collections::HashMap<String, String> {
+    form_urlencoded::parse(location.split_once('?').unwrap().1.as_bytes()).into_owned().collect()
+}
+
+async fn flow(backend: Backend) {
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("oauth");
+    s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let password = "a long enough password 42";
+    s.oauth
+        .add_user(NewUser { tenant: t.clone(), email: "ada@example.com".into(), role: Role::Member, password: password.into() })
+        .await
+        .unwrap();
+
+    let reg = s.oauth.register(&json!({"redirect_uris": ["http://127.0.0.1:9/cb"], "client_name": "t"})).await.unwrap();
+    let client = reg["client_id"].as_str().unwrap().to_owned();
+    let verifier = format!("{:032x}{:032x}", rand::random::<u128>(), rand::random::<u128>());
+    let challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let view = s
+        .oauth
+        .begin_authorize(
+            BASE,
+            &params(&[
+                ("response_type", "code"),
+                ("client_id", &client),
+                ("redirect_uri", "http://127.0.0.1:9/cb"),
+                ("code_challenge", &challenge),
+                ("code_challenge_method", "S256"),
+                ("state", "s"),
+            ]),
+        )
+        .await
+        .unwrap();
+    let (id, csrf) = (view.pending.id.to_string(), view.csrf.clone().unwrap());
+    let LoginOutcome::Retry(..) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", "wrong password").await.unwrap()
+    else {
+        panic!("a wrong password must not sign in")
+    };
+    let LoginOutcome::Consent(_) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password).await.unwrap() else {
+        panic!("sign-in failed")
+    };
+    let to = s.oauth.consent(BASE, &id, &csrf, true).await.unwrap();
+    let q = query(&to);
+    assert_eq!((q["state"].as_str(), q["iss"].as_str()), ("s", "https://continuity.example.com/"));
+    let none = ClientCredentials::default();
+    let exchange = params(&[
+        ("grant_type", "authorization_code"),
+        ("client_id", &client),
+        ("code", &q["code"]),
+        ("code_verifier", &verifier),
+        ("redirect_uri", "http://127.0.0.1:9/cb"),
+    ]);
+    let tok = s.oauth.token(BASE, &exchange, &none).await.unwrap();
+    let caller = s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap();
+    assert_eq!((caller.tenant.clone(), caller.plan), (t.clone(), PlanTier::Pro));
+    assert!(caller.credential.starts_with("jwt:"));
+    assert_eq!(s.oauth.token(BASE, &exchange, &none).await.unwrap_err().error, "invalid_grant", "single-use code");
+
+    // Refresh: rotation, then reuse of the rotated token revokes the family.
+    let rt1 = {
+        let view = s
+            .oauth
+            .begin_authorize(
+                BASE,
+                &params(&[
+                    ("response_type", "code"),
+                    ("client_id", &client),
+                    ("code_challenge", &challenge),
+                    ("code_challenge_method", "S256"),
+                ]),
+            )
+            .await
+            .unwrap();
+        let (id, csrf) = (view.pending.id.to_string(), view.csrf.unwrap());
+        s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password).await.unwrap();
+        let q = query(&s.oauth.consent(BASE, &id, &csrf, true).await.unwrap());
+        let p = params(&[
+            ("grant_type", "authorization_code"),
+            ("client_id", &client),
+            ("code", &q["code"]),
+            ("code_verifier", &verifier),
+            ("redirect_uri", "http://127.0.0.1:9/cb"),
+        ]);
+        s.oauth.token(BASE, &p, &none).await.unwrap().refresh_token.unwrap()
+    };
+    let refresh = |rt: &str| params(&[("grant_type", "refresh_token"), ("client_id", &client), ("refresh_token", rt)]);
+    let rt2 = s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap().refresh_token.unwrap();
+    assert_eq!(s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap_err().error, "invalid_grant");
+    assert_eq!(s.oauth.token(BASE, &refresh(&rt2), &none).await.unwrap_err().error, "invalid_grant", "family revoked");
+
+    // client_credentials.
+    let c = s
+        .oauth
+        .create_service_client(NewServiceClient {
+            tenant: t.clone(),
+            name: "etl".into(),
+            scopes: Scopes::parse("mcp:tools").unwrap(),
+            jwt_bearer: false,
+        })
+        .await
+        .unwrap();
+    let creds = ClientCredentials { basic: Some((c.client_id.to_string(), c.client_secret.clone())) };
+    let tok = s.oauth.token(BASE, &params(&[("grant_type", "client_credentials")]), &creds).await.unwrap();
+    let caller = s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap();
+    assert_eq!(caller.principal, c.client_id);
+    assert!(
+        s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), "https://other.example.com").await.is_err()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_server_on_the_embedded_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    flow(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_server_on_the_aws_backend() {
+    flow(continuity_tests::aws::backend().await).await;
+}
