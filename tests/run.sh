@@ -6,15 +6,18 @@
 #
 # On a fresh Debian machine (as root, or with sudo) it installs what is missing:
 # apt packages, a Python venv with moto, cfn-lint, aws-sam-cli and cargo-lambda,
-# and cargo-nextest. Repeat runs skip every install that is already satisfied.
+# a second venv with the official MCP Python SDK (CONTINUITY_TEST_PYTHON), Node 22
+# and the MCP conformance suite from npm, and cargo-nextest. Repeat runs skip every
+# install that is already satisfied.
 # It then starts throw-away services on loopback, on free ports:
 #   - moto_server (AWS APIs: DynamoDB, SQS, S3...)  -> CONTINUITY_TEST_MOTO_URL
 #   - a plain redis-server (no persistence)           -> CONTINUITY_TEST_REDIS_URL
 #   - a TLS Redis cluster (tests/redis-tls-cluster.sh) -> CONTINUITY_TEST_REDIS_CLUSTER_URLS
 #                                                        (comma-separated rediss:// URLs)
 #                                                        CONTINUITY_TEST_REDIS_CA (CA PEM path)
-# and runs the steps: nextest over the workspace, cfn-lint, `sam validate --lint`,
-# and a release `cargo lambda build` of the Lambda binaries. Every step is announced
+# and runs the steps: rustfmt, clippy, nextest over the workspace, the conformance
+# suite's authorization-server scenarios, cfn-lint, `sam validate --lint`, and a
+# release `cargo lambda build` of the Lambda binaries. Every step is announced
 # ("==> step") and timed, and a summary follows. The exit status is non-zero if
 # any step failed. Everything the script started is stopped on exit, including
 # on failure and Ctrl-C.
@@ -23,7 +26,7 @@
 # AWS_PROFILE / AWS_SESSION_TOKEN are unset.
 #
 # Environment:
-#   CONTINUITY_CACHE              cache root (default ~/.cache/continuity): venv, cargo target
+#   CONTINUITY_CACHE              cache root (default ~/.cache/continuity): venvs, npm, cargo target
 #   CARGO_TARGET_DIR              default $CONTINUITY_CACHE/target
 #   CONTINUITY_SKIP_LAMBDA_BUILD=1  skip the cargo-lambda release build (quick local runs)
 #   CONTINUITY_ONLY_SERVICES=1    start the services, print the exported variables, stop
@@ -49,6 +52,8 @@ mkdir -p "$CACHE"
 # The official MCP Python SDK lives in its own venv (its pins must not fight SAM's).
 MCP_VENV="$CACHE/venv-mcp"
 MCP_PY_REQUIREMENTS=("mcp==2.3.0")
+# Node 22 (the conformance suite needs it) and the suite, pinned, from npm.
+NPM_REQUIREMENTS=("node@22.23.3" "@modelcontextprotocol/conformance@0.2.0-alpha.12")
 PY_REQUIREMENTS=(
   "moto[server]>=5.1,<6"
   "cfn-lint>=1.30,<2"
@@ -189,6 +194,8 @@ fi
 if [ -z "$ONLY_SERVICES" ]; then
   # A C toolchain: the linker for rustc, and cc for bundled C crates (SQLite).
   command -v cc >/dev/null 2>&1 || missing+=(build-essential pkg-config)
+  # npm fetches Node 22 and the MCP conformance suite (any Node runs npm itself).
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
   if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
   fi
@@ -222,6 +229,24 @@ else
 fi
 export PATH="$VENV/bin:$PATH"
 end_step
+
+if [ -z "$ONLY_SERVICES" ]; then
+  begin_step "install: node 22 and the MCP conformance suite"
+  NPM_DIR="$CACHE/npm"
+  mkdir -p "$NPM_DIR"
+  npm_marker="$NPM_DIR/.continuity-requirements"
+  if [ -f "$npm_marker" ] && [ "$(cat "$npm_marker")" = "${NPM_REQUIREMENTS[*]}" ] && [ -x "$NPM_DIR/node_modules/.bin/node" ]; then
+    say "    up to date"
+  else
+    say "    installing: ${NPM_REQUIREMENTS[*]}"
+    (cd "$NPM_DIR" && { [ -f package.json ] || printf '{"private":true}\n' >package.json; } \
+      && npm install --no-audit --no-fund --loglevel=error "${NPM_REQUIREMENTS[@]}")
+    printf '%s\n' "${NPM_REQUIREMENTS[*]}" >"$npm_marker"
+  fi
+  NODE22="$NPM_DIR/node_modules/.bin/node"
+  CONFORMANCE_JS="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+  end_step
+fi
 
 begin_step "install: python venv for the MCP SDK"
 if [ ! -x "$MCP_VENV/bin/python" ]; then
@@ -402,6 +427,12 @@ fi
 run_step "cargo fmt --check" cargo fmt --all -- --check
 run_step "cargo clippy (warnings are errors)" cargo clippy --workspace --all-targets --quiet -- -D warnings
 run_step "cargo nextest" cargo nextest "${NEXTEST_ARGS[@]}" "$@"
+
+conformance_authorization() {
+  cargo build --quiet -p continuity --bin continuity
+  "$ROOT/tests/conformance/authorization.sh" "$CARGO_TARGET_DIR/debug/continuity" "$NODE22" "$CONFORMANCE_JS"
+}
+run_step "MCP conformance: authorization server scenarios" conformance_authorization
 
 run_step "cfn-lint infra/template.yaml" cfn-lint infra/template.yaml
 
