@@ -62,6 +62,32 @@ fn cli(home: &Path, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("utf8")
 }
 
+/// The 20 canonical MCP tools (SPEC §7.1), in registry order.
+fn adk_names() -> Vec<&'static str> {
+    vec![
+        "memory.search_org",
+        "memory.read_org",
+        "memory.propose",
+        "memory.read_conversational",
+        "memory.write_conversational",
+        "memory.read_personal",
+        "memory.list_decisions",
+        "session.get_context",
+        "session.summarize",
+        "session.list_recent",
+        "spine.entity.get",
+        "spine.entity.search",
+        "spine.relationship.list",
+        "signal.list",
+        "signal.get",
+        "proposal.create",
+        "proposal.status",
+        "book.list",
+        "kb.search",
+        "playbook.handoff",
+    ]
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
@@ -139,7 +165,7 @@ async fn serve_prints_url_key_and_is_healthy() {
 }
 
 #[tokio::test]
-async fn mcp_needs_a_key_and_lists_both_tools() {
+async fn mcp_needs_a_key_and_lists_every_tool() {
     let dir = tempfile::tempdir().unwrap();
     let s = spawn(&dir.path().join("home"));
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}});
@@ -159,7 +185,9 @@ async fn mcp_needs_a_key_and_lists_both_tools() {
 
     let v: Value = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.unwrap();
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+    // The owner key on the enterprise plan sees all 20 canonical tools.
+    let canonical: Vec<&str> = adk_names();
+    assert_eq!(names, canonical);
     for t in v["result"]["tools"].as_array().unwrap() {
         assert_eq!(t["inputSchema"]["type"], "object");
         assert!(t["outputSchema"].is_object());

@@ -60,7 +60,22 @@ async fn initialize_tools_list_and_call_from_events() {
     let (status, v) = invoke(&s, event("mcp-tools-list.json")).await;
     assert_eq!(status, 200);
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+    // The event's key has `mcp:tools tenant:read`: the read tools of the tenant channel.
+    assert_eq!(
+        names,
+        [
+            "session.get_context",
+            "session.list_recent",
+            "spine.entity.get",
+            "spine.entity.search",
+            "spine.relationship.list",
+            "signal.list",
+            "signal.get",
+            "proposal.status",
+            "book.list",
+            "kb.search"
+        ]
+    );
 
     let (status, v) = invoke(&s, event("mcp-tools-call-entity-get.json")).await;
     assert_eq!(status, 200);

@@ -66,6 +66,7 @@ macro_rules! contract_suite {
                 relationships_both_directions,
                 signals_newest_first,
                 memory_scopes_and_turns,
+                library_entries_and_documents,
                 proposals_lifecycle,
                 audit_newest_first_and_idempotency,
                 tenant_isolation_everywhere,

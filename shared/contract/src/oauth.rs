@@ -123,6 +123,8 @@ pub async fn pending_logins_complete_once(r: Records) {
         resource: "https://api.example.com/mcp".into(),
         user: None,
         expires_at: Timestamp(10),
+        redirect_uri_explicit: true,
+        failed_logins: 0,
     };
     let v1 = r.put_pending(&p, None).await.unwrap();
     assert_eq!(r.put_pending(&p, None).await.map_err(|e| e.code), Err(ErrorCode::Conflict));
@@ -146,6 +148,7 @@ pub async fn codes_are_single_use(r: Records) {
         expires_at: Timestamp(100),
         redeemed_at: None,
         family: None,
+        redirect_uri_explicit: true,
     };
     let d = digest();
     r.create_code(&d, &code).await.unwrap();

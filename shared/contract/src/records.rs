@@ -7,14 +7,14 @@ use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
 use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole};
 use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
 use domain::proposal::{Proposal, ProposalState};
-use domain::spine::{Entity, EntityRef, PoleClass, Relationship, Signal};
+use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, PoleClass, Relationship, Signal};
 use domain::tenant::{Department, Industry, PlanTier, Tenant};
 use domain::value::{Attributes, Value};
 use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
 use ports::Records;
 use ports::records::{
-    AuditLog, ConnectorStore, Direction, EntityStore, Expect, IdempotencyStore, MemoryStore, PrincipalStore, ProposalStore,
-    RelationshipStore, SignalStore, TenantStore,
+    AuditLog, ConnectorStore, Direction, EntityStore, Expect, IdempotencyStore, LibraryStore, MemoryStore, PrincipalStore,
+    ProposalStore, RelationshipStore, SignalStore, TenantStore,
 };
 
 use crate::fresh_tenant;
@@ -303,6 +303,50 @@ pub async fn memory_scopes_and_turns(r: Records) {
     assert_eq!(seqs, [1, 2, 3]);
     let dup = turns.items[0].clone();
     assert_eq!(r.append_turn(&dup).await.unwrap_err().code, ErrorCode::Conflict);
+    // The session index follows its turns, and a refused turn leaves it unchanged.
+    let s1 = r.get_session(&t, &id("u1"), "u1.s1").await.unwrap().unwrap();
+    assert_eq!((s1.turns, s1.first_at, s1.last_at, s1.title.as_str()), (3, Timestamp(1), Timestamp(3), "turn 1"));
+    assert_eq!(r.get_session(&t, &id("u2"), "u1.s1").await.unwrap(), None, "keyed by owner");
+    r.append_turn(&ConversationTurn { session: "u1.s2".into(), seq: 1, at: Timestamp(9), ..dup.clone() }).await.unwrap();
+    r.append_turn(&ConversationTurn { session: "u2.s1".into(), seq: 1, principal: id("u2"), ..dup.clone() }).await.unwrap();
+    let mine = r.list_sessions(&t, &id("u1"), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(mine.items.iter().map(|s| s.session.as_str()).collect::<Vec<_>>(), ["u1.s1", "u1.s2"]);
+    assert!(r.list_sessions(&fresh_tenant("other"), &id("u1"), &PageRequest::first(10)).await.unwrap().items.is_empty());
+}
+
+pub async fn library_entries_and_documents(r: Records) {
+    let t = fresh_tenant("lib");
+    let entry = |project: &str, n: &str| BookEntry {
+        tenant: t.clone(),
+        id: id(n),
+        project: project.into(),
+        title: format!("{project} {n}"),
+        body: "notes".into(),
+        created_at: Timestamp(1),
+    };
+    for (p, n) in [("apollo", "b2"), ("apollo", "b1"), ("apollo2", "b3"), ("zephyr", "b4")] {
+        r.put_book_entry(&entry(p, n)).await.unwrap();
+    }
+    let apollo = r.list_book_entries(&t, Some("apollo"), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(apollo.items.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["b1", "b2"], "prefix-safe, ordered");
+    assert_eq!(r.list_book_entries(&t, None, &PageRequest::first(10)).await.unwrap().items.len(), 4);
+    assert!(r.put_book_entry(&entry("bad#project", "b5")).await.is_err());
+    let doc = KbDocument {
+        tenant: t.clone(),
+        id: id("kb1"),
+        title: "Refund policy".into(),
+        body: "30 days".into(),
+        source: None,
+        created_at: Timestamp(1),
+    };
+    r.put_kb_document(&doc).await.unwrap();
+    assert_eq!(r.get_kb_document(&t, &id("kb1")).await.unwrap(), Some(doc.clone()));
+    let replaced = KbDocument { body: "60 days".into(), ..doc };
+    r.put_kb_document(&replaced).await.unwrap();
+    assert_eq!(r.list_kb_documents(&t, &PageRequest::first(10)).await.unwrap().items, vec![replaced]);
+    let other = fresh_tenant("lib");
+    assert!(r.list_kb_documents(&other, &PageRequest::first(10)).await.unwrap().items.is_empty());
+    assert!(r.list_book_entries(&other, None, &PageRequest::first(10)).await.unwrap().items.is_empty());
 }
 
 pub async fn proposals_lifecycle(r: Records) {

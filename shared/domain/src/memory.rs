@@ -166,6 +166,21 @@ pub struct ConversationTurn {
     pub at: Timestamp,
 }
 
+/// The index record of one conversation: who owns it, how many turns, when last used.
+/// Written in the same atomic batch as each turn, so `turns` is also the last `seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub tenant: TenantId,
+    /// `{principal}.{name}`: sessions are namespaced by their owner.
+    pub session: String,
+    pub principal: Id,
+    pub turns: u64,
+    pub first_at: Timestamp,
+    pub last_at: Timestamp,
+    /// The first words of the first user turn, for listings.
+    pub title: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

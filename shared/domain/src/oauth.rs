@@ -125,6 +125,14 @@ pub struct AuthCode {
     pub redeemed_at: Option<Timestamp>,
     /// The refresh family the redemption started, so that reuse can revoke it.
     pub family: Option<Id>,
+    /// Whether the authorization request named the redirect URI (then the token
+    /// request must repeat it, RFC 6749 §4.1.3).
+    #[serde(default = "yes")]
+    pub redirect_uri_explicit: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// One refresh token (stored under its digest). Rotation marks it `rotated_at` and
@@ -165,7 +173,16 @@ pub struct PendingAuthorization {
     /// Set once the user has signed in, before consent.
     pub user: Option<(TenantId, Id)>,
     pub expires_at: Timestamp,
+    /// Whether the request named the redirect URI.
+    #[serde(default = "yes")]
+    pub redirect_uri_explicit: bool,
+    /// Failed sign-ins on this page; at [`MAX_FAILED_LOGINS`] it is used up.
+    #[serde(default)]
+    pub failed_logins: u32,
 }
+
+/// Failed sign-ins one login page allows before it must be started again.
+pub const MAX_FAILED_LOGINS: u32 = 5;
 
 /// An identity provider a tenant trusts for enterprise sign-in (ID-JAG, SPEC §3.3).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -20,7 +20,9 @@ use subtle::ConstantTimeEq;
 
 use crate::router::AppState;
 
-const CSRF_COOKIE: &str = "continuity_csrf";
+/// The CSRF cookie's name is per sign-in (`continuity_csrf_{request id}`), so two
+/// sign-ins in one browser do not overwrite each other's token.
+const CSRF_COOKIE: &str = "continuity_csrf_";
 
 /// The API's base URL for this request: configured, or derived by the Lambda adapter.
 #[derive(Debug, Clone)]
@@ -81,14 +83,35 @@ fn basic_credentials(headers: &HeaderMap) -> Result<ClientCredentials, OAuthErro
     let Some(v) = headers.get(header::AUTHORIZATION) else { return Ok(ClientCredentials::default()) };
     let bad = || OAuthError::new("invalid_client", "malformed Basic credentials");
     let v = v.to_str().map_err(|_| bad())?;
-    let Some(b64) = v.strip_prefix("Basic ").or_else(|| v.strip_prefix("basic ")) else {
+    let (scheme, b64) = v.split_once(' ').ok_or_else(bad)?;
+    if !scheme.eq_ignore_ascii_case("basic") {
         return Err(OAuthError::new("invalid_client", "the token endpoint takes client credentials as Basic, not Bearer"));
-    };
+    }
     let raw = STANDARD.decode(b64.trim()).map_err(|_| bad())?;
     let raw = String::from_utf8(raw).map_err(|_| bad())?;
     let (id, secret) = raw.split_once(':').ok_or_else(bad)?;
-    let dec = |s: &str| form_urlencoded::parse(format!("x={s}").as_bytes()).next().map(|(_, v)| v.into_owned());
-    Ok(ClientCredentials { basic: Some((dec(id).ok_or_else(bad)?, dec(secret).ok_or_else(bad)?)) })
+    Ok(ClientCredentials { basic: Some((form_decode(id).ok_or_else(bad)?, form_decode(secret).ok_or_else(bad)?)) })
+}
+
+/// `application/x-www-form-urlencoded` decoding of one value (`+` is a space, `%XX` a
+/// byte); `None` for a malformed escape or non-UTF-8.
+fn form_decode(s: &str) -> Option<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = s.get(i + 1..i + 3)?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).ok()
 }
 
 // ---- discovery ----------------------------------------------------------------------
@@ -283,8 +306,11 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
         Ok(view) => {
             let csrf = view.csrf.clone().unwrap_or_default();
             let mut resp = login_page(&view, &csrf, None);
+            // `__Host-` (https only) pins the cookie to this host: no sibling subdomain can plant one.
             let cookie = format!(
-                "{CSRF_COOKIE}={csrf}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                "{}{CSRF_COOKIE}{}={csrf}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+                if secure { "__Host-" } else { "" },
+                view.pending.id,
                 domain::oauth::PENDING_AUTHORIZATION_TTL_SECS,
                 if secure { "; Secure" } else { "" }
             );
@@ -297,10 +323,11 @@ pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Respo
     }
 }
 
-fn cookie_csrf(headers: &HeaderMap) -> Option<String> {
+fn cookie_csrf(headers: &HeaderMap, request_id: &str) -> Option<String> {
+    let names = [format!("{CSRF_COOKIE}{request_id}"), format!("__Host-{CSRF_COOKIE}{request_id}")];
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
-        (k == CSRF_COOKIE).then(|| v.to_owned())
+        names.iter().any(|n| n == k).then(|| v.to_owned())
     })
 }
 
@@ -320,7 +347,7 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
     };
     // Double submit: the form's token must be the cookie's (a cross-site page can post
     // the form but cannot read or set our SameSite=Strict cookie).
-    let cookie_ok = cookie_csrf(&parts.headers).is_some_and(|c| bool::from(c.as_bytes().ct_eq(csrf.as_bytes())));
+    let cookie_ok = cookie_csrf(&parts.headers, id).is_some_and(|c| bool::from(c.as_bytes().ct_eq(csrf.as_bytes())));
     if !cookie_ok {
         return error_page(&OAuthError::new(
             "invalid_request",
@@ -367,6 +394,11 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Basic {}", STANDARD.encode("my%3Aid:s%20t"))).unwrap());
         assert_eq!(basic_credentials(&h).unwrap().basic, Some(("my:id".into(), "s t".into())));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("BASIC {}", STANDARD.encode("a&b:c%26d"))).unwrap());
+        assert_eq!(basic_credentials(&h).unwrap().basic, Some(("a&b".into(), "c&d".into())));
+        assert_eq!(form_decode("%zz"), None);
+        assert_eq!(form_decode("%4"), None);
+        assert_eq!(form_decode("é%C3%A9"), Some("éé".into()));
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic !!!"));
         assert_eq!(basic_credentials(&h).unwrap_err().error, "invalid_client");
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer x"));

@@ -226,10 +226,27 @@ async fn listing_shows_what_unlocks_the_rest() {
     assert_eq!(find("memory.search_org")["route"], "VECTOR_INDEX");
     assert_eq!(caps.len(), adk::registry::REGISTRY.len());
 
-    // tools/list shows only what is allowed and served.
+    // tools/list shows only what the plan (starter) and the key's scopes allow.
     let v = f.rpc(&key, "tools/list", json!({})).await;
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+    assert_eq!(
+        names,
+        [
+            "memory.read_conversational",
+            "memory.write_conversational",
+            "memory.read_personal",
+            "session.get_context",
+            "session.summarize",
+            "session.list_recent",
+            "spine.entity.get",
+            "spine.entity.search",
+            "spine.relationship.list",
+            "signal.list",
+            "signal.get",
+            "book.list",
+            "kb.search"
+        ]
+    );
 }
 
 #[tokio::test]

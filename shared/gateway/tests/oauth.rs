@@ -469,6 +469,14 @@ async fn authorization_requests_are_validated() {
         let loc = query_of(&r.header("location"));
         assert_eq!((loc["error"].as_str(), loc["state"].as_str(), loc["iss"].as_str()), (error, "s1", ISSUER));
     }
+    // A self-registered client with an https redirect: errors before the user did anything
+    // are shown here, never redirected (no open redirector, RFC 9700 §4.11.2).
+    let r = f.register(json!({"redirect_uris": ["https://phish.example.com/cb"]})).await;
+    let https_client = r.json()["client_id"].as_str().unwrap().to_owned();
+    let q = form(&[("response_type", "token"), ("client_id", &https_client), ("redirect_uri", "https://phish.example.com/cb")]);
+    let r = get(q).await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(r.header("location").is_empty());
 }
 
 #[tokio::test]
@@ -479,6 +487,9 @@ async fn registration_never_grants_privileged_scopes_and_refuses_bad_metadata() 
         (json!({"redirect_uris": []}), "invalid_redirect_uri"),
         (json!({"redirect_uris": ["javascript:alert(1)"]}), "invalid_redirect_uri"),
         (json!({"redirect_uris": ["http://evil.example.com/cb"]}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": ["HTTP://evil.example.com/cb"]}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": ["http:evil.example.com/cb"]}), "invalid_redirect_uri"),
+        (json!({"redirect_uris": ["https://exämple.com/cb"]}), "invalid_redirect_uri"),
         (json!({"redirect_uris": ["https://ok.example.com/cb#f"]}), "invalid_redirect_uri"),
         (json!({"redirect_uris": [REDIRECT], "scope": "mcp:tools admin"}), "invalid_client_metadata"),
         (json!({"redirect_uris": [REDIRECT], "scope": "approvals:decide"}), "invalid_client_metadata"),
@@ -820,7 +831,7 @@ async fn enterprise_sign_in_with_an_id_jag() {
         let mut v = json!({
             "iss": issuer, "sub": "00u-ada", "aud": ISSUER, "client_id": c.client_id.as_str(),
             "jti": format!("jti-{:x}", rand::random::<u64>()), "iat": now, "exp": now + 300,
-            "resource": MCP, "scope": "mcp:tools tenant:read", "email": "ada@example.com",
+            "resource": MCP, "scope": "openid mcp:tools tenant:read", "email": "ada@example.com", "email_verified": true,
         });
         for (k, val) in changes.as_object().unwrap() {
             if val.is_null() {
@@ -854,7 +865,17 @@ async fn enterprise_sign_in_with_an_id_jag() {
             .unwrap();
     let ada = f.services.backend.records.get_login(&acme, "ada@example.com").await.unwrap().unwrap();
     use ports::oauth::OAuthStore as _;
-    assert_eq!(sub["sub"], ada.principal.as_str(), "mapped to the local user by e-mail");
+    assert_eq!(sub["sub"], ada.principal.as_str(), "mapped to the local user by its verified e-mail");
+    // An unverified e-mail links nothing: the user is the IdP subject's own principal.
+    let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"email_verified": false})))).await;
+    let t = r.json();
+    let sub: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(t["access_token"].as_str().unwrap().split('.').nth(1).unwrap()).unwrap())
+            .unwrap();
+    assert!(sub["sub"].as_str().unwrap().starts_with("sso-"), "{sub}");
+    // An asserted scope with only unknown words grants nothing.
+    let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"scope": "openid profile"})))).await;
+    assert_eq!(r.json()["error"], "invalid_scope", "{}", r.text());
     // Replaying the same assertion.
     let r = grant(good).await;
     assert_eq!(r.json()["error"], "invalid_grant");
@@ -878,6 +899,10 @@ async fn enterprise_sign_in_with_an_id_jag() {
         ("unknown kid", assertion(&idp, "idp-2", "oauth-id-jag+jwt", &claims(json!({})))),
         ("signed by another key", assertion(&stranger, "idp-1", "oauth-id-jag+jwt", &claims(json!({})))),
         ("not a JWT", "abc".to_owned()),
+        (
+            "aud as an array",
+            assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"aud": [ISSUER, "https://other.example.com/"]}))),
+        ),
     ];
     for (name, a) in variants {
         let r = grant(a).await;

@@ -306,8 +306,11 @@ impl OAuthStore for Records {
         let new_digest = printable_key(new_digest)?;
         let Some(item) = self.items().get(REGISTRY_TENANT, REFRESH, old_digest).await? else { return Ok(Rotation::Unknown) };
         let mut old: RefreshToken = decode(&item)?;
-        let family = self.get_family(&old.family).await?;
-        if family.as_ref().is_none_or(|f| f.revoked_at.is_some()) {
+        let Some(family_item) = self.items().get(REGISTRY_TENANT, FAMILY, old.family.as_str()).await? else {
+            return Ok(Rotation::Revoked(old));
+        };
+        let family: RefreshFamily = decode(&family_item)?;
+        if family.revoked_at.is_some() {
             return Ok(Rotation::Revoked(old));
         }
         if old.rotated_at.is_some() {
@@ -325,6 +328,16 @@ impl OAuthStore for Records {
                 Condition::Version(item.version),
             ),
             put(REGISTRY_TENANT, REFRESH, new_digest.to_owned(), 1, encode(new)?, Condition::Absent),
+            // The family must still be the unrevoked one read above: a revocation racing
+            // this rotation makes the whole write fail.
+            put(
+                REGISTRY_TENANT,
+                FAMILY,
+                family.id.to_string(),
+                family_item.version + 1,
+                family_item.body.clone(),
+                Condition::Version(family_item.version),
+            ),
         ];
         match self.items().write(writes).await {
             Ok(()) => Ok(Rotation::Rotated(old)),

@@ -12,6 +12,9 @@
 //! | signal | `signal` / `signal_by_entity` / `signal_id` | `{at}#{id}` / `{type}#{id}#{at}#{sid}` / `{sid}` |
 //! | memory entry | `memory` / `memory_by_scope` | `{id}` / `{scope}#{id}` |
 //! | conversation turn | `turn` | `{session}#{seq}` |
+//! | session index | `session` | `{principal}#{session}` |
+//! | book-of-projects entry | `book` | `{project}#{id}` |
+//! | KB document | `kb` | `{id}` |
 //! | proposal | `proposal` / `proposal_by_state` | `{id}` / `{state}#{id}` |
 //! | audit record | `audit` | `{at}#{id}` |
 //! | idempotency key | `idem` | `{key}` |
@@ -27,10 +30,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
-use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope};
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
-use domain::spine::{Entity, EntityRef, Relationship, Signal};
+use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, Relationship, Signal};
 use domain::tenant::Tenant;
 use domain::{EntityType, Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use serde::Serialize;
@@ -165,9 +168,21 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// Appends a turn and updates its session's index record in one atomic write.
+    ///
     /// # Errors
     /// `CONFLICT` when `(session, seq)` exists; `UNAVAILABLE`.
     async fn append_turn(&self, turn: &ConversationTurn) -> Result<()>;
+    /// The index record of one session.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>>;
+    /// Sessions owned by `principal`, in session-id order (callers sort by recency).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>>;
     /// Turns of one session in order.
     ///
     /// # Errors
@@ -221,6 +236,31 @@ pub trait IdempotencyStore: Send + Sync {
 /// Every state change goes through [`ConnectorStatus::transition`] between a read and a
 /// write conditioned on the version read, so two concurrent transitions never both
 /// succeed: the loser gets `CONFLICT` and re-reads, and no update is lost.
+#[async_trait]
+pub trait LibraryStore: Send + Sync {
+    /// Creates or replaces a book-of-projects entry.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a bad project name; `UNAVAILABLE`.
+    async fn put_book_entry(&self, entry: &BookEntry) -> Result<()>;
+    /// Entries of one project, or of all projects, ordered by project then id.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_book_entries(&self, tenant: &TenantId, project: Option<&str>, page: &PageRequest) -> Result<Page<BookEntry>>;
+    /// Creates or replaces a knowledge-base document.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn put_kb_document(&self, doc: &KbDocument) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_kb_document(&self, tenant: &TenantId, id: &Id) -> Result<Option<KbDocument>>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>>;
+}
+
 #[async_trait]
 pub trait ConnectorStore: Send + Sync {
     /// # Errors
@@ -286,6 +326,10 @@ pub(crate) fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
 
 pub(crate) fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
     Write::Put { item: Item { tenant: tenant.to_owned(), part: part.to_owned(), sk, version, body }, condition }
+}
+
+fn session_key(principal: &Id, session: &str) -> String {
+    format!("{principal}#{session}")
 }
 
 fn entity_ref_key(r: &EntityRef) -> String {
@@ -585,16 +629,39 @@ impl MemoryStore for Records {
     async fn append_turn(&self, turn: &ConversationTurn) -> Result<()> {
         Id::new(turn.session.clone())?;
         let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
+        let t = turn.tenant.as_str();
+        let existing: Option<SessionSummary> = self.get_one(t, "session", &session_key(&turn.principal, &turn.session)).await?;
+        let summary = match existing {
+            Some(mut s) => {
+                s.turns = s.turns.max(turn.seq);
+                s.last_at = s.last_at.max(turn.at);
+                s
+            }
+            None => SessionSummary {
+                tenant: turn.tenant.clone(),
+                session: turn.session.clone(),
+                principal: turn.principal.clone(),
+                turns: turn.seq,
+                first_at: turn.at,
+                last_at: turn.at,
+                title: turn.content.chars().take(80).collect(),
+            },
+        };
         self.items
-            .write(vec![put(
-                turn.tenant.as_str(),
-                "turn",
-                format!("{}#{}", turn.session, pad(seq)),
-                1,
-                encode(turn)?,
-                Condition::Absent,
-            )])
+            .write(vec![
+                put(t, "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent),
+                put(t, "session", session_key(&turn.principal, &turn.session), 1, encode(&summary)?, Condition::None),
+            ])
             .await
+    }
+
+    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>> {
+        Id::new(session)?;
+        self.get_one(tenant.as_str(), "session", &session_key(principal, session)).await
+    }
+
+    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>> {
+        self.page(tenant.as_str(), "session", &format!("{principal}#"), page, false).await
     }
 
     async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>> {
@@ -684,6 +751,38 @@ impl IdempotencyStore for Records {
             Err(e) if e.code == domain::ErrorCode::Conflict => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+#[async_trait]
+impl LibraryStore for Records {
+    async fn put_book_entry(&self, entry: &BookEntry) -> Result<()> {
+        Id::new(entry.project.clone())
+            .map_err(|_| Error::invalid_field("project", "must be 1-128 printable characters without # or /"))?;
+        let t = entry.tenant.as_str();
+        self.items
+            .write(vec![put(t, "book", format!("{}#{}", entry.project, entry.id), 1, encode(entry)?, Condition::None)])
+            .await
+    }
+
+    async fn list_book_entries(&self, tenant: &TenantId, project: Option<&str>, page: &PageRequest) -> Result<Page<BookEntry>> {
+        let prefix = match project {
+            Some(p) => format!("{}#", Id::new(p)?),
+            None => String::new(),
+        };
+        self.page(tenant.as_str(), "book", &prefix, page, false).await
+    }
+
+    async fn put_kb_document(&self, doc: &KbDocument) -> Result<()> {
+        self.items.write(vec![put(doc.tenant.as_str(), "kb", doc.id.to_string(), 1, encode(doc)?, Condition::None)]).await
+    }
+
+    async fn get_kb_document(&self, tenant: &TenantId, id: &Id) -> Result<Option<KbDocument>> {
+        self.get_one(tenant.as_str(), "kb", id.as_str()).await
+    }
+
+    async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>> {
+        self.page(tenant.as_str(), "kb", "", page, false).await
     }
 }
 

@@ -28,9 +28,31 @@ pub const CONNECTOR_STATUS_TTL: Duration = Duration::from_secs(30);
 /// The capability registry document is cached this long.
 pub const REGISTRY_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// The capabilities this version executes; the rest resolve but answer honestly that
-/// they are not served yet.
-pub const SERVED: &[&str] = &["spine.entity.get", "spine.entity.search", "spine.entity.list"];
+/// The capabilities this version executes: the 20 canonical MCP tools and
+/// `spine.entity.list`. The rest resolve but answer honestly that they are not served yet.
+pub const SERVED: &[&str] = &[
+    "memory.search_org",
+    "memory.read_org",
+    "memory.propose",
+    "memory.read_conversational",
+    "memory.write_conversational",
+    "memory.read_personal",
+    "memory.list_decisions",
+    "session.get_context",
+    "session.summarize",
+    "session.list_recent",
+    "spine.entity.get",
+    "spine.entity.search",
+    "spine.entity.list",
+    "spine.relationship.list",
+    "signal.list",
+    "signal.get",
+    "proposal.create",
+    "proposal.status",
+    "book.list",
+    "kb.search",
+    "playbook.handoff",
+];
 
 /// A capability's result: data for programs, text for models.
 #[derive(Debug, Clone)]
@@ -278,10 +300,7 @@ impl CapabilityService {
                 (json!({ "entities": list, "count": list.len(), "truncated": res.truncated }), text)
             }
             other => {
-                return Err(Error::new(
-                    ErrorCode::CapabilityNotFound,
-                    format!("{other} is registered but not served by this version of Continuity yet"),
-                ));
+                crate::tools::Tools { backend: &self.backend, entities: &self.entities, schema }.run(caller, other, &args).await?
             }
         };
         Ok(Outcome { resolution, data, text })

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod capabilities;
 pub mod entities;
 pub mod oauth;
+pub mod tools;
 
 use ports::Backend;
 

@@ -37,6 +37,9 @@ const MAX_AGE_SECS: i64 = 300;
 struct Claims {
     iss: String,
     sub: String,
+    /// A single string: an assertion for several audiences is not for us alone.
+    #[allow(dead_code)]
+    aud: String,
     jti: String,
     iat: i64,
     exp: i64,
@@ -46,6 +49,8 @@ struct Claims {
     scope: Option<String>,
     #[serde(default)]
     email: Option<String>,
+    #[serde(default)]
+    email_verified: bool,
 }
 
 /// What a valid assertion says about the user.
@@ -54,6 +59,8 @@ pub struct Assertion {
     pub issuer: String,
     pub subject: String,
     pub email: Option<String>,
+    /// Whether the IdP asserts it verified the e-mail (only then may it link a local account).
+    pub email_verified: bool,
     pub scope: Option<String>,
 }
 
@@ -90,22 +97,30 @@ impl IdpKeys {
         if let Some(inline) = &idp.jwks {
             return serde_json::from_value(inline.clone())
                 .map(Arc::new)
-                .map_err(|e| Error::invalid(format!("the trusted IdP's inline JWKS is malformed: {e}")));
+                .map_err(|e| Error::internal(format!("the trusted IdP's inline JWKS is malformed: {e}")));
         }
-        let uri = idp.jwks_uri.as_deref().ok_or_else(|| Error::invalid("the trusted IdP has no keys configured"))?;
+        let uri = idp.jwks_uri.as_deref().ok_or_else(|| Error::internal("the trusted IdP has no keys configured"))?;
         if let Ok(c) = self.cache.read()
             && let Some((at, set)) = c.get(uri)
             && at.elapsed() < JWKS_TTL
         {
             return Ok(set.clone());
         }
-        let resp = self.http.get(uri).send().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?;
+        let mut resp = self.http.get(uri).send().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?;
         if !resp.status().is_success() {
             return Err(Error::unavailable(format!("IdP JWKS {uri}: HTTP {}", resp.status())));
         }
-        let body = resp.bytes().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?;
-        if body.len() > MAX_JWKS_BYTES {
-            return Err(Error::unavailable(format!("IdP JWKS {uri}: larger than {MAX_JWKS_BYTES} bytes")));
+        let too_big = || Error::unavailable(format!("IdP JWKS {uri}: larger than {MAX_JWKS_BYTES} bytes"));
+        if resp.content_length().is_some_and(|n| n > MAX_JWKS_BYTES as u64) {
+            return Err(too_big());
+        }
+        // Read in chunks so an endless body cannot exhaust memory.
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))? {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(too_big());
+            }
+            body.extend_from_slice(&chunk);
         }
         let set: Arc<JwkSet> =
             Arc::new(serde_json::from_slice(&body).map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?);
@@ -207,12 +222,19 @@ impl IdpKeys {
         }
         let fresh = backend
             .records
-            .claim_jti(&claims.iss, &claims.jti, Timestamp(claims.exp.saturating_mul(1000)))
+            // Kept only as long as the assertion could be accepted (its `iat` bound).
+            .claim_jti(&claims.iss, &claims.jti, Timestamp(claims.exp.min(claims.iat + MAX_AGE_SECS + skew).saturating_mul(1000)))
             .await
             .map_err(OAuthError::from)?;
         if !fresh {
             return Err(refuse("replayed (jti already used)"));
         }
-        Ok(Assertion { issuer: claims.iss, subject: claims.sub, email: claims.email, scope: claims.scope })
+        Ok(Assertion {
+            issuer: claims.iss,
+            subject: claims.sub,
+            email: claims.email,
+            email_verified: claims.email_verified,
+            scope: claims.scope,
+        })
     }
 }

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::oauth::{
-    AUTH_CODE_TTL_SECS, AuthCode, ClientAuthMethod, Grant, GrantType, OAuthClient, PENDING_AUTHORIZATION_TTL_SECS,
-    PendingAuthorization, REFRESH_TOKEN_TTL_SECS, RefreshFamily, RefreshToken, UserLogin,
+    AUTH_CODE_TTL_SECS, AuthCode, ClientAuthMethod, Grant, GrantType, MAX_FAILED_LOGINS, OAuthClient,
+    PENDING_AUTHORIZATION_TTL_SECS, PendingAuthorization, REFRESH_TOKEN_TTL_SECS, RefreshFamily, RefreshToken, UserLogin,
 };
 use domain::principal::{Principal, PrincipalKind, Role, Scope, Scopes};
 use domain::tenant::PlanTier;
@@ -80,6 +80,8 @@ impl From<Error> for OAuthError {
                 o
             }
             ErrorCode::InvalidRequest => Self::new("invalid_request", e.message),
+            // A concurrent change (a double submit): the request can simply be retried.
+            ErrorCode::Conflict => Self::new("invalid_request", "this request raced another one; start again"),
             ErrorCode::RateLimited => {
                 let mut o = Self::new("invalid_request", "too many attempts; wait and retry");
                 o.status = 429;
@@ -220,18 +222,28 @@ fn valid_verifier(v: &str) -> bool {
 /// apps, RFC 8252 §7.3), or a private-use scheme (RFC 8252 §7.1) — never a fragment,
 /// never `javascript:`/`data:`/`file:`.
 fn valid_redirect_uri(uri: &str) -> bool {
-    if uri.len() > MAX_URI_LEN || uri.contains('#') || uri.bytes().any(|b| b.is_ascii_control() || b == b' ') {
+    if uri.len() > MAX_URI_LEN || !uri.is_ascii() || uri.contains('#') || uri.bytes().any(|b| b.is_ascii_control() || b == b' ') {
         return false;
     }
-    if uri.starts_with("https://") || uri.starts_with("http://") {
-        return domain::oauth::is_secure_url(uri);
-    }
     let Some((scheme, rest)) = uri.split_once(':') else { return false };
+    let lower = scheme.to_ascii_lowercase();
+    if lower == "http" || lower == "https" {
+        // The exact lower-case `scheme://` form only: `HTTP://x` or `http:x` would slip
+        // past a case-sensitive prefix test and still reach a browser as http.
+        return (uri.starts_with("https://") || uri.starts_with("http://")) && domain::oauth::is_secure_url(uri);
+    }
     let scheme_ok = scheme.len() >= 2
         && scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
         && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-    let lower = scheme.to_ascii_lowercase();
     scheme_ok && !rest.is_empty() && !matches!(lower.as_str(), "javascript" | "data" | "file" | "vbscript" | "blob" | "about")
+}
+
+/// Whether errors may be sent to this redirect URI before the user did anything
+/// (RFC 9700 §4.11.2): yes for loopback and private-use schemes, which no third party
+/// can host; for a registered client's https URI, an error page instead, so that our
+/// domain cannot be used as an open redirector.
+fn may_redirect_errors(client: &OAuthClient, uri: &str) -> bool {
+    !client.dynamic || !uri.starts_with("https://")
 }
 
 fn append_query(uri: &str, pairs: &[(&str, &str)]) -> String {
@@ -522,6 +534,7 @@ impl OAuthService {
         let client_id = Id::new(client_id).map_err(|_| page("invalid_client", "unknown client"))?;
         let client =
             self.backend.records.get_client(&client_id).await?.ok_or_else(|| page("invalid_client", "unknown client"))?;
+        let redirect_uri_explicit = params.get("redirect_uri").is_some();
         let redirect_uri = match params.get("redirect_uri") {
             Some(u) if client.redirect_uris.iter().any(|r| r == u) => u.to_owned(),
             Some(_) => return Err(page("invalid_request", "redirect_uri does not exactly match a registered redirect URI")),
@@ -533,7 +546,11 @@ impl OAuthService {
             return Err(page("invalid_request", "state is too long"));
         }
         let issuer = issuer_of(base);
-        let fail = |error: &str, description: &str| {
+        let redirect_errors = may_redirect_errors(&client, &redirect_uri);
+        let fail = |error: &'static str, description: &str| {
+            if !redirect_errors {
+                return AuthorizeError::Page(OAuthError::new(error, description.to_owned()));
+            }
             let mut pairs = vec![("error", error), ("error_description", description)];
             if let Some(s) = &state {
                 pairs.push(("state", s.as_str()));
@@ -584,17 +601,22 @@ impl OAuthService {
             resource,
             user: None,
             expires_at: self.now().plus_millis(PENDING_AUTHORIZATION_TTL_SECS * 1000),
+            redirect_uri_explicit,
+            failed_logins: 0,
         };
         self.backend.records.put_pending(&pending, None).await?;
         Ok(PendingView { pending, client_name: client.client_name, csrf: Some(csrf) })
     }
 
-    /// RFC 8707: the resource must be us (the MCP URL or the API base); absent means the MCP URL.
+    /// RFC 8707: the resource must be us (the MCP URL or the API base); absent means the
+    /// MCP URL. Returns the canonical form, which becomes the token's `aud`.
     fn check_resource(&self, base: &str, resource: Option<&str>) -> OResult<String> {
         let mcp = mcp_resource_of(base);
+        let root = base.trim_end_matches('/');
         match resource {
             None => Ok(mcp),
-            Some(r) if r == mcp || r.trim_end_matches('/') == base.trim_end_matches('/') => Ok(r.to_owned()),
+            Some(r) if r == mcp => Ok(mcp),
+            Some(r) if r == root || r == format!("{root}/") => Ok(root.to_owned()),
             Some(_) => Err(OAuthError::new("invalid_target", "resource must be this server's MCP URL")),
         }
     }
@@ -620,11 +642,12 @@ impl OAuthService {
         Ok((p, v))
     }
 
-    /// Checks a sign-in on the login page.
+    /// Checks a sign-in on the login page. Bounded three ways before any password is
+    /// hashed: 10 attempts a minute per e-mail, and 5 failures per login page (then it
+    /// must be started again); argon2 runs on the blocking pool.
     ///
     /// # Errors
-    /// [`AuthorizeError::Page`] for an expired or forged form; `RATE_LIMITED` sign-ins
-    /// come back as a retry with a message.
+    /// [`AuthorizeError::Page`] for an expired, forged or used-up form.
     pub async fn login(
         &self,
         pending_id: &str,
@@ -637,12 +660,14 @@ impl OAuthService {
         let client_name = self.client_name(&p.client_id).await?;
         let view = |p: PendingAuthorization| PendingView { pending: p, client_name: client_name.clone(), csrf: None };
         let wrong = "Unknown workspace, e-mail or password.".to_owned();
-        let Ok(tenant) = TenantId::new(tenant.trim()) else {
-            password::verify_dummy(password_given);
-            return Ok(LoginOutcome::Retry(view(p), wrong));
-        };
+        if p.failed_logins >= MAX_FAILED_LOGINS {
+            return Err(AuthorizeError::Page(OAuthError::new(
+                "access_denied",
+                "too many failed sign-ins; start again from your app",
+            )));
+        }
         let email = email.trim().to_ascii_lowercase();
-        let limit_key = format!("login:{tenant}:{}", sha256_hex(&email));
+        let limit_key = format!("login:{}", sha256_hex(&format!("{}\n{email}", tenant.trim())));
         match self.backend.limiter.acquire(&limit_key, Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE)).await {
             Ok(d) if !d.allowed => {
                 return Ok(LoginOutcome::Retry(
@@ -651,20 +676,44 @@ impl OAuthService {
                 ));
             }
             Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "login rate limiter unavailable; allowing"),
+            // Fail closed: without the limiter, password guessing would be unbounded.
+            Err(e) => {
+                tracing::warn!(error = %e, "login rate limiter unavailable; sign-in refused");
+                return Ok(LoginOutcome::Retry(view(p), "Sign-in is briefly unavailable. Try again in a few seconds.".into()));
+            }
         }
-        let login = self.backend.records.get_login(&tenant, &email).await?;
-        let ok = match &login {
-            Some(l) if !l.disabled => password::verify(password_given, &l.password_hash),
-            _ => {
-                password::verify_dummy(password_given);
+        let login = match TenantId::new(tenant.trim()) {
+            Ok(t) => self.backend.records.get_login(&t, &email).await?,
+            Err(_) => None,
+        };
+        let given = password_given.to_owned();
+        let stored = login.as_ref().filter(|l| !l.disabled).map(|l| l.password_hash.clone());
+        let ok = tokio::task::spawn_blocking(move || match stored {
+            Some(hash) => password::verify(&given, &hash),
+            None => {
+                password::verify_dummy(&given);
                 false
             }
-        };
+        })
+        .await
+        .map_err(|e| AuthorizeError::from(Error::internal(format!("password check: {e}"))))?;
         let Some(login) = login.filter(|_| ok) else {
-            tracing::info!(tenant = %tenant, "sign-in refused");
+            tracing::info!("sign-in refused");
+            p.failed_logins += 1;
+            let failed = p.failed_logins;
+            self.backend.records.put_pending(&p, Some(v)).await?;
+            if failed >= MAX_FAILED_LOGINS {
+                return Err(AuthorizeError::Page(OAuthError::new(
+                    "access_denied",
+                    "too many failed sign-ins; start again from your app",
+                )));
+            }
             return Ok(LoginOutcome::Retry(view(p), wrong));
         };
+        let client = self.backend.records.get_client(&p.client_id).await?;
+        if client.and_then(|c| c.tenant).is_some_and(|t| t != login.tenant) {
+            return Ok(LoginOutcome::Retry(view(p), "This application belongs to another workspace.".into()));
+        }
         p.user = Some((login.tenant.clone(), login.principal.clone()));
         self.backend.records.put_pending(&p, Some(v)).await?;
         tracing::info!(tenant = %login.tenant, principal = %login.principal, "signed in for consent");
@@ -729,6 +778,7 @@ impl OAuthService {
                     expires_at: self.now().plus_millis(AUTH_CODE_TTL_SECS * 1000),
                     redeemed_at: None,
                     family: None,
+                    redirect_uri_explicit: p.redirect_uri_explicit,
                 };
                 self.backend.records.create_code(&sha256_hex(&code), &record).await?;
                 tracing::info!(tenant = %tenant, principal = %principal, client_id = %p.client_id, "authorization granted");
@@ -802,7 +852,7 @@ impl OAuthService {
     async fn grant_code(&self, base: &str, params: &Params, client: &OAuthClient) -> OResult<TokenResponse> {
         let code = params.require("code")?;
         let verifier = params.require("code_verifier")?;
-        let redirect_uri = params.require("redirect_uri")?;
+        let redirect_uri = params.get("redirect_uri");
         let invalid = |d: &str| OAuthError::new("invalid_grant", d.to_owned());
         let unknown = "unknown, expired or used authorization code";
         if !valid_verifier(verifier) {
@@ -821,7 +871,7 @@ impl OAuthService {
             Some(unknown)
         } else if g.client_id != client.client_id {
             Some("the code was issued to another client")
-        } else if rec.redirect_uri != redirect_uri {
+        } else if redirect_uri.is_some_and(|u| u != rec.redirect_uri) || (redirect_uri.is_none() && rec.redirect_uri_explicit) {
             Some("redirect_uri does not match the authorization request")
         } else if !ct_eq(&challenge, &rec.code_challenge) {
             Some("PKCE verification failed")
@@ -872,10 +922,30 @@ impl OAuthService {
         if current.expires_at < self.now() {
             return Err(invalid());
         }
-        let mut grant = current.grant.clone();
+        // Re-check who the grant is for: a principal that is gone gets nothing, and the
+        // scopes never exceed what its role and the client allow today.
+        let mut stored = current.grant.clone();
+        let role = self
+            .backend
+            .records
+            .get_principal(&stored.tenant, &stored.principal)
+            .await
+            .map_err(OAuthError::from)?
+            .map(|p| p.role);
+        let Some(role) = role else { return Err(invalid()) };
+        let allowed = role.allowed_scopes();
+        stored.scopes = Scopes(
+            stored.scopes.0.iter().copied().filter(|s| allowed.contains(*s) && client.allowed_scopes.contains(*s)).collect(),
+        );
+        if stored.scopes.0.is_empty() {
+            return Err(OAuthError::new("invalid_scope", "none of the granted scopes is allowed any more"));
+        }
+        // A `scope` parameter narrows this access token only; the successor refresh token
+        // keeps the grant (RFC 6749 §6).
+        let mut grant = stored.clone();
         if let Some(s) = params.get("scope") {
             let narrowed = Scopes::parse(s).map_err(|_| OAuthError::new("invalid_scope", "unknown scope"))?;
-            if narrowed.0.iter().any(|x| !grant.scopes.contains(*x)) {
+            if narrowed.0.iter().any(|x| !stored.scopes.contains(*x)) {
                 return Err(OAuthError::new("invalid_scope", "a refresh may only narrow the granted scopes"));
             }
             grant.scopes = narrowed;
@@ -884,7 +954,7 @@ impl OAuthService {
             return Err(OAuthError::new("invalid_target", "resource does not match the original grant"));
         }
         let family = self.backend.records.get_family(&current.family).await.map_err(OAuthError::from)?.ok_or_else(invalid)?;
-        let (token, record) = self.new_refresh(&family, &grant);
+        let (token, record) = self.new_refresh(&family, &stored);
         match self
             .backend
             .records
@@ -976,12 +1046,14 @@ impl OAuthService {
             .await?;
         // The user: a local login with the asserted e-mail, else a member principal
         // named after the IdP subject (created on first sign-in).
-        let by_email = match &a.email {
-            Some(e) => self.backend.records.get_login(&tenant.id, e).await.map_err(OAuthError::from)?,
-            None => None,
+        // A local account is linked only through an e-mail the IdP says it verified;
+        // otherwise the user is a member principal named after the IdP subject.
+        let by_email = match (&a.email, a.email_verified) {
+            (Some(e), true) => self.backend.records.get_login(&tenant.id, e).await.map_err(OAuthError::from)?,
+            _ => None,
         };
-        let (principal, role) = match by_email {
-            Some(l) if !l.disabled => (l.principal, l.role),
+        let principal = match by_email {
+            Some(l) if !l.disabled => l.principal,
             Some(_) => return Err(OAuthError::new("invalid_grant", "this user is disabled")),
             None => {
                 let id = Id::new(format!("sso-{}", &sha256_hex(&format!("{}\n{}", a.issuer, a.subject))[..32]))
@@ -999,20 +1071,24 @@ impl OAuthService {
                     Err(e) if e.code == ErrorCode::Conflict => {}
                     Err(e) => return Err(e.into()),
                 }
-                let role = self
-                    .backend
-                    .records
-                    .get_principal(&tenant.id, &id)
-                    .await
-                    .map_err(OAuthError::from)?
-                    .map_or(Role::Member, |p| p.role);
-                (id, role)
+                id
             }
         };
+        let role = self
+            .backend
+            .records
+            .get_principal(&tenant.id, &principal)
+            .await
+            .map_err(OAuthError::from)?
+            .map(|p| p.role)
+            .ok_or_else(|| OAuthError::new("invalid_grant", "the user no longer exists"))?;
         let allowed = Scopes(role.allowed_scopes().0.intersection(&client.allowed_scopes.0).copied().collect());
         let mut scopes = Self::requested_scopes(params, &allowed)?;
-        if let Some(asserted) = a.scope.as_deref().and_then(|s| Scopes::parse(s).ok()) {
-            scopes = Scopes(scopes.0.intersection(&asserted.0).copied().collect());
+        if let Some(asserted) = a.scope.as_deref() {
+            // The IdP's scope bounds the grant; words we do not know (`openid`…) grant nothing.
+            let known: std::collections::BTreeSet<Scope> =
+                asserted.split_whitespace().filter_map(|w| Scope::parse(w).ok()).collect();
+            scopes = Scopes(scopes.0.intersection(&known).copied().collect());
         }
         if scopes.0.is_empty() {
             return Err(OAuthError::new("invalid_scope", "no requested scope is allowed"));

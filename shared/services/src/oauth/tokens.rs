@@ -172,8 +172,17 @@ impl TokenService {
         if hit.is_none() && !stale && !may_reload {
             return Ok(None);
         }
+        let published = match self.backend.signer.public_keys().await {
+            Ok(k) => k,
+            // The key store is unreachable: keys we already know stay good.
+            Err(e) if hit.is_some() => {
+                tracing::warn!(error = %e, "signing keys could not be re-read; using the cached ones");
+                return Ok(hit);
+            }
+            Err(e) => return Err(e),
+        };
         let mut keys = HashMap::new();
-        for jwk in self.backend.signer.public_keys().await? {
+        for jwk in published {
             let key = DecodingKey::from_rsa_components(&jwk.n, &jwk.e)
                 .map_err(|e| Error::internal(format!("our key {}: {e}", jwk.kid)))?;
             keys.insert(jwk.kid, Arc::new(key));
