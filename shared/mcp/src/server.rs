@@ -107,8 +107,12 @@ impl ServerHandler for ContinuityMcp {
         let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
         let mut info = ServerConfig::new(caps).with_server_info(Implementation::new("continuity", env!("CARGO_PKG_VERSION")));
         info.instructions = Some(
-            "Continuity is the organisation's governed memory and business context. Read entities with spine.entity.get / spine.entity.search; \
-             everything you read is normalized truth from the tenant's Spine. The resource continuity://schema lists the entity types and fields of this tenant."
+            "Continuity is the organisation's governed memory and business context. \
+             Read business entities with spine.entity.get / spine.entity.search / spine.relationship.list and signals with signal.list; \
+             assemble context for a task with session.get_context. Search approved organisational memory with memory.search_org before answering how things are done here. \
+             Record your conversation with memory.write_conversational and continue it later with memory.read_conversational. \
+             You can propose (memory.propose, proposal.create, session.summarize) but never decide: proposals stay pending until governance and a person decide. \
+             The resource continuity://schema lists this tenant's entity types and fields."
                 .into(),
         );
         info

@@ -1,0 +1,479 @@
+//! The 20 canonical MCP tools through the real router, on an embedded backend with real
+//! data: every tool called with valid arguments (its structured result checked against
+//! its own output schema), the governance walls (nothing a tool does makes org memory
+//! active), session privacy, and a snapshot of `tools/list` per plan tier.
+//!
+//! Snapshots live in `shared/gateway/tests/snapshots/`; after an intended change to a
+//! tool's name, description or schema, regenerate them with
+//! `CONTINUITY_UPDATE_SNAPSHOTS=1 cargo nextest run -p gateway --test tools` and review the diff.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use domain::connector::{ConnectorSource, ConnectorState};
+use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::principal::Scopes;
+use domain::spine::{BookEntry, EntityRef, KbDocument, PoleClass, Relationship, Signal};
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::value::{Attributes, Value as DValue};
+use domain::{EntityType, Id, TenantId, Timestamp};
+use gateway::auth::AuthMode;
+use gateway::{AppState, GatewaySettings};
+use http::Request;
+use http_body_util::BodyExt;
+use ports::records::{ConnectorStore, Expect, LibraryStore, MemoryStore, ProposalStore, RelationshipStore, SignalStore};
+use serde_json::{Value, json};
+use services::Services;
+use services::admin::KeyRequest;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
+
+struct Fixture {
+    app: Router,
+    services: Services,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
+    let services = Services::new(backend);
+    let settings = GatewaySettings {
+        public_url: "http://localhost".into(),
+        allowed_origins: vec![],
+        allowed_hosts: vec![],
+        auth_mode: AuthMode::Verify,
+        shutdown: CancellationToken::new(),
+    };
+    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    Fixture { app, services, _dir: dir }
+}
+
+impl Fixture {
+    async fn tenant(&self, slug: &str, plan: PlanTier, scopes: &str, principal: Option<&str>) -> String {
+        let t = TenantId::new(slug).unwrap();
+        self.services.admin.create_tenant(t.clone(), plan, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+        if let Some(p) = principal {
+            self.principal(&t, p).await;
+        }
+        let req = KeyRequest {
+            tenant: t,
+            scopes: Scopes::parse(scopes).unwrap(),
+            principal: principal.map(|p| Id::new(p).unwrap()),
+            teams: vec![],
+            projects: vec![],
+        };
+        self.services.admin.create_key(req).await.unwrap().token
+    }
+
+    async fn principal(&self, t: &TenantId, id: &str) {
+        use ports::records::PrincipalStore;
+        let p = domain::principal::Principal {
+            tenant: t.clone(),
+            id: Id::new(id).unwrap(),
+            kind: domain::principal::PrincipalKind::User,
+            role: domain::principal::Role::Member,
+            display_name: id.into(),
+            created_at: Timestamp(1),
+        };
+        self.services.backend.records.create_principal(&p).await.unwrap();
+    }
+
+    async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let req = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "localhost")
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let status = resp.status();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    async fn tools(&self, key: &str) -> Vec<Value> {
+        self.rpc(key, "tools/list", json!({})).await["result"]["tools"].as_array().unwrap().clone()
+    }
+
+    async fn call(&self, key: &str, name: &str, args: Value) -> Value {
+        self.rpc(key, "tools/call", json!({"name": name, "arguments": args})).await["result"].clone()
+    }
+}
+
+/// A minimal JSON Schema check for the subset our schemas use (type, properties,
+/// required, items, enum): enough to catch a result drifting from its declared shape.
+fn conforms(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
+    if let Some(t) = schema.get("type") {
+        let types: Vec<&str> = match t {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        let ok = types.iter().any(|t| match *t {
+            "object" => v.is_object(),
+            "array" => v.is_array(),
+            "string" => v.is_string(),
+            "integer" => v.is_i64() || v.is_u64(),
+            "number" => v.is_number(),
+            "boolean" => v.is_boolean(),
+            "null" => v.is_null(),
+            _ => true,
+        });
+        if !ok {
+            return Err(format!("{path}: {v} is not {types:?}"));
+        }
+    }
+    if let Some(e) = schema.get("enum").and_then(Value::as_array)
+        && !e.contains(v)
+    {
+        return Err(format!("{path}: {v} not in {e:?}"));
+    }
+    if let (Some(props), Some(obj)) = (schema.get("properties").and_then(Value::as_object), v.as_object()) {
+        for r in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            let r = r.as_str().unwrap();
+            if !obj.contains_key(r) {
+                return Err(format!("{path}: missing required {r}"));
+            }
+        }
+        for (k, sub) in props {
+            if let Some(x) = obj.get(k) {
+                conforms(sub, x, &format!("{path}.{k}"))?;
+            }
+        }
+    }
+    if let (Some(items), Some(arr)) = (schema.get("items"), v.as_array()) {
+        for (i, x) in arr.iter().enumerate() {
+            conforms(items, x, &format!("{path}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+fn org(t: &TenantId, id: &str, title: &str, body: &str, state: GovernanceState) -> MemoryEntry {
+    MemoryEntry {
+        tenant: t.clone(),
+        id: Id::new(id).unwrap(),
+        memory_type: MemoryType::Org,
+        scope: MemoryScope::Org,
+        kind: "decision".into(),
+        title: title.into(),
+        body: body.into(),
+        state,
+        lineage: Lineage::default(),
+        created_by: Id::new("writer").unwrap(),
+        created_at: Timestamp(1_000),
+        updated_at: Timestamp(1_000),
+        version: 0,
+    }
+}
+
+async fn seed(s: &Services, t: &TenantId, principal: &str) {
+    let op = s.admin.operator(t).await.unwrap();
+    let mut acme = Attributes::new();
+    acme.insert("name".into(), DValue::Text("Acme Corp".into()));
+    let account = EntityType::new("account").unwrap();
+    s.entities.put(&op, account.clone(), Id::new("acme-1").unwrap(), PoleClass::Organization, acme, Expect::Any).await.unwrap();
+    let r = &s.backend.records;
+    let acme_ref = EntityRef { entity_type: account, id: Id::new("acme-1").unwrap() };
+    let ada = EntityRef { entity_type: EntityType::new("contact").unwrap(), id: Id::new("ada").unwrap() };
+    r.put_relationship(&Relationship {
+        tenant: t.clone(),
+        from: ada.clone(),
+        to: acme_ref.clone(),
+        kind: EntityType::new("works_at").unwrap(),
+        valid_from: Timestamp(1),
+        valid_to: None,
+        attributes: Attributes::new(),
+    })
+    .await
+    .unwrap();
+    for (i, kind) in ["stage_changed", "health_dropped"].iter().enumerate() {
+        r.append_signal(&Signal {
+            tenant: t.clone(),
+            id: Id::new(format!("sig-{i}")).unwrap(),
+            entity: acme_ref.clone(),
+            kind: EntityType::new(*kind).unwrap(),
+            at: Timestamp(10 + i64::try_from(i).unwrap()),
+            before: Some(DValue::Text("a".into())),
+            after: Some(DValue::Text("b".into())),
+        })
+        .await
+        .unwrap();
+    }
+    r.put_memory(
+        &org(
+            t,
+            "dec-1",
+            "Acme renewals need CFO sign-off",
+            "Every Acme Corp renewal above 50k needs the CFO.",
+            GovernanceState::Active,
+        ),
+        Expect::Absent,
+    )
+    .await
+    .unwrap();
+    r.put_memory(
+        &org(t, "dec-0", "Acme renewals by the AE", "Old rule.", GovernanceState::Superseded { by: Id::new("dec-1").unwrap() }),
+        Expect::Absent,
+    )
+    .await
+    .unwrap();
+    let mut personal = org(t, "pref-1", "Prefers bullet points", "Answer in short bullet lists.", GovernanceState::Active);
+    personal.memory_type = MemoryType::Personal;
+    personal.scope = MemoryScope::Personal(principal.into());
+    personal.kind = "preference".into();
+    r.put_memory(&personal, Expect::Absent).await.unwrap();
+    let mut other = personal.clone();
+    other.id = Id::new("pref-2").unwrap();
+    other.scope = MemoryScope::Personal("someone-else".into());
+    other.title = "Someone else's secret preference".into();
+    r.put_memory(&other, Expect::Absent).await.unwrap();
+    r.put_book_entry(&BookEntry {
+        tenant: t.clone(),
+        id: Id::new("b1").unwrap(),
+        project: "apollo".into(),
+        title: "Kick-off".into(),
+        body: "Scope agreed with Acme.".into(),
+        created_at: Timestamp(5),
+    })
+    .await
+    .unwrap();
+    r.put_kb_document(&KbDocument {
+        tenant: t.clone(),
+        id: Id::new("kb-7").unwrap(),
+        title: "Refund policy".into(),
+        body: "Refunds within 30 days of purchase.".into(),
+        source: Some("handbook".into()),
+        created_at: Timestamp(5),
+    })
+    .await
+    .unwrap();
+    let hub = ConnectorSource::new("hubspot").unwrap();
+    for state in [
+        ConnectorState::OauthPending,
+        ConnectorState::OauthComplete,
+        ConnectorState::SyncingInitial,
+        ConnectorState::SyncComplete,
+    ] {
+        r.transition_connector(t, &hub, state, None, None, Timestamp(1)).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn every_canonical_tool_works_on_real_data() {
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    let t = TenantId::new("acme").unwrap();
+    seed(&f.services, &t, "ada-user").await;
+    let listed = f.tools(&key).await;
+    assert_eq!(listed.len(), 20, "the enterprise plan with every scope sees all 20 tools");
+    let schema_of = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone();
+
+    let calls: Vec<(&str, Value)> = vec![
+        (
+            "memory.write_conversational",
+            json!({"session": "onboarding", "role": "user", "content": "How do Acme renewals work?"}),
+        ),
+        (
+            "memory.write_conversational",
+            json!({"session": "onboarding", "role": "assistant", "content": "They need the CFO above 50k."}),
+        ),
+        ("memory.read_conversational", json!({"session": "onboarding"})),
+        ("memory.search_org", json!({"query": "acme renewals"})),
+        ("memory.read_org", json!({"id": "dec-0"})),
+        (
+            "memory.propose",
+            json!({"title": "Acme renewals need CFO and CRO", "body": "From 2027 the CRO signs too.", "kind": "decision", "supersedes": "dec-1", "session": "onboarding"}),
+        ),
+        ("memory.read_personal", json!({})),
+        ("memory.list_decisions", json!({})),
+        ("session.get_context", json!({"entity": {"type": "account", "id": "acme-1"}, "session": "onboarding"})),
+        ("session.summarize", json!({"session": "onboarding"})),
+        ("session.list_recent", json!({})),
+        ("spine.entity.get", json!({"type": "account", "id": "acme-1"})),
+        ("spine.entity.search", json!({"query": "acme"})),
+        ("spine.relationship.list", json!({"type": "account", "id": "acme-1"})),
+        ("signal.list", json!({"entity": {"type": "account", "id": "acme-1"}})),
+        ("signal.get", json!({"id": "sig-1"})),
+        (
+            "proposal.create",
+            json!({"title": "Offer Acme a 5% renewal discount", "body": "Health dropped; retain them.", "entity": {"type": "account", "id": "acme-1"}}),
+        ),
+        ("book.list", json!({"project": "apollo"})),
+        ("kb.search", json!({"query": "refund"})),
+        ("playbook.handoff", json!({"goal": "Renew Acme", "entity": {"type": "account", "id": "acme-1"}})),
+    ];
+    let mut results = std::collections::HashMap::new();
+    for (name, args) in &calls {
+        let r = f.call(&key, name, args.clone()).await;
+        assert_ne!(r["isError"], true, "{name} failed: {r}");
+        let data = r["structuredContent"].clone();
+        conforms(&schema_of(name), &data, name)
+            .unwrap_or_else(|e| panic!("{name}: result does not match its output schema: {e}\n{data}"));
+        assert!(r["content"][0]["text"].as_str().is_some_and(|s| !s.is_empty()), "{name} has a text rendering");
+        results.insert(*name, data);
+    }
+    // proposal.status on what was proposed.
+    let pid = results["memory.propose"]["proposal"]["id"].as_str().unwrap().to_owned();
+    let r = f.call(&key, "proposal.status", json!({"id": pid})).await;
+    conforms(&schema_of("proposal.status"), &r["structuredContent"], "proposal.status").unwrap();
+    assert_eq!(r["structuredContent"]["proposal"]["state"], "pending");
+
+    // What each tool found is the seeded truth.
+    assert_eq!(results["memory.read_conversational"]["turns"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        results["memory.read_conversational"]["session"], "ada-user.onboarding",
+        "sessions live in the caller's namespace"
+    );
+    let org_hits = results["memory.search_org"]["entries"].as_array().unwrap();
+    assert_eq!(
+        org_hits.iter().map(|e| e["id"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["dec-1"],
+        "superseded entries are not searched"
+    );
+    assert_eq!(results["memory.read_org"]["entry"]["superseded_by"], "dec-1", "lineage both ways");
+    let prefs = results["memory.read_personal"]["patterns"].as_array().unwrap();
+    assert_eq!(prefs.iter().map(|e| e["id"].as_str().unwrap()).collect::<Vec<_>>(), ["pref-1"], "only the caller's own patterns");
+    assert_eq!(results["memory.propose"]["proposal"]["supersedes"], "dec-1");
+    let ctx = &results["session.get_context"];
+    assert_eq!(ctx["entity"]["attributes"]["name"], "Acme Corp");
+    assert_eq!(ctx["relationships"].as_array().unwrap().len(), 1);
+    assert_eq!(ctx["signals"][0]["kind"], "health_dropped", "newest first");
+    assert_eq!(ctx["memory"][0]["id"], "dec-1", "memory matching the entity's name");
+    assert_eq!(ctx["session"]["recent_turns"].as_array().unwrap().len(), 2);
+    assert!(results["session.summarize"]["proposal"]["body"].as_str().unwrap().contains("CFO above 50k"));
+    assert_eq!(results["session.list_recent"]["sessions"][0]["turns"], 2);
+    assert_eq!(results["spine.relationship.list"]["relationships"][0]["kind"], "works_at");
+    assert_eq!(results["signal.list"]["signals"].as_array().unwrap().len(), 2);
+    assert_eq!(results["signal.get"]["signal"]["kind"], "health_dropped");
+    assert_eq!(results["book.list"]["entries"][0]["title"], "Kick-off");
+    assert_eq!(results["kb.search"]["documents"][0]["id"], "kb-7");
+    let steps = results["playbook.handoff"]["playbook"]["steps"].as_array().unwrap();
+    assert!(steps.iter().any(|s| s["action"] == "follow_org_memory" && s["entry"] == "dec-1"), "{steps:?}");
+    assert!(steps.iter().any(|s| s["action"] == "address_signal"));
+
+    // Walls 4 and 5: proposals stay pending and no tool made any org entry active.
+    let pending = f.services.backend.records.list_proposals(&t, None, &domain::PageRequest::first(50)).await.unwrap();
+    assert_eq!(pending.items.len(), 3);
+    assert!(pending.items.iter().all(|p| p.state == domain::proposal::ProposalState::Pending));
+    let active: Vec<_> = f
+        .services
+        .backend
+        .records
+        .list_memory(&t, &MemoryScope::Org, &domain::PageRequest::first(50))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|m| m.state == GovernanceState::Active)
+        .map(|m| m.id.to_string())
+        .collect();
+    assert_eq!(active, ["dec-1"], "only the seeded entry is active");
+}
+
+#[tokio::test]
+async fn bad_arguments_and_missing_records_are_tool_errors() {
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    seed(&f.services, &TenantId::new("acme").unwrap(), "ada-user").await;
+    for (name, args, code) in [
+        ("memory.read_org", json!({"id": "nope"}), "NOT_FOUND"),
+        ("memory.read_org", json!({"id": "pref-1"}), "NOT_FOUND"),
+        ("memory.propose", json!({"title": "", "body": "x", "kind": "decision"}), "INVALID_REQUEST"),
+        ("memory.propose", json!({"title": "t", "body": "x", "kind": "gossip"}), "INVALID_REQUEST"),
+        ("memory.propose", json!({"title": "t", "body": "x", "kind": "decision", "supersedes": "dec-0"}), "INVALID_REQUEST"),
+        ("memory.write_conversational", json!({"session": "s", "role": "robot", "content": "x"}), "INVALID_REQUEST"),
+        (
+            "memory.write_conversational",
+            json!({"session": "s", "role": "user", "content": "x".repeat(70_000)}),
+            "INVALID_REQUEST",
+        ),
+        ("memory.write_conversational", json!({"session": "a/b", "role": "user", "content": "x"}), "INVALID_REQUEST"),
+        ("memory.read_conversational", json!({"session": "s", "extra": 1}), "INVALID_REQUEST"),
+        ("session.get_context", json!({}), "INVALID_REQUEST"),
+        ("session.summarize", json!({"session": "never-used"}), "NOT_FOUND"),
+        ("spine.relationship.list", json!({"type": "account", "id": "acme-1", "direction": "sideways"}), "INVALID_REQUEST"),
+        ("signal.get", json!({"id": "nope"}), "NOT_FOUND"),
+        ("proposal.status", json!({"id": "nope"}), "NOT_FOUND"),
+        ("kb.search", json!({"query": "x".repeat(600)}), "INVALID_REQUEST"),
+        ("playbook.handoff", json!({"goal": ""}), "INVALID_REQUEST"),
+    ] {
+        let r = f.call(&key, name, args.clone()).await;
+        assert_eq!(r["isError"], true, "{name} {args}: {r}");
+        assert_eq!(r["structuredContent"]["code"], code, "{name} {args}: {r}");
+    }
+}
+
+/// Another caller's sessions are out of reach, even by their full id.
+#[tokio::test]
+async fn sessions_are_private_to_their_owner() {
+    let f = fixture().await;
+    let ada = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    f.principal(&TenantId::new("acme").unwrap(), "bob-user").await;
+    let bob = f
+        .services
+        .admin
+        .create_key(KeyRequest {
+            tenant: TenantId::new("acme").unwrap(),
+            scopes: Scopes::parse(ALL).unwrap(),
+            principal: Some(Id::new("bob-user").unwrap()),
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
+        .unwrap()
+        .token;
+    f.call(&ada, "memory.write_conversational", json!({"session": "private", "role": "user", "content": "my salary is 100"}))
+        .await;
+    // Bob naming Ada's full session id reads his own namespace, which is empty.
+    let r = f.call(&bob, "memory.read_conversational", json!({"session": "ada-user.private"})).await;
+    assert_eq!(r["structuredContent"]["session"], "bob-user.ada-user.private");
+    assert!(r["structuredContent"]["turns"].as_array().unwrap().is_empty());
+    let r = f.call(&bob, "session.list_recent", json!({})).await;
+    assert!(r["structuredContent"]["sessions"].as_array().unwrap().is_empty());
+    let r = f.call(&bob, "session.summarize", json!({"session": "ada-user.private"})).await;
+    assert_eq!(r["structuredContent"]["code"], "NOT_FOUND");
+}
+
+/// `tools/list` per plan tier (every scope): names, titles, descriptions and schemas,
+/// compared with the committed snapshots.
+#[tokio::test]
+async fn tools_list_snapshot_per_plan_tier() {
+    let f = fixture().await;
+    let dir =
+        format!("{}/tests/snapshots", std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()));
+    let update = std::env::var("CONTINUITY_UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1");
+    let mut counts = Vec::new();
+    for plan in [PlanTier::Free, PlanTier::Starter, PlanTier::Pro, PlanTier::Enterprise] {
+        let key = f.tenant(&format!("snap-{plan}"), plan, ALL, None).await;
+        let tools = f.tools(&key).await;
+        counts.push(tools.len());
+        let got = serde_json::to_string_pretty(&tools).unwrap() + "\n";
+        let path = format!("{dir}/tools-list-{plan}.json");
+        if update {
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(&path, &got).unwrap();
+            continue;
+        }
+        let want = std::fs::read_to_string(&path)
+            .unwrap_or_else(|_| panic!("missing snapshot {path}: run with CONTINUITY_UPDATE_SNAPSHOTS=1"));
+        assert!(
+            got == want,
+            "tools/list for the {plan} plan differs from {path}; if intended, regenerate with CONTINUITY_UPDATE_SNAPSHOTS=1"
+        );
+    }
+    // SPEC §5.3: free has the two entity tools; starter adds 11; pro the remaining 7.
+    assert_eq!(counts, [2, 13, 20, 20]);
+}
