@@ -39,6 +39,19 @@ enum Command {
         #[arg(long)]
         public_url: Option<String>,
     },
+    /// Serve MCP over stdio on this home (for clients that start a local command).
+    /// The first use initialises the home, as `serve` does. Logs go to stderr.
+    Stdio {
+        /// The tenant whose data the session reads and writes.
+        #[arg(long, default_value = "local")]
+        tenant: String,
+        /// The principal the session acts as (its sessions and personal memory).
+        #[arg(long, default_value = "owner")]
+        principal: String,
+        /// Toolsets to offer: `canonical` (the 20 tools).
+        #[arg(long, value_delimiter = ',', default_value = "canonical")]
+        toolsets: Vec<String>,
+    },
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -231,6 +244,35 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let s = &home.services;
     match cli.command {
         Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
+        Command::Stdio { tenant, principal, toolsets } => {
+            if let Some(unknown) = toolsets.iter().find(|t| t.as_str() != "canonical") {
+                return Err(anyhow!("unknown toolset {unknown:?}; this version offers: canonical"));
+            }
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let t = s.admin.show_tenant(&tenant).await.map_err(domain_err)?;
+            // The person at this terminal, as an MCP client: never `admin` or
+            // `approvals:decide`, which no MCP client is granted (walls 4 and 5).
+            let scopes = domain::principal::Scopes(
+                domain::principal::Scope::ALL.iter().copied().filter(|s| s.grantable_to_mcp_client()).collect(),
+            );
+            let caller = domain::principal::CallerContext {
+                tenant: t.id,
+                principal: Id::new(principal).map_err(domain_err)?,
+                scopes,
+                plan: t.plan,
+                teams: vec![],
+                projects: vec![],
+                credential: "stdio".into(),
+            };
+            tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
+            use rmcp::ServiceExt as _;
+            let server = mcp::ContinuityMcp::for_caller(s.clone(), caller)
+                .serve(rmcp::transport::io::stdio())
+                .await
+                .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
+            server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
+            Ok(())
+        }
         Command::Tenant(TenantCommand::Create { slug, plan, department, industry }) => {
             let t = s
                 .admin
