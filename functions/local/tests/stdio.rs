@@ -48,12 +48,19 @@ fn stdio_serves_the_same_tools_on_a_fresh_home() {
         "arguments": {"session": "s1", "role": "user", "content": "hello from stdio"}}}));
     let w = recv();
     assert_eq!(w["result"]["structuredContent"]["session"], "owner.s1", "{w}");
-    send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory.read_conversational", "arguments": {"session": "s1"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "memory.read_conversational", "arguments": {"session": "s1"}}}),
+    );
     let r = recv();
     assert_eq!(r["result"]["structuredContent"]["turns"][0]["content"], "hello from stdio");
-    send(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "spine.entity.get", "arguments": {"type": "account"}}}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "spine.entity.get", "arguments": {"type": "account"}}}),
+    );
     let bad = recv();
-    assert_eq!((bad["result"]["isError"].as_bool(), bad["result"]["structuredContent"]["code"].as_str()), (Some(true), Some("INVALID_REQUEST")));
+    assert_eq!(
+        (bad["result"]["isError"].as_bool(), bad["result"]["structuredContent"]["code"].as_str()),
+        (Some(true), Some("INVALID_REQUEST"))
+    );
     send(json!({"jsonrpc": "2.0", "id": 6, "method": "no/such/method"}));
     let unknown = recv();
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");

@@ -477,3 +477,81 @@ async fn tools_list_snapshot_per_plan_tier() {
     // SPEC §5.3: free has the two entity tools; starter adds 11; pro the remaining 7.
     assert_eq!(counts, [2, 13, 20, 20]);
 }
+
+#[tokio::test]
+async fn resources_and_templates_read_real_data_through_the_adk() {
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    seed(&f.services, &TenantId::new("acme").unwrap(), "ada-user").await;
+    let list = f.rpc(&key, "resources/list", json!({})).await;
+    let uris: Vec<&str> = list["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["continuity://schema", "continuity://capabilities"]);
+    let templates = f.rpc(&key, "resources/templates/list", json!({})).await;
+    let t: Vec<&str> =
+        templates["result"]["resourceTemplates"].as_array().unwrap().iter().map(|r| r["uriTemplate"].as_str().unwrap()).collect();
+    assert_eq!(t, ["continuity://entities/{type}/{id}", "continuity://projects/{project}/schema"]);
+    let read = |uri: &'static str| {
+        let (f, key) = (&f, key.clone());
+        async move {
+            let v = f.rpc(&key, "resources/read", json!({"uri": uri})).await;
+            v["result"]["contents"][0]["text"].as_str().map(|t| serde_json::from_str::<Value>(t).unwrap()).unwrap_or(v)
+        }
+    };
+    assert_eq!(read("continuity://entities/account/acme-1").await["attributes"]["name"], "Acme Corp");
+    let caps = read("continuity://capabilities").await;
+    assert!(caps.as_array().unwrap().iter().any(|c| c["name"] == "memory.search_org" && c["allowed"] == true));
+    let project = read("continuity://projects/apollo/schema").await;
+    assert_eq!((project["project"].as_str(), project["department"].as_str()), (Some("apollo"), Some("customer_success")));
+    for bad in ["continuity://entities/account/nope", "continuity://nothing", "continuity://projects/a#b/schema"] {
+        let v = read(bad).await;
+        assert!(v["error"]["code"].is_i64(), "{bad}: {v}");
+    }
+    // Without mcp:resources there is nothing to list or read.
+    let narrow = f.services.admin.create_key(KeyRequest {
+        tenant: TenantId::new("acme").unwrap(),
+        scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
+        principal: None,
+        teams: vec![],
+        projects: vec![],
+    });
+    let narrow = narrow.await.unwrap().token;
+    assert!(f.rpc(&narrow, "resources/list", json!({})).await["result"]["resources"].as_array().unwrap().is_empty());
+    assert!(f.rpc(&narrow, "resources/read", json!({"uri": "continuity://schema"})).await["error"].is_object());
+}
+
+#[tokio::test]
+async fn prompts_assemble_real_context() {
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    seed(&f.services, &TenantId::new("acme").unwrap(), "ada-user").await;
+    f.call(
+        &key,
+        "memory.write_conversational",
+        json!({"session": "monday", "role": "user", "content": "Plan the Apollo launch"}),
+    )
+    .await;
+    f.call(&key, "proposal.create", json!({"title": "Move the Apollo launch", "body": "Two weeks later."})).await;
+    let list = f.rpc(&key, "prompts/list", json!({})).await;
+    let names: Vec<&str> = list["result"]["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["project_handoff_summary", "morning_brief"]);
+    assert_eq!(list["result"]["prompts"][0]["arguments"][0]["required"], true);
+    let get = |name: &'static str, args: Value| {
+        let (f, key) = (&f, key.clone());
+        async move { f.rpc(&key, "prompts/get", json!({"name": name, "arguments": args})).await }
+    };
+    let brief = get("morning_brief", json!({})).await;
+    let text = brief["result"]["messages"][0]["content"]["text"].as_str().unwrap().to_owned();
+    for fact in
+        ["health_dropped on account:acme-1", "Move the Apollo launch", "ada-user.monday", "Acme renewals need CFO sign-off"]
+    {
+        assert!(text.contains(fact), "the brief lacks {fact:?}:\n{text}");
+    }
+    let handoff = get("project_handoff_summary", json!({"project": "apollo"})).await;
+    let text = handoff["result"]["messages"][0]["content"]["text"].as_str().unwrap().to_owned();
+    assert!(text.contains("Kick-off") && text.contains("Scope agreed with Acme."), "{text}");
+    assert_eq!(get("project_handoff_summary", json!({})).await["error"]["code"], -32602);
+    assert_eq!(get("no_such_prompt", json!({})).await["error"]["code"], -32602);
+    // The free plan cannot read context, so it gets no prompts.
+    let free = f.tenant("free-co", PlanTier::Free, ALL, None).await;
+    assert!(f.rpc(&free, "prompts/list", json!({})).await["result"]["prompts"].as_array().unwrap().is_empty());
+}

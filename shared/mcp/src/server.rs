@@ -8,9 +8,11 @@ use std::sync::Arc;
 use domain::Error;
 use domain::principal::{CallerContext, Scope};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -26,6 +28,35 @@ pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
 
 /// The tenant's Spine schema (department × industry) as a resource.
 pub const SCHEMA_URI: &str = "continuity://schema";
+/// What the caller may use, and what would unlock the rest.
+pub const CAPABILITIES_URI: &str = "continuity://capabilities";
+/// One entity (its visible fields), through the ADK like `spine.entity.get`.
+pub const ENTITY_TEMPLATE: &str = "continuity://entities/{type}/{id}";
+/// The schema a project's records follow (the tenant's).
+pub const PROJECT_SCHEMA_TEMPLATE: &str = "continuity://projects/{project}/schema";
+
+/// A prompt argument: name, description, required.
+type PromptArg = (&'static str, &'static str, bool);
+
+/// The prompts: name, title, description, arguments.
+const PROMPTS: &[(&str, &str, &str, &[PromptArg])] = &[
+    (
+        "project_handoff_summary",
+        "Project handoff summary",
+        "A handoff summary of one project from its book-of-projects entries, the org memory that mentions it and open proposals.",
+        &[("project", "The project's name as used in the book of projects.", true)],
+    ),
+    (
+        "morning_brief",
+        "Morning brief",
+        "A brief of what changed (signals), what waits for a decision, where you left off and what was recently decided.",
+        &[],
+    ),
+];
+
+fn invalid_params(e: &Error) -> McpError {
+    McpError::invalid_params(format!("{}: {}", e.code, e.message), None)
+}
 
 #[derive(Clone)]
 pub struct ContinuityMcp {
@@ -104,7 +135,14 @@ impl ContinuityMcp {
 
 impl ServerHandler for ContinuityMcp {
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_resources().build();
+        let caps = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_resources()
+            .enable_resources_list_changed()
+            .enable_prompts()
+            .enable_prompts_list_changed()
+            .build();
         let mut info = ServerConfig::new(caps).with_server_info(Implementation::new("continuity", env!("CARGO_PKG_VERSION")));
         info.instructions = Some(
             "Continuity is the organisation's governed memory and business context. \
@@ -155,8 +193,40 @@ impl ServerHandler for ContinuityMcp {
                     .with_description("The entity types of this tenant's department × industry schema, with their visible fields and relationships.")
                     .with_mime_type("application/json"),
             );
+            resources.push(
+                Resource::new(CAPABILITIES_URI, "capabilities")
+                    .with_title("Capabilities")
+                    .with_description(
+                        "Every capability with whether you may use it now, and which plan or scopes would unlock it.",
+                    )
+                    .with_mime_type("application/json"),
+            );
         }
         Ok(ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        let caller = self.caller(&context)?;
+        let mut templates = Vec::new();
+        if caller.scopes.contains(Scope::McpResources) {
+            templates.push(
+                ResourceTemplate::new(ENTITY_TEMPLATE, "entity")
+                    .with_title("An entity")
+                    .with_description("One Spine entity by canonical type and id, with the fields its type makes visible.")
+                    .with_mime_type("application/json"),
+            );
+            templates.push(
+                ResourceTemplate::new(PROJECT_SCHEMA_TEMPLATE, "project-schema")
+                    .with_title("A project's schema")
+                    .with_description("The Spine schema a project's records follow (the tenant's department × industry schema).")
+                    .with_mime_type("application/json"),
+            );
+        }
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
     }
 
     async fn read_resource(
@@ -165,15 +235,93 @@ impl ServerHandler for ContinuityMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, McpError> {
         let caller = self.caller(&context)?;
-        if request.uri != SCHEMA_URI {
-            return Err(McpError::resource_not_found(format!("no resource {}", request.uri), None));
-        }
+        let uri = request.uri.as_str();
+        let not_found =
+            || McpError::resource_not_found(format!("no resource {}", uri.chars().take(200).collect::<String>()), None);
         caller
             .scopes
             .require(Scope::McpResources)
             .map_err(|e| McpError::invalid_request(format!("{}: {}", e.code, e.message), None))?;
-        let doc = self.services.capabilities.schema_document(&caller).await.map_err(|e| degraded(&e))?;
+        let doc = if uri == SCHEMA_URI {
+            self.services.capabilities.schema_document(&caller).await.map_err(|e| degraded(&e))?
+        } else if uri == CAPABILITIES_URI {
+            let (_, listed) = self.services.capabilities.list(&caller).await.map_err(|e| degraded(&e))?;
+            serde_json::json!(
+                listed
+                    .iter()
+                    .map(|l| serde_json::json!({
+                        "name": l.spec.name,
+                        "allowed": l.allowed,
+                        "unlock_tier": l.unlock_tier.map(|t| t.as_str()),
+                        "missing_scopes": l.missing_scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                    }))
+                    .collect::<Vec<_>>()
+            )
+        } else if let Some(rest) = uri.strip_prefix("continuity://entities/") {
+            let (t, id) = rest.split_once('/').ok_or_else(not_found)?;
+            let args = serde_json::json!({"type": t, "id": id});
+            match self.services.capabilities.execute(&caller, "spine.entity.get", args).await {
+                Ok(o) => o.data["entity"].clone(),
+                Err(e) if e.code == domain::ErrorCode::NotFound => return Err(not_found()),
+                Err(e) => return Err(invalid_params(&e)),
+            }
+        } else if let Some(project) = uri.strip_prefix("continuity://projects/").and_then(|r| r.strip_suffix("/schema")) {
+            domain::Id::new(project).map_err(|_| not_found())?;
+            let mut doc = self.services.capabilities.schema_document(&caller).await.map_err(|e| degraded(&e))?;
+            doc["project"] = serde_json::json!(project);
+            doc
+        } else {
+            return Err(not_found());
+        };
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, SCHEMA_URI).with_mime_type("application/json")]).into())
+        Ok(ReadResourceResult::new(vec![ResourceContents::text(text, uri).with_mime_type("application/json")]).into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let caller = self.caller(&context)?;
+        // Prompts read what session.get_context reads: list them when it is allowed.
+        let allowed = self.services.capabilities.resolve(&caller, "session.get_context", &serde_json::json!({})).await.is_ok();
+        let prompts = if allowed {
+            PROMPTS
+                .iter()
+                .map(|(name, title, description, args)| {
+                    let arguments = args
+                        .iter()
+                        .map(|(n, d, required)| {
+                            let mut a = PromptArgument::new(*n).with_description(*d);
+                            a.required = Some(*required);
+                            a
+                        })
+                        .collect();
+                    Prompt::new(*name, Some(*description), Some(arguments)).with_title(*title)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(ListPromptsResult::with_all_items(prompts))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let caller = self.caller(&context)?;
+        let Some((_, title, _, _)) = PROMPTS.iter().find(|p| p.0 == request.name) else {
+            return Err(McpError::invalid_params(
+                format!("no prompt {}", request.name.chars().take(100).collect::<String>()),
+                None,
+            ));
+        };
+        let args = request.arguments.unwrap_or_default();
+        let text = self.services.capabilities.prompt(&caller, &request.name, &args).await.map_err(|e| invalid_params(&e))?;
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(rmcp::model::Role::User, text)]);
+        result.description = Some((*title).to_owned());
+        Ok(result.into())
     }
 }

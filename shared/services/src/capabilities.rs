@@ -243,6 +243,27 @@ impl CapabilityService {
         Ok(schema_document(&tenant))
     }
 
+    /// An MCP prompt's text for `caller`: `project_handoff_summary` (needs `project`) or
+    /// `morning_brief`. Prompts read like `session.get_context` does, so they need what it
+    /// needs (the starter plan and `tenant:read`).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown prompt; `INVALID_REQUEST` for bad arguments; the
+    /// resolver's answer when the caller may not read context.
+    pub async fn prompt(&self, caller: &CallerContext, name: &str, args: &serde_json::Map<String, Value>) -> Result<String> {
+        let resolution = self.resolve(caller, "session.get_context", &json!({})).await?;
+        let tools = crate::tools::Tools { backend: &self.backend, entities: &self.entities, schema: resolution.schema };
+        match name {
+            "project_handoff_summary" => {
+                let project =
+                    args.get("project").and_then(Value::as_str).ok_or_else(|| Error::invalid_field("project", "required"))?;
+                tools.prompt_project_handoff(caller, project).await
+            }
+            "morning_brief" => tools.prompt_morning_brief(caller).await,
+            other => Err(Error::not_found(format!("prompt {other}"))),
+        }
+    }
+
     /// Resolves, then executes. Arguments are a JSON object.
     ///
     /// # Errors

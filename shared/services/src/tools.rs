@@ -832,6 +832,96 @@ impl Tools<'_> {
     }
 }
 
+/// The MCP prompts (SPEC §7.1): instructions plus real context, assembled from the
+/// same stores the tools read. Sections the caller's plan does not include are left out.
+impl Tools<'_> {
+    /// `project_handoff_summary`: the project's book entries, the org memory that
+    /// mentions it, open proposals.
+    pub async fn prompt_project_handoff(&self, caller: &CallerContext, project: &str) -> Result<String> {
+        Id::new(project).map_err(|_| Error::invalid_field("project", "1-128 printable characters without spaces, # or /"))?;
+        let records = &self.backend.records;
+        let entries = records.list_book_entries(&caller.tenant, Some(project), &PageRequest::first(50)).await?.items;
+        let (memory, _) = self.org_matches(caller, project, None, 10).await?;
+        let open = records.list_proposals(&caller.tenant, Some(ProposalState::Pending), &PageRequest::first(10)).await?.items;
+        let mut text = format!(
+            "Write a handoff summary of the project \"{project}\" for the person taking it over: where it stands, what was decided, \
+             what is open, and what to do first. Use only the facts below and say plainly what is unknown.\n"
+        );
+        text.push_str("\n## Book of projects\n");
+        if entries.is_empty() {
+            text.push_str("(no entries)\n");
+        }
+        for e in &entries {
+            text.push_str(&format!("- {} ({}): {}\n", e.title, e.created_at.to_rfc3339(), e.body));
+        }
+        text.push_str("\n## Organisational memory mentioning the project\n");
+        if memory.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for m in &memory {
+            text.push_str(&format!("- [{}] {}: {}\n", m.id, m.title, m.body));
+        }
+        text.push_str("\n## Open proposals (not decided yet)\n");
+        if open.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for p in &open {
+            text.push_str(&format!("- [{}] {}\n", p.id, p.title));
+        }
+        Ok(text)
+    }
+
+    /// `morning_brief`: recent signals, open proposals, the caller's recent sessions and
+    /// the newest org memory.
+    pub async fn prompt_morning_brief(&self, caller: &CallerContext) -> Result<String> {
+        let records = &self.backend.records;
+        let signals = records.list_signals(&caller.tenant, None, &PageRequest::first(20)).await?.items;
+        let open = records.list_proposals(&caller.tenant, Some(ProposalState::Pending), &PageRequest::first(10)).await?.items;
+        let (mut sessions, _) =
+            collect(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await }).await?;
+        sessions.sort_by_key(|s| std::cmp::Reverse(s.last_at));
+        sessions.truncate(5);
+        let (mut memory, _) =
+            collect(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await }).await?;
+        memory.retain(|m| m.state == GovernanceState::Active);
+        memory.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
+        memory.truncate(5);
+        let mut text = String::from(
+            "Write a short morning brief: what changed (signals), what waits for a decision, where I left off, and what the organisation \
+             recently decided. Use only the facts below; group and prioritise them.\n",
+        );
+        text.push_str("\n## Recent signals (newest first)\n");
+        if signals.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for s in &signals {
+            text.push_str(&format!("- {} on {} at {}\n", s.kind, s.entity, s.at.to_rfc3339()));
+        }
+        text.push_str("\n## Waiting for a decision\n");
+        if open.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for p in &open {
+            text.push_str(&format!("- [{}] {}\n", p.id, p.title));
+        }
+        text.push_str("\n## My recent sessions\n");
+        if sessions.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for s in &sessions {
+            text.push_str(&format!("- {} ({} turns, last {}): {}\n", s.session, s.turns, s.last_at.to_rfc3339(), s.title));
+        }
+        text.push_str("\n## Newest organisational memory\n");
+        if memory.is_empty() {
+            text.push_str("(none)\n");
+        }
+        for m in &memory {
+            text.push_str(&format!("- [{}] {}\n", m.id, m.title));
+        }
+        Ok(text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
