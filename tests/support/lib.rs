@@ -8,4 +8,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 pub mod aws;
+pub mod demo;
 pub mod embedded;

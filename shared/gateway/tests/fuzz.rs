@@ -82,12 +82,14 @@ fn json_value() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(|n| json!(n)),
         any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
         "\\PC{0,40}".prop_map(Value::String),
-        prop_oneof![Just("acme-1"), Just("account"), Just("../../etc"), Just("a#b"), Just(""), Just("ctn_x.y.z")].prop_map(|s| json!(s)),
+        prop_oneof![Just("acme-1"), Just("account"), Just("../../etc"), Just("a#b"), Just(""), Just("ctn_x.y.z")]
+            .prop_map(|s| json!(s)),
     ];
     leaf.prop_recursive(6, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec(("[a-z_]{1,12}", inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+            prop::collection::vec(("[a-z_]{1,12}", inner), 0..6)
+                .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
         ]
     })
 }
@@ -120,8 +122,13 @@ fn version() -> impl Strategy<Value = &'static str> {
 
 fn check(status: u16, body: &[u8], what: &str) {
     assert!(status < 500, "{what} → {status}: {}", String::from_utf8_lossy(body));
-    if status == 200 && !body.is_empty() && !body.starts_with(b"data:") && !body.starts_with(b"event:") && !body.starts_with(b":") {
-        assert!(serde_json::from_slice::<Value>(body).is_ok(), "{what}: a 200 with a non-JSON body: {}", String::from_utf8_lossy(body));
+    if status == 200 && !body.is_empty() && !body.starts_with(b"data:") && !body.starts_with(b"event:") && !body.starts_with(b":")
+    {
+        assert!(
+            serde_json::from_slice::<Value>(body).is_ok(),
+            "{what}: a 200 with a non-JSON body: {}",
+            String::from_utf8_lossy(body)
+        );
     }
 }
 
@@ -146,7 +153,12 @@ fn random_json_rpc_never_breaks_the_server() {
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     let (status, body) = rt.block_on(post(&f.app, &f.key, deep.into_bytes(), "2025-06-18"));
     check(status, &body, "100 000 nested arrays");
-    let (status, _) = rt.block_on(post(&f.app, &f.key, json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string().into_bytes(), "2025-06-18"));
+    let (status, _) = rt.block_on(post(
+        &f.app,
+        &f.key,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).to_string().into_bytes(),
+        "2025-06-18",
+    ));
     assert_eq!(status, 200, "the server still answers");
 }
 
