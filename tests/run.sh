@@ -16,7 +16,7 @@
 #                                                        (comma-separated rediss:// URLs)
 #                                                        CONTINUITY_TEST_REDIS_CA (CA PEM path)
 # and runs the steps: rustfmt, clippy, nextest over the workspace, the conformance
-# suite's authorization-server scenarios, cfn-lint, `sam validate --lint`, and a
+# suite's authorization-server and applicable server scenarios, cfn-lint, `sam validate --lint`, and a
 # release `cargo lambda build` of the Lambda binaries. Every step is announced
 # ("==> step") and timed, and a summary follows. The exit status is non-zero if
 # any step failed. Everything the script started is stopped on exit, including
@@ -433,6 +433,10 @@ conformance_authorization() {
   "$ROOT/tests/conformance/authorization.sh" "$CARGO_TARGET_DIR/debug/continuity" "$NODE22" "$CONFORMANCE_JS"
 }
 run_step "MCP conformance: authorization server scenarios" conformance_authorization
+conformance_server() {
+  "$ROOT/tests/conformance/server.sh" "$CARGO_TARGET_DIR/debug/continuity" "$NODE22" "$CONFORMANCE_JS"
+}
+run_step "MCP conformance: server scenarios" conformance_server
 
 run_step "cfn-lint infra/template.yaml" cfn-lint infra/template.yaml
 

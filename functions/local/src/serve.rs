@@ -25,7 +25,15 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     let host = local.ip().to_string();
     let gateway = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
-        allowed_origins: vec![format!("http://{local}"), format!("http://localhost:{}", local.port())],
+        // Loopback pages on any port (a local dev tool, a proxy in front of us); every
+        // other Origin — a DNS-rebinding page above all — gets 403. /mcp needs a bearer
+        // credential anyway: no cookie is ever sent there.
+        allowed_origins: vec![
+            format!("http://{local}"),
+            "http://localhost:*".into(),
+            "http://127.0.0.1:*".into(),
+            "http://[::1]:*".into(),
+        ],
         allowed_hosts: vec![
             host.clone(),
             format!("{host}:{}", local.port()),
