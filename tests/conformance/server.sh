@@ -22,6 +22,8 @@ trap cleanup EXIT
 
 SCENARIOS=(
   server-initialize
+  server-session-lifecycle
+  server-sse-multiple-streams
   ping
   tools-list
   tools-call-error

@@ -41,6 +41,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
             format!("localhost:{}", local.port()),
         ],
         auth_mode: AuthMode::Verify,
+        sessions: true,
         shutdown: shutdown.clone(),
     };
     let app = gateway::router(AppState { services: home.services.clone(), settings: Arc::new(gateway) });

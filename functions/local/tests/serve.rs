@@ -88,6 +88,16 @@ fn adk_names() -> Vec<&'static str> {
     ]
 }
 
+/// The first JSON-RPC message of an SSE body (`data: {...}` lines).
+fn sse_message(body: &str) -> Value {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .find(|d| d.starts_with('{'))
+        .map(|d| serde_json::from_str(d).unwrap())
+        .unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"))
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
@@ -177,11 +187,14 @@ async fn mcp_needs_a_key_and_lists_every_tool() {
     assert_eq!(r.json::<Value>().await.unwrap()["error"]["code"], "UNAUTHENTICATED");
     assert_eq!(rpc(&s.base, Some("ctn_local.nope.0000000000000000000000000000000000000000"), init.clone()).await.status(), 401);
 
+    // `initialize` starts a session: the answer is an SSE event and names the session.
     let r = rpc(&s.base, Some(&s.key), init).await;
     assert_eq!(r.status(), 200);
-    let v: Value = r.json().await.unwrap();
+    assert!(r.headers().contains_key("mcp-session-id"));
+    let v = sse_message(&r.text().await.unwrap());
     assert_eq!(v["result"]["protocolVersion"], "2025-06-18");
     assert_eq!(v["result"]["serverInfo"]["name"], "continuity");
+    assert_eq!(v["result"]["capabilities"]["tools"]["listChanged"], true, "sessions advertise list_changed");
 
     let v: Value = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.unwrap();
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -377,4 +390,110 @@ async fn sigterm_shuts_down_gracefully() {
     let s2 = spawn(&home);
     let got = call_tool(&s2.base, &s2.key, "spine.entity.get", json!({"type":"account","id":"before-term"})).await;
     assert_eq!(got["isError"], false);
+}
+
+/// Sessions on `continuity serve`: `initialize` opens one (`Mcp-Session-Id`), requests
+/// carrying it are served in it, the GET stream carries `resources/updated` for a
+/// subscribed entity written through the API and `tools/list_changed` when the plan is
+/// changed by the CLI (another process), and `DELETE` ends it (then 404). Clients that
+/// never send the header keep being served statelessly.
+#[tokio::test]
+async fn sessions_stream_change_notifications_and_end_on_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let c = client();
+    let post = |sid: Option<String>, body: Value| {
+        let mut r = c
+            .post(format!("{}/mcp", s.base))
+            .bearer_auth(&s.key)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .json(&body);
+        if let Some(sid) = sid {
+            r = r.header("mcp-session-id", sid);
+        }
+        r.send()
+    };
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}});
+    let r = post(None, init).await.unwrap();
+    let sid = r.headers()["mcp-session-id"].to_str().unwrap().to_owned();
+    assert_eq!(sse_message(&r.text().await.unwrap())["result"]["capabilities"]["resources"]["subscribe"], true);
+    assert_eq!(
+        post(Some(sid.clone()), json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await.unwrap().status(),
+        202
+    );
+    let r = post(
+        Some(sid.clone()),
+        json!({"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"continuity://entities/account/acme-1"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(sse_message(&r.text().await.unwrap())["error"].is_null());
+    // The standalone SSE stream of the session.
+    let mut stream = c
+        .get(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("accept", "text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .header("mcp-session-id", &sid)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    // A write of the subscribed entity through the operator path.
+    let r = c
+        .put(format!("{}/v1/admin/entities/account/acme-1", s.base))
+        .bearer_auth(&s.key)
+        .json(&json!({"attributes": {"name": "Acme Corp"}, "pole_class": "organization"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut expect = vec!["notifications/resources/updated"];
+    let mut plan_changed = false;
+    while let Some(needle) = expect.first().copied() {
+        assert!(std::time::Instant::now() < deadline, "no {needle} on the session stream; saw: {seen}");
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), stream.chunk()).await;
+        if let Ok(Ok(Some(bytes))) = chunk {
+            seen.push_str(&String::from_utf8_lossy(&bytes));
+        }
+        if seen.contains(needle) {
+            expect.remove(0);
+            if !plan_changed {
+                assert!(seen.contains("continuity://entities/account/acme-1"), "{seen}");
+                // The CLI, another process, moves the tenant to the free plan.
+                cli(&s.home, &["tenant", "set", "local", "--plan", "free"]);
+                plan_changed = true;
+                expect.push("notifications/tools/list_changed");
+            }
+        }
+    }
+    // The session now lists only what the free plan allows.
+    let r = post(Some(sid.clone()), json!({"jsonrpc":"2.0","id":3,"method":"tools/list"})).await.unwrap();
+    let names: Vec<String> = sse_message(&r.text().await.unwrap())["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["spine.entity.get", "spine.entity.search"]);
+    // DELETE ends the session; it is gone afterwards.
+    let r = c
+        .delete(format!("{}/mcp", s.base))
+        .bearer_auth(&s.key)
+        .header("mcp-session-id", &sid)
+        .header("mcp-protocol-version", "2025-06-18")
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let r = post(Some(sid), json!({"jsonrpc":"2.0","id":4,"method":"tools/list"})).await.unwrap();
+    assert_eq!(r.status(), 404);
+    // A client without a session id is served statelessly, with plain JSON.
+    let v: Value = post(None, json!({"jsonrpc":"2.0","id":5,"method":"tools/list"})).await.unwrap().json().await.unwrap();
+    assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 2);
 }

@@ -82,6 +82,8 @@ pub fn app(services: Services, public_url: String) -> Router {
         // API Gateway only routes its own hostnames (and the custom domain) here.
         allowed_hosts: Vec::new(),
         auth_mode: AuthMode::TrustAuthorizer,
+        // Lambda cannot keep a session between invocations.
+        sessions: false,
         shutdown: CancellationToken::new(),
     };
     let inner = crate::router(AppState { services, settings: Arc::new(settings) });

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::Request;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
@@ -13,12 +14,14 @@ use domain::value::Attributes;
 use domain::{EntityType, Id};
 use mcp::ContinuityMcp;
 use ports::records::Expect;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use serde_json::json;
 use services::Services;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use crate::auth::{AuthMode, authenticate};
 use crate::body::{MAX_BODY_BYTES, StrictJson, limit_body, mcp_json_guard};
@@ -34,6 +37,10 @@ pub struct GatewaySettings {
     /// check, for API Gateway, which routes only its own hosts.
     pub allowed_hosts: Vec<String>,
     pub auth_mode: AuthMode,
+    /// Offer MCP sessions (`Mcp-Session-Id`, an SSE GET stream with change
+    /// notifications, `DELETE`) beside stateless requests: `continuity serve` does;
+    /// Lambda cannot keep a session between invocations.
+    pub sessions: bool,
     /// Cancelled on shutdown so open MCP streams end.
     pub shutdown: CancellationToken,
 }
@@ -44,29 +51,66 @@ pub struct AppState {
     pub settings: Arc<GatewaySettings>,
 }
 
-fn mcp_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, NeverSessionManager> {
-    let services = state.services.clone();
-    let s = &state.settings;
-    let mut config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
+fn mcp_config(s: &GatewaySettings) -> StreamableHttpServerConfig {
+    let config = StreamableHttpServerConfig::default()
         .with_cancellation_token(s.shutdown.child_token())
         .with_max_request_body_bytes(MAX_BODY_BYTES)
         .with_allowed_origins(s.allowed_origins.clone())
         .enforce_origin_validation();
-    config = if s.allowed_hosts.is_empty() {
-        config.disable_allowed_hosts()
-    } else {
-        config.with_allowed_hosts(s.allowed_hosts.clone())
-    };
+    if s.allowed_hosts.is_empty() { config.disable_allowed_hosts() } else { config.with_allowed_hosts(s.allowed_hosts.clone()) }
+}
+
+fn mcp_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, NeverSessionManager> {
+    let services = state.services.clone();
+    let config = mcp_config(&state.settings).with_legacy_session_mode(false).with_json_response(true);
     StreamableHttpService::new(move || Ok(ContinuityMcp::new(services.clone())), Arc::new(NeverSessionManager::default()), config)
 }
 
+fn mcp_session_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, LocalSessionManager> {
+    let services = state.services.clone();
+    let config = mcp_config(&state.settings).with_legacy_session_mode(true);
+    StreamableHttpService::new(
+        move || Ok(ContinuityMcp::for_session(services.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    )
+}
+
+/// Whether a request belongs to a session: it names one (`Mcp-Session-Id`), opens or
+/// ends one (`GET`, `DELETE`), or starts one (`initialize`). Everything else — a
+/// client that never initialises, or ignores the session id — is served statelessly.
+async fn wants_session(req: Request) -> (bool, Request) {
+    if req.method() != http::Method::POST || req.headers().contains_key("mcp-session-id") {
+        return (true, req);
+    }
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES).await.unwrap_or_default();
+    let initialize = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| v["method"] == "initialize");
+    (initialize, Request::from_parts(parts, axum::body::Body::from(bytes)))
+}
+
 pub fn router(state: AppState) -> Router {
-    let mcp = mcp_service(&state);
+    let stateless = mcp_service(&state);
+    let session = state.settings.sessions.then(|| mcp_session_service(&state));
+    let mcp = axum::routing::any(move |req: Request| {
+        let (stateless, session) = (stateless.clone(), session.clone());
+        async move {
+            let response = match session {
+                Some(session) => match wants_session(req).await {
+                    (true, req) => session.oneshot(req).await,
+                    (false, req) => stateless.oneshot(req).await,
+                },
+                None => stateless.oneshot(req).await,
+            };
+            match response {
+                Ok(r) => r.map(axum::body::Body::new),
+                Err(never) => match never {},
+            }
+        }
+    });
     let mcp_routes = Router::new()
-        .route_service("/mcp", mcp.clone())
-        .route("/", get(server_info).post_service(mcp))
+        .route("/mcp", mcp.clone())
+        .route("/", get(server_info).post(mcp))
         .route_layer(middleware::from_fn(mcp_json_guard));
     let protected = Router::new()
         .merge(mcp_routes)

@@ -40,6 +40,7 @@ async fn fixture() -> Fixture {
         allowed_origins: vec![],
         allowed_hosts: vec![],
         auth_mode: AuthMode::Verify,
+        sessions: false,
         shutdown: CancellationToken::new(),
     };
     let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });

@@ -50,6 +50,7 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
             allowed_origins: vec![],
             allowed_hosts: vec![],
             auth_mode: AuthMode::Verify,
+            sessions: false,
             shutdown: CancellationToken::new(),
         };
         let app = gateway::router(AppState { services, settings: Arc::new(settings) });

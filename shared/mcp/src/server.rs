@@ -63,7 +63,18 @@ pub struct ContinuityMcp {
     services: Services,
     /// Set for transports without HTTP (stdio), where the caller is fixed at start.
     fixed_caller: Option<Arc<CallerContext>>,
+    /// Whether this handler serves one long-lived session (SSE on `continuity serve`,
+    /// stdio) and so may push notifications; stateless requests never do.
+    session: bool,
+    /// Resources this session subscribed to (`resources/subscribe`).
+    subscriptions: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
+
+/// How often a session re-reads its tenant's configuration to notice plan changes made
+/// by another process (the `continuity` CLI).
+pub const PLAN_POLL: std::time::Duration = std::time::Duration::from_secs(2);
+/// Most resources one session may subscribe to.
+pub const MAX_SUBSCRIPTIONS: usize = 1000;
 
 fn to_tool(spec: &ToolSpec) -> Tool {
     let as_object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
@@ -81,14 +92,71 @@ fn degraded(e: &Error) -> McpError {
 }
 
 impl ContinuityMcp {
-    /// A handler for HTTP transports: the caller comes from each request.
+    /// A handler for stateless HTTP requests: the caller comes from each request.
     pub fn new(services: Services) -> Self {
-        Self { services, fixed_caller: None }
+        Self { services, fixed_caller: None, session: false, subscriptions: Arc::default() }
     }
 
-    /// A handler for one fixed caller (stdio).
+    /// A handler for one HTTP session (`Mcp-Session-Id`, SSE notifications).
+    pub fn for_session(services: Services) -> Self {
+        Self { session: true, ..Self::new(services) }
+    }
+
+    /// A handler for one fixed caller (stdio), which is one session.
     pub fn for_caller(services: Services, caller: CallerContext) -> Self {
-        Self { services, fixed_caller: Some(Arc::new(caller)) }
+        Self { services, fixed_caller: Some(Arc::new(caller)), session: true, subscriptions: Arc::default() }
+    }
+
+    /// Pushes what changes for this session's caller until the session ends: the tool,
+    /// prompt and resource lists when the tenant's plan or tier overrides change (polled,
+    /// so a change made by the CLI in another process is seen too), and
+    /// `resources/updated` for subscribed entities written in this process.
+    fn watch(&self, caller: CallerContext, peer: rmcp::Peer<RoleServer>) {
+        let services = self.services.clone();
+        let subscriptions = self.subscriptions.clone();
+        tokio::spawn(async move {
+            let mut changes = services.changes.subscribe();
+            let fingerprint = |t: &domain::tenant::Tenant| (t.plan, t.tier_overrides.clone(), t.department, t.industry);
+            let mut last = services.admin.show_tenant(&caller.tenant).await.ok().map(|t| fingerprint(&t));
+            let mut tick = tokio::time::interval(PLAN_POLL);
+            loop {
+                if peer.is_transport_closed() {
+                    break;
+                }
+                tokio::select! {
+                    change = changes.recv() => {
+                        let change = match change {
+                            Ok(c) => c,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                            Err(_) => break,
+                        };
+                        let uri = change.resource_uri();
+                        let subscribed = subscriptions.lock().map(|s| s.contains(&uri)).unwrap_or(false);
+                        if change.tenant() == &caller.tenant && subscribed
+                            && peer.notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri)).await.is_err()
+                        {
+                            break;
+                        }
+                    }
+                    _ = tick.tick() => {
+                        let Ok(t) = services.admin.show_tenant(&caller.tenant).await else { continue };
+                        let now = Some(fingerprint(&t));
+                        if now != last {
+                            last = now;
+                            // The 5-minute tenant-config cache must not hide the change.
+                            services.auth.forget_tenant_config(&caller.tenant).await;
+                            tracing::info!(tenant = %caller.tenant, "tenant configuration changed: notifying the session");
+                            let sent = peer.notify_tool_list_changed().await.is_ok()
+                                && peer.notify_prompt_list_changed().await.is_ok()
+                                && peer.notify_resource_list_changed().await.is_ok();
+                            if !sent {
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        });
     }
 
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Result<CallerContext, McpError> {
@@ -135,14 +203,21 @@ impl ContinuityMcp {
 
 impl ServerHandler for ContinuityMcp {
     fn get_info(&self) -> ServerConfig {
-        let caps = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_resources()
-            .enable_resources_list_changed()
-            .enable_prompts()
-            .enable_prompts_list_changed()
-            .build();
+        // Change notifications need a session to travel on: advertised on sessions
+        // (SSE on `continuity serve`, stdio), not on stateless requests (Lambda).
+        let caps = if self.session {
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_resources_subscribe()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .build()
+        } else {
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build()
+        };
         let mut info = ServerConfig::new(caps).with_server_info(Implementation::new("continuity", env!("CARGO_PKG_VERSION")));
         info.instructions = Some(
             "Continuity is the organisation's governed memory and business context. \
@@ -177,6 +252,58 @@ impl ServerHandler for ContinuityMcp {
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
         Ok(CallToolResponse::from(self.call(&caller, &request.name, request.arguments).await))
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        if !self.session {
+            return;
+        }
+        let caller = match &self.fixed_caller {
+            Some(c) => Some((**c).clone()),
+            None => context.extensions.get::<http::request::Parts>().and_then(|p| p.extensions.get::<CallerContext>()).cloned(),
+        };
+        if let Some(caller) = caller {
+            self.watch(caller, context.peer);
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let caller = self.caller(&context)?;
+        caller
+            .scopes
+            .require(Scope::McpResources)
+            .map_err(|e| McpError::invalid_request(format!("{}: {}", e.code, e.message), None))?;
+        if !self.session {
+            return Err(McpError::invalid_request("subscriptions need a session (Mcp-Session-Id)", None));
+        }
+        if !request.uri.starts_with("continuity://entities/") || request.uri.len() > 512 {
+            return Err(McpError::invalid_params(
+                "only entity resources (continuity://entities/{type}/{id}) can be subscribed to",
+                None,
+            ));
+        }
+        let mut subs = self.subscriptions.lock().map_err(|_| McpError::internal_error("subscriptions lock", None))?;
+        if subs.len() >= MAX_SUBSCRIPTIONS && !subs.contains(&request.uri) {
+            return Err(McpError::invalid_params(format!("at most {MAX_SUBSCRIPTIONS} subscriptions per session"), None));
+        }
+        subs.insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.caller(&context)?;
+        if let Ok(mut subs) = self.subscriptions.lock() {
+            subs.remove(&request.uri);
+        }
+        Ok(())
     }
 
     async fn list_resources(

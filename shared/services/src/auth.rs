@@ -137,6 +137,13 @@ impl Authenticator {
         })
     }
 
+    /// Drops the cached configuration of `tenant` (it changed elsewhere).
+    pub async fn forget_tenant_config(&self, tenant: &TenantId) {
+        if let Err(e) = self.backend.cache.evict(&[CacheKey::tenant(tenant, "tenant", "config")]).await {
+            tracing::warn!(tenant = %tenant, error = %e, "tenant config not evicted; it expires by TTL");
+        }
+    }
+
     /// The tenant's configuration, through the 5-minute cache. A cache failure is a miss.
     ///
     /// # Errors

@@ -50,6 +50,7 @@ pub enum ReadStep {
 pub struct EntityService {
     backend: Backend,
     auth: crate::auth::Authenticator,
+    changes: crate::changes::Changes,
 }
 
 fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKey {
@@ -57,8 +58,8 @@ fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKe
 }
 
 impl EntityService {
-    pub fn new(backend: Backend, auth: crate::auth::Authenticator) -> Self {
-        Self { backend, auth }
+    pub fn new(backend: Backend, auth: crate::auth::Authenticator, changes: crate::changes::Changes) -> Self {
+        Self { backend, auth, changes }
     }
 
     /// The read fallback chain: index lookup → tenant-partition scan → fortress (promoted
@@ -216,6 +217,11 @@ impl EntityService {
         if let Err(e) = self.backend.cache.evict(&[cache_key(&entity_type, &id, &caller.tenant)]).await {
             tracing::warn!(tenant = %caller.tenant, error = %e, "cache eviction failed; the entry expires by TTL");
         }
+        self.changes.publish(crate::changes::Change::EntityUpdated {
+            tenant: stored.tenant.clone(),
+            entity_type: stored.entity_type.clone(),
+            id: stored.id.clone(),
+        });
         Ok(stored)
     }
 }

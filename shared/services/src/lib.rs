@@ -13,6 +13,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod capabilities;
+pub mod changes;
 pub mod entities;
 pub mod oauth;
 pub mod tools;
@@ -29,13 +30,16 @@ pub struct Services {
     pub audit: audit::AuditService,
     pub capabilities: capabilities::CapabilityService,
     pub oauth: oauth::OAuthService,
+    /// In-process change notices for MCP sessions.
+    pub changes: changes::Changes,
 }
 
 impl Services {
     pub fn new(backend: Backend) -> Self {
         let tokens = oauth::tokens::TokenService::new(backend.clone());
         let auth = auth::Authenticator::new(backend.clone(), tokens.clone());
-        let entities = entities::EntityService::new(backend.clone(), auth.clone());
+        let changes = changes::Changes::new();
+        let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
         Self {
             capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone()),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
@@ -44,6 +48,7 @@ impl Services {
             admin: admin::AdminService::new(backend.clone()),
 
             audit: audit::AuditService::new(backend.clone()),
+            changes,
             backend,
         }
     }
