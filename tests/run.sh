@@ -53,7 +53,7 @@ mkdir -p "$CACHE"
 MCP_VENV="$CACHE/venv-mcp"
 MCP_PY_REQUIREMENTS=("mcp==2.3.0")
 # Node 22 (the conformance suite needs it) and the suite, pinned, from npm.
-NPM_REQUIREMENTS=("node@22.23.3" "@modelcontextprotocol/conformance@0.2.0-alpha.12")
+NPM_REQUIREMENTS=("node@22.23.3" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "@modelcontextprotocol/sdk@1.32.2")
 PY_REQUIREMENTS=(
   "moto[server]>=5.1,<6"
   "cfn-lint>=1.30,<2"
@@ -194,12 +194,12 @@ fi
 if [ -z "$ONLY_SERVICES" ]; then
   # A C toolchain: the linker for rustc, and cc for bundled C crates (SQLite).
   command -v cc >/dev/null 2>&1 || missing+=(build-essential pkg-config)
-  # npm fetches Node 22 and the MCP conformance suite (any Node runs npm itself).
-  command -v npm >/dev/null 2>&1 || missing+=(npm)
   if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
   fi
 fi
+# npm fetches Node 22, the MCP conformance suite and the TypeScript SDK.
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -gt 0 ]; then
   say "    installing: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -230,8 +230,7 @@ fi
 export PATH="$VENV/bin:$PATH"
 end_step
 
-if [ -z "$ONLY_SERVICES" ]; then
-  begin_step "install: node 22 and the MCP conformance suite"
+begin_step "install: node 22, the MCP conformance suite and the MCP TypeScript SDK"
   NPM_DIR="$CACHE/npm"
   mkdir -p "$NPM_DIR"
   npm_marker="$NPM_DIR/.continuity-requirements"
@@ -245,8 +244,8 @@ if [ -z "$ONLY_SERVICES" ]; then
   fi
   NODE22="$NPM_DIR/node_modules/.bin/node"
   CONFORMANCE_JS="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-  end_step
-fi
+  export CONTINUITY_TEST_NODE="$NODE22" CONTINUITY_TEST_NODE_MODULES="$NPM_DIR/node_modules"
+end_step
 
 begin_step "install: python venv for the MCP SDK"
 if [ ! -x "$MCP_VENV/bin/python" ]; then
@@ -329,7 +328,8 @@ http_ok() {
 urllib.request.urlopen(sys.argv[1], timeout=2).read()' "$1"
 }
 
-moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
+# moto with DynamoDB write atomicity under concurrency (see tests/moto_server.py).
+"$VENV/bin/python" "$ROOT/tests/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
 PIDS+=("$!")
 wait_for 60 "$!" "moto_server" "$TMP_DIR/moto.log" http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"
 
@@ -393,7 +393,8 @@ print_exports() {
   local v
   for v in CONTINUITY_TEST_MOTO_URL CONTINUITY_TEST_REDIS_URL CONTINUITY_TEST_REDIS_CLUSTER_URLS \
     CONTINUITY_TEST_REDIS_CA AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION AWS_REGION \
-    AWS_EC2_METADATA_DISABLED CONTINUITY_TEST_PYTHON CARGO_TARGET_DIR; do
+    AWS_EC2_METADATA_DISABLED CONTINUITY_TEST_PYTHON CONTINUITY_TEST_NODE CONTINUITY_TEST_NODE_MODULES \
+    CARGO_TARGET_DIR; do
     # Single quotes: no value here contains one.
     printf "export %s='%s'\n" "$v" "${!v}"
   done

@@ -15,10 +15,22 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
-#[test]
-fn the_python_sdk_calls_every_tool() {
-    let python = std::env::var("CONTINUITY_TEST_PYTHON")
-        .unwrap_or_else(|_| panic!("CONTINUITY_TEST_PYTHON is not set: run tests/run.sh (it installs the MCP Python SDK)"));
+struct Served {
+    child: std::process::Child,
+    url: String,
+    key: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh home with the demo data set, served on port 0.
+fn serve_demo() -> Served {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     let out = Command::new(BIN).arg("--home").arg(&home).args(["tenant", "list"]).output().unwrap();
@@ -51,13 +63,19 @@ fn the_python_sdk_calls_every_tool() {
         }
     };
     std::thread::spawn(move || for _ in lines {});
-    let script = format!(
-        "{}/../../tests/python/tools_session.py",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
-    let run = Command::new(&python).arg(&script).args([&url, &key]).output().unwrap();
-    let _ = child.kill();
-    let _ = child.wait();
+    Served { child, url, key, _dir: dir }
+}
+
+fn script(rel: &str) -> String {
+    format!("{}/../../{rel}", std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()))
+}
+
+#[test]
+fn the_python_sdk_calls_every_tool() {
+    let python = std::env::var("CONTINUITY_TEST_PYTHON")
+        .unwrap_or_else(|_| panic!("CONTINUITY_TEST_PYTHON is not set: run tests/run.sh (it installs the MCP Python SDK)"));
+    let s = serve_demo();
+    let run = Command::new(&python).arg(script("tests/python/tools_session.py")).args([&s.url, &s.key]).output().unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "the SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
@@ -70,4 +88,30 @@ fn the_python_sdk_calls_every_tool() {
     assert_eq!(seen["prompts"], serde_json::json!(["project_handoff_summary", "morning_brief"]));
     assert_eq!(seen["brief_mentions_signal"], true);
     assert_eq!(seen["resource_entity_name"], "Acme Corp");
+}
+
+/// The official TypeScript SDK (`@modelcontextprotocol/sdk` on npm), which also validates
+/// error results against the output schemas: the same session.
+#[test]
+fn the_typescript_sdk_calls_every_tool() {
+    let node = std::env::var("CONTINUITY_TEST_NODE").unwrap_or_else(|_| {
+        panic!("CONTINUITY_TEST_NODE is not set: run tests/run.sh (it installs Node 22 and the MCP TypeScript SDK)")
+    });
+    let modules =
+        std::env::var("CONTINUITY_TEST_NODE_MODULES").unwrap_or_else(|_| panic!("CONTINUITY_TEST_NODE_MODULES is not set"));
+    let s = serve_demo();
+    let run = Command::new(&node)
+        .arg(script("tests/typescript/session.mjs"))
+        .args([&s.url, &s.key])
+        .env("NODE_PATH", &modules)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    assert!(run.status.success(), "the TypeScript SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
+    let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 20);
+    assert_eq!(seen["called"].as_array().unwrap().len(), 20, "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "every valid call succeeds: {seen}");
+    assert_eq!(seen["invalid_call"], serde_json::json!({"isError": true, "code": "INVALID_REQUEST"}));
+    assert_eq!(seen["prompts"], serde_json::json!(["project_handoff_summary", "morning_brief"]));
 }

@@ -111,8 +111,14 @@ impl Fixture {
 }
 
 /// A minimal JSON Schema check for the subset our schemas use (type, properties,
-/// required, items, enum): enough to catch a result drifting from its declared shape.
+/// required, items, enum, anyOf): enough to catch a result drifting from its declared shape.
 fn conforms(schema: &Value, v: &Value, path: &str) -> Result<(), String> {
+    if let Some(branches) = schema.get("anyOf").and_then(Value::as_array) {
+        let errors: Vec<String> = branches.iter().filter_map(|b| conforms(b, v, path).err()).collect();
+        if errors.len() == branches.len() {
+            return Err(format!("{path}: matches no branch: {errors:?}"));
+        }
+    }
     if let Some(t) = schema.get("type") {
         let types: Vec<&str> = match t {
             Value::String(s) => vec![s.as_str()],
@@ -169,7 +175,12 @@ async fn every_canonical_tool_works_on_real_data() {
     seed(&f.services, &t, "ada-user").await;
     let listed = f.tools(&key).await;
     assert_eq!(listed.len(), 20, "the enterprise plan with every scope sees all 20 tools");
-    let schema_of = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"].clone();
+    // The first branch of each output schema is the success shape (the second, the error shape).
+    let schema_of = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]["anyOf"][0].clone();
+    for t in &listed {
+        assert_eq!(t["outputSchema"]["type"], "object");
+        assert_eq!(t["outputSchema"]["anyOf"].as_array().map(Vec::len), Some(2), "{}", t["name"]);
+    }
 
     let calls: Vec<(&str, Value)> = vec![
         (
@@ -302,6 +313,9 @@ async fn bad_arguments_and_missing_records_are_tool_errors() {
     ] {
         let r = f.call(&key, name, args.clone()).await;
         assert_eq!(r["isError"], true, "{name} {args}: {r}");
+        let listed = f.tools(&key).await;
+        let error_branch = listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]["anyOf"][1].clone();
+        conforms(&error_branch, &r["structuredContent"], name).unwrap();
         assert_eq!(r["structuredContent"]["code"], code, "{name} {args}: {r}");
     }
 }

@@ -76,6 +76,34 @@ pub const PLAN_POLL: std::time::Duration = std::time::Duration::from_secs(2);
 /// Most resources one session may subscribe to.
 pub const MAX_SUBSCRIPTIONS: usize = 1000;
 
+/// The structured content of a failed call (SPEC §7.3): the taxonomy code, a message
+/// and the code's payload fields.
+fn error_schema() -> Value {
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "description": "The failure code (SPEC §7.3), e.g. NOT_FOUND, PLAN_INSUFFICIENT, INVALID_REQUEST."},
+            "message": {"type": "string"},
+            "upgrade_url": {"type": "string"},
+            "connect_url": {"type": "string"},
+            "syncing": {"type": "boolean"},
+            "progress": {"type": "number"},
+            "data": {"type": "null"},
+            "retry_after": {"type": "integer"},
+            "field_errors": {"type": "array"},
+            "required_scope": {"type": "string"}
+        },
+        "required": ["code", "message"]
+    })
+}
+
+/// A tool's declared output: its result, or (with `isError`) a taxonomy error. Clients
+/// such as the TypeScript SDK validate error results against the output schema too, so
+/// both shapes are declared.
+pub fn output_schema(spec: &ToolSpec) -> Value {
+    serde_json::json!({"type": "object", "anyOf": [(spec.output_schema)(), error_schema()]})
+}
+
 fn to_tool(spec: &ToolSpec) -> Tool {
     let as_object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
     let mut annotations = ToolAnnotations::with_title(spec.title);
@@ -83,7 +111,7 @@ fn to_tool(spec: &ToolSpec) -> Tool {
     annotations.open_world_hint = Some(false);
     Tool::new_with_raw(spec.name, Some(Cow::Borrowed(spec.description)), as_object((spec.input_schema)()))
         .with_title(spec.title)
-        .with_raw_output_schema(as_object((spec.output_schema)()))
+        .with_raw_output_schema(as_object(output_schema(spec)))
         .with_annotations(annotations)
 }
 
