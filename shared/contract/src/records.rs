@@ -394,6 +394,23 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
     assert_eq!(p.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a4", "a3", "a2"]);
     let p2 = r.list_audit(&t, &PageRequest::after(3, p.next_cursor.unwrap())).await.unwrap();
     assert_eq!(p2.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a1", "a0"]);
+    // Many records of two tenants at once, across several atomic groups.
+    let (t1, t2) = (fresh_tenant("aud"), fresh_tenant("aud"));
+    let many: Vec<AuditRecord> = (0..60)
+        .map(|i| AuditRecord {
+            tenant: if i % 2 == 0 { t1.clone() } else { t2.clone() },
+            id: id(&format!("m{i:02}")),
+            at: Timestamp(2000 + i),
+            actor: "u1".into(),
+            action: "tool:kb.search".into(),
+            target: None,
+            outcome: "ok".into(),
+            request_id: None,
+        })
+        .collect();
+    r.append_audits(&many).await.unwrap();
+    assert_eq!(r.list_audit(&t1, &PageRequest::first(100)).await.unwrap().items.len(), 30);
+    assert_eq!(r.list_audit(&t2, &PageRequest::first(100)).await.unwrap().items[0].id.as_str(), "m59");
 
     assert!(r.claim(&t, "ingest:batch-1:rec-7", Timestamp(1)).await.unwrap());
     assert!(!r.claim(&t, "ingest:batch-1:rec-7", Timestamp(2)).await.unwrap());

@@ -214,6 +214,11 @@ pub trait AuditLog: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn append_audit(&self, record: &AuditRecord) -> Result<()>;
+    /// Appends many records (of any tenants), in atomic groups of at most 25.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`; groups before the failing one are written.
+    async fn append_audits(&self, records: &[AuditRecord]) -> Result<()>;
     /// Newest first.
     ///
     /// # Errors
@@ -732,6 +737,19 @@ impl AuditLog for Records {
         self.items
             .write(vec![put(r.tenant.as_str(), "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent)])
             .await
+    }
+
+    async fn append_audits(&self, records: &[AuditRecord]) -> Result<()> {
+        for group in records.chunks(crate::items::MAX_WRITES_PER_BATCH) {
+            let writes = group
+                .iter()
+                .map(|r| {
+                    Ok(put(r.tenant.as_str(), "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            self.items.write(writes).await?;
+        }
+        Ok(())
     }
 
     async fn list_audit(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<AuditRecord>> {

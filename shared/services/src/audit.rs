@@ -1,23 +1,71 @@
 //! The audit ledger helper: one call per tool call, decision or admin action.
 //! A failure to audit is logged loudly but does not fail the caller's read.
+//!
+//! Group commit: concurrent callers hand their records to one writer task, which writes
+//! whatever has queued up (at most 25) in one atomic batch — one transaction, one fsync
+//! on SQLite — and answers each caller when its record is durable. A caller still
+//! returns only after its record is written; under load, many share one write.
 
+use std::sync::{Arc, OnceLock};
+
+use domain::Result;
 use domain::audit::AuditRecord;
 use ports::Backend;
 use ports::records::AuditLog;
+use tokio::sync::{mpsc, oneshot};
+
+/// Records waiting for the writer before callers wait for room.
+const QUEUE: usize = 4096;
+/// Most records one write carries (one atomic batch).
+const GROUP: usize = ports::items::MAX_WRITES_PER_BATCH;
+
+struct Pending {
+    record: AuditRecord,
+    done: oneshot::Sender<Result<()>>,
+}
 
 #[derive(Clone)]
 pub struct AuditService {
     backend: Backend,
+    writer: Arc<OnceLock<mpsc::Sender<Pending>>>,
 }
 
 impl AuditService {
     pub fn new(backend: Backend) -> Self {
-        Self { backend }
+        Self { backend, writer: Arc::default() }
     }
 
-    /// Records `action` by `actor` in `tenant` with `outcome` (`ok` or a taxonomy code).
+    /// The writer task, started on first use (inside the caller's runtime).
+    fn writer(&self) -> mpsc::Sender<Pending> {
+        self.writer
+            .get_or_init(|| {
+                let (tx, mut rx) = mpsc::channel::<Pending>(QUEUE);
+                let backend = self.backend.clone();
+                tokio::spawn(async move {
+                    while let Some(first) = rx.recv().await {
+                        let mut group = vec![first];
+                        while group.len() < GROUP {
+                            match rx.try_recv() {
+                                Ok(p) => group.push(p),
+                                Err(_) => break,
+                            }
+                        }
+                        let records: Vec<AuditRecord> = group.iter().map(|p| p.record.clone()).collect();
+                        let result = backend.records.append_audits(&records).await;
+                        for p in group {
+                            let _ = p.done.send(result.clone());
+                        }
+                    }
+                });
+                tx
+            })
+            .clone()
+    }
+
+    /// Records `action` by `actor` in `tenant` with `outcome` (`ok` or a taxonomy code);
+    /// returns once the record is durable (or its loss is logged).
     pub async fn record(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
-        let rec = AuditRecord {
+        let record = AuditRecord {
             tenant: tenant.clone(),
             id: crate::new_id(&self.backend),
             at: self.backend.clock.now(),
@@ -27,7 +75,13 @@ impl AuditService {
             outcome: outcome.to_owned(),
             request_id: None,
         };
-        if let Err(e) = self.backend.records.append_audit(&rec).await {
+        let (done, answer) = oneshot::channel();
+        let result = match self.writer().send(Pending { record, done }).await {
+            Ok(()) => answer.await.unwrap_or_else(|_| Err(domain::Error::internal("the audit writer stopped"))),
+            // The writer's runtime is gone (a test that outlived it): write directly.
+            Err(mpsc::error::SendError(p)) => self.backend.records.append_audit(&p.record).await,
+        };
+        if let Err(e) = result {
             tracing::error!(tenant = %tenant, action, error = %e, "audit record lost");
         }
     }
