@@ -3,7 +3,7 @@
 //!
 //! Environment (set by `infra/template.yaml`): `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
 //! `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, `CONTINUITY_REDIS_URLS`,
-//! `CONTINUITY_PUBLIC_URL`, `AWS_REGION`, `RUST_LOG`.
+//! `CONTINUITY_PUBLIC_URL`, `CONTINUITY_ALLOWED_HOSTS` (optional), `AWS_REGION`, `RUST_LOG`.
 //!
 //! Locally: `cargo lambda watch` then
 //! `cargo lambda invoke continuity-adk --data-file events/adk-list-capabilities.json`.
@@ -15,5 +15,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     gateway::lambda::init_logging();
     let env = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&env.aws, Arc::new(ports::SystemClock)).await?;
-    lambda_http::run(gateway::lambda::app(services::Services::new(backend), env.public_url)).await
+    lambda_http::run(gateway::lambda::app_with_hosts(services::Services::new(backend), env.public_url, env.allowed_hosts)).await
 }

@@ -118,3 +118,20 @@ async fn the_authorizer_context_decides_tenant_and_scopes() {
     ev["requestContext"]["authorizer"]["scopes"] = "root:everything".into();
     assert_eq!(invoke(&s, ev).await.0, 401);
 }
+
+/// With `CONTINUITY_ALLOWED_HOSTS` set, `/mcp` checks `Host` against the API's domains.
+#[tokio::test]
+async fn configured_hosts_are_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let call = |hosts: Vec<String>| {
+        let s = s.clone();
+        async move {
+            let req = lambda_http::request::from_str(&event("mcp-tools-list.json").to_string()).unwrap();
+            let app = gateway::lambda::app_with_hosts(s, String::new(), hosts);
+            app.oneshot(req).await.unwrap().status().as_u16()
+        }
+    };
+    assert_eq!(call(vec!["abcdef1234.execute-api.eu-west-1.amazonaws.com".into()]).await, 200);
+    assert_eq!(call(vec!["mcp.example.com".into()]).await, 403, "a Host outside the list is refused");
+}

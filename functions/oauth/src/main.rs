@@ -17,5 +17,5 @@ async fn main() -> Result<(), lambda_http::Error> {
     gateway::lambda::init_logging();
     let env = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&env.aws, Arc::new(ports::SystemClock)).await?;
-    lambda_http::run(gateway::lambda::app(services::Services::new(backend), env.public_url)).await
+    lambda_http::run(gateway::lambda::app_with_hosts(services::Services::new(backend), env.public_url, env.allowed_hosts)).await
 }

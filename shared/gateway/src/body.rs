@@ -78,6 +78,10 @@ pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
         Ok(serde_json::Value::Array(_)) => {
             jsonrpc_error(-32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported".into())
         }
+        // MCP parameters are always an object (JSON-RPC's by-position arrays are not used).
+        Ok(serde_json::Value::Object(m)) if m.get("params").is_some_and(|p| !p.is_object() && !p.is_null()) => {
+            jsonrpc_error(-32602, "Invalid params: MCP request parameters are a JSON object".into())
+        }
         Ok(serde_json::Value::Object(_)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
         Ok(_) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
     }

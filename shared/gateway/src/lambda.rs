@@ -75,12 +75,19 @@ async fn from_api_gateway(mut req: Request, next: Next) -> Response {
 
 /// A Lambda's whole HTTP application.
 pub fn app(services: Services, public_url: String) -> Router {
+    app_with_hosts(services, public_url, Vec::new())
+}
+
+/// [`app`] that also checks `Host` on `/mcp` against `allowed_hosts` (the API's domains,
+/// `CONTINUITY_ALLOWED_HOSTS`); empty leaves it to API Gateway.
+pub fn app_with_hosts(services: Services, public_url: String, allowed_hosts: Vec<String>) -> Router {
     let settings = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
         // Browsers do not call the Lambda URL directly; any Origin header is foreign.
         allowed_origins: Vec::new(),
-        // API Gateway only routes its own hostnames (and the custom domain) here.
-        allowed_hosts: Vec::new(),
+        // API Gateway only routes its own hostnames (and the custom domain) here; a
+        // configured list checks them once more (DNS-rebinding protection in depth).
+        allowed_hosts,
         auth_mode: AuthMode::TrustAuthorizer,
         // Lambda cannot keep a session between invocations.
         sessions: false,

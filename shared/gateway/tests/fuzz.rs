@@ -181,3 +181,14 @@ fn random_tool_arguments_never_break_the_server() {
         }
     });
 }
+
+/// MCP parameters are objects: by-position arrays get a JSON-RPC invalid-params error.
+#[test]
+fn array_params_are_invalid_params() {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let f = fixture(&rt);
+    let msg = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": [""]});
+    let (status, body) = rt.block_on(post(&f.app, &f.key, msg.to_string().into_bytes(), "2025-06-18"));
+    assert_eq!(status, 400);
+    assert_eq!(serde_json::from_slice::<Value>(&body).unwrap()["error"]["code"], -32602);
+}

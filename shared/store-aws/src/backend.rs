@@ -13,6 +13,9 @@ pub struct LambdaEnv {
     /// `CONTINUITY_PUBLIC_URL`; empty when the stack has no custom domain, in which case
     /// handlers derive the base URL from the request.
     pub public_url: String,
+    /// `CONTINUITY_ALLOWED_HOSTS` (comma-separated): the `Host` values `/mcp` accepts;
+    /// empty leaves the check to API Gateway, which only routes its own hostnames.
+    pub allowed_hosts: Vec<String>,
 }
 
 fn var(name: &str) -> Result<String> {
@@ -59,6 +62,9 @@ impl LambdaEnv {
                     .unwrap_or_default(),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
+            allowed_hosts: optional("CONTINUITY_ALLOWED_HOSTS")
+                .map(|v| v.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect())
+                .unwrap_or_default(),
         })
     }
 }
