@@ -60,6 +60,7 @@ pub async fn decide(
             context.insert("credential".into(), json!(caller.credential));
             context.insert("teams".into(), json!(caller.teams.join(",")));
             context.insert("projects".into(), json!(caller.projects.join(",")));
+            context.insert("toolsets".into(), json!(caller.toolsets.to_list_string()));
             AuthorizerResponse {
                 principal_id: caller.principal.to_string(),
                 policy_document: policy("Allow", &resource),

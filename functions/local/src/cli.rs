@@ -48,9 +48,10 @@ enum Command {
         /// The principal the session acts as (its sessions and personal memory).
         #[arg(long, default_value = "owner")]
         principal: String,
-        /// Toolsets to offer: `canonical` (the 20 tools).
-        #[arg(long, value_delimiter = ',', default_value = "canonical")]
-        toolsets: Vec<String>,
+        /// Toolsets to offer: `canonical` (the 20 tools), `graph` (the knowledge-graph
+        /// tools of the reference memory server), or both: `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: String,
     },
     /// Manage tenants.
     #[command(subcommand)]
@@ -202,6 +203,9 @@ enum KeyCommand {
         /// Projects whose project-scoped memory the key may read (comma-separated).
         #[arg(long, value_delimiter = ',')]
         projects: Vec<String>,
+        /// MCP toolsets the key is offered: `canonical`, `graph`, or `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: String,
     },
     /// Revoke a key by id (the middle part of `ctn_<tenant>.<id>.<secret>`).
     Revoke {
@@ -245,9 +249,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
         Command::Stdio { tenant, principal, toolsets } => {
-            if let Some(unknown) = toolsets.iter().find(|t| t.as_str() != "canonical") {
-                return Err(anyhow!("unknown toolset {unknown:?}; this version offers: canonical"));
-            }
+            let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
             let t = s.admin.show_tenant(&tenant).await.map_err(domain_err)?;
             // The person at this terminal, as an MCP client: never `admin` or
@@ -263,6 +265,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 teams: vec![],
                 projects: vec![],
                 credential: "stdio".into(),
+                toolsets,
             };
             tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
             use rmcp::ServiceExt as _;
@@ -324,7 +327,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             Ok(())
         }
-        Command::Key(KeyCommand::Create { tenant, scopes, principal, teams, projects }) => {
+        Command::Key(KeyCommand::Create { tenant, scopes, principal, teams, projects, toolsets }) => {
+            let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
             let req = KeyRequest {
                 tenant: TenantId::new(tenant).map_err(domain_err)?,
                 scopes: Scopes::parse(&scopes).map_err(domain_err)?,
@@ -332,7 +336,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 teams,
                 projects,
             };
-            let key = s.admin.create_key(req).await.map_err(domain_err)?;
+            let key = s.admin.create_key_with_toolsets(req, toolsets).await.map_err(domain_err)?;
             println!("{}", key.token);
             eprintln!("created key {} for tenant {}; this is the only time its secret is shown", key.key_id, key.tenant);
             Ok(())

@@ -138,7 +138,8 @@ const fn connector(mut c: CapabilitySpec, n: ConnectorNeed) -> CapabilitySpec {
     c
 }
 
-/// Every capability. The first twenty are the canonical MCP tools of SPEC §7.1.
+/// Every capability. The first twenty are the canonical MCP tools of SPEC §7.1; then the
+/// nine tools of the `graph` toolset; then capabilities of the capability API only.
 pub static REGISTRY: &[CapabilitySpec] = &[
     // memory channel
     cap(
@@ -256,6 +257,65 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "function.playbook",
         "Emit a JSON playbook for the caller to run locally.",
     )),
+    // the `graph` toolset (reference memory server tools, offered by name without the
+    // `memory.graph_` prefix), over the caller's personal or project scope
+    writes(cap(
+        "memory.graph_create_entities",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Create knowledge-graph entities.",
+    )),
+    writes(cap(
+        "memory.graph_create_relations",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Create knowledge-graph relations.",
+    )),
+    writes(cap(
+        "memory.graph_add_observations",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Add observations to entities.",
+    )),
+    writes(cap(
+        "memory.graph_delete_entities",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Delete entities and their relations.",
+    )),
+    writes(cap(
+        "memory.graph_delete_observations",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Delete observations.",
+    )),
+    writes(cap("memory.graph_delete_relations", Memory, Starter, &[MemoryWrite], StoreIndex, "store.graph", "Delete relations.")),
+    cap("memory.graph_read_graph", Memory, Starter, &[MemoryRead], StoreIndex, "store.graph", "The whole knowledge graph."),
+    cap("memory.graph_search_nodes", Memory, Starter, &[MemoryRead], StoreIndex, "store.graph", "Search knowledge-graph nodes."),
+    cap(
+        "memory.graph_open_nodes",
+        Memory,
+        Starter,
+        &[MemoryRead],
+        StoreIndex,
+        "store.graph",
+        "Open knowledge-graph nodes by name.",
+    ),
     // capability API only
     schema(
         cached(
@@ -305,9 +365,10 @@ pub fn find(name: &str) -> Option<&'static CapabilitySpec> {
     REGISTRY.iter().find(|c| c.name == name)
 }
 
-/// The canonical MCP tools (every capability not on the `Api` channel).
+/// The canonical MCP tools (every capability not on the `Api` channel and not of the
+/// `graph` toolset).
 pub fn mcp_tools() -> impl Iterator<Item = &'static CapabilitySpec> {
-    REGISTRY.iter().filter(|c| c.channel != Api)
+    REGISTRY.iter().filter(|c| c.channel != Api && !c.name.starts_with("memory.graph_"))
 }
 
 #[cfg(test)]
@@ -322,6 +383,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len(), "names are unique");
         assert_eq!(mcp_tools().count(), 20, "the canonical 20 MCP tools");
+        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 9, "the graph toolset");
         for c in REGISTRY {
             assert!(CapabilityName::parse(c.name).is_ok(), "{} parses", c.name);
             assert!(!c.scopes.is_empty());

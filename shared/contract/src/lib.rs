@@ -67,6 +67,7 @@ macro_rules! contract_suite {
                 signals_newest_first,
                 memory_scopes_and_turns,
                 library_entries_and_documents,
+                graphs_are_versioned_per_scope,
                 proposals_lifecycle,
                 audit_newest_first_and_idempotency,
                 tenant_isolation_everywhere,

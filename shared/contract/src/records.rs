@@ -134,6 +134,7 @@ pub async fn principals_and_api_keys(r: Records) {
             teams: vec![],
             projects: vec!["apollo".into()],
             secret_sha256: "ab".repeat(32),
+            toolsets: domain::principal::Toolsets::default(),
             created_at: Timestamp(1),
             revoked_at: None,
         };
@@ -656,4 +657,58 @@ pub async fn connector_status_isolation(r: Records) {
     r.transition_connector(&b, &hs, NotConnected, None, None, Timestamp(3)).await.unwrap();
     assert_eq!(r.get_connector(&a, &hs).await.unwrap(), Some(a_hs));
     assert_eq!(r.list_connectors(&a, &pg).await.unwrap().items.len(), 4);
+}
+
+pub async fn graphs_are_versioned_per_scope(r: Records) {
+    use domain::graph::{GraphEntity, GraphRelation};
+    use ports::graph::{GraphChanges, GraphStore};
+    let t = fresh_tenant("graph");
+    let scope = "personal:u1";
+    assert_eq!(r.graph_version(&t, scope).await.unwrap(), 0);
+    let e = |n: &str| GraphEntity { name: n.into(), entity_type: "person".into(), observations: vec![format!("{n} likes tea")] };
+    let rel = |a: &str, b: &str| GraphRelation { from: a.into(), to: b.into(), relation_type: "knows".into() };
+    // 60 entities: three atomic groups, three versions.
+    let many: Vec<GraphEntity> = (0..60).map(|i| e(&format!("Person {i}"))).collect();
+    let v = r.apply_graph(&t, scope, 0, &GraphChanges { put_entities: many, ..Default::default() }).await.unwrap();
+    assert_eq!(v, 3);
+    assert_eq!(
+        r.apply_graph(&t, scope, 0, &GraphChanges { put_entities: vec![e("x")], ..Default::default() }).await.unwrap_err().code,
+        ErrorCode::Conflict,
+        "a stale version"
+    );
+    let v = r
+        .apply_graph(
+            &t,
+            scope,
+            v,
+            &GraphChanges { put_relations: vec![rel("Person 1", "Person 2"), rel("Person 2", "Person 3")], ..Default::default() },
+        )
+        .await
+        .unwrap();
+    let (version, entities, relations) = r.read_graph(&t, scope).await.unwrap();
+    assert_eq!((version, entities.len(), relations.len()), (v, 60, 2));
+    // Names with any characters; replacing and deleting by name.
+    let odd = e("Zoë / #1 \"quoted\"");
+    let v = r
+        .apply_graph(
+            &t,
+            scope,
+            v,
+            &GraphChanges {
+                put_entities: vec![odd.clone()],
+                delete_entities: vec!["Person 0".into()],
+                delete_relations: vec![rel("Person 1", "Person 2")],
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let (_, entities, relations) = r.read_graph(&t, scope).await.unwrap();
+    assert!(entities.contains(&odd) && !entities.iter().any(|x| x.name == "Person 0"));
+    assert_eq!(relations, vec![rel("Person 2", "Person 3")]);
+    // Scopes and tenants are separate graphs.
+    assert_eq!(r.read_graph(&t, "project:apollo").await.unwrap().1.len(), 0);
+    assert_eq!(r.read_graph(&fresh_tenant("graph"), scope).await.unwrap().1.len(), 0);
+    assert!(r.graph_version(&t, "bad#scope").await.is_err());
+    assert!(v > 3);
 }

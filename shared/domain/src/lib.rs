@@ -18,6 +18,7 @@
 pub mod audit;
 pub mod connector;
 pub mod error;
+pub mod graph;
 pub mod ids;
 pub mod memory;
 pub mod oauth;

@@ -195,6 +195,7 @@ mod tests {
             plan: PlanTier::Pro,
             teams: vec!["core".into()],
             projects: vec!["apollo".into()],
+            toolsets: crate::principal::Toolsets::default(),
             credential: "test".into(),
         }
     }

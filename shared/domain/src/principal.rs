@@ -76,6 +76,48 @@ impl Scopes {
 }
 
 string_enum! {
+    /// Sets of MCP tools a credential may be offered: the 20 `canonical` tools, and the
+    /// `graph` tools compatible with the reference knowledge-graph memory server.
+    Toolset, "toolset" { Canonical = "canonical", Graph = "graph" }
+}
+
+/// The toolsets a credential enables; `canonical` alone unless said otherwise.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Toolsets(pub BTreeSet<Toolset>);
+
+impl Default for Toolsets {
+    fn default() -> Self {
+        Self([Toolset::Canonical].into_iter().collect())
+    }
+}
+
+impl Toolsets {
+    /// Parses `"canonical,graph"` (comma- or space-separated).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an unknown toolset or an empty list.
+    pub fn parse(raw: &str) -> Result<Self, Error> {
+        let set: BTreeSet<Toolset> = raw
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|p| !p.is_empty())
+            .map(Toolset::parse)
+            .collect::<Result<_, _>>()?;
+        if set.is_empty() {
+            return Err(Error::invalid_field("toolsets", "at least one toolset is required"));
+        }
+        Ok(Self(set))
+    }
+
+    pub fn contains(&self, t: Toolset) -> bool {
+        self.0.contains(&t)
+    }
+
+    pub fn to_list_string(&self) -> String {
+        self.0.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(",")
+    }
+}
+
+string_enum! {
     /// What kind of principal acts.
     PrincipalKind, "principal_kind" { User = "user", Client = "client", Service = "service" }
 }
@@ -104,6 +146,9 @@ pub struct ApiKeyRecord {
     pub projects: Vec<String>,
     /// Lower-case hex SHA-256 of the secret part.
     pub secret_sha256: String,
+    /// The MCP toolsets this key is offered.
+    #[serde(default)]
+    pub toolsets: Toolsets,
     pub created_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
 }
@@ -119,6 +164,8 @@ pub struct CallerContext {
     pub projects: Vec<String>,
     /// How the caller authenticated, for the audit ledger (`api_key:<id>`, `jwt:<jti>`).
     pub credential: String,
+    /// The MCP toolsets offered to this caller.
+    pub toolsets: Toolsets,
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use axum::Router;
 use axum::extract::Request;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use domain::principal::{CallerContext, Scopes};
+use domain::principal::{CallerContext, Scopes, Toolsets};
 use domain::tenant::PlanTier;
 use domain::{Id, TenantId};
 use lambda_http::RequestExt;
@@ -38,6 +38,7 @@ pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_j
         teams: list("teams"),
         projects: list("projects"),
         credential: s("credential").unwrap_or("authorizer").to_owned(),
+        toolsets: s("toolsets").and_then(|t| Toolsets::parse(t).ok()).unwrap_or_default(),
     })
 }
 

@@ -504,6 +504,166 @@ pub fn tools() -> &'static [ToolSpec] {
     TOOLS
 }
 
+fn graph_entity() -> Value {
+    json!({"type": "object", "properties": {
+        "name": {"type": "string", "description": "The name of the entity"},
+        "entityType": {"type": "string", "description": "The type of the entity"},
+        "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents associated with the entity"}
+    }, "required": ["name", "entityType", "observations"], "additionalProperties": false})
+}
+
+fn graph_relation() -> Value {
+    json!({"type": "object", "properties": {
+        "from": {"type": "string", "description": "The name of the entity where the relation starts"},
+        "to": {"type": "string", "description": "The name of the entity where the relation ends"},
+        "relationType": {"type": "string", "description": "The type of the relation"}
+    }, "required": ["from", "to", "relationType"], "additionalProperties": false})
+}
+
+fn graph_scope() -> Value {
+    json!({"type": "string", "description": "Which graph: \"personal\" (default, yours alone) or \"project:<id>\" for one of your projects. Never the organisation's memory."})
+}
+
+fn with_scope(mut v: Value) -> Value {
+    v["properties"]["scope"] = graph_scope();
+    v
+}
+
+fn g_create_entities() -> Value {
+    with_scope(obj(json!({"entities": {"type": "array", "items": graph_entity()}}), &["entities"]))
+}
+fn g_create_relations() -> Value {
+    with_scope(obj(json!({"relations": {"type": "array", "items": graph_relation()}}), &["relations"]))
+}
+fn g_add_observations() -> Value {
+    with_scope(obj(
+        json!({"observations": {"type": "array", "items": {"type": "object", "properties": {
+            "entityName": {"type": "string", "description": "The name of the entity to add the observations to"},
+            "contents": {"type": "array", "items": {"type": "string"}, "description": "An array of observation contents to add"}
+        }, "required": ["entityName", "contents"], "additionalProperties": false}}}),
+        &["observations"],
+    ))
+}
+fn g_delete_entities() -> Value {
+    with_scope(obj(
+        json!({"entityNames": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to delete"}}),
+        &["entityNames"],
+    ))
+}
+fn g_delete_observations() -> Value {
+    with_scope(obj(
+        json!({"deletions": {"type": "array", "items": {"type": "object", "properties": {
+            "entityName": {"type": "string", "description": "The name of the entity containing the observations"},
+            "observations": {"type": "array", "items": {"type": "string"}, "description": "An array of observations to delete"}
+        }, "required": ["entityName", "observations"], "additionalProperties": false}}}),
+        &["deletions"],
+    ))
+}
+fn g_delete_relations() -> Value {
+    with_scope(obj(
+        json!({"relations": {"type": "array", "items": graph_relation(), "description": "An array of relations to delete"}}),
+        &["relations"],
+    ))
+}
+fn g_read_graph() -> Value {
+    with_scope(obj(json!({}), &[]))
+}
+fn g_search_nodes() -> Value {
+    with_scope(obj(
+        json!({"query": {"type": "string", "description": "The search query to match against entity names, types, and observation content"}}),
+        &["query"],
+    ))
+}
+fn g_open_nodes() -> Value {
+    with_scope(obj(
+        json!({"names": {"type": "array", "items": {"type": "string"}, "description": "An array of entity names to retrieve"}}),
+        &["names"],
+    ))
+}
+fn g_graph_out() -> Value {
+    out(
+        json!({"entities": {"type": "array", "items": {"type": "object"}}, "relations": {"type": "array", "items": {"type": "object"}}}),
+        &["entities", "relations"],
+    )
+}
+fn g_result_out() -> Value {
+    out(json!({"result": {}}), &["result"])
+}
+
+/// The `graph` toolset: the tools of the reference MCP memory server, same names and
+/// argument shapes (plus an optional `scope`). Each maps to the ADK capability
+/// `memory.graph_{name}`.
+pub fn graph_tools() -> &'static [ToolSpec] {
+    static TOOLS: &[ToolSpec] = &[
+        spec(
+            "create_entities",
+            "Create entities",
+            "Create multiple new entities in the knowledge graph",
+            false,
+            g_create_entities,
+            g_result_out,
+        ),
+        spec(
+            "create_relations",
+            "Create relations",
+            "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
+            false,
+            g_create_relations,
+            g_result_out,
+        ),
+        spec(
+            "add_observations",
+            "Add observations",
+            "Add new observations to existing entities in the knowledge graph",
+            false,
+            g_add_observations,
+            g_result_out,
+        ),
+        spec(
+            "delete_entities",
+            "Delete entities",
+            "Delete multiple entities and their associated relations from the knowledge graph",
+            false,
+            g_delete_entities,
+            g_result_out,
+        ),
+        spec(
+            "delete_observations",
+            "Delete observations",
+            "Delete specific observations from entities in the knowledge graph",
+            false,
+            g_delete_observations,
+            g_result_out,
+        ),
+        spec(
+            "delete_relations",
+            "Delete relations",
+            "Delete multiple relations from the knowledge graph",
+            false,
+            g_delete_relations,
+            g_result_out,
+        ),
+        spec("read_graph", "Read the graph", "Read the entire knowledge graph", true, g_read_graph, g_graph_out),
+        spec(
+            "search_nodes",
+            "Search nodes",
+            "Search for nodes in the knowledge graph based on a query",
+            true,
+            g_search_nodes,
+            g_graph_out,
+        ),
+        spec(
+            "open_nodes",
+            "Open nodes",
+            "Open specific nodes in the knowledge graph by their names",
+            true,
+            g_open_nodes,
+            g_graph_out,
+        ),
+    ];
+    TOOLS
+}
+
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
     tools().iter().find(|t| t.name == name)
 }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use domain::Error;
-use domain::principal::{CallerContext, Scope};
+use domain::principal::{CallerContext, Scope, Toolset};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -210,14 +210,43 @@ impl ContinuityMcp {
             return Ok(Vec::new());
         }
         let (_, listed) = self.services.capabilities.list(caller).await?;
-        Ok(catalogue::tools().iter().filter(|t| listed.iter().any(|l| l.spec.name == t.name && l.allowed)).map(to_tool).collect())
+        let allowed = |capability: &str| listed.iter().any(|l| l.spec.name == capability && l.allowed);
+        let mut tools = Vec::new();
+        if caller.toolsets.contains(Toolset::Canonical) {
+            tools.extend(catalogue::tools().iter().filter(|t| allowed(t.name)).map(to_tool));
+        }
+        if caller.toolsets.contains(Toolset::Graph) {
+            tools.extend(catalogue::graph_tools().iter().filter(|t| allowed(&graph_capability(t.name))).map(to_tool));
+        }
+        Ok(tools)
+    }
+
+    /// The ADK capability a tool name stands for in this caller's toolsets, if any.
+    fn capability_of(caller: &CallerContext, name: &str) -> Option<String> {
+        if caller.toolsets.contains(Toolset::Graph) && catalogue::graph_tools().iter().any(|t| t.name == name) {
+            return Some(graph_capability(name));
+        }
+        if caller.toolsets.contains(Toolset::Canonical) && catalogue::tools().iter().any(|t| t.name == name) {
+            return Some(name.to_owned());
+        }
+        None
     }
 
     /// Runs one tool for `caller`; every outcome is audited.
     pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
-        let outcome = match caller.scopes.require(Scope::McpTools) {
-            Ok(()) => self.services.capabilities.execute(caller, name, Value::Object(args.unwrap_or_default())).await,
-            Err(e) => Err(e),
+        let outcome = match (caller.scopes.require(Scope::McpTools), Self::capability_of(caller, name)) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Some(capability)) => {
+                self.services.capabilities.execute(caller, &capability, Value::Object(args.unwrap_or_default())).await
+            }
+            (Ok(()), None) => Err(Error::new(
+                domain::ErrorCode::CapabilityNotFound,
+                format!(
+                    "no tool {} in your toolsets ({})",
+                    name.chars().take(96).collect::<String>(),
+                    caller.toolsets.to_list_string()
+                ),
+            )),
         };
         let code = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
         let shown: String = name.chars().take(96).collect();
@@ -227,6 +256,11 @@ impl ContinuityMcp {
             Err(e) => render::error(&e),
         }
     }
+}
+
+/// The ADK capability of a `graph` tool.
+fn graph_capability(tool: &str) -> String {
+    format!("memory.graph_{tool}")
 }
 
 impl ServerHandler for ContinuityMcp {

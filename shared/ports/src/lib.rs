@@ -15,6 +15,7 @@
 pub mod blob;
 pub mod cache;
 pub mod clock;
+pub mod graph;
 pub mod items;
 pub mod oauth;
 pub mod queue;

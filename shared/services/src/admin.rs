@@ -159,6 +159,14 @@ impl AdminService {
     /// # Errors
     /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
     pub async fn create_key(&self, req: KeyRequest) -> Result<IssuedKey> {
+        self.create_key_with_toolsets(req, domain::principal::Toolsets::default()).await
+    }
+
+    /// [`Self::create_key`] offering the key the given MCP toolsets.
+    ///
+    /// # Errors
+    /// As [`Self::create_key`].
+    pub async fn create_key_with_toolsets(&self, req: KeyRequest, toolsets: domain::principal::Toolsets) -> Result<IssuedKey> {
         self.show_tenant(&req.tenant).await?;
         for name in req.teams.iter().chain(req.projects.iter()) {
             Id::new(name.clone()).map_err(|_| Error::invalid_field("teams/projects", format!("invalid name {name:?}")))?;
@@ -194,6 +202,7 @@ impl AdminService {
             teams: req.teams,
             projects: req.projects,
             secret_sha256: digest(&secret),
+            toolsets,
             created_at: now,
             revoked_at: None,
         };
@@ -268,6 +277,7 @@ impl AdminService {
             teams: vec![],
             projects: vec![],
             credential: "operator:cli".into(),
+            toolsets: domain::principal::Toolsets::default(),
         })
     }
 }

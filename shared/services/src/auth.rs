@@ -116,6 +116,7 @@ impl Authenticator {
             teams: record.teams,
             projects: record.projects,
             credential: format!("api_key:{key_id}"),
+            toolsets: record.toolsets,
         })
     }
 
@@ -134,6 +135,8 @@ impl Authenticator {
             teams: v.teams,
             projects: v.projects,
             credential: format!("jwt:{}", v.jti),
+            // OAuth clients are offered the canonical toolset (per-client toolsets: later).
+            toolsets: domain::principal::Toolsets::default(),
         })
     }
 

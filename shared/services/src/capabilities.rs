@@ -52,6 +52,15 @@ pub const SERVED: &[&str] = &[
     "book.list",
     "kb.search",
     "playbook.handoff",
+    "memory.graph_create_entities",
+    "memory.graph_create_relations",
+    "memory.graph_add_observations",
+    "memory.graph_delete_entities",
+    "memory.graph_delete_observations",
+    "memory.graph_delete_relations",
+    "memory.graph_read_graph",
+    "memory.graph_search_nodes",
+    "memory.graph_open_nodes",
 ];
 
 /// A capability's result: data for programs, text for models.
@@ -67,6 +76,7 @@ pub struct CapabilityService {
     backend: Backend,
     auth: Authenticator,
     entities: EntityService,
+    graph: crate::graph::GraphService,
 }
 
 /// The parts of a request body the resolver looks at.
@@ -135,8 +145,8 @@ pub fn schema_document(tenant: &Tenant) -> Value {
 }
 
 impl CapabilityService {
-    pub fn new(backend: Backend, auth: Authenticator, entities: EntityService) -> Self {
-        Self { backend, auth, entities }
+    pub fn new(backend: Backend, auth: Authenticator, entities: EntityService, graph: crate::graph::GraphService) -> Self {
+        Self { backend, auth, entities, graph }
     }
 
     /// The tenant's configuration and connectors, through their cache tiers. `None`
@@ -320,6 +330,7 @@ impl CapabilityService {
                 }
                 (json!({ "entities": list, "count": list.len(), "truncated": res.truncated }), text)
             }
+            other if other.starts_with("memory.graph_") => self.graph.run(caller, &other["memory.graph_".len()..], &args).await?,
             other => {
                 crate::tools::Tools { backend: &self.backend, entities: &self.entities, schema }.run(caller, other, &args).await?
             }

@@ -15,6 +15,7 @@ pub mod auth;
 pub mod capabilities;
 pub mod changes;
 pub mod entities;
+pub mod graph;
 pub mod oauth;
 pub mod tools;
 
@@ -32,6 +33,8 @@ pub struct Services {
     pub oauth: oauth::OAuthService,
     /// In-process change notices for MCP sessions.
     pub changes: changes::Changes,
+    /// The `graph` toolset (knowledge graphs in personal and project scopes).
+    pub graph: graph::GraphService,
 }
 
 impl Services {
@@ -40,8 +43,9 @@ impl Services {
         let auth = auth::Authenticator::new(backend.clone(), tokens.clone());
         let changes = changes::Changes::new();
         let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
+        let graph = graph::GraphService::new(backend.clone());
         Self {
-            capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone()),
+            capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone(), graph.clone()),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             auth,
             entities,
@@ -49,6 +53,7 @@ impl Services {
 
             audit: audit::AuditService::new(backend.clone()),
             changes,
+            graph,
             backend,
         }
     }

@@ -1,0 +1,197 @@
+//! The `graph` toolset through MCP: the reference memory server's tools and semantics,
+//! offered only to credentials that enable the toolset, over the caller's personal scope
+//! or one of its projects — never another user's, never org.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use domain::TenantId;
+use domain::principal::{Scopes, Toolsets};
+use domain::tenant::{Department, Industry, PlanTier};
+use gateway::auth::AuthMode;
+use gateway::{AppState, GatewaySettings};
+use http::Request;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use services::Services;
+use services::admin::KeyRequest;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
+
+const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
+
+struct F {
+    app: Router,
+    services: Services,
+    _dir: tempfile::TempDir,
+}
+
+async fn fixture() -> F {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
+    let services = Services::new(backend);
+    services
+        .admin
+        .create_tenant(TenantId::new("acme").unwrap(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas)
+        .await
+        .unwrap();
+    let settings = GatewaySettings {
+        public_url: "http://localhost".into(),
+        allowed_origins: vec![],
+        allowed_hosts: vec![],
+        auth_mode: AuthMode::Verify,
+        sessions: false,
+        shutdown: CancellationToken::new(),
+    };
+    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    F { app, services, _dir: dir }
+}
+
+impl F {
+    async fn key(&self, toolsets: &str, projects: &[&str]) -> String {
+        let req = KeyRequest {
+            tenant: TenantId::new("acme").unwrap(),
+            scopes: Scopes::parse(ALL).unwrap(),
+            principal: None,
+            teams: vec![],
+            projects: projects.iter().map(|p| (*p).to_owned()).collect(),
+        };
+        self.services.admin.create_key_with_toolsets(req, Toolsets::parse(toolsets).unwrap()).await.unwrap().token
+    }
+
+    async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let req = Request::builder()
+            .method("POST")
+            .uri("/mcp")
+            .header("host", "localhost")
+            .header("authorization", format!("Bearer {key}"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let resp = self.app.clone().oneshot(req).await.unwrap();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    async fn call(&self, key: &str, name: &str, args: Value) -> Value {
+        self.rpc(key, "tools/call", json!({"name": name, "arguments": args})).await["result"].clone()
+    }
+}
+
+#[tokio::test]
+async fn the_reference_memory_tools_with_their_semantics() {
+    let f = fixture().await;
+    let key = f.key("canonical,graph", &["apollo"]).await;
+    let tools: Vec<String> = f.rpc(&key, "tools/list", json!({})).await["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    for t in services::graph::TOOLS {
+        assert!(tools.iter().any(|x| x == t), "{t} listed: {tools:?}");
+    }
+    assert_eq!(tools.len(), 29, "20 canonical + 9 graph tools");
+
+    let created = f
+        .call(
+            &key,
+            "create_entities",
+            json!({"entities": [
+                {"name": "Ada", "entityType": "person", "observations": ["Speaks French"]},
+                {"name": "Acme", "entityType": "organization", "observations": []},
+                {"name": "Ada", "entityType": "person", "observations": ["duplicate in the call"]}
+            ]}),
+        )
+        .await;
+    assert_eq!(created["structuredContent"]["result"].as_array().unwrap().len(), 2, "{created}");
+    // Existing names are skipped, as the reference does.
+    let again =
+        f.call(&key, "create_entities", json!({"entities": [{"name": "Ada", "entityType": "person", "observations": []}]})).await;
+    assert_eq!(again["structuredContent"]["result"], json!([]));
+    let rel =
+        f.call(&key, "create_relations", json!({"relations": [{"from": "Ada", "to": "Acme", "relationType": "works_at"}]})).await;
+    assert_eq!(rel["structuredContent"]["result"].as_array().unwrap().len(), 1);
+    let obs = f
+        .call(
+            &key,
+            "add_observations",
+            json!({"observations": [{"entityName": "Ada", "contents": ["Likes tea", "Speaks French"]}]}),
+        )
+        .await;
+    assert_eq!(obs["structuredContent"]["result"][0]["addedObservations"], json!(["Likes tea"]), "only new observations");
+    let missing = f.call(&key, "add_observations", json!({"observations": [{"entityName": "Nobody", "contents": ["x"]}]})).await;
+    assert_eq!((missing["isError"].as_bool(), missing["structuredContent"]["code"].as_str()), (Some(true), Some("NOT_FOUND")));
+    let found = f.call(&key, "search_nodes", json!({"query": "TEA"})).await;
+    assert_eq!(found["structuredContent"]["entities"][0]["name"], "Ada", "case-insensitive, observations searched");
+    assert_eq!(found["structuredContent"]["relations"], json!([]), "relations only between found entities");
+    let opened = f.call(&key, "open_nodes", json!({"names": ["Ada", "Acme", "Nobody"]})).await;
+    assert_eq!(opened["structuredContent"]["entities"].as_array().unwrap().len(), 2);
+    assert_eq!(opened["structuredContent"]["relations"][0]["relationType"], "works_at");
+    f.call(&key, "delete_observations", json!({"deletions": [{"entityName": "Ada", "observations": ["Speaks French"]}]})).await;
+    f.call(&key, "delete_entities", json!({"entityNames": ["Acme"]})).await;
+    let graph = f.call(&key, "read_graph", json!({})).await;
+    assert_eq!(
+        graph["structuredContent"]["entities"],
+        json!([{"name": "Ada", "entityType": "person", "observations": ["Likes tea"]}])
+    );
+    assert_eq!(graph["structuredContent"]["relations"], json!([]), "deleting an entity deletes its relations");
+    assert!(graph["content"][0]["text"].as_str().unwrap().contains("\"entityType\": \"person\""));
+
+    // A project graph is separate; only projects of the key are reachable; org never.
+    f.call(
+        &key,
+        "create_entities",
+        json!({"scope": "project:apollo", "entities": [{"name": "Launch", "entityType": "event", "observations": []}]}),
+    )
+    .await;
+    assert_eq!(
+        f.call(&key, "read_graph", json!({"scope": "project:apollo"})).await["structuredContent"]["entities"][0]["name"],
+        "Launch"
+    );
+    assert_eq!(f.call(&key, "read_graph", json!({})).await["structuredContent"]["entities"].as_array().unwrap().len(), 1);
+    for (scope, code) in
+        [("project:zephyr", "FORBIDDEN"), ("org", "INVALID_REQUEST"), ("personal:someone-else", "INVALID_REQUEST")]
+    {
+        let r = f.call(&key, "read_graph", json!({"scope": scope})).await;
+        assert_eq!(r["structuredContent"]["code"], code, "{scope}: {r}");
+    }
+    // Another user's personal graph is theirs alone.
+    let other = f.key("graph", &[]).await;
+    assert_eq!(f.call(&other, "read_graph", json!({})).await["structuredContent"]["entities"], json!([]));
+}
+
+#[tokio::test]
+async fn the_graph_toolset_is_offered_only_where_enabled() {
+    let f = fixture().await;
+    let canonical = f.key("canonical", &[]).await;
+    let tools = f.rpc(&canonical, "tools/list", json!({})).await["result"]["tools"].as_array().unwrap().len();
+    assert_eq!(tools, 20);
+    let r = f.call(&canonical, "read_graph", json!({})).await;
+    assert_eq!(r["structuredContent"]["code"], "CAPABILITY_NOT_FOUND");
+    let graph_only = f.key("graph", &[]).await;
+    let names: Vec<String> = f.rpc(&graph_only, "tools/list", json!({})).await["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(
+        f.call(&graph_only, "spine.entity.get", json!({"type": "account", "id": "x"})).await["structuredContent"]["code"],
+        "CAPABILITY_NOT_FOUND"
+    );
+    // Bad input is a tool error, never a crash.
+    for args in
+        [json!({"entities": "nope"}), json!({"entities": [{"name": "", "entityType": "x", "observations": []}]}), json!({})]
+    {
+        let r = f.call(&graph_only, "create_entities", args.clone()).await;
+        assert_eq!(r["structuredContent"]["code"], "INVALID_REQUEST", "{args}: {r}");
+    }
+}

@@ -1,0 +1,456 @@
+//! The `graph` toolset: the nine tools of the reference MCP memory server
+//! (`@modelcontextprotocol/server-memory`) with the same argument shapes and results,
+//! over the caller's `personal` scope (default) or one of the caller's `project`s —
+//! never `org` (wall 4: org memory is written only by governance).
+//!
+//! Reads come from an in-process copy of the graph validated by one keyed read of the
+//! graph's version, so a search over 10 000 entities does not re-read them; writes go to
+//! the store first (versioned, so concurrent writers in other processes are detected)
+//! and then update the copy.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use domain::graph::{GraphEntity, GraphRelation, MAX_ITEMS_PER_CALL, MAX_OBSERVATIONS, validate_observation};
+use domain::memory::MemoryScope;
+use domain::principal::{CallerContext, Scope};
+use domain::{Error, ErrorCode, Result, TenantId};
+use ports::Backend;
+use ports::graph::{GraphChanges, GraphStore};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// Graphs kept in memory before the least recently loaded is dropped.
+const MAX_CACHED_GRAPHS: usize = 256;
+
+/// One graph in memory, with lower-cased search text per entity.
+struct Graph {
+    version: u64,
+    entities: Vec<GraphEntity>,
+    index: HashMap<String, usize>,
+    haystacks: Vec<String>,
+    relations: BTreeSet<GraphRelation>,
+}
+
+impl Graph {
+    fn new(version: u64, entities: Vec<GraphEntity>, relations: Vec<GraphRelation>) -> Self {
+        let mut g = Self {
+            version,
+            entities: Vec::new(),
+            index: HashMap::new(),
+            haystacks: Vec::new(),
+            relations: relations.into_iter().collect(),
+        };
+        for e in entities {
+            g.upsert(e);
+        }
+        g
+    }
+
+    fn haystack(e: &GraphEntity) -> String {
+        let mut s = format!("{}\n{}", e.name.to_lowercase(), e.entity_type.to_lowercase());
+        for o in &e.observations {
+            s.push('\n');
+            s.push_str(&o.to_lowercase());
+        }
+        s
+    }
+
+    fn upsert(&mut self, e: GraphEntity) {
+        let hay = Self::haystack(&e);
+        match self.index.get(&e.name) {
+            Some(&i) => {
+                self.entities[i] = e;
+                self.haystacks[i] = hay;
+            }
+            None => {
+                self.index.insert(e.name.clone(), self.entities.len());
+                self.entities.push(e);
+                self.haystacks.push(hay);
+            }
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        if let Some(i) = self.index.remove(name) {
+            self.entities.swap_remove(i);
+            self.haystacks.swap_remove(i);
+            if let Some(moved) = self.entities.get(i) {
+                self.index.insert(moved.name.clone(), i);
+            }
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&GraphEntity> {
+        self.index.get(name).map(|&i| &self.entities[i])
+    }
+
+    /// The entities picked and the relations between them (the reference's filter).
+    fn subgraph(&self, picked: Vec<&GraphEntity>) -> Value {
+        let names: BTreeSet<&str> = picked.iter().map(|e| e.name.as_str()).collect();
+        let relations: Vec<&GraphRelation> =
+            self.relations.iter().filter(|r| names.contains(r.from.as_str()) && names.contains(r.to.as_str())).collect();
+        json!({"entities": picked, "relations": relations})
+    }
+}
+
+type Key = (TenantId, String);
+
+#[derive(Clone, Default)]
+pub struct GraphService {
+    backend: Option<Backend>,
+    cache: Arc<Mutex<HashMap<Key, Arc<Graph>>>>,
+    /// One writer per graph in this process (others are caught by the version check).
+    locks: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T> {
+    serde_json::from_value(args.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
+}
+
+fn too_many(n: usize) -> Result<()> {
+    if n > MAX_ITEMS_PER_CALL {
+        return Err(Error::invalid(format!("at most {MAX_ITEMS_PER_CALL} items per call")));
+    }
+    Ok(())
+}
+
+/// The graph tools' names (the reference server's).
+pub const TOOLS: &[&str] = &[
+    "create_entities",
+    "create_relations",
+    "add_observations",
+    "delete_entities",
+    "delete_observations",
+    "delete_relations",
+    "read_graph",
+    "search_nodes",
+    "open_nodes",
+];
+
+impl GraphService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend: Some(backend), ..Self::default() }
+    }
+
+    fn backend(&self) -> Result<&Backend> {
+        self.backend.as_ref().ok_or_else(|| Error::internal("graph service without a backend"))
+    }
+
+    /// The graph's scope key for this call: `personal:{principal}`, or `project:{id}` for
+    /// one of the caller's projects. Checked before anything is read (wall 6).
+    fn scope(caller: &CallerContext, args: &Value) -> Result<String> {
+        let scope = match args.get("scope").and_then(Value::as_str) {
+            None | Some("personal") => MemoryScope::Personal(caller.principal.to_string()),
+            Some(raw) => match MemoryScope::parse(raw)? {
+                s @ MemoryScope::Project(_) => s,
+                MemoryScope::Personal(p) if p == caller.principal.as_str() => MemoryScope::Personal(p),
+                _ => {
+                    return Err(Error::invalid_field(
+                        "scope",
+                        "a graph lives in your personal scope or one of your projects (project:<id>), never org",
+                    ));
+                }
+            },
+        };
+        if !scope.readable_by(caller) {
+            return Err(Error::forbidden("this project is not one of yours"));
+        }
+        Ok(scope.storage_key())
+    }
+
+    async fn load(&self, tenant: &TenantId, scope: &str) -> Result<Arc<Graph>> {
+        let backend = self.backend()?;
+        let key = (tenant.clone(), scope.to_owned());
+        let version = backend.records.graph_version(tenant, scope).await?;
+        if let Ok(c) = self.cache.lock()
+            && let Some(g) = c.get(&key)
+            && g.version == version
+        {
+            return Ok(g.clone());
+        }
+        let (version, entities, relations) = backend.records.read_graph(tenant, scope).await?;
+        let g = Arc::new(Graph::new(version, entities, relations));
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() >= MAX_CACHED_GRAPHS && !c.contains_key(&key) {
+                c.clear();
+            }
+            c.insert(key, g.clone());
+        }
+        Ok(g)
+    }
+
+    /// Applies a change computed from the current graph, and refreshes the copy.
+    async fn write<F>(&self, tenant: &TenantId, scope: &str, compute: F) -> Result<Value>
+    where
+        F: Fn(&Graph) -> Result<(GraphChanges, Value)>,
+    {
+        let key = (tenant.clone(), scope.to_owned());
+        let lock = {
+            let mut locks = self.locks.lock().map_err(|_| Error::internal("graph locks poisoned"))?;
+            if locks.len() > MAX_CACHED_GRAPHS * 4 {
+                locks.retain(|_, l| Arc::strong_count(l) > 1);
+            }
+            locks.entry(key.clone()).or_default().clone()
+        };
+        let _guard = lock.lock().await;
+        for _ in 0..3 {
+            let g = self.load(tenant, scope).await?;
+            let (changes, result) = compute(&g)?;
+            if changes.is_empty() {
+                return Ok(result);
+            }
+            match self.backend()?.records.apply_graph(tenant, scope, g.version, &changes).await {
+                Ok(version) => {
+                    let mut next = Graph {
+                        version,
+                        entities: g.entities.clone(),
+                        index: g.index.clone(),
+                        haystacks: g.haystacks.clone(),
+                        relations: g.relations.clone(),
+                    };
+                    for name in &changes.delete_entities {
+                        next.remove(name);
+                    }
+                    for e in changes.put_entities {
+                        next.upsert(e);
+                    }
+                    for r in &changes.delete_relations {
+                        next.relations.remove(r);
+                    }
+                    next.relations.extend(changes.put_relations);
+                    if let Ok(mut c) = self.cache.lock() {
+                        c.insert(key, Arc::new(next));
+                    }
+                    return Ok(result);
+                }
+                // Another process wrote meanwhile: recompute on the fresh graph.
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::conflict("the graph is being changed concurrently; retry"))
+    }
+
+    /// Runs one graph tool. Returns the structured result and its text (the reference
+    /// server's JSON rendering).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `memory:write` (writes) or `memory:read` (reads);
+    /// `INVALID_REQUEST`; `NOT_FOUND` for observations added to a missing entity.
+    pub async fn run(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<(Value, String)> {
+        let scope = Self::scope(caller, args)?;
+        let mut args = args.clone();
+        if let Some(o) = args.as_object_mut() {
+            o.remove("scope");
+        }
+        let t = &caller.tenant;
+        let result = match name {
+            "create_entities" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    entities: Vec<GraphEntity>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.entities.len())?;
+                for e in &a.entities {
+                    e.validate()?;
+                }
+                self.write(t, &scope, |g| {
+                    let mut seen = BTreeSet::new();
+                    let created: Vec<GraphEntity> =
+                        a.entities.iter().filter(|e| g.get(&e.name).is_none() && seen.insert(e.name.clone())).cloned().collect();
+                    let out = json!(created);
+                    Ok((GraphChanges { put_entities: created, ..Default::default() }, out))
+                })
+                .await?
+            }
+            "create_relations" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    relations: Vec<GraphRelation>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.relations.len())?;
+                for r in &a.relations {
+                    r.validate()?;
+                }
+                self.write(t, &scope, |g| {
+                    let mut seen = BTreeSet::new();
+                    let created: Vec<GraphRelation> =
+                        a.relations.iter().filter(|r| !g.relations.contains(*r) && seen.insert((*r).clone())).cloned().collect();
+                    let out = json!(created);
+                    Ok((GraphChanges { put_relations: created, ..Default::default() }, out))
+                })
+                .await?
+            }
+            "add_observations" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields, rename_all = "camelCase")]
+                struct O {
+                    entity_name: String,
+                    contents: Vec<String>,
+                }
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    observations: Vec<O>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.observations.len())?;
+                for o in &a.observations {
+                    for c in &o.contents {
+                        validate_observation(c)?;
+                    }
+                }
+                self.write(t, &scope, |g| {
+                    let mut changed: HashMap<String, GraphEntity> = HashMap::new();
+                    let mut out = Vec::new();
+                    for o in &a.observations {
+                        let current = match changed.get(&o.entity_name) {
+                            Some(e) => e.clone(),
+                            None => g
+                                .get(&o.entity_name)
+                                .cloned()
+                                .ok_or_else(|| Error::not_found(format!("entity with name {}", o.entity_name)))?,
+                        };
+                        let mut next = current;
+                        let mut added = Vec::new();
+                        for c in &o.contents {
+                            if !next.observations.contains(c) {
+                                next.observations.push(c.clone());
+                                added.push(c.clone());
+                            }
+                        }
+                        if next.observations.len() > MAX_OBSERVATIONS {
+                            return Err(Error::invalid_field(
+                                "observations",
+                                format!("an entity holds at most {MAX_OBSERVATIONS}"),
+                            ));
+                        }
+                        out.push(json!({"entityName": o.entity_name, "addedObservations": added}));
+                        changed.insert(o.entity_name.clone(), next);
+                    }
+                    Ok((GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() }, json!(out)))
+                })
+                .await?
+            }
+            "delete_entities" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields, rename_all = "camelCase")]
+                struct A {
+                    entity_names: Vec<String>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.entity_names.len())?;
+                self.write(t, &scope, |g| {
+                    let names: BTreeSet<&String> = a.entity_names.iter().filter(|n| g.get(n).is_some()).collect();
+                    let relations: Vec<GraphRelation> =
+                        g.relations.iter().filter(|r| names.contains(&r.from) || names.contains(&r.to)).cloned().collect();
+                    let changes = GraphChanges {
+                        delete_entities: names.into_iter().cloned().collect(),
+                        delete_relations: relations,
+                        ..Default::default()
+                    };
+                    Ok((changes, json!("Entities deleted successfully")))
+                })
+                .await?
+            }
+            "delete_observations" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields, rename_all = "camelCase")]
+                struct D {
+                    entity_name: String,
+                    observations: Vec<String>,
+                }
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    deletions: Vec<D>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.deletions.len())?;
+                self.write(t, &scope, |g| {
+                    let mut changed: HashMap<String, GraphEntity> = HashMap::new();
+                    for d in &a.deletions {
+                        let Some(current) = changed.get(&d.entity_name).cloned().or_else(|| g.get(&d.entity_name).cloned())
+                        else {
+                            continue;
+                        };
+                        let mut next = current;
+                        next.observations.retain(|o| !d.observations.contains(o));
+                        changed.insert(d.entity_name.clone(), next);
+                    }
+                    Ok((
+                        GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() },
+                        json!("Observations deleted successfully"),
+                    ))
+                })
+                .await?
+            }
+            "delete_relations" => {
+                caller.scopes.require(Scope::MemoryWrite)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    relations: Vec<GraphRelation>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.relations.len())?;
+                self.write(t, &scope, |g| {
+                    let gone: Vec<GraphRelation> = a.relations.iter().filter(|r| g.relations.contains(*r)).cloned().collect();
+                    Ok((GraphChanges { delete_relations: gone, ..Default::default() }, json!("Relations deleted successfully")))
+                })
+                .await?
+            }
+            "read_graph" => {
+                caller.scopes.require(Scope::MemoryRead)?;
+                let _: serde_json::Map<String, Value> = parse(&args)?;
+                let g = self.load(t, &scope).await?;
+                g.subgraph(g.entities.iter().collect())
+            }
+            "search_nodes" => {
+                caller.scopes.require(Scope::MemoryRead)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    query: String,
+                }
+                let a: A = parse(&args)?;
+                if a.query.len() > 1024 {
+                    return Err(Error::invalid_field("query", "at most 1024 characters"));
+                }
+                let q = a.query.to_lowercase();
+                let g = self.load(t, &scope).await?;
+                let picked: Vec<&GraphEntity> =
+                    g.entities.iter().zip(&g.haystacks).filter(|(_, h)| h.contains(&q)).map(|(e, _)| e).collect();
+                g.subgraph(picked)
+            }
+            "open_nodes" => {
+                caller.scopes.require(Scope::MemoryRead)?;
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    names: Vec<String>,
+                }
+                let a: A = parse(&args)?;
+                too_many(a.names.len())?;
+                let g = self.load(t, &scope).await?;
+                let picked: Vec<&GraphEntity> = a.names.iter().filter_map(|n| g.get(n)).collect();
+                g.subgraph(picked)
+            }
+            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
+        };
+        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
+        // Structured content is an object: lists and messages are wrapped.
+        let data = if result.is_object() { result } else { json!({"result": result}) };
+        Ok((data, text))
+    }
+}
