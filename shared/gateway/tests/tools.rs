@@ -459,3 +459,26 @@ async fn prompts_assemble_real_context() {
     let free = f.tenant("free-co", PlanTier::Free, ALL, None).await;
     assert!(f.rpc(&free, "prompts/list", json!({})).await["result"]["prompts"].as_array().unwrap().is_empty());
 }
+
+/// Every call is audited: a write before it answers, a read with the next group write.
+#[tokio::test]
+async fn every_call_reaches_the_audit_ledger() {
+    use ports::records::AuditLog;
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    let t = TenantId::new("acme").unwrap();
+    f.call(&key, "memory.write_conversational", json!({"session": "a", "role": "user", "content": "x"})).await;
+    let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
+    assert!(ledger.items.iter().any(|a| a.action == "tool:memory.write_conversational"), "a write is audited before it answers");
+    f.call(&key, "spine.entity.search", json!({"query": "x"})).await;
+    let mut found = false;
+    for _ in 0..100 {
+        let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
+        if ledger.items.iter().any(|a| a.action == "tool:spine.entity.search") {
+            found = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(found, "the read's audit record was written");
+}

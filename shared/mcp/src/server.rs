@@ -250,7 +250,15 @@ impl ContinuityMcp {
         };
         let code = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
         let shown: String = name.chars().take(96).collect();
-        self.services.audit.record(&caller.tenant, caller.principal.as_str(), &format!("tool:{shown}"), None, code).await;
+        let action = format!("tool:{shown}");
+        // A call that wrote something is audited durably before it answers; a read's
+        // record goes with the next group write (see services::audit).
+        let wrote = outcome.as_ref().is_ok_and(|o| !o.resolution.spec.read_only);
+        if wrote {
+            self.services.audit.record(&caller.tenant, caller.principal.as_str(), &action, None, code).await;
+        } else {
+            self.services.audit.record_read(&caller.tenant, caller.principal.as_str(), &action, None, code).await;
+        }
         match outcome {
             Ok(o) => render::success(o.data, o.text),
             Err(e) => render::error(&e),

@@ -3,8 +3,10 @@
 //!
 //! Group commit: concurrent callers hand their records to one writer task, which writes
 //! whatever has queued up (at most 25) in one atomic batch — one transaction, one fsync
-//! on SQLite — and answers each caller when its record is durable. A caller still
-//! returns only after its record is written; under load, many share one write.
+//! on SQLite. [`AuditService::record`] returns once the record is durable (writes and
+//! decisions use it); [`AuditService::record_read`] returns at once and the record is
+//! written with the next group, milliseconds later — reads use it, so a crash can lose
+//! the audit records of the last few milliseconds of reads, never of a write.
 
 use std::sync::{Arc, OnceLock};
 
@@ -62,10 +64,8 @@ impl AuditService {
             .clone()
     }
 
-    /// Records `action` by `actor` in `tenant` with `outcome` (`ok` or a taxonomy code);
-    /// returns once the record is durable (or its loss is logged).
-    pub async fn record(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
-        let record = AuditRecord {
+    fn make(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) -> AuditRecord {
+        AuditRecord {
             tenant: tenant.clone(),
             id: crate::new_id(&self.backend),
             at: self.backend.clock.now(),
@@ -74,7 +74,29 @@ impl AuditService {
             target,
             outcome: outcome.to_owned(),
             request_id: None,
-        };
+        }
+    }
+
+    /// Records the audit record of a read: queued for the next group write, without
+    /// waiting for it (see the module notes).
+    pub async fn record_read(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
+        let record = self.make(tenant, actor, action, target, outcome);
+        let (done, _answer) = oneshot::channel();
+        match self.writer().try_send(Pending { record, done }) {
+            Ok(()) => {}
+            // A full queue or a stopped writer: write this one now.
+            Err(mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p)) => {
+                if let Err(e) = self.backend.records.append_audit(&p.record).await {
+                    tracing::error!(tenant = %tenant, action, error = %e, "audit record lost");
+                }
+            }
+        }
+    }
+
+    /// Records `action` by `actor` in `tenant` with `outcome` (`ok` or a taxonomy code);
+    /// returns once the record is durable (or its loss is logged).
+    pub async fn record(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
+        let record = self.make(tenant, actor, action, target, outcome);
         let (done, answer) = oneshot::channel();
         let result = match self.writer().send(Pending { record, done }).await {
             Ok(()) => answer.await.unwrap_or_else(|_| Err(domain::Error::internal("the audit writer stopped"))),

@@ -3,13 +3,14 @@
 //! over the caller's `personal` scope (default) or one of the caller's `project`s —
 //! never `org` (wall 4: org memory is written only by governance).
 //!
-//! Reads come from an in-process copy of the graph validated by one keyed read of the
-//! graph's version, so a search over 10 000 entities does not re-read them; writes go to
-//! the store first (versioned, so concurrent writers in other processes are detected)
-//! and then update the copy.
+//! Reads come from an in-process copy of the graph, whose version is re-checked against
+//! the store (one keyed read) when it is older than a second, so a search over 10 000
+//! entities does not re-read them; writes go to the store first (versioned, so
+//! concurrent writers in other processes are detected) and then update the copy in place.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use domain::graph::{GraphEntity, GraphRelation, MAX_ITEMS_PER_CALL, MAX_OBSERVATIONS, validate_observation};
 use domain::memory::MemoryScope;
@@ -22,6 +23,10 @@ use serde_json::{Value, json};
 
 /// Graphs kept in memory before the least recently loaded is dropped.
 const MAX_CACHED_GRAPHS: usize = 256;
+/// How long a copy is trusted before its version is checked again against the store.
+/// Writes through this process update the copy at once; a write by another process is
+/// seen within this time.
+const REVALIDATE_AFTER: Duration = Duration::from_millis(1000);
 
 /// One graph in memory, with lower-cased search text per entity.
 struct Graph {
@@ -96,10 +101,16 @@ impl Graph {
 
 type Key = (TenantId, String);
 
+/// A graph copy and when its version was last checked against the store.
+struct Cached {
+    checked: Instant,
+    graph: Arc<RwLock<Graph>>,
+}
+
 #[derive(Clone, Default)]
 pub struct GraphService {
     backend: Option<Backend>,
-    cache: Arc<Mutex<HashMap<Key, Arc<Graph>>>>,
+    cache: Arc<Mutex<HashMap<Key, Cached>>>,
     /// One writer per graph in this process (others are caught by the version check).
     locks: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
 }
@@ -159,28 +170,38 @@ impl GraphService {
         Ok(scope.storage_key())
     }
 
-    async fn load(&self, tenant: &TenantId, scope: &str) -> Result<Arc<Graph>> {
+    async fn load(&self, tenant: &TenantId, scope: &str) -> Result<Arc<RwLock<Graph>>> {
         let backend = self.backend()?;
         let key = (tenant.clone(), scope.to_owned());
-        let version = backend.records.graph_version(tenant, scope).await?;
-        if let Ok(c) = self.cache.lock()
-            && let Some(g) = c.get(&key)
-            && g.version == version
+        let cached = self.cache.lock().ok().and_then(|c| c.get(&key).map(|e| (e.checked, e.graph.clone())));
+        if let Some((checked, g)) = &cached
+            && checked.elapsed() < REVALIDATE_AFTER
         {
             return Ok(g.clone());
         }
+        let version = backend.records.graph_version(tenant, scope).await?;
+        if let Some((_, g)) = cached
+            && g.read().is_ok_and(|g| g.version == version)
+        {
+            if let Ok(mut c) = self.cache.lock()
+                && let Some(e) = c.get_mut(&key)
+            {
+                e.checked = Instant::now();
+            }
+            return Ok(g);
+        }
         let (version, entities, relations) = backend.records.read_graph(tenant, scope).await?;
-        let g = Arc::new(Graph::new(version, entities, relations));
+        let g = Arc::new(RwLock::new(Graph::new(version, entities, relations)));
         if let Ok(mut c) = self.cache.lock() {
             if c.len() >= MAX_CACHED_GRAPHS && !c.contains_key(&key) {
                 c.clear();
             }
-            c.insert(key, g.clone());
+            c.insert(key, Cached { checked: Instant::now(), graph: g.clone() });
         }
         Ok(g)
     }
 
-    /// Applies a change computed from the current graph, and refreshes the copy.
+    /// Applies a change computed from the current graph, then updates the copy in place.
     async fn write<F>(&self, tenant: &TenantId, scope: &str, compute: F) -> Result<Value>
     where
         F: Fn(&Graph) -> Result<(GraphChanges, Value)>,
@@ -194,38 +215,38 @@ impl GraphService {
             locks.entry(key.clone()).or_default().clone()
         };
         let _guard = lock.lock().await;
+        let poisoned = || Error::internal("graph copy poisoned");
         for _ in 0..3 {
             let g = self.load(tenant, scope).await?;
-            let (changes, result) = compute(&g)?;
+            let (version, (changes, result)) = {
+                let read = g.read().map_err(|_| poisoned())?;
+                (read.version, compute(&read)?)
+            };
             if changes.is_empty() {
                 return Ok(result);
             }
-            match self.backend()?.records.apply_graph(tenant, scope, g.version, &changes).await {
-                Ok(version) => {
-                    let mut next = Graph {
-                        version,
-                        entities: g.entities.clone(),
-                        index: g.index.clone(),
-                        haystacks: g.haystacks.clone(),
-                        relations: g.relations.clone(),
-                    };
+            match self.backend()?.records.apply_graph(tenant, scope, version, &changes).await {
+                Ok(next) => {
+                    let mut w = g.write().map_err(|_| poisoned())?;
                     for name in &changes.delete_entities {
-                        next.remove(name);
+                        w.remove(name);
                     }
                     for e in changes.put_entities {
-                        next.upsert(e);
+                        w.upsert(e);
                     }
                     for r in &changes.delete_relations {
-                        next.relations.remove(r);
+                        w.relations.remove(r);
                     }
-                    next.relations.extend(changes.put_relations);
-                    if let Ok(mut c) = self.cache.lock() {
-                        c.insert(key, Arc::new(next));
-                    }
+                    w.relations.extend(changes.put_relations);
+                    w.version = next;
                     return Ok(result);
                 }
-                // Another process wrote meanwhile: recompute on the fresh graph.
-                Err(e) if e.code == ErrorCode::Conflict => {}
+                // Another process wrote meanwhile: drop the copy and recompute.
+                Err(e) if e.code == ErrorCode::Conflict => {
+                    if let Ok(mut c) = self.cache.lock() {
+                        c.remove(&key);
+                    }
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -414,6 +435,7 @@ impl GraphService {
                 caller.scopes.require(Scope::MemoryRead)?;
                 let _: serde_json::Map<String, Value> = parse(&args)?;
                 let g = self.load(t, &scope).await?;
+                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
                 g.subgraph(g.entities.iter().collect())
             }
             "search_nodes" => {
@@ -429,8 +451,16 @@ impl GraphService {
                 }
                 let q = a.query.to_lowercase();
                 let g = self.load(t, &scope).await?;
-                let picked: Vec<&GraphEntity> =
-                    g.entities.iter().zip(&g.haystacks).filter(|(_, h)| h.contains(&q)).map(|(e, _)| e).collect();
+                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
+                // One SIMD substring finder for the whole scan.
+                let finder = memchr::memmem::Finder::new(q.as_bytes());
+                let picked: Vec<&GraphEntity> = g
+                    .entities
+                    .iter()
+                    .zip(&g.haystacks)
+                    .filter(|(_, h)| finder.find(h.as_bytes()).is_some())
+                    .map(|(e, _)| e)
+                    .collect();
                 g.subgraph(picked)
             }
             "open_nodes" => {
@@ -443,6 +473,7 @@ impl GraphService {
                 let a: A = parse(&args)?;
                 too_many(a.names.len())?;
                 let g = self.load(t, &scope).await?;
+                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
                 let picked: Vec<&GraphEntity> = a.names.iter().filter_map(|n| g.get(n)).collect();
                 g.subgraph(picked)
             }
