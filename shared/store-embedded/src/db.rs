@@ -49,11 +49,19 @@ const MIGRATIONS: &[&str] = &[
      );",
 ];
 
-/// A shared SQLite connection. SQLite serialises writers anyway; one connection behind
-/// a mutex keeps transactions simple, and every call runs on the blocking pool.
+/// Read-only connections beside the writer: in WAL mode readers never wait for a
+/// writer's fsync, so point reads (a credential, an entity) are not queued behind
+/// commits (the audit ledger's group writes above all).
+const READERS: usize = 2;
+
+/// The SQLite database: one writer connection behind a mutex (SQLite serialises writers
+/// anyway, and one connection keeps transactions simple) and a few read-only ones.
+/// Every call runs on the blocking pool.
 #[derive(Clone)]
 pub struct Db {
     conn: Arc<Mutex<Connection>>,
+    readers: Arc<Vec<Mutex<Connection>>>,
+    next_reader: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
@@ -74,7 +82,37 @@ impl Db {
         conn.pragma_update(None, "synchronous", "FULL").map_err(sql_err)?;
         conn.pragma_update(None, "busy_timeout", 5000).map_err(sql_err)?;
         migrate(&mut conn)?;
-        Ok(Self { conn: Arc::new(Mutex::new(conn)) })
+        let mut readers = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let r = Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(sql_err)?;
+            r.pragma_update(None, "busy_timeout", 5000).map_err(sql_err)?;
+            readers.push(Mutex::new(r));
+        }
+        Ok(Self { conn: Arc::new(Mutex::new(conn)), readers: Arc::new(readers), next_reader: Arc::default() })
+    }
+
+    /// Runs a read-only `f` on one of the reader connections (round robin), on the
+    /// blocking pool. It sees every transaction committed before it starts.
+    ///
+    /// # Errors
+    /// Whatever `f` returns; `INTERNAL` if the worker panicked.
+    pub async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        let readers = self.readers.clone();
+        let i = self.next_reader.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % READERS;
+        tokio::task::spawn_blocking(move || {
+            let guard = readers[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            f(&guard)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("sqlite reader: {e}")))?
     }
 
     /// Runs `f` with the connection on the blocking pool.

@@ -45,7 +45,7 @@ impl ItemStore for SqliteItems {
     async fn get(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<Item>> {
         let (tenant, part, sk) = (tenant.to_owned(), part.to_owned(), sk.to_owned());
         self.db
-            .run(move |c| {
+            .read(move |c| {
                 // A cached statement: every credential check and entity read comes here.
                 c.prepare_cached("SELECT version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3")
                     .map_err(sql_err)?
@@ -67,7 +67,7 @@ impl ItemStore for SqliteItems {
         let limit = i64::from(q.limit.max(1));
         let descending = q.descending;
         self.db
-            .run(move |c| {
+            .read(move |c| {
                 let order = if descending { "DESC" } else { "ASC" };
                 let after_clause = match (&after, descending) {
                     (Some(_), false) => "AND sk > ?5",
