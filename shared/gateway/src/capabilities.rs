@@ -14,7 +14,6 @@ use crate::router::AppState;
 
 pub async fn list(State(state): State<AppState>, Extension(caller): Extension<CallerContext>) -> Result<Response, ApiError> {
     let (tenant, listed) = state.services.capabilities.list(&caller).await?;
-    let served = services::capabilities::SERVED;
     let items: Vec<Value> = listed
         .iter()
         .map(|l| {
@@ -28,7 +27,7 @@ pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Ca
                 "allowed": l.allowed,
                 "unlock_tier": l.unlock_tier.map(|t| t.as_str()),
                 "missing_scopes": l.missing_scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-                "served": served.contains(&l.spec.name),
+                "served": services::capabilities::served(l.spec.name),
             })
         })
         .collect();

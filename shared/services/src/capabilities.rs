@@ -28,40 +28,14 @@ pub const CONNECTOR_STATUS_TTL: Duration = Duration::from_secs(30);
 /// The capability registry document is cached this long.
 pub const REGISTRY_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// The capabilities this version executes: the 20 canonical MCP tools and
-/// `spine.entity.list`. The rest resolve but answer honestly that they are not served yet.
-pub const SERVED: &[&str] = &[
-    "memory.search_org",
-    "memory.read_org",
-    "memory.propose",
-    "memory.read_conversational",
-    "memory.write_conversational",
-    "memory.read_personal",
-    "memory.list_decisions",
-    "session.get_context",
-    "session.summarize",
-    "session.list_recent",
-    "spine.entity.get",
-    "spine.entity.search",
-    "spine.entity.list",
-    "spine.relationship.list",
-    "signal.list",
-    "signal.get",
-    "proposal.create",
-    "proposal.status",
-    "book.list",
-    "kb.search",
-    "playbook.handoff",
-    "memory.graph_create_entities",
-    "memory.graph_create_relations",
-    "memory.graph_add_observations",
-    "memory.graph_delete_entities",
-    "memory.graph_delete_observations",
-    "memory.graph_delete_relations",
-    "memory.graph_read_graph",
-    "memory.graph_search_nodes",
-    "memory.graph_open_nodes",
-];
+/// Registered capabilities this version does not execute yet: they resolve, then answer
+/// plainly that they are not served. Everything else in the registry is served.
+pub const NOT_SERVED: &[&str] = &["spine.entity.create", "task.list", "task.dispatch", "connector.write"];
+
+/// Whether this version executes `name`.
+pub fn served(name: &str) -> bool {
+    !NOT_SERVED.contains(&name)
+}
 
 /// A capability's result: data for programs, text for models.
 #[derive(Debug, Clone)]
@@ -230,7 +204,7 @@ impl CapabilityService {
                     "route": c.route.as_str(),
                     "read_only": c.read_only,
                     "description": c.description,
-                    "served": SERVED.contains(&c.name),
+                    "served": served(c.name),
                 }))
                 .collect::<Vec<_>>()
         );
