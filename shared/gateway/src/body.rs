@@ -60,6 +60,11 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for StrictJson<T> {
     }
 }
 
+/// The `method` of a POSTed JSON-RPC message (`None` for a response or notification
+/// without one), put in the request's extensions by [`mcp_json_guard`].
+#[derive(Debug, Clone)]
+pub struct JsonRpcMethod(pub Option<String>);
+
 /// Guards `/mcp` POSTs before rmcp: malformed JSON is a JSON-RPC parse error (-32700) and
 /// a batch array an invalid request (-32600), both with HTTP 400 and a clear message —
 /// one JSON-RPC message per POST (SPEC §7.1).
@@ -82,7 +87,13 @@ pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
         Ok(serde_json::Value::Object(m)) if m.get("params").is_some_and(|p| !p.is_object() && !p.is_null()) => {
             jsonrpc_error(-32602, "Invalid params: MCP request parameters are a JSON object".into())
         }
-        Ok(serde_json::Value::Object(_)) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Ok(serde_json::Value::Object(m)) => {
+            // The router picks stateless or session handling by method; parsed once, here.
+            let method = m.get("method").and_then(serde_json::Value::as_str).map(str::to_owned);
+            let mut req = Request::from_parts(parts, Body::from(bytes));
+            req.extensions_mut().insert(JsonRpcMethod(method));
+            next.run(req).await
+        }
         Ok(_) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
     }
 }

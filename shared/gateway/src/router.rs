@@ -77,16 +77,13 @@ fn mcp_session_service(state: &AppState) -> StreamableHttpService<ContinuityMcp,
 }
 
 /// Whether a request belongs to a session: it names one (`Mcp-Session-Id`), opens or
-/// ends one (`GET`, `DELETE`), or starts one (`initialize`). Everything else — a
-/// client that never initialises, or ignores the session id — is served statelessly.
-async fn wants_session(req: Request) -> (bool, Request) {
-    if req.method() != http::Method::POST || req.headers().contains_key("mcp-session-id") {
-        return (true, req);
-    }
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_BODY_BYTES).await.unwrap_or_default();
-    let initialize = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| v["method"] == "initialize");
-    (initialize, Request::from_parts(parts, axum::body::Body::from(bytes)))
+/// ends one (`GET`, `DELETE`), or starts one (`initialize`, as `mcp_json_guard` read it).
+/// Everything else — a client that never initialises, or ignores the session id — is
+/// served statelessly.
+fn wants_session(req: &Request) -> bool {
+    req.method() != http::Method::POST
+        || req.headers().contains_key("mcp-session-id")
+        || req.extensions().get::<crate::body::JsonRpcMethod>().is_some_and(|m| m.0.as_deref() == Some("initialize"))
 }
 
 pub fn router(state: AppState) -> Router {
@@ -96,11 +93,8 @@ pub fn router(state: AppState) -> Router {
         let (stateless, session) = (stateless.clone(), session.clone());
         async move {
             let response = match session {
-                Some(session) => match wants_session(req).await {
-                    (true, req) => session.oneshot(req).await,
-                    (false, req) => stateless.oneshot(req).await,
-                },
-                None => stateless.oneshot(req).await,
+                Some(session) if wants_session(&req) => session.oneshot(req).await,
+                _ => stateless.oneshot(req).await,
             };
             match response {
                 Ok(r) => r.map(axum::body::Body::new),
