@@ -89,32 +89,42 @@ impl AdminService {
     /// `NOT_FOUND`; `INVALID_REQUEST` for a storage-tier downgrade; `CONFLICT` when a
     /// concurrent change won; `UNAVAILABLE`.
     pub async fn set_tenant(&self, id: &TenantId, changes: TenantChanges) -> Result<Tenant> {
-        let mut t = self.show_tenant(id).await?;
-        if let Some(p) = changes.plan {
-            t.plan = p;
-        }
-        if let Some(d) = changes.department {
-            t.department = d;
-        }
-        if let Some(i) = changes.industry {
-            t.industry = i;
-        }
-        if let Some(s) = changes.storage_tier {
-            t.check_storage_tier_change(s)?;
-            t.storage_tier = s;
-        }
-        if let Some(n) = changes.display_name {
-            if n.is_empty() || n.len() > 200 {
-                return Err(Error::invalid_field("display_name", "must be 1-200 characters"));
+        self.modify_tenant(id, |t| {
+            if let Some(p) = changes.plan {
+                t.plan = p;
             }
-            t.display_name = n;
-        }
-        if let Some(r) = changes.rate_limit_per_minute {
-            t.rate_limit_per_minute = Some(r);
-        }
+            if let Some(d) = changes.department {
+                t.department = d;
+            }
+            if let Some(i) = changes.industry {
+                t.industry = i;
+            }
+            if let Some(s) = changes.storage_tier {
+                t.check_storage_tier_change(s)?;
+                t.storage_tier = s;
+            }
+            if let Some(n) = changes.display_name {
+                if n.is_empty() || n.len() > 200 {
+                    return Err(Error::invalid_field("display_name", "must be 1-200 characters"));
+                }
+                t.display_name = n;
+            }
+            if let Some(r) = changes.rate_limit_per_minute {
+                t.rate_limit_per_minute = Some(r);
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    /// Reads the tenant, applies `change`, writes it back under optimistic concurrency
+    /// and evicts the cached configuration.
+    async fn modify_tenant(&self, id: &TenantId, change: impl FnOnce(&mut Tenant) -> Result<()>) -> Result<Tenant> {
+        let mut t = self.show_tenant(id).await?;
+        change(&mut t)?;
         t.updated_at = self.backend.clock.now();
         let stored = self.backend.records.update_tenant(&t).await?;
-        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
+        let _ = self.backend.cache.evict(&[crate::auth::tenant_config_key(id)]).await;
         Ok(stored)
     }
 
@@ -125,16 +135,15 @@ impl AdminService {
     /// `INVALID_REQUEST` for an invalid IdP; `NOT_FOUND`; `CONFLICT`; `UNAVAILABLE`.
     pub async fn trust_idp(&self, id: &TenantId, idp: domain::oauth::TrustedIdp) -> Result<Tenant> {
         idp.validate()?;
-        let mut t = self.show_tenant(id).await?;
-        t.trusted_idps.retain(|i| i.issuer != idp.issuer);
-        if t.trusted_idps.len() >= 20 {
-            return Err(Error::invalid("a tenant trusts at most 20 identity providers"));
-        }
-        t.trusted_idps.push(idp);
-        t.updated_at = self.backend.clock.now();
-        let stored = self.backend.records.update_tenant(&t).await?;
-        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
-        Ok(stored)
+        self.modify_tenant(id, |t| {
+            t.trusted_idps.retain(|i| i.issuer != idp.issuer);
+            if t.trusted_idps.len() >= 20 {
+                return Err(Error::invalid("a tenant trusts at most 20 identity providers"));
+            }
+            t.trusted_idps.push(idp);
+            Ok(())
+        })
+        .await
     }
 
     /// Stops trusting an identity provider.
@@ -142,16 +151,15 @@ impl AdminService {
     /// # Errors
     /// `NOT_FOUND` for an unknown tenant or issuer; `CONFLICT`; `UNAVAILABLE`.
     pub async fn distrust_idp(&self, id: &TenantId, issuer: &str) -> Result<Tenant> {
-        let mut t = self.show_tenant(id).await?;
-        let before = t.trusted_idps.len();
-        t.trusted_idps.retain(|i| i.issuer != issuer);
-        if t.trusted_idps.len() == before {
-            return Err(Error::not_found(format!("trusted IdP {issuer}")));
-        }
-        t.updated_at = self.backend.clock.now();
-        let stored = self.backend.records.update_tenant(&t).await?;
-        let _ = self.backend.cache.evict(&[CacheKey::tenant(id, "tenant", "config")]).await;
-        Ok(stored)
+        self.modify_tenant(id, |t| {
+            let before = t.trusted_idps.len();
+            t.trusted_idps.retain(|i| i.issuer != issuer);
+            if t.trusted_idps.len() == before {
+                return Err(Error::not_found(format!("trusted IdP {issuer}")));
+            }
+            Ok(())
+        })
+        .await
     }
 
     /// Issues an API key; the returned token is the only copy of its secret.

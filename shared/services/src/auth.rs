@@ -57,6 +57,11 @@ pub fn parse_key(raw: &str) -> Option<(TenantId, Id, &str)> {
     Some((tenant, key_id, secret))
 }
 
+/// Where a tenant's configuration is cached.
+pub(crate) fn tenant_config_key(tenant: &TenantId) -> CacheKey {
+    CacheKey::tenant(tenant, "tenant", "config")
+}
+
 #[derive(Clone)]
 pub struct Authenticator {
     backend: Backend,
@@ -142,7 +147,7 @@ impl Authenticator {
 
     /// Drops the cached configuration of `tenant` (it changed elsewhere).
     pub async fn forget_tenant_config(&self, tenant: &TenantId) {
-        if let Err(e) = self.backend.cache.evict(&[CacheKey::tenant(tenant, "tenant", "config")]).await {
+        if let Err(e) = self.backend.cache.evict(&[tenant_config_key(tenant)]).await {
             tracing::warn!(tenant = %tenant, error = %e, "tenant config not evicted; it expires by TTL");
         }
     }
@@ -152,7 +157,7 @@ impl Authenticator {
     /// # Errors
     /// `UNAVAILABLE` when the store cannot be reached.
     pub async fn tenant_config(&self, tenant: &TenantId) -> Result<Option<Tenant>> {
-        let key = CacheKey::tenant(tenant, "tenant", "config");
+        let key = tenant_config_key(tenant);
         if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
             && let Ok(t) = serde_json::from_slice::<Tenant>(&bytes)
         {
