@@ -4,7 +4,7 @@ use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, R
 use domain::tenant::{Department, Industry, PlanTier, StorageTier, Tenant};
 use domain::{Error, Id, PageRequest, Result, TenantId};
 use ports::records::{PrincipalStore, TenantStore};
-use ports::{Backend, CacheKey};
+use ports::Backend;
 use rand::Rng;
 
 use crate::auth::{IssuedKey, digest, format_key};
