@@ -40,6 +40,22 @@ fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T> {
     serde_json::from_value(args.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
 }
 
+/// The `{"id": …}` argument of the tools that read one record.
+fn id_arg(args: &Value) -> Result<Id> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct A {
+        id: String,
+    }
+    let a: A = parse(args)?;
+    Id::new(a.id)
+}
+
+/// The first page, or the page after an opaque cursor.
+fn page_of(size: u32, cursor: Option<String>) -> PageRequest {
+    cursor.map_or_else(|| PageRequest::first(size), |c| PageRequest::after(size, c))
+}
+
 fn limit(n: Option<u32>, default: u32, max: u32) -> u32 {
     n.unwrap_or(default).clamp(1, max)
 }
@@ -290,13 +306,7 @@ impl Tools<'_> {
     }
 
     async fn read_org(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct A {
-            id: String,
-        }
-        let a: A = parse(args)?;
-        let id = Id::new(a.id)?;
+        let id = id_arg(args)?;
         let m = self
             .backend
             .records
@@ -476,10 +486,7 @@ impl Tools<'_> {
         }
         let a: A = parse(args)?;
         let size = limit(a.limit, 20, 100);
-        let page = match a.cursor {
-            Some(c) => PageRequest::after(size, c),
-            None => PageRequest::first(size),
-        };
+        let page = page_of(size, a.cursor);
         let p = self.backend.records.list_proposals(&caller.tenant, a.state, &page).await?;
         let mut text = format!("{} proposals", p.items.len());
         for x in &p.items {
@@ -660,10 +667,7 @@ impl Tools<'_> {
         let a: A = parse(args)?;
         let r = a.entity.as_ref().map(EntityArg::to_ref).transpose()?;
         let size = limit(a.limit, 20, 200);
-        let page = match a.cursor {
-            Some(c) => PageRequest::after(size, c),
-            None => PageRequest::first(size),
-        };
+        let page = page_of(size, a.cursor);
         let p = self.backend.records.list_signals(&caller.tenant, r.as_ref(), &page).await?;
         let mut text = format!("{} signals, newest first", p.items.len());
         for s in &p.items {
@@ -673,13 +677,7 @@ impl Tools<'_> {
     }
 
     async fn signal(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct A {
-            id: String,
-        }
-        let a: A = parse(args)?;
-        let id = Id::new(a.id)?;
+        let id = id_arg(args)?;
         let s = self
             .backend
             .records
@@ -709,13 +707,7 @@ impl Tools<'_> {
     }
 
     async fn proposal_status(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct A {
-            id: String,
-        }
-        let a: A = parse(args)?;
-        let id = Id::new(a.id)?;
+        let id = id_arg(args)?;
         let p = self
             .backend
             .records
@@ -739,10 +731,7 @@ impl Tools<'_> {
         }
         let a: A = parse(args)?;
         let size = limit(a.limit, 20, 200);
-        let page = match a.cursor {
-            Some(c) => PageRequest::after(size, c),
-            None => PageRequest::first(size),
-        };
+        let page = page_of(size, a.cursor);
         let p = self.backend.records.list_book_entries(&caller.tenant, a.project.as_deref(), &page).await?;
         let mut text = format!("{} book-of-projects entries", p.items.len());
         for e in &p.items {
