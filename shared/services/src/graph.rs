@@ -119,6 +119,19 @@ fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T> {
     serde_json::from_value(args.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
 }
 
+/// The one list argument `key` of a graph tool (`{"entities": [...]}`), bounded; any
+/// other argument is refused.
+fn list_arg<T: serde::de::DeserializeOwned>(args: &Value, key: &str) -> Result<Vec<T>> {
+    let obj = args.as_object().ok_or_else(|| Error::invalid("arguments must be a JSON object"))?;
+    if let Some(other) = obj.keys().find(|k| *k != key) {
+        return Err(Error::invalid(format!("invalid arguments: unknown field `{other}`, expected `{key}`")));
+    }
+    let raw = obj.get(key).ok_or_else(|| Error::invalid(format!("invalid arguments: missing field `{key}`")))?;
+    let list: Vec<T> = serde_json::from_value(raw.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {key}: {e}")))?;
+    too_many(list.len())?;
+    Ok(list)
+}
+
 fn too_many(n: usize) -> Result<()> {
     if n > MAX_ITEMS_PER_CALL {
         return Err(Error::invalid(format!("at most {MAX_ITEMS_PER_CALL} items per call")));
@@ -265,66 +278,49 @@ impl GraphService {
         if let Some(o) = args.as_object_mut() {
             o.remove("scope");
         }
+        // The ADK checked the capability's scope already; kept here so this service is
+        // safe on its own.
+        let reads = matches!(name, "read_graph" | "search_nodes" | "open_nodes");
+        caller.scopes.require(if reads { Scope::MemoryRead } else { Scope::MemoryWrite })?;
         let t = &caller.tenant;
         let result = match name {
             "create_entities" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    entities: Vec<GraphEntity>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.entities.len())?;
-                for e in &a.entities {
+                let entities: Vec<GraphEntity> = list_arg(&args, "entities")?;
+                for e in &entities {
                     e.validate()?;
                 }
                 self.write(t, &scope, |g| {
                     let mut seen = BTreeSet::new();
                     let created: Vec<GraphEntity> =
-                        a.entities.iter().filter(|e| g.get(&e.name).is_none() && seen.insert(e.name.clone())).cloned().collect();
+                        entities.iter().filter(|e| g.get(&e.name).is_none() && seen.insert(e.name.clone())).cloned().collect();
                     let out = json!(created);
                     Ok((GraphChanges { put_entities: created, ..Default::default() }, out))
                 })
                 .await?
             }
             "create_relations" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    relations: Vec<GraphRelation>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.relations.len())?;
-                for r in &a.relations {
+                let relations: Vec<GraphRelation> = list_arg(&args, "relations")?;
+                for r in &relations {
                     r.validate()?;
                 }
                 self.write(t, &scope, |g| {
                     let mut seen = BTreeSet::new();
                     let created: Vec<GraphRelation> =
-                        a.relations.iter().filter(|r| !g.relations.contains(*r) && seen.insert((*r).clone())).cloned().collect();
+                        relations.iter().filter(|r| !g.relations.contains(*r) && seen.insert((*r).clone())).cloned().collect();
                     let out = json!(created);
                     Ok((GraphChanges { put_relations: created, ..Default::default() }, out))
                 })
                 .await?
             }
             "add_observations" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields, rename_all = "camelCase")]
                 struct O {
                     entity_name: String,
                     contents: Vec<String>,
                 }
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    observations: Vec<O>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.observations.len())?;
-                for o in &a.observations {
+                let observations: Vec<O> = list_arg(&args, "observations")?;
+                for o in &observations {
                     for c in &o.contents {
                         validate_observation(c)?;
                     }
@@ -332,7 +328,7 @@ impl GraphService {
                 self.write(t, &scope, |g| {
                     let mut changed: HashMap<String, GraphEntity> = HashMap::new();
                     let mut out = Vec::new();
-                    for o in &a.observations {
+                    for o in &observations {
                         let current = match changed.get(&o.entity_name) {
                             Some(e) => e.clone(),
                             None => g
@@ -362,16 +358,9 @@ impl GraphService {
                 .await?
             }
             "delete_entities" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields, rename_all = "camelCase")]
-                struct A {
-                    entity_names: Vec<String>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.entity_names.len())?;
+                let entity_names: Vec<String> = list_arg(&args, "entityNames")?;
                 self.write(t, &scope, |g| {
-                    let names: BTreeSet<&String> = a.entity_names.iter().filter(|n| g.get(n).is_some()).collect();
+                    let names: BTreeSet<&String> = entity_names.iter().filter(|n| g.get(n).is_some()).collect();
                     let relations: Vec<GraphRelation> =
                         g.relations.iter().filter(|r| names.contains(&r.from) || names.contains(&r.to)).cloned().collect();
                     let changes = GraphChanges {
@@ -384,23 +373,16 @@ impl GraphService {
                 .await?
             }
             "delete_observations" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields, rename_all = "camelCase")]
                 struct D {
                     entity_name: String,
                     observations: Vec<String>,
                 }
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    deletions: Vec<D>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.deletions.len())?;
+                let deletions: Vec<D> = list_arg(&args, "deletions")?;
                 self.write(t, &scope, |g| {
                     let mut changed: HashMap<String, GraphEntity> = HashMap::new();
-                    for d in &a.deletions {
+                    for d in &deletions {
                         let Some(current) = changed.get(&d.entity_name).cloned().or_else(|| g.get(&d.entity_name).cloned())
                         else {
                             continue;
@@ -417,29 +399,20 @@ impl GraphService {
                 .await?
             }
             "delete_relations" => {
-                caller.scopes.require(Scope::MemoryWrite)?;
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    relations: Vec<GraphRelation>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.relations.len())?;
+                let relations: Vec<GraphRelation> = list_arg(&args, "relations")?;
                 self.write(t, &scope, |g| {
-                    let gone: Vec<GraphRelation> = a.relations.iter().filter(|r| g.relations.contains(*r)).cloned().collect();
+                    let gone: Vec<GraphRelation> = relations.iter().filter(|r| g.relations.contains(*r)).cloned().collect();
                     Ok((GraphChanges { delete_relations: gone, ..Default::default() }, json!("Relations deleted successfully")))
                 })
                 .await?
             }
             "read_graph" => {
-                caller.scopes.require(Scope::MemoryRead)?;
                 let _: serde_json::Map<String, Value> = parse(&args)?;
                 let g = self.load(t, &scope).await?;
                 let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
                 g.subgraph(g.entities.iter().collect())
             }
             "search_nodes" => {
-                caller.scopes.require(Scope::MemoryRead)?;
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields)]
                 struct A {
@@ -464,17 +437,10 @@ impl GraphService {
                 g.subgraph(picked)
             }
             "open_nodes" => {
-                caller.scopes.require(Scope::MemoryRead)?;
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    names: Vec<String>,
-                }
-                let a: A = parse(&args)?;
-                too_many(a.names.len())?;
+                let names: Vec<String> = list_arg(&args, "names")?;
                 let g = self.load(t, &scope).await?;
                 let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
-                let picked: Vec<&GraphEntity> = a.names.iter().filter_map(|n| g.get(n)).collect();
+                let picked: Vec<&GraphEntity> = names.iter().filter_map(|n| g.get(n)).collect();
                 g.subgraph(picked)
             }
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
