@@ -69,14 +69,24 @@ async fn blobs() -> Arc<dyn BlobStore> {
     Arc::new(store)
 }
 
-async fn cache_single() -> Arc<dyn Cache> {
+/// The plain Redis node, as a cache or a rate limiter.
+fn redis_single() -> Arc<RedisCache> {
     Arc::new(RedisCache::new(&RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL"))).unwrap())
 }
 
-async fn cache_cluster() -> Arc<dyn Cache> {
+/// The three-node TLS cluster (ElastiCache Serverless is cluster mode + TLS).
+fn redis_cluster() -> Arc<RedisCache> {
     let seeds = env("CONTINUITY_TEST_REDIS_CLUSTER_URLS").split(',').map(str::to_owned).collect();
     let ca = std::fs::read(env("CONTINUITY_TEST_REDIS_CA")).unwrap();
     Arc::new(RedisCache::new(&RedisSettings::cluster(seeds).with_ca_pem(ca)).unwrap())
+}
+
+async fn cache_single() -> Arc<dyn Cache> {
+    redis_single()
+}
+
+async fn cache_cluster() -> Arc<dyn Cache> {
+    redis_cluster()
 }
 
 async fn kms_key(label: &str) -> String {
@@ -94,13 +104,11 @@ async fn signer() -> SignerFixture {
 }
 
 async fn limiter_single() -> Arc<dyn RateLimiter> {
-    Arc::new(RedisCache::new(&RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL"))).unwrap())
+    redis_single()
 }
 
 async fn limiter_cluster() -> Arc<dyn RateLimiter> {
-    let seeds = env("CONTINUITY_TEST_REDIS_CLUSTER_URLS").split(',').map(str::to_owned).collect();
-    let ca = std::fs::read(env("CONTINUITY_TEST_REDIS_CA")).unwrap();
-    Arc::new(RedisCache::new(&RedisSettings::cluster(seeds).with_ca_pem(ca)).unwrap())
+    redis_cluster()
 }
 
 mod items {
