@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
 
 use axum::Router;
 use axum::body::Body;
@@ -14,15 +14,12 @@ use domain::spine::PoleClass;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::value::Attributes;
 use domain::{EntityType, Id, TenantId};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
 use http::Request;
 use http_body_util::BodyExt;
 use ports::records::{ConnectorStore, Expect};
 use serde_json::{Value, json};
 use services::Services;
 use services::admin::KeyRequest;
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 struct Fixture {
@@ -33,17 +30,8 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
-    let services = Services::new(backend);
-    let settings = GatewaySettings {
-        public_url: "http://test".into(),
-        allowed_origins: vec![],
-        allowed_hosts: vec![],
-        auth_mode: AuthMode::Verify,
-        sessions: false,
-        shutdown: CancellationToken::new(),
-    };
-    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    let services = common::services(dir.path());
+    let app = common::app(&services, "http://test");
     Fixture { app, services, _dir: dir }
 }
 
@@ -84,22 +72,7 @@ impl Fixture {
 
     /// One JSON-RPC request to `/mcp`; returns the whole response message.
     async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc":"2.0","id":1,"method":method,"params":params});
-        let req = Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header("host", "localhost")
-            .header("authorization", format!("Bearer {key}"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-        serde_json::from_slice(&bytes).unwrap()
+        common::rpc(&self.app, key, method, params).await
     }
 
     async fn tool(&self, key: &str, name: &str, args: Value) -> Value {
@@ -226,7 +199,10 @@ async fn listing_shows_what_unlocks_the_rest() {
     assert_eq!(find("memory.search_org")["unlock_tier"], "pro");
     assert_eq!(find("memory.search_org")["route"], "VECTOR_INDEX");
     assert_eq!(caps.len(), adk::registry::REGISTRY.len());
-    assert_eq!((find("memory.graph_search_nodes")["served"].as_bool(), find("task.dispatch")["served"].as_bool()), (Some(true), Some(false)));
+    assert_eq!(
+        (find("memory.graph_search_nodes")["served"].as_bool(), find("task.dispatch")["served"].as_bool()),
+        (Some(true), Some(false))
+    );
 
     // tools/list shows only what the plan (starter) and the key's scopes allow.
     let v = f.rpc(&key, "tools/list", json!({})).await;

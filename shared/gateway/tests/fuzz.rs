@@ -6,7 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use axum::Router;
@@ -14,15 +15,11 @@ use axum::body::Body;
 use domain::TenantId;
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
 use http::Request;
 use http_body_util::BodyExt;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
-use services::Services;
 use services::admin::KeyRequest;
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 struct Fixture {
@@ -34,8 +31,7 @@ struct Fixture {
 fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
-        let services = Services::new(backend);
+        let services = common::services(dir.path());
         let t = TenantId::new("fuzz").unwrap();
         services.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
         let scopes = Scopes::parse("mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write").unwrap();
@@ -45,15 +41,7 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
             .await
             .unwrap()
             .token;
-        let settings = GatewaySettings {
-            public_url: "http://localhost".into(),
-            allowed_origins: vec![],
-            allowed_hosts: vec![],
-            auth_mode: AuthMode::Verify,
-            sessions: false,
-            shutdown: CancellationToken::new(),
-        };
-        let app = gateway::router(AppState { services, settings: Arc::new(settings) });
+        let app = common::app(&services, "http://localhost");
         Fixture { app, key, _dir: dir }
     })
 }

@@ -4,22 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
 
 use axum::Router;
-use axum::body::Body;
 use domain::TenantId;
 use domain::principal::{Scopes, Toolsets};
 use domain::tenant::{Department, Industry, PlanTier};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
-use http::Request;
-use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use services::Services;
 use services::admin::KeyRequest;
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
 
@@ -31,22 +24,13 @@ struct F {
 
 async fn fixture() -> F {
     let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
-    let services = Services::new(backend);
+    let services = common::services(dir.path());
     services
         .admin
         .create_tenant(TenantId::new("acme").unwrap(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas)
         .await
         .unwrap();
-    let settings = GatewaySettings {
-        public_url: "http://localhost".into(),
-        allowed_origins: vec![],
-        allowed_hosts: vec![],
-        auth_mode: AuthMode::Verify,
-        sessions: false,
-        shutdown: CancellationToken::new(),
-    };
-    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    let app = common::app(&services, "http://localhost");
     F { app, services, _dir: dir }
 }
 
@@ -63,20 +47,7 @@ impl F {
     }
 
     async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let req = Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header("host", "localhost")
-            .header("authorization", format!("Bearer {key}"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        serde_json::from_slice(&bytes).unwrap()
+        common::rpc(&self.app, key, method, params).await
     }
 
     async fn call(&self, key: &str, name: &str, args: Value) -> Value {

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
@@ -14,15 +16,12 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use domain::principal::Role;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
 use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use services::Services;
 use services::oauth::{NewServiceClient, NewUser};
 use sha2::Digest as _;
-use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 const BASE: &str = "http://127.0.0.1:8787";
@@ -82,17 +81,8 @@ fn pkce() -> (String, String) {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
-    let services = Services::new(backend);
-    let settings = GatewaySettings {
-        public_url: BASE.into(),
-        allowed_origins: vec![],
-        allowed_hosts: vec![],
-        auth_mode: AuthMode::Verify,
-        sessions: false,
-        shutdown: CancellationToken::new(),
-    };
-    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    let services = common::services(dir.path());
+    let app = common::app(&services, BASE);
     let f = Fixture { app, services, _dir: dir };
     f.tenant("acme", PlanTier::Enterprise).await;
     f.user("acme", "ada@example.com", Role::Member).await;

@@ -9,24 +9,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+mod common;
 
 use axum::Router;
-use axum::body::Body;
 use domain::memory::{GovernanceState, MemoryScope};
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId, Timestamp};
-use gateway::auth::AuthMode;
-use gateway::{AppState, GatewaySettings};
-use http::Request;
-use http_body_util::BodyExt;
 use ports::records::{MemoryStore, ProposalStore};
 use serde_json::{Value, json};
 use services::Services;
 use services::admin::KeyRequest;
-use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
 
@@ -38,17 +31,8 @@ struct Fixture {
 
 async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
-    let services = Services::new(backend);
-    let settings = GatewaySettings {
-        public_url: "http://localhost".into(),
-        allowed_origins: vec![],
-        allowed_hosts: vec![],
-        auth_mode: AuthMode::Verify,
-        sessions: false,
-        shutdown: CancellationToken::new(),
-    };
-    let app = gateway::router(AppState { services: services.clone(), settings: Arc::new(settings) });
+    let services = common::services(dir.path());
+    let app = common::app(&services, "http://localhost");
     Fixture { app, services, _dir: dir }
 }
 
@@ -83,22 +67,7 @@ impl Fixture {
     }
 
     async fn rpc(&self, key: &str, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let req = Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header("host", "localhost")
-            .header("authorization", format!("Bearer {key}"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(Body::from(body.to_string()))
-            .unwrap();
-        let resp = self.app.clone().oneshot(req).await.unwrap();
-        let status = resp.status();
-        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&bytes));
-        serde_json::from_slice(&bytes).unwrap()
+        common::rpc(&self.app, key, method, params).await
     }
 
     async fn tools(&self, key: &str) -> Vec<Value> {

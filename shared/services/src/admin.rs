@@ -3,8 +3,8 @@
 use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, Role, Scopes};
 use domain::tenant::{Department, Industry, PlanTier, StorageTier, Tenant};
 use domain::{Error, Id, PageRequest, Result, TenantId};
-use ports::records::{PrincipalStore, TenantStore};
 use ports::Backend;
+use ports::records::{PrincipalStore, TenantStore};
 use rand::Rng;
 
 use crate::auth::{IssuedKey, digest, format_key};

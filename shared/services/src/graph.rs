@@ -127,7 +127,8 @@ fn list_arg<T: serde::de::DeserializeOwned>(args: &Value, key: &str) -> Result<V
         return Err(Error::invalid(format!("invalid arguments: unknown field `{other}`, expected `{key}`")));
     }
     let raw = obj.get(key).ok_or_else(|| Error::invalid(format!("invalid arguments: missing field `{key}`")))?;
-    let list: Vec<T> = serde_json::from_value(raw.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {key}: {e}")))?;
+    let list: Vec<T> =
+        serde_json::from_value(raw.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {key}: {e}")))?;
     too_many(list.len())?;
     Ok(list)
 }
