@@ -10,3 +10,15 @@
 pub mod aws;
 pub mod demo;
 pub mod embedded;
+
+/// A sample event from the workspace's `events/` folder, as JSON.
+///
+/// The folder is found from `CARGO_MANIFEST_DIR` at run time (the crate under test, two
+/// levels below the workspace root): a target folder shared by clones at other paths
+/// may hold a test binary compiled elsewhere, whose compile-time path no longer exists.
+pub fn event(name: &str) -> serde_json::Value {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    let path = format!("{dir}/../../events/{name}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
+}

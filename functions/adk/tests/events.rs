@@ -16,11 +16,7 @@ use services::Services;
 use tower::ServiceExt;
 
 fn event(name: &str) -> Value {
-    // At run time: a target folder shared by clones at other paths may hold a binary
-    // compiled elsewhere, whose compile-time manifest path no longer exists.
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let path = format!("{dir}/../../events/{name}");
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("read event")).expect("event JSON")
+    continuity_tests::event(name)
 }
 
 async fn services(dir: &std::path::Path) -> Services {

@@ -16,11 +16,7 @@ use services::admin::KeyRequest;
 const PUBLIC: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
 
 fn event(name: &str, authorization: Option<&str>) -> ApiGatewayCustomAuthorizerRequestTypeRequest {
-    // At run time: a target folder shared by clones at other paths may hold a binary
-    // compiled elsewhere, whose compile-time manifest path no longer exists.
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let path = format!("{dir}/../../events/{name}");
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).expect("read event")).expect("json");
+    let mut v = continuity_tests::event(name);
     if let Some(a) = authorization {
         v["headers"]["Authorization"] = Value::String(a.to_owned());
     }

@@ -19,8 +19,7 @@ use tower::ServiceExt;
 const API: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
 
 fn event(name: &str) -> Value {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    serde_json::from_str(&std::fs::read_to_string(format!("{dir}/../../events/{name}")).expect("read event")).expect("event JSON")
+    continuity_tests::event(name)
 }
 
 async fn invoke(s: &Services, ev: &Value) -> (u16, Value) {
