@@ -5,9 +5,8 @@ use domain::tenant::{Department, Industry, PlanTier, StorageTier, Tenant};
 use domain::{Error, Id, PageRequest, Result, TenantId};
 use ports::Backend;
 use ports::records::{PrincipalStore, TenantStore};
-use rand::Rng;
 
-use crate::auth::{IssuedKey, digest, format_key};
+use crate::auth::{IssuedKey, format_key};
 
 /// The tenant `continuity serve` creates on first start.
 pub const LOCAL_TENANT: &str = "local";
@@ -35,12 +34,6 @@ pub struct KeyRequest {
 #[derive(Clone)]
 pub struct AdminService {
     backend: Backend,
-}
-
-fn random_secret() -> String {
-    // 256 bits as 64 hex characters.
-    let bytes: [u8; 32] = rand::rng().random();
-    hex::encode(bytes)
 }
 
 impl AdminService {
@@ -201,7 +194,7 @@ impl AdminService {
                 p.id
             }
         };
-        let secret = random_secret();
+        let secret = crate::random_token(32);
         let record = ApiKeyRecord {
             tenant: req.tenant.clone(),
             key_id: key_id.clone(),
@@ -209,7 +202,7 @@ impl AdminService {
             scopes: req.scopes,
             teams: req.teams,
             projects: req.projects,
-            secret_sha256: digest(&secret),
+            secret_sha256: crate::sha256_hex(&secret),
             toolsets,
             created_at: now,
             revoked_at: None,

@@ -18,7 +18,6 @@ use domain::{Error, Id, Result, TenantId};
 use crate::oauth::tokens::TokenService;
 use ports::records::{PrincipalStore, TenantStore};
 use ports::{Backend, CacheKey};
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 /// Tenant configuration is cached for 5 minutes (SPEC §4.4).
@@ -34,10 +33,6 @@ pub struct IssuedKey {
     pub tenant: TenantId,
     /// The whole bearer value, `ctn_…`.
     pub token: String,
-}
-
-pub(crate) fn digest(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
 }
 
 pub(crate) fn format_key(tenant: &TenantId, key_id: &Id, secret: &str) -> String {
@@ -107,7 +102,7 @@ impl Authenticator {
         }
         let (tenant, key_id, secret) = parse_key(token).ok_or_else(invalid)?;
         let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
-        let presented = digest(secret);
+        let presented = crate::sha256_hex(secret);
         let matches: bool = presented.as_bytes().ct_eq(record.secret_sha256.as_bytes()).into();
         if !matches || record.revoked_at.is_some() {
             return Err(invalid());

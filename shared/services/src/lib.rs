@@ -59,6 +59,13 @@ impl Services {
     }
 }
 
+/// Lower-case hex SHA-256: how every secret (API keys, client secrets, codes, refresh
+/// tokens, CSRF tokens) is stored and compared.
+pub fn sha256_hex(s: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(Sha256::digest(s.as_bytes()))
+}
+
 /// `bytes` random bytes as lower-case hex: secrets, codes, tokens, opaque ids.
 pub(crate) fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];

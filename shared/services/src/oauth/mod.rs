@@ -205,9 +205,7 @@ pub struct IssuedClient {
     pub client_secret: String,
 }
 
-pub fn sha256_hex(s: &str) -> String {
-    hex::encode(Sha256::digest(s.as_bytes()))
-}
+pub use crate::sha256_hex;
 
 fn ct_eq(a: &str, b: &str) -> bool {
     a.as_bytes().ct_eq(b.as_bytes()).into()
@@ -495,7 +493,7 @@ impl OAuthService {
     async fn authenticate_client(&self, params: &Params, creds: &ClientCredentials) -> OResult<OAuthClient> {
         let bad = || OAuthError::new("invalid_client", "client authentication failed");
         let form_secret = params.get("client_secret");
-        let (id, secret, method) = match (&creds.basic, form_secret) {
+        let (id, secret) = match (&creds.basic, form_secret) {
             (Some(_), Some(_)) => {
                 return Err(OAuthError::new("invalid_request", "use one client authentication method, not two"));
             }
@@ -503,10 +501,10 @@ impl OAuthService {
                 if params.get("client_id").is_some_and(|f| f != id) {
                     return Err(OAuthError::new("invalid_request", "client_id does not match the Authorization header"));
                 }
-                (id.as_str(), Some(secret.as_str()), ClientAuthMethod::ClientSecretBasic)
+                (id.as_str(), Some(secret.as_str()))
             }
-            (None, Some(secret)) => (params.require("client_id")?, Some(secret), ClientAuthMethod::ClientSecretPost),
-            (None, None) => (params.require("client_id")?, None, ClientAuthMethod::None),
+            (None, Some(secret)) => (params.require("client_id")?, Some(secret)),
+            (None, None) => (params.require("client_id")?, None),
         };
         let client_id = Id::new(id).map_err(|_| bad())?;
         let client = self.backend.records.get_client(&client_id).await.map_err(OAuthError::from)?.ok_or_else(bad)?;
@@ -514,7 +512,6 @@ impl OAuthService {
             (None, None) => Ok(client),
             (Some(stored), Some(given)) => {
                 // Basic and post are both accepted for a confidential client: the secret is what matters.
-                let _ = method;
                 if ct_eq(stored, &sha256_hex(given)) { Ok(client) } else { Err(bad()) }
             }
             _ => Err(bad()),
