@@ -29,10 +29,7 @@ fn policy(effect: &str, resource: &str) -> Value {
 /// `https://{Host}/{stage}`.
 fn base_url_of(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> String {
     let host = event.headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost");
-    match event.request_context.stage.as_deref() {
-        Some(stage) if !stage.is_empty() => format!("https://{host}/{stage}"),
-        _ => format!("https://{host}"),
-    }
+    gateway::lambda::api_base_url(host, event.request_context.stage.as_deref())
 }
 
 /// Decides one request. `public_url` is the API's base URL for `resource_metadata`.

@@ -42,6 +42,15 @@ pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_j
     })
 }
 
+/// The API's base URL as a client called it without a custom domain:
+/// `https://{Host}/{stage}` (what the authorizer derives too).
+pub fn api_base_url(host: &str, stage: Option<&str>) -> String {
+    match stage {
+        Some(s) if !s.is_empty() => format!("https://{host}/{s}"),
+        _ => format!("https://{host}"),
+    }
+}
+
 async fn from_api_gateway(mut req: Request, next: Next) -> Response {
     let (caller, stage) = match req.request_context_ref() {
         Some(RequestContext::ApiGatewayV1(ctx)) => (caller_from_authorizer(&ctx.authorizer.fields), ctx.stage.clone()),
@@ -50,10 +59,7 @@ async fn from_api_gateway(mut req: Request, next: Next) -> Response {
     // Without a configured public URL, the base is the URL the client used:
     // `https://{Host}/{stage}` (what the authorizer derives too).
     if let Some(host) = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()) {
-        let base = match stage.as_deref() {
-            Some(s) if !s.is_empty() => format!("https://{host}/{s}"),
-            _ => format!("https://{host}"),
-        };
+        let base = api_base_url(host, stage.as_deref());
         req.extensions_mut().insert(crate::oauth::BaseUrl(base));
     }
     // Never trust a context a client could have smuggled in some other way.
