@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Load benchmark: `spine.entity.get` over MCP (Streamable HTTP, stateless JSON) on
-# loopback against a release `continuity serve`, hot cache, 32 connections, 2 threads.
+# loopback against a release `continuity serve`, hot cache, 32 connections, wrk with
+# one thread (THREADS=2 to change: on 2 cores a second wrk thread competes with the
+# server for CPU and measures the load generator more than the server).
 #
 #   benches/http_entity_get.sh            # 20 s run; DURATION=60s to change
-#   CONNECTIONS=1 THREADS=1 benches/http_entity_get.sh   # the single-request latency floor
+#   CONNECTIONS=1 benches/http_entity_get.sh   # the single-request latency floor
 #
 # Installs `wrk` with apt if it is missing (Debian). Prints wrk's latency distribution
 # (p50/p75/p90/p99) and requests/s. The tenant's rate limit is raised for the run so the
@@ -43,4 +45,4 @@ end
 LUA
 # Warm the entity cache, then measure.
 wrk -t1 -c1 -d1s -s "$WORK/get.lua" "http://127.0.0.1:$PORT/mcp" >/dev/null
-wrk -t"${THREADS:-2}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "http://127.0.0.1:$PORT/mcp"
+wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "http://127.0.0.1:$PORT/mcp"

@@ -61,7 +61,14 @@ pub async fn batches_are_atomic(store: Arc<dyn ItemStore>) {
     assert_eq!(store.get(t, "q", "new-2").await.unwrap(), None);
     assert_eq!(store.get(t, "p", "exists").await.unwrap().unwrap().body, b"x");
 
-    let too_many = (0..=MAX_WRITES_PER_BATCH).map(|i| put(item(t, "p", &format!("k{i}"), 1, "v"), Condition::None)).collect();
+    assert!(store.max_batch() >= MAX_WRITES_PER_BATCH);
+    let most: Vec<Write> =
+        (0..store.max_batch()).map(|i| put(item(t, "most", &format!("k{i:04}"), 1, "v"), Condition::Absent)).collect();
+    store.write(most).await.expect("a batch of max_batch() writes lands");
+    let (landed, _) =
+        store.query(Query { tenant: t, part: "most", prefix: "", after: None, limit: 1000, descending: false }).await.unwrap();
+    assert_eq!(landed.len(), store.max_batch());
+    let too_many = (0..=store.max_batch()).map(|i| put(item(t, "p", &format!("k{i}"), 1, "v"), Condition::None)).collect();
     assert_eq!(store.write(too_many).await.unwrap_err().code, ErrorCode::InvalidRequest);
 }
 

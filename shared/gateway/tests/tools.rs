@@ -450,4 +450,11 @@ async fn every_call_reaches_the_audit_ledger() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert!(found, "the read's audit record was written");
+
+    // A read's record waits (≤ READ_LINGER) for company, but a write queued after it
+    // flushes the group: once the write answers, the earlier read is in the ledger too.
+    f.call(&key, "spine.entity.list", json!({})).await;
+    f.call(&key, "memory.write_conversational", json!({"session": "b", "role": "user", "content": "y"})).await;
+    let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
+    assert!(ledger.items.iter().any(|a| a.action == "tool:spine.entity.list"), "the write flushed the read queued before it");
 }

@@ -56,7 +56,8 @@ pub struct Query<'a> {
     pub descending: bool,
 }
 
-/// Maximum number of writes in one atomic batch (DynamoDB's transaction limit is 100).
+/// Writes every backend takes in one atomic batch (DynamoDB's transaction limit is 100).
+/// A backend may take more ([`ItemStore::max_batch`]).
 pub const MAX_WRITES_PER_BATCH: usize = 25;
 
 #[async_trait]
@@ -78,6 +79,13 @@ pub trait ItemStore: Send + Sync {
     ///
     /// # Errors
     /// `CONFLICT` when any condition fails; `INVALID_REQUEST` for more than
-    /// [`MAX_WRITES_PER_BATCH`] writes; `UNAVAILABLE` when the backend cannot be reached.
+    /// [`Self::max_batch`] writes; `UNAVAILABLE` when the backend cannot be reached.
     async fn write(&self, writes: Vec<Write>) -> Result<()>;
+
+    /// The most writes [`Self::write`] takes at once: at least [`MAX_WRITES_PER_BATCH`].
+    /// Bulk appends (the audit ledger's group commit) chunk by it, so a backend whose
+    /// batch is one local transaction pays one commit for many records.
+    fn max_batch(&self) -> usize {
+        MAX_WRITES_PER_BATCH
+    }
 }

@@ -740,7 +740,7 @@ impl AuditLog for Records {
     }
 
     async fn append_audits(&self, records: &[AuditRecord]) -> Result<()> {
-        for group in records.chunks(crate::items::MAX_WRITES_PER_BATCH) {
+        for group in records.chunks(self.items.max_batch()) {
             let writes = group
                 .iter()
                 .map(|r| {

@@ -2,11 +2,13 @@
 //! A failure to audit is logged loudly but does not fail the caller's read.
 //!
 //! Group commit: concurrent callers hand their records to one writer task, which writes
-//! whatever has queued up (at most 25) in one atomic batch — one transaction, one fsync
-//! on SQLite. [`AuditService::record`] returns once the record is durable (writes and
+//! whatever has queued up (at most 500) in as few atomic batches as the store allows —
+//! on SQLite one transaction, one fsync; on DynamoDB transactions of 25. [`AuditService::record`] returns once the record is durable (writes and
 //! decisions use it); [`AuditService::record_read`] returns at once and the record is
-//! written with the next group, milliseconds later — reads use it, so a crash can lose
-//! the audit records of the last few milliseconds of reads, never of a write.
+//! written with the next group, at most [`READ_LINGER`] later — reads use it, so a crash
+//! can lose the audit records of the last few milliseconds of reads, never of a write.
+//! A group of reads only lingers that long to gather more (under load: one commit for
+//! hundreds of reads); a durable record in the group flushes it at once.
 
 use std::sync::{Arc, OnceLock};
 
@@ -18,12 +20,15 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Records waiting for the writer before callers wait for room.
 const QUEUE: usize = 4096;
-/// Most records one write carries (one atomic batch).
-const GROUP: usize = ports::items::MAX_WRITES_PER_BATCH;
+/// Most records one group carries (the store splits it into its own batch size).
+const GROUP: usize = 500;
+/// How long a group holding only reads' records waits for more before it is written.
+pub const READ_LINGER: std::time::Duration = std::time::Duration::from_millis(10);
 
 struct Pending {
     record: AuditRecord,
-    done: oneshot::Sender<Result<()>>,
+    /// `Some` for a caller waiting until its record is durable; `None` for a read.
+    done: Option<oneshot::Sender<Result<()>>>,
 }
 
 #[derive(Clone)]
@@ -45,17 +50,32 @@ impl AuditService {
                 let backend = self.backend.clone();
                 tokio::spawn(async move {
                     while let Some(first) = rx.recv().await {
+                        let deadline = tokio::time::Instant::now() + READ_LINGER;
+                        let mut waiting = first.done.is_some();
                         let mut group = vec![first];
                         while group.len() < GROUP {
-                            match rx.try_recv() {
-                                Ok(p) => group.push(p),
-                                Err(_) => break,
-                            }
+                            let next = match rx.try_recv() {
+                                Ok(p) => Some(p),
+                                // Nothing queued: a durable record goes now; reads wait a little.
+                                Err(mpsc::error::TryRecvError::Empty) if !waiting => {
+                                    tokio::time::timeout_at(deadline, rx.recv()).await.ok().flatten()
+                                }
+                                Err(_) => None,
+                            };
+                            let Some(p) = next else { break };
+                            waiting |= p.done.is_some();
+                            group.push(p);
                         }
-                        let records: Vec<AuditRecord> = group.iter().map(|p| p.record.clone()).collect();
+                        let (records, waiters): (Vec<AuditRecord>, Vec<_>) =
+                            group.into_iter().map(|p| (p.record, p.done)).unzip();
                         let result = backend.records.append_audits(&records).await;
-                        for p in group {
-                            let _ = p.done.send(result.clone());
+                        if let Err(e) = &result
+                            && waiters.iter().all(Option::is_none)
+                        {
+                            tracing::error!(error = %e, records = records.len(), "audit records of reads lost");
+                        }
+                        for done in waiters.into_iter().flatten() {
+                            let _ = done.send(result.clone());
                         }
                     }
                 });
@@ -81,8 +101,7 @@ impl AuditService {
     /// waiting for it (see the module notes).
     pub async fn record_read(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
         let record = self.make(tenant, actor, action, target, outcome);
-        let (done, _answer) = oneshot::channel();
-        match self.writer().try_send(Pending { record, done }) {
+        match self.writer().try_send(Pending { record, done: None }) {
             Ok(()) => {}
             // A full queue or a stopped writer: write this one now.
             Err(mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p)) => {
@@ -98,7 +117,7 @@ impl AuditService {
     pub async fn record(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
         let record = self.make(tenant, actor, action, target, outcome);
         let (done, answer) = oneshot::channel();
-        let result = match self.writer().send(Pending { record, done }).await {
+        let result = match self.writer().send(Pending { record, done: Some(done) }).await {
             Ok(()) => answer.await.unwrap_or_else(|_| Err(domain::Error::internal("the audit writer stopped"))),
             // The writer's runtime is gone (a test that outlived it): write directly.
             Err(mpsc::error::SendError(p)) => self.backend.records.append_audit(&p.record).await,

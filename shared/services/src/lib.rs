@@ -21,9 +21,21 @@ pub mod tools;
 
 use ports::Backend;
 
-/// Every service, built once per process from one backend.
+/// Every service, built once per process from one backend. A cheap handle: clones share
+/// one [`ServiceSet`] (every request and MCP handler takes a clone, so a clone is one
+/// reference count, not one per port).
 #[derive(Clone)]
-pub struct Services {
+pub struct Services(std::sync::Arc<ServiceSet>);
+
+impl std::ops::Deref for Services {
+    type Target = ServiceSet;
+    fn deref(&self) -> &ServiceSet {
+        &self.0
+    }
+}
+
+/// The services themselves, reached through [`Services`].
+pub struct ServiceSet {
     pub backend: Backend,
     pub auth: auth::Authenticator,
     pub entities: entities::EntityService,
@@ -44,7 +56,7 @@ impl Services {
         let changes = changes::Changes::new();
         let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
         let graph = graph::GraphService::new(backend.clone());
-        Self {
+        Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone(), graph.clone()),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             auth,
@@ -55,7 +67,7 @@ impl Services {
             changes,
             graph,
             backend,
-        }
+        }))
     }
 }
 

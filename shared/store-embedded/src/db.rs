@@ -115,6 +115,27 @@ impl Db {
         .map_err(|e| Error::internal(format!("sqlite reader: {e}")))?
     }
 
+    /// Runs a short read-only `f` (one keyed point read: microseconds, from SQLite's page
+    /// cache) on the calling thread when a reader connection is free, so the hottest
+    /// reads — a credential, an entity — skip the hop to the blocking pool and back (two
+    /// thread wake-ups). When both readers are busy it goes the [`Self::read`] way.
+    /// Never use it for scans.
+    ///
+    /// # Errors
+    /// Whatever `f` returns; `INTERNAL` if the worker panicked.
+    pub async fn read_point<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T> + Send + 'static,
+    {
+        for reader in self.readers.iter() {
+            if let Ok(guard) = reader.try_lock() {
+                return f(&guard);
+            }
+        }
+        self.read(f).await
+    }
+
     /// Runs `f` with the connection on the blocking pool.
     ///
     /// # Errors

@@ -2,10 +2,14 @@
 
 use async_trait::async_trait;
 use domain::{Error, Result};
-use ports::items::{Condition, Item, ItemStore, MAX_WRITES_PER_BATCH, Query, Write};
+use ports::items::{Condition, Item, ItemStore, Query, Write};
 use rusqlite::{OptionalExtension, Transaction, params};
 
 use crate::db::{Db, sql_err};
+
+/// Writes in one batch: one SQLite transaction, one fsync. Larger than DynamoDB's so the
+/// audit ledger's group commit pays one commit for up to this many records under load.
+pub const SQLITE_MAX_BATCH: usize = 500;
 
 pub struct SqliteItems {
     db: Db,
@@ -18,12 +22,12 @@ impl SqliteItems {
 }
 
 fn current_version(tx: &Transaction<'_>, tenant: &str, part: &str, sk: &str) -> Result<Option<u64>> {
-    tx.query_row("SELECT version FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3", params![tenant, part, sk], |r| {
-        r.get::<_, i64>(0)
-    })
-    .optional()
-    .map_err(sql_err)
-    .map(|v| v.map(|v| u64::try_from(v).unwrap_or(0)))
+    tx.prepare_cached("SELECT version FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3")
+        .map_err(sql_err)?
+        .query_row(params![tenant, part, sk], |r| r.get::<_, i64>(0))
+        .optional()
+        .map_err(sql_err)
+        .map(|v| v.map(|v| u64::try_from(v).unwrap_or(0)))
 }
 
 fn check(condition: Condition, current: Option<u64>, what: &str) -> Result<()> {
@@ -45,7 +49,7 @@ impl ItemStore for SqliteItems {
     async fn get(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<Item>> {
         let (tenant, part, sk) = (tenant.to_owned(), part.to_owned(), sk.to_owned());
         self.db
-            .read(move |c| {
+            .read_point(move |c| {
                 // A cached statement: every credential check and entity read comes here.
                 c.prepare_cached("SELECT version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3")
                     .map_err(sql_err)?
@@ -98,8 +102,8 @@ impl ItemStore for SqliteItems {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<()> {
-        if writes.len() > MAX_WRITES_PER_BATCH {
-            return Err(Error::invalid(format!("at most {MAX_WRITES_PER_BATCH} writes per batch")));
+        if writes.len() > SQLITE_MAX_BATCH {
+            return Err(Error::invalid(format!("at most {SQLITE_MAX_BATCH} writes per batch")));
         }
         self.db
             .run(move |c| {
@@ -109,21 +113,21 @@ impl ItemStore for SqliteItems {
                         Write::Put { item, condition } => {
                             let cur = current_version(&tx, &item.tenant, &item.part, &item.sk)?;
                             check(*condition, cur, &item.part)?;
-                            tx.execute(
+                            tx.prepare_cached(
                                 "INSERT INTO items (tenant, part, sk, version, body) VALUES (?1, ?2, ?3, ?4, ?5)
                                  ON CONFLICT (tenant, part, sk) DO UPDATE SET version = excluded.version, body = excluded.body",
-                                params![item.tenant, item.part, item.sk, to_i64(item.version)?, item.body],
                             )
+                            .map_err(sql_err)?
+                            .execute(params![item.tenant, item.part, item.sk, to_i64(item.version)?, item.body])
                             .map_err(sql_err)?;
                         }
                         Write::Delete { tenant, part, sk, condition } => {
                             let cur = current_version(&tx, tenant, part, sk)?;
                             check(*condition, cur, part)?;
-                            tx.execute(
-                                "DELETE FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3",
-                                params![tenant, part, sk],
-                            )
-                            .map_err(sql_err)?;
+                            tx.prepare_cached("DELETE FROM items WHERE tenant = ?1 AND part = ?2 AND sk = ?3")
+                                .map_err(sql_err)?
+                                .execute(params![tenant, part, sk])
+                                .map_err(sql_err)?;
                         }
                     }
                 }
@@ -131,5 +135,9 @@ impl ItemStore for SqliteItems {
                 tx.commit().map_err(sql_err)
             })
             .await
+    }
+
+    fn max_batch(&self) -> usize {
+        SQLITE_MAX_BATCH
     }
 }
