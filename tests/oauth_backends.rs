@@ -126,6 +126,7 @@ async fn flow(backend: Backend) {
             name: "etl".into(),
             scopes: Scopes::parse("mcp:tools").unwrap(),
             jwt_bearer: false,
+            toolsets: domain::principal::Toolsets::parse("canonical,graph").unwrap(),
         })
         .await
         .unwrap();
@@ -133,6 +134,20 @@ async fn flow(backend: Backend) {
     let tok = s.oauth.token(BASE, &params(&[("grant_type", "client_credentials")]), &creds).await.unwrap();
     let caller = s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap();
     assert_eq!(caller.principal, c.client_id);
+    assert_eq!(
+        caller.toolsets,
+        domain::principal::Toolsets::parse("canonical,graph").unwrap(),
+        "the client's toolsets ride in its token"
+    );
+    // An operator narrows them: the next token carries the change.
+    s.oauth.set_client_toolsets(&c.client_id, domain::principal::Toolsets::default()).await.unwrap();
+    let tok2 = s.oauth.token(BASE, &params(&[("grant_type", "client_credentials")]), &creds).await.unwrap();
+    let caller2 = s.auth.authenticate_header(Some(&format!("Bearer {}", tok2.access_token)), BASE).await.unwrap();
+    assert_eq!(caller2.toolsets, domain::principal::Toolsets::default());
+    assert_eq!(
+        s.oauth.set_client_toolsets(&domain::Id::new("no-such-client").unwrap(), Default::default()).await.unwrap_err().code,
+        domain::ErrorCode::NotFound
+    );
     assert!(
         s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), "https://other.example.com").await.is_err()
     );

@@ -119,6 +119,7 @@ async fn access_tokens_are_verified_by_the_same_library() {
             name: "etl".into(),
             scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
             jwt_bearer: false,
+            toolsets: Default::default(),
         })
         .await
         .unwrap();

@@ -100,6 +100,17 @@ enum ClientCommand {
         /// Also allow enterprise sign-in (the ID-JAG jwt-bearer grant).
         #[arg(long)]
         jwt_bearer: bool,
+        /// MCP toolsets its tokens are offered: `canonical`, `graph`, or `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: String,
+    },
+    /// Set the MCP toolsets a client's tokens are offered (any client, also one an MCP
+    /// client registered itself); new tokens carry them from the next sign-in or refresh.
+    Toolsets {
+        /// The client id (`dyn-…` for dynamically registered clients).
+        client_id: String,
+        /// `canonical`, `graph`, or `canonical,graph`.
+        toolsets: String,
     },
 }
 
@@ -388,12 +399,21 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
             Ok(())
         }
-        Command::Client(ClientCommand::Create { tenant, name, scopes, jwt_bearer }) => {
+        Command::Client(ClientCommand::Toolsets { client_id, toolsets }) => {
+            let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
+            let id = domain::Id::new(client_id).map_err(domain_err)?;
+            s.oauth.set_client_toolsets(&id, toolsets.clone()).await.map_err(domain_err)?;
+            let names: Vec<&str> = toolsets.0.iter().map(|t| t.as_str()).collect();
+            println!("client {id} is offered the toolsets {} from its next sign-in or refresh", names.join(","));
+            Ok(())
+        }
+        Command::Client(ClientCommand::Create { tenant, name, scopes, jwt_bearer, toolsets }) => {
             let req = services::oauth::NewServiceClient {
                 tenant: TenantId::new(tenant).map_err(domain_err)?,
                 name,
                 scopes: Scopes::parse(&scopes).map_err(domain_err)?,
                 jwt_bearer,
+                toolsets: domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?,
             };
             let c = s.oauth.create_service_client(req).await.map_err(domain_err)?;
             println!("client_id={}", c.client_id);

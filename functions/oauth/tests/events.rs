@@ -61,6 +61,7 @@ async fn discovery_registration_and_client_credentials_from_events() {
             name: "etl".into(),
             scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
             jwt_bearer: false,
+            toolsets: Default::default(),
         })
         .await
         .unwrap();

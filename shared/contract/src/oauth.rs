@@ -72,11 +72,20 @@ pub async fn clients_and_logins(r: Records) {
         tenant: None,
         dynamic: true,
         created_at: Timestamp(5),
+        toolsets: domain::principal::Toolsets::default(),
     };
     r.create_client(&client).await.unwrap();
     assert_eq!(r.get_client(&client.client_id).await.unwrap(), Some(client.clone()));
     assert_eq!(r.create_client(&client).await.map_err(|e| e.code), Err(ErrorCode::Conflict));
     assert_eq!(r.get_client(&rid("nobody")).await.unwrap(), None);
+    let mut changed = client.clone();
+    changed.toolsets = domain::principal::Toolsets::parse("canonical,graph").unwrap();
+    r.update_client(&changed).await.unwrap();
+    assert_eq!(r.get_client(&client.client_id).await.unwrap(), Some(changed.clone()));
+    let mut stranger = changed.clone();
+    stranger.client_id = rid("never-created");
+    assert_eq!(r.update_client(&stranger).await.map_err(|e| e.code), Err(ErrorCode::Conflict), "update never creates");
+    assert_eq!(r.get_client(&stranger.client_id).await.unwrap(), None);
 
     let t = fresh_tenant("login");
     let p = Principal {

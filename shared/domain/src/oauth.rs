@@ -60,6 +60,10 @@ pub struct OAuthClient {
     /// Registered through RFC 7591 (never `approvals:decide` or `admin`).
     pub dynamic: bool,
     pub created_at: Timestamp,
+    /// The MCP toolsets the client's access tokens are offered (`canonical` unless an
+    /// operator enabled more: `continuity client toolsets`).
+    #[serde(default)]
+    pub toolsets: crate::principal::Toolsets,
 }
 
 impl OAuthClient {

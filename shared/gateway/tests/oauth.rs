@@ -515,6 +515,7 @@ async fn client_credentials_for_confidential_service_clients() {
             name: "etl".into(),
             scopes: domain::principal::Scopes::parse("mcp:tools tenant:read").unwrap(),
             jwt_bearer: false,
+            toolsets: Default::default(),
         })
         .await
         .unwrap();
@@ -813,6 +814,7 @@ async fn enterprise_sign_in_with_an_id_jag() {
             name: "agent platform".into(),
             scopes: domain::principal::Scopes::parse("mcp:tools tenant:read memory:read").unwrap(),
             jwt_bearer: true,
+            toolsets: Default::default(),
         })
         .await
         .unwrap();
@@ -939,6 +941,7 @@ async fn no_secret_reaches_the_logs() {
             name: "etl".into(),
             scopes: domain::principal::Scopes::parse("mcp:tools").unwrap(),
             jwt_bearer: false,
+            toolsets: Default::default(),
         })
         .await
         .unwrap();

@@ -55,6 +55,11 @@ pub trait OAuthStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn get_client(&self, client_id: &Id) -> Result<Option<OAuthClient>>;
+    /// Replaces an existing client's record.
+    ///
+    /// # Errors
+    /// `CONFLICT` if the client does not exist; `UNAVAILABLE`.
+    async fn update_client(&self, client: &OAuthClient) -> Result<()>;
 
     /// Creates a user's principal and login together.
     ///
@@ -152,6 +157,12 @@ impl OAuthStore for Records {
 
     async fn get_client(&self, client_id: &Id) -> Result<Option<OAuthClient>> {
         self.get_one(REGISTRY_TENANT, CLIENT, client_id.as_str()).await
+    }
+
+    async fn update_client(&self, client: &OAuthClient) -> Result<()> {
+        self.items()
+            .write(vec![put(REGISTRY_TENANT, CLIENT, client.client_id.to_string(), 1, encode(client)?, Condition::Exists)])
+            .await
     }
 
     async fn create_login(&self, login: &UserLogin, principal: &Principal) -> Result<()> {

@@ -47,7 +47,13 @@ fn main() {
             return;
         }
         let Ok(scopes) = Scopes::parse("mcp:tools tenant:read") else { return };
-        let req = NewServiceClient { tenant: t.clone(), name: "bench".into(), scopes: scopes.clone(), jwt_bearer: false };
+        let req = NewServiceClient {
+            tenant: t.clone(),
+            name: "bench".into(),
+            scopes: scopes.clone(),
+            jwt_bearer: false,
+            toolsets: Default::default(),
+        };
         let Ok(client) = s.oauth.create_service_client(req).await else { return };
         let creds = ClientCredentials { basic: Some((client.client_id.to_string(), client.client_secret)) };
         let Ok(params) = Params::parse(b"grant_type=client_credentials") else { return };

@@ -135,8 +135,7 @@ impl Authenticator {
             teams: v.teams,
             projects: v.projects,
             credential: format!("jwt:{}", v.jti),
-            // OAuth clients are offered the canonical toolset (per-client toolsets: later).
-            toolsets: domain::principal::Toolsets::default(),
+            toolsets: v.toolsets,
         })
     }
 

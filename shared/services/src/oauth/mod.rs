@@ -196,6 +196,8 @@ pub struct NewServiceClient {
     pub scopes: Scopes,
     /// Also allow the enterprise JWT-bearer (ID-JAG) grant.
     pub jwt_bearer: bool,
+    /// The MCP toolsets its tokens are offered.
+    pub toolsets: domain::principal::Toolsets,
 }
 
 /// A freshly created confidential client: the only time its secret exists here.
@@ -392,6 +394,7 @@ impl OAuthService {
             tenant: None,
             dynamic: true,
             created_at: self.now(),
+            toolsets: domain::principal::Toolsets::default(),
         };
         self.backend.records.create_client(&client).await.map_err(OAuthError::from)?;
         tracing::info!(client_id = %client.client_id, "oauth client registered");
@@ -410,6 +413,23 @@ impl OAuthService {
             out["client_secret_expires_at"] = json!(0);
         }
         Ok(out)
+    }
+
+    /// Sets the MCP toolsets a client's access tokens are offered (any client, also one
+    /// registered dynamically). Tokens issued from then on carry them — after the next
+    /// sign-in or refresh; tokens already issued keep theirs until they expire (≤ 1 h).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown client; `UNAVAILABLE`.
+    pub async fn set_client_toolsets(&self, client_id: &Id, toolsets: domain::principal::Toolsets) -> Result<()> {
+        let mut client = self
+            .backend
+            .records
+            .get_client(client_id)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("OAuth client {client_id}")))?;
+        client.toolsets = toolsets;
+        self.backend.records.update_client(&client).await
     }
 
     /// Creates a confidential client bound to a tenant, for `client_credentials` (and
@@ -445,6 +465,7 @@ impl OAuthService {
             tenant: Some(req.tenant),
             dynamic: false,
             created_at: self.now(),
+            toolsets: req.toolsets,
         };
         self.backend.records.create_client(&client).await?;
         Ok(IssuedClient { client_id, client_secret: secret })
@@ -824,8 +845,15 @@ impl OAuthService {
         (crate::random_token(32), record)
     }
 
-    async fn access_response(&self, base: &str, grant: &Grant, refresh_token: Option<String>) -> OResult<TokenResponse> {
-        let (access, ttl) = self.tokens.issue(base, grant).await.map_err(OAuthError::from)?;
+    /// The access token (offered the client's toolsets as they are now) and the response.
+    async fn access_response(
+        &self,
+        base: &str,
+        grant: &Grant,
+        client: &OAuthClient,
+        refresh_token: Option<String>,
+    ) -> OResult<TokenResponse> {
+        let (access, ttl) = self.tokens.issue(base, grant, &client.toolsets).await.map_err(OAuthError::from)?;
         Ok(TokenResponse {
             access_token: access,
             token_type: "Bearer",
@@ -900,7 +928,7 @@ impl OAuthService {
         if !matches!(spent, Redemption::Redeemed(_)) {
             return Err(invalid(unknown));
         }
-        let resp = self.access_response(base, &g, refresh.map(|(t, _)| t)).await?;
+        let resp = self.access_response(base, &g, &client, refresh.map(|(t, _)| t)).await?;
         tracing::info!(tenant = %g.tenant, principal = %g.principal, client_id = %client.client_id, "tokens issued (authorization_code)");
         Ok(resp)
     }
@@ -961,7 +989,7 @@ impl OAuthService {
         {
             Rotation::Rotated(_) => {
                 tracing::info!(tenant = %grant.tenant, client_id = %client.client_id, "tokens refreshed");
-                self.access_response(base, &grant, Some(token)).await
+                self.access_response(base, &grant, &client, Some(token)).await
             }
             Rotation::Reused(_) => {
                 tracing::warn!(tenant = %grant.tenant, client_id = %client.client_id, family = %family.id, "refresh token reuse: family revoked");
@@ -1013,7 +1041,7 @@ impl OAuthService {
             teams: vec![],
             projects: vec![],
         };
-        let resp = self.access_response(base, &grant, None).await?;
+        let resp = self.access_response(base, &grant, &client, None).await?;
         tracing::info!(tenant = %tenant, client_id = %client.client_id, "tokens issued (client_credentials)");
         Ok(resp)
     }
@@ -1099,7 +1127,7 @@ impl OAuthService {
             teams: vec![],
             projects: vec![],
         };
-        let resp = self.access_response(base, &grant, None).await?;
+        let resp = self.access_response(base, &grant, &client, None).await?;
         tracing::info!(tenant = %tenant.id, client_id = %client.client_id, "tokens issued (jwt-bearer ID-JAG)");
         Ok(resp)
     }

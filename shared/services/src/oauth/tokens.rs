@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::oauth::{ACCESS_TOKEN_TTL_SECS, Grant};
-use domain::principal::Scopes;
+use domain::principal::{Scopes, Toolsets};
 use domain::{Error, Id, Result, TenantId};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use ports::Backend;
@@ -62,6 +62,10 @@ pub struct AccessClaims {
     pub teams: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub projects: Vec<String>,
+    /// The MCP toolsets offered beside `canonical` (the client's, when the token was
+    /// issued); absent means `canonical` alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolsets: Vec<String>,
 }
 
 /// A verified access token, ready to become a caller.
@@ -74,6 +78,7 @@ pub struct VerifiedToken {
     pub jti: String,
     pub teams: Vec<String>,
     pub projects: Vec<String>,
+    pub toolsets: Toolsets,
 }
 
 #[derive(Default)]
@@ -101,7 +106,7 @@ impl TokenService {
     ///
     /// # Errors
     /// `UNAVAILABLE` when the key store cannot sign.
-    pub async fn issue(&self, base: &str, grant: &Grant) -> Result<(String, i64)> {
+    pub async fn issue(&self, base: &str, grant: &Grant, toolsets: &Toolsets) -> Result<(String, i64)> {
         let now = self.backend.clock.now().0 / 1000;
         let claims = AccessClaims {
             iss: issuer_of(base),
@@ -116,6 +121,11 @@ impl TokenService {
             tid: grant.tenant.to_string(),
             teams: grant.teams.clone(),
             projects: grant.projects.clone(),
+            toolsets: if *toolsets == Toolsets::default() {
+                vec![]
+            } else {
+                toolsets.0.iter().map(|t| t.as_str().to_owned()).collect()
+            },
         };
         let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, TYP).await?;
         Ok((token, ACCESS_TOKEN_TTL_SECS))
@@ -237,6 +247,11 @@ impl TokenService {
             jti: c.jti,
             teams: c.teams,
             projects: c.projects,
+            toolsets: if c.toolsets.is_empty() {
+                Toolsets::default()
+            } else {
+                Toolsets::parse(&c.toolsets.join(",")).map_err(|_| invalid())?
+            },
         })
     }
 }
