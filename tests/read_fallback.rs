@@ -27,6 +27,7 @@ fn entity(t: &domain::TenantId, id: &str) -> Entity {
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         version: 0,
+        source_updated_at: None,
     }
 }
 

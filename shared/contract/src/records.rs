@@ -39,6 +39,7 @@ pub fn entity(t: &TenantId, kind: &str, eid: &str, name: &str) -> Entity {
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         version: 0,
+        source_updated_at: None,
     }
 }
 

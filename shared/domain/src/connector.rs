@@ -484,3 +484,22 @@ mod tests {
         assert_eq!(String::from(ConnectorSource::new("stripe").unwrap()), "stripe");
     }
 }
+
+/// A record the ingestion pipeline could not write: kept with its reason so an operator
+/// sees why (the record itself stays in the raw blob the loader wrote).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestFailure {
+    pub tenant: TenantId,
+    /// The queue message's idempotency key (`{batch}:{part}:{index}`).
+    pub key: String,
+    pub source: ConnectorSource,
+    /// The raw blob holding the record, and its index there.
+    pub raw_blob: String,
+    pub index: u32,
+    /// Why it failed, last attempt (a taxonomy message, safe to show the tenant).
+    pub reason: String,
+    pub attempts: u32,
+    /// Whether the attempts are used up and the message went to the dead-letter queue.
+    pub dead_lettered: bool,
+    pub at: Timestamp,
+}

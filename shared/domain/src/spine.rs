@@ -38,6 +38,11 @@ pub struct Entity {
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version: 1 on create, +1 on every update.
     pub version: u64,
+    /// When the source last changed what this entity holds (ingestion pipeline): a
+    /// record older than this is stale and has no effect, so redelivered and reordered
+    /// records converge on the newest. `None` for entities written by an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_updated_at: Option<Timestamp>,
 }
 
 impl Entity {

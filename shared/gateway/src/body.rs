@@ -12,8 +12,9 @@ use crate::error::ApiError;
 /// The largest request body any route accepts (SPEC §10).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
-/// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 400
-/// before a handler (or rmcp) sees a byte of it.
+/// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 413
+/// `PAYLOAD_TOO_LARGE` (400 `invalid_request` on the OAuth endpoints, as RFC 6749 clients
+/// expect) before a handler (or rmcp) sees a byte of it.
 pub async fn limit_body(req: Request, next: Next) -> Response {
     let oauth = req.uri().path().starts_with("/oauth/");
     let too_big = || {
@@ -23,7 +24,7 @@ pub async fn limit_body(req: Request, next: Next) -> Response {
             let body = serde_json::json!({ "error": "invalid_request", "error_description": message });
             return (http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
         }
-        ApiError::from(Error::invalid(message)).into_response()
+        ApiError::from(Error::new(domain::ErrorCode::PayloadTooLarge, message)).into_response()
     };
     let declared =
         req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());

@@ -17,6 +17,7 @@ pub mod auth;
 pub mod body;
 pub mod capabilities;
 pub mod error;
+pub mod ingest;
 pub mod lambda;
 pub mod oauth;
 pub mod observe;

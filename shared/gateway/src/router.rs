@@ -111,6 +111,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/entities/{entity_type}/{id}", put(put_entity))
         .route("/v1/capabilities", get(crate::capabilities::list))
         .route("/v1/capabilities/{capability}", post(crate::capabilities::execute))
+        .route("/v1/connectors", get(crate::ingest::connectors))
+        .route("/v1/connectors/{source}", post(crate::ingest::register))
+        .route("/v1/ingest/failures", get(crate::ingest::failures))
+        .route("/v1/ingest/{source}", post(crate::ingest::accept))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let oauth = Router::new()
         .route("/.well-known/oauth-authorization-server", get(crate::oauth::authorization_server_metadata))

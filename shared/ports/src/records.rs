@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
-use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
+use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
 use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
@@ -264,6 +264,21 @@ pub trait LibraryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>>;
+}
+
+/// Records the ingestion pipeline could not write, with their reasons (SPEC §9).
+#[async_trait]
+pub trait IngestFailureStore: Send + Sync {
+    /// Creates or replaces the failure recorded under `failure.key` (one per record).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn put_ingest_failure(&self, failure: &IngestFailure) -> Result<()>;
+    /// The tenant's failures, ordered by key.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
+    async fn list_ingest_failures(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<IngestFailure>>;
 }
 
 #[async_trait]
@@ -769,6 +784,19 @@ impl IdempotencyStore for Records {
             Err(e) if e.code == domain::ErrorCode::Conflict => Ok(false),
             Err(e) => Err(e),
         }
+    }
+}
+
+#[async_trait]
+impl IngestFailureStore for Records {
+    async fn put_ingest_failure(&self, f: &IngestFailure) -> Result<()> {
+        self.items
+            .write(vec![put(f.tenant.as_str(), "ingest_failure", f.key.clone(), 1, encode(f)?, Condition::None)])
+            .await
+    }
+
+    async fn list_ingest_failures(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<IngestFailure>> {
+        self.page(tenant.as_str(), "ingest_failure", "", page, false).await
     }
 }
 

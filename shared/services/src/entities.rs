@@ -57,6 +57,13 @@ fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKe
     CacheKey::tenant(tenant, "entity", &format!("{e_type}:{id}"))
 }
 
+/// Drops a cached entity after a write (a failure is logged: the entry expires by TTL).
+pub(crate) async fn evict(backend: &ports::Backend, tenant: &domain::TenantId, e_type: &EntityType, id: &Id) {
+    if let Err(e) = backend.cache.evict(&[cache_key(e_type, id, tenant)]).await {
+        tracing::warn!(tenant = %tenant, error = %e, "cache eviction failed; the entry expires by TTL");
+    }
+}
+
 impl EntityService {
     pub fn new(backend: Backend, auth: crate::auth::Authenticator, changes: crate::changes::Changes) -> Self {
         Self { backend, auth, changes }
@@ -212,11 +219,10 @@ impl EntityService {
             created_at: existing.as_ref().map_or(now, |e| e.created_at),
             updated_at: now,
             version: 0,
+            source_updated_at: None,
         };
         let stored = self.backend.records.put_entity(&entity, expect).await?;
-        if let Err(e) = self.backend.cache.evict(&[cache_key(&entity_type, &id, &caller.tenant)]).await {
-            tracing::warn!(tenant = %caller.tenant, error = %e, "cache eviction failed; the entry expires by TTL");
-        }
+        evict(&self.backend, &caller.tenant, &entity_type, &id).await;
         self.changes.publish(crate::changes::Change::EntityUpdated {
             tenant: stored.tenant.clone(),
             entity_type: stored.entity_type.clone(),

@@ -16,6 +16,7 @@ pub mod capabilities;
 pub mod changes;
 pub mod entities;
 pub mod graph;
+pub mod ingest;
 pub mod oauth;
 pub mod tools;
 
@@ -47,6 +48,8 @@ pub struct ServiceSet {
     pub changes: changes::Changes,
     /// The `graph` toolset (knowledge graphs in personal and project scopes).
     pub graph: graph::GraphService,
+    /// The Spine write path: connectors, the ingest API and the pipeline consumer.
+    pub ingest: ingest::IngestService,
 }
 
 impl Services {
@@ -64,6 +67,7 @@ impl Services {
             admin: admin::AdminService::new(backend.clone()),
 
             audit: audit::AuditService::new(backend.clone()),
+            ingest: ingest::IngestService::new(backend.clone(), changes.clone()),
             changes,
             graph,
             backend,

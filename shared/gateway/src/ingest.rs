@@ -1,0 +1,73 @@
+//! The ingest API (SPEC §2.1 write path, §4.5): connectors and record batches.
+//!
+//! - `POST /v1/connectors/{source}` (`tenant:write`) registers a source → `oauth_complete`.
+//! - `GET /v1/connectors` (`tenant:read`) lists statuses and the supported sources.
+//! - `POST /v1/ingest/{source}` (`tenant:write`) takes `{"records": [...], "final": bool}`
+//!   or one webhook payload and answers **202** with the batch id, how many records were
+//!   queued and a per-record error for each one refused.
+//! - `GET /v1/ingest/failures` (`tenant:read`) lists records the pipeline could not
+//!   write, with reasons (`?cursor=`).
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use domain::PageRequest;
+use domain::principal::CallerContext;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::body::StrictJson;
+use crate::error::ApiError;
+use crate::router::AppState;
+
+pub async fn register(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(source): Path<String>,
+) -> Result<Response, ApiError> {
+    let result = state.services.ingest.register(&caller, &source).await;
+    audit(&state, &caller, "connector.register", &source, result.as_ref().err()).await;
+    Ok((StatusCode::CREATED, Json(json!({ "connector": result? }))).into_response())
+}
+
+pub async fn connectors(State(state): State<AppState>, Extension(caller): Extension<CallerContext>) -> Result<Response, ApiError> {
+    Ok(Json(state.services.ingest.connectors(&caller).await?).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cursor {
+    cursor: Option<String>,
+}
+
+pub async fn failures(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Query(q): Query<Cursor>,
+) -> Result<Response, ApiError> {
+    let page = match q.cursor {
+        Some(c) => PageRequest::after(100, c),
+        None => PageRequest::first(100),
+    };
+    let p = state.services.ingest.failures(&caller, &page).await?;
+    Ok(Json(json!({ "failures": p.items, "next_cursor": p.next_cursor })).into_response())
+}
+
+pub async fn accept(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(source): Path<String>,
+    StrictJson(body): StrictJson<Value>,
+) -> Result<Response, ApiError> {
+    let result = state.services.ingest.accept(&caller, &source, body).await;
+    audit(&state, &caller, "ingest.accept", &source, result.as_ref().err()).await;
+    let a = result?;
+    Ok((StatusCode::ACCEPTED, Json(json!(a))).into_response())
+}
+
+async fn audit(state: &AppState, caller: &CallerContext, action: &str, source: &str, error: Option<&domain::Error>) {
+    let outcome = error.map_or("ok", |e| e.code.as_str());
+    let shown: String = source.chars().take(64).collect();
+    state.services.audit.record(&caller.tenant, caller.principal.as_str(), action, Some(shown), outcome).await;
+}

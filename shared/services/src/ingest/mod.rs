@@ -1,0 +1,593 @@
+//! The Spine write path (SPEC §2.1): ingest API → queue → loader → normalizer → writer.
+//!
+//! - [`IngestService::register`] / [`IngestService::connectors`]: connector registration
+//!   and statuses (SPEC §4.5).
+//! - [`IngestService::accept`]: checks a batch's size and each record's shape, enqueues the
+//!   good records in messages of at most [`RECORDS_PER_MESSAGE`], moves the connector's
+//!   status, and answers with a batch id and a per-record error for each bad record.
+//! - [`IngestService::process`]: one queue message — the **loader** keeps the raw records
+//!   as a blob (the only place source field names survive), the **normalizer** applies the
+//!   source's declarative mapping ([`mapping`]), the **writer** stores each entity
+//!   (newest source timestamp wins, versioned conditional writes), its relationships and
+//!   the signals of changed fields, appends the written entities to the JSONL backup,
+//!   evicts the cache and publishes the change.
+//!
+//! Exactly-once effects: a record's effect is decided by its source timestamp against the
+//! stored one, and signal ids are derived from what changed, so a redelivered,
+//! duplicated or reordered record converges to the same final state. A record that fails
+//! for a reason a retry cannot fix is split off into its own message; that message is
+//! retried by the queue and, after [`POISON_ATTEMPTS`] deliveries, dead-lettered — its
+//! reason recorded as an [`IngestFailure`] — while the rest of its batch commits.
+
+pub mod mapping;
+
+use std::collections::BTreeMap;
+
+use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
+use domain::principal::{CallerContext, Scope};
+use domain::spine::{Entity, EntityRef, Relationship, Signal};
+use domain::tenant::Tenant;
+use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
+use ports::blob::BlobKey;
+use ports::queue::{Delivery, QueueMessage};
+use ports::records::{
+    ConnectorStore, EntityStore, Expect, IngestFailureStore, RelationshipStore, SignalStore, TenantStore,
+};
+use ports::{Backend, CacheKey};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+use sha2::{Digest, Sha256};
+
+/// Most records one `POST /v1/ingest/{source}` may carry (more: 413).
+pub const MAX_RECORDS_PER_BATCH: usize = 1000;
+/// Largest single record, serialized (larger: a per-record error).
+pub const MAX_RECORD_BYTES: usize = 64 * 1024;
+/// Records per queue message (each message also stays under the queue's size limit).
+pub const RECORDS_PER_MESSAGE: usize = 100;
+/// Deliveries of a failing single-record message before it is dead-lettered; the
+/// embedded queue and the SQS redrive policy are configured with the same number.
+pub const POISON_ATTEMPTS: u32 = 5;
+/// Queue message kinds.
+pub const KIND_BATCH: &str = "ingest.batch";
+pub const KIND_RECORD: &str = "ingest.record";
+const MESSAGE_BUDGET: usize = ports::queue::MAX_MESSAGE_BYTES - 8 * 1024;
+
+/// What a queue message carries.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IngestMessage {
+    pub source: String,
+    pub batch: String,
+    pub part: u32,
+    /// Index of the first record in the batch (for failure reports).
+    pub first_index: u32,
+    pub records: Vec<Json>,
+    /// The batch's last message of a sync marked `final`.
+    #[serde(default)]
+    pub last_of_final: bool,
+    /// Parts in this batch (for progress).
+    pub parts: u32,
+}
+
+/// The ingest API's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct Accepted {
+    pub batch_id: String,
+    pub accepted: usize,
+    pub rejected: Vec<Rejected>,
+    pub status: ConnectorStatus,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rejected {
+    pub index: usize,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// What processing one message did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Processed {
+    pub written: usize,
+    /// Stale or duplicate records (no effect).
+    pub unchanged: usize,
+    pub signals: usize,
+    /// Records split off into their own message after failing here.
+    pub split: usize,
+}
+
+#[derive(Clone)]
+pub struct IngestService {
+    backend: Backend,
+    changes: crate::changes::Changes,
+}
+
+fn unknown_source(source: &str) -> Error {
+    let names: Vec<&str> = mapping::sources().into_iter().map(|(n, _)| n).collect();
+    Error::not_found(format!("source {source:?}: no mapping; supported sources: {}", names.join(", ")))
+}
+
+fn connector_key(tenant: &TenantId) -> CacheKey {
+    crate::capabilities::connectors_key(tenant)
+}
+
+fn short_hash(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..10])
+}
+
+/// Whether an error is about the record (a retry cannot fix it) rather than a dependency.
+fn is_permanent(e: &Error) -> bool {
+    !matches!(e.code, ErrorCode::Unavailable | ErrorCode::Internal | ErrorCode::Conflict)
+}
+
+impl IngestService {
+    pub fn new(backend: Backend, changes: crate::changes::Changes) -> Self {
+        Self { backend, changes }
+    }
+
+    fn source_of(source: &str) -> Result<(ConnectorSource, &'static mapping::SourceMapping)> {
+        let m = mapping::mapping(source).ok_or_else(|| unknown_source(source))?;
+        Ok((ConnectorSource::new(source)?, m))
+    }
+
+    async fn forget_connectors(&self, tenant: &TenantId) {
+        if let Err(e) = self.backend.cache.evict(&[connector_key(tenant)]).await {
+            tracing::warn!(tenant = %tenant, error = %e, "connector statuses not evicted; they expire by TTL");
+        }
+    }
+
+    /// Moves a connector, tolerating a lost race by re-reading once.
+    async fn transition(
+        &self,
+        tenant: &TenantId,
+        source: &ConnectorSource,
+        to: ConnectorState,
+        progress: Option<f64>,
+        error: Option<(String, String)>,
+    ) -> Result<ConnectorStatus> {
+        let mut last = None;
+        for _ in 0..3 {
+            match self.backend.records.transition_connector(tenant, source, to, progress, error.clone(), self.backend.clock.now()).await
+            {
+                Ok(s) => {
+                    self.forget_connectors(tenant).await;
+                    return Ok(s);
+                }
+                Err(e) if e.code == ErrorCode::Conflict => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::conflict("connector changed concurrently")))
+    }
+
+    /// Registers `source` for the caller's tenant (`POST /v1/connectors/{source}`): the
+    /// connector becomes `oauth_complete` (the source's grant is held by the pushing tool;
+    /// Continuity receives records, it never reads the source). Registering again is a
+    /// no-op answering the current status.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:write`; `NOT_FOUND` for a source without a mapping
+    /// (listing the supported ones); `UNAVAILABLE`.
+    pub async fn register(&self, caller: &CallerContext, source: &str) -> Result<ConnectorStatus> {
+        caller.scopes.require(Scope::TenantWrite)?;
+        let (source, _) = Self::source_of(source)?;
+        let current = self.backend.records.get_connector(&caller.tenant, &source).await?;
+        let state = current.as_ref().map_or(ConnectorState::NotConnected, |c| c.state);
+        match state {
+            ConnectorState::NotConnected => {
+                self.transition(&caller.tenant, &source, ConnectorState::OauthPending, None, None).await?;
+                self.transition(&caller.tenant, &source, ConnectorState::OauthComplete, None, None).await
+            }
+            ConnectorState::OauthPending => {
+                self.transition(&caller.tenant, &source, ConnectorState::OauthComplete, None, None).await
+            }
+            _ => current.ok_or_else(|| Error::internal("connector vanished")),
+        }
+    }
+
+    /// The tenant's connector statuses (`GET /v1/connectors`) and the sources it could
+    /// register.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:read`; `UNAVAILABLE`.
+    pub async fn connectors(&self, caller: &CallerContext) -> Result<Json> {
+        caller.scopes.require(Scope::TenantRead)?;
+        let page = self.backend.records.list_connectors(&caller.tenant, &PageRequest::first(500)).await?;
+        let supported: Vec<Json> =
+            mapping::sources().into_iter().map(|(n, t)| json!({"source": n, "records": t})).collect();
+        Ok(json!({ "connectors": page.items, "supported_sources": supported }))
+    }
+
+    /// Records the pipeline could not write, with reasons (`GET /v1/ingest/failures`).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:read`; `UNAVAILABLE`.
+    pub async fn failures(&self, caller: &CallerContext, page: &PageRequest) -> Result<Page<IngestFailure>> {
+        caller.scopes.require(Scope::TenantRead)?;
+        self.backend.records.list_ingest_failures(&caller.tenant, page).await
+    }
+
+    /// Accepts a batch (`POST /v1/ingest/{source}`): `{"records": [...], "final": bool}`,
+    /// or one webhook payload (any object without `records`).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:write`; `NOT_FOUND` for an unknown source;
+    /// `CONNECTOR_NOT_AVAILABLE` when the source is not registered; `PAYLOAD_TOO_LARGE`
+    /// over [`MAX_RECORDS_PER_BATCH`]; `INVALID_REQUEST` for a malformed body;
+    /// `UNAVAILABLE` when the queue cannot take the batch (nothing was lost: retrying
+    /// the same batch is safe, records are idempotent).
+    pub async fn accept(&self, caller: &CallerContext, source: &str, body: Json) -> Result<Accepted> {
+        caller.scopes.require(Scope::TenantWrite)?;
+        let (src, map) = Self::source_of(source)?;
+        let status = self.backend.records.get_connector(&caller.tenant, &src).await?;
+        let Some(status) = status.filter(|s| s.state.is_connected()) else {
+            let mut e = Error::new(
+                ErrorCode::ConnectorNotAvailable,
+                format!("connector {source} is not registered for this workspace; POST /v1/connectors/{source} first"),
+            );
+            e.payload.connect_url = Some(format!("/v1/connectors/{source}"));
+            return Err(e);
+        };
+        let (records, is_final) = match body {
+            Json::Object(mut o) if o.contains_key("records") => {
+                let records = match o.remove("records") {
+                    Some(Json::Array(a)) => a,
+                    _ => return Err(Error::invalid_field("records", "must be an array of records")),
+                };
+                let is_final = match o.remove("final") {
+                    None | Some(Json::Null) => false,
+                    Some(Json::Bool(b)) => b,
+                    Some(_) => return Err(Error::invalid_field("final", "must be a boolean")),
+                };
+                if let Some(k) = o.keys().next() {
+                    return Err(Error::invalid_field(k, "unknown field (a batch is {\"records\": [...], \"final\": bool})"));
+                }
+                (records, is_final)
+            }
+            Json::Object(o) => (vec![Json::Object(o)], false),
+            _ => return Err(Error::invalid("the body must be a JSON object: a batch {\"records\": [...]} or one record")),
+        };
+        if records.len() > MAX_RECORDS_PER_BATCH {
+            return Err(Error::new(
+                ErrorCode::PayloadTooLarge,
+                format!("{} records in one batch; at most {MAX_RECORDS_PER_BATCH}", records.len()),
+            ));
+        }
+        let mut rejected = Vec::new();
+        let mut good: Vec<(usize, Json, usize)> = Vec::new();
+        for (i, r) in records.into_iter().enumerate() {
+            let size = serde_json::to_vec(&r).map(|v| v.len()).unwrap_or(usize::MAX);
+            let verdict = if size > MAX_RECORD_BYTES {
+                Err(Error::new(ErrorCode::PayloadTooLarge, format!("record of {size} bytes; at most {MAX_RECORD_BYTES}")))
+            } else {
+                map.check_shape(source, &r)
+            };
+            match verdict {
+                Ok(()) => good.push((i, r, size)),
+                Err(e) => rejected.push(Rejected { index: i, code: e.code.as_str(), message: e.message }),
+            }
+        }
+        let batch = crate::new_id(&self.backend).to_string();
+        // Chunk into messages by count and size.
+        let mut chunks: Vec<(u32, Vec<Json>)> = Vec::new();
+        let mut bytes = 0;
+        for (i, r, size) in good {
+            let full = chunks.last().is_none_or(|(_, c)| c.len() >= RECORDS_PER_MESSAGE || bytes + size > MESSAGE_BUDGET);
+            if full {
+                chunks.push((u32::try_from(i).unwrap_or(u32::MAX), Vec::new()));
+                bytes = 0;
+            }
+            bytes += size + 1;
+            if let Some((_, c)) = chunks.last_mut() {
+                c.push(r);
+            }
+        }
+        let accepted: usize = chunks.iter().map(|(_, c)| c.len()).sum();
+        // The first batch starts the initial sync; later ones are deltas.
+        let status = match status.state {
+            ConnectorState::OauthComplete => {
+                self.transition(&caller.tenant, &src, ConnectorState::SyncingInitial, Some(0.0), None).await?
+            }
+            ConnectorState::SyncComplete => self.transition(&caller.tenant, &src, ConnectorState::SyncingDelta, None, None).await?,
+            ConnectorState::SyncError => {
+                let to = if status.error_stage.as_deref() == Some("syncing_initial") {
+                    ConnectorState::SyncingInitial
+                } else {
+                    ConnectorState::SyncingDelta
+                };
+                let progress = (to == ConnectorState::SyncingInitial).then_some(0.0);
+                self.transition(&caller.tenant, &src, to, progress, None).await?
+            }
+            _ => status,
+        };
+        let parts = u32::try_from(chunks.len()).unwrap_or(u32::MAX);
+        for (part, (first_index, records)) in chunks.into_iter().enumerate() {
+            let part = u32::try_from(part).unwrap_or(u32::MAX);
+            let msg = IngestMessage {
+                source: source.to_owned(),
+                batch: batch.clone(),
+                part,
+                first_index,
+                records,
+                last_of_final: is_final && part + 1 == parts,
+                parts,
+            };
+            let body = serde_json::to_vec(&msg).map_err(Error::internal)?;
+            self.backend
+                .queue
+                .send(&QueueMessage {
+                    tenant: caller.tenant.clone(),
+                    kind: KIND_BATCH.into(),
+                    idempotency_key: format!("{batch}:{part}"),
+                    body,
+                })
+                .await?;
+        }
+        if parts == 0 && is_final {
+            // Nothing to queue: the sync completes now.
+            self.complete(&caller.tenant, &src).await?;
+        }
+        Ok(Accepted { batch_id: batch, accepted, rejected, status })
+    }
+
+    async fn complete(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<()> {
+        let current = self.backend.records.get_connector(tenant, source).await?;
+        if current.is_some_and(|c| matches!(c.state, ConnectorState::SyncingInitial | ConnectorState::SyncingDelta)) {
+            self.transition(tenant, source, ConnectorState::SyncComplete, None, None).await?;
+        }
+        Ok(())
+    }
+
+    /// Processes one delivery of an ingest message (the pipeline consumer).
+    ///
+    /// # Errors
+    /// The message must be retried (released, or reported as a batch item failure on
+    /// SQS): `UNAVAILABLE` when a dependency failed; for a single-record message, the
+    /// record's own error (it is dead-lettered after [`POISON_ATTEMPTS`] deliveries).
+    pub async fn process(&self, delivery: &Delivery) -> Result<Processed> {
+        let m = &delivery.message;
+        let msg: IngestMessage =
+            serde_json::from_slice(&m.body).map_err(|e| Error::invalid(format!("not an ingest message: {e}")))?;
+        let (src, map) = Self::source_of(&msg.source)?;
+        let tenant = self
+            .backend
+            .records
+            .get_tenant(&m.tenant)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("tenant {}", m.tenant)))?;
+        // Loader: the raw records as received, the only place source names survive.
+        let raw_path = format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.part);
+        let raw_path = if m.kind == KIND_RECORD { format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.first_index) } else { raw_path };
+        let raw_key = BlobKey::new(&m.tenant, &raw_path)?;
+        let raw = serde_json::to_vec(&msg.records).map_err(Error::internal)?;
+        self.backend.blobs.put(&raw_key, &raw).await.inspect_err(|e| tracing::warn!(error = %e, "loader failed"))?;
+
+        let mut out = Processed::default();
+        let mut backup = Vec::new();
+        for (offset, record) in msg.records.iter().enumerate() {
+            let index = msg.first_index + u32::try_from(offset).unwrap_or(u32::MAX);
+            let result = match map.normalize(&msg.source, record) {
+                Ok(n) => self.write(&tenant, n).await,
+                Err(e) => Err(e),
+            };
+            match result {
+                Ok((Some(entity), signals)) => {
+                    out.written += 1;
+                    out.signals += signals;
+                    backup.push(entity);
+                }
+                Ok((None, _)) => out.unchanged += 1,
+                Err(e) if !is_permanent(&e) => return Err(e),
+                Err(e) if m.kind == KIND_RECORD => {
+                    let dead = delivery.receive_count >= POISON_ATTEMPTS;
+                    let failure = IngestFailure {
+                        tenant: m.tenant.clone(),
+                        key: m.idempotency_key.clone(),
+                        source: src.clone(),
+                        raw_blob: raw_path.clone(),
+                        index,
+                        reason: e.message.clone(),
+                        attempts: delivery.receive_count,
+                        dead_lettered: dead,
+                        at: self.backend.clock.now(),
+                    };
+                    self.backend.records.put_ingest_failure(&failure).await?;
+                    tracing::warn!(tenant = %m.tenant, key = %m.idempotency_key, attempts = delivery.receive_count, reason = %e.message, "ingest record failed");
+                    return Err(e);
+                }
+                Err(e) => {
+                    // Split the record off: it is retried (and dead-lettered) alone while
+                    // the rest of this batch commits.
+                    let single = IngestMessage {
+                        source: msg.source.clone(),
+                        batch: msg.batch.clone(),
+                        part: msg.part,
+                        first_index: index,
+                        records: vec![record.clone()],
+                        last_of_final: false,
+                        parts: msg.parts,
+                    };
+                    tracing::info!(tenant = %m.tenant, index, reason = %e.message, "record split off for retry");
+                    self.backend
+                        .queue
+                        .send(&QueueMessage {
+                            tenant: m.tenant.clone(),
+                            kind: KIND_RECORD.into(),
+                            idempotency_key: format!("{}:{}:{index}", msg.batch, msg.part),
+                            body: serde_json::to_vec(&single).map_err(Error::internal)?,
+                        })
+                        .await?;
+                    out.split += 1;
+                }
+            }
+        }
+        // Blob backup of every Spine write (SPEC §9), one file per message: a redelivery
+        // rewrites the same file.
+        if !backup.is_empty() {
+            let date = time::OffsetDateTime::now_utc().date();
+            let path = format!("spine-backup/{date}/{}-{}-{}.jsonl", msg.batch, msg.part, msg.first_index);
+            let mut lines = Vec::new();
+            for e in &backup {
+                serde_json::to_writer(&mut lines, e).map_err(Error::internal)?;
+                lines.push(b'\n');
+            }
+            self.backend.blobs.put(&BlobKey::new(&m.tenant, &path)?, &lines).await?;
+        }
+        if m.kind == KIND_BATCH {
+            if msg.last_of_final {
+                self.complete(&m.tenant, &src).await?;
+            } else if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
+                && c.state == ConnectorState::SyncingInitial
+            {
+                #[allow(clippy::cast_precision_loss)]
+                let p = (f64::from(msg.part + 1) / f64::from(msg.parts.max(1))).min(0.99);
+                if c.progress.is_none_or(|old| p > old) {
+                    // Progress is advisory: a lost race only delays the next update.
+                    let _ = self.transition(&m.tenant, &src, ConnectorState::SyncingInitial, Some(p), None).await;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writer: stores one normalized record if it is newer than what is stored. Returns
+    /// the stored entity (`None` when the record was stale or a duplicate) and how many
+    /// signals it emitted.
+    async fn write(&self, tenant: &Tenant, n: mapping::Normalized) -> Result<(Option<Entity>, usize)> {
+        let schema = adk::resolve::schema_for(tenant.department, tenant.industry);
+        schema.check_write(n.entity_type.as_str(), &n.attributes)?;
+        Entity::validate_attributes(&n.attributes)?;
+        let pole_class = schema.require_type(n.entity_type.as_str())?.pole_class;
+        let records = &self.backend.records;
+        for _ in 0..5 {
+            let existing = records.get_entity(&tenant.id, &n.entity_type, &n.id).await?;
+            if let Some(e) = &existing
+                && e.source_updated_at.is_some_and(|t| t >= n.source_updated_at)
+            {
+                return Ok((None, 0));
+            }
+            // Signals first, with ids derived from the change: if the entity write below
+            // is lost, the redelivery derives the same signals and finds them written.
+            let mut signals = 0;
+            if let Some(e) = &existing {
+                for (field, kind) in &n.signals {
+                    let (before, after) = (e.attributes.get(field), n.attributes.get(field));
+                    if before == after {
+                        continue;
+                    }
+                    let ts = n.source_updated_at.0.to_string();
+                    let id = Id::new(format!("sig-{}", short_hash(&[n.entity_type.as_str(), n.id.as_str(), field, &ts])))?;
+                    let signal = Signal {
+                        tenant: tenant.id.clone(),
+                        id,
+                        entity: EntityRef { entity_type: n.entity_type.clone(), id: n.id.clone() },
+                        kind: kind.clone(),
+                        at: n.source_updated_at,
+                        before: before.cloned(),
+                        after: after.cloned(),
+                    };
+                    match records.append_signal(&signal).await {
+                        Ok(()) => signals += 1,
+                        Err(e) if e.code == ErrorCode::Conflict => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+            let now = self.backend.clock.now();
+            let entity = Entity {
+                tenant: tenant.id.clone(),
+                entity_type: n.entity_type.clone(),
+                id: n.id.clone(),
+                pole_class,
+                attributes: n.attributes.clone(),
+                created_at: existing.as_ref().map_or(now, |e| e.created_at),
+                updated_at: now,
+                version: 0,
+                source_updated_at: Some(n.source_updated_at),
+            };
+            let expect = existing.as_ref().map_or(Expect::Absent, |e| Expect::Version(e.version));
+            match records.put_entity(&entity, expect).await {
+                Ok(stored) => {
+                    for (kind, to_type, to_id) in &n.relationships {
+                        records
+                            .put_relationship(&Relationship {
+                                tenant: tenant.id.clone(),
+                                from: EntityRef { entity_type: n.entity_type.clone(), id: n.id.clone() },
+                                to: EntityRef { entity_type: to_type.clone(), id: to_id.clone() },
+                                kind: kind.clone(),
+                                valid_from: n.source_updated_at,
+                                valid_to: None,
+                                attributes: BTreeMap::new(),
+                            })
+                            .await?;
+                    }
+                    crate::entities::evict(&self.backend, &tenant.id, &stored.entity_type, &stored.id).await;
+                    self.changes.publish(crate::changes::Change::EntityUpdated {
+                        tenant: stored.tenant.clone(),
+                        entity_type: stored.entity_type.clone(),
+                        id: stored.id.clone(),
+                    });
+                    return Ok((Some(stored), signals));
+                }
+                // Another writer got there first: read again and decide again.
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::unavailable("the entity kept changing concurrently; retry"))
+    }
+
+    /// Drains the queue once: receives up to 10 messages and processes each, acking the
+    /// successes and releasing the failures for a later retry. Returns how many messages
+    /// were handled. `continuity serve` runs this in a loop; tests call it directly.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the queue cannot be reached.
+    pub async fn drain_once(&self, visibility: std::time::Duration, retry_after: std::time::Duration) -> Result<usize> {
+        let deliveries = self.backend.queue.receive(10, visibility).await?;
+        let n = deliveries.len();
+        for d in deliveries {
+            if d.message.kind != KIND_BATCH && d.message.kind != KIND_RECORD {
+                tracing::warn!(kind = %d.message.kind, "a message this consumer does not handle is left to expire");
+                continue;
+            }
+            match self.process(&d).await {
+                Ok(_) => {
+                    if let Err(e) = self.backend.queue.ack(&d.receipt).await {
+                        tracing::warn!(error = %e, "ack failed; the message will be redelivered (idempotent)");
+                    }
+                }
+                Err(e) => {
+                    if !is_permanent(&e) {
+                        self.record_stage_error(&d, &e).await;
+                    }
+                    if let Err(e) = self.backend.queue.release(&d.receipt, retry_after).await {
+                        tracing::warn!(error = %e, "release failed; the message reappears after its visibility timeout");
+                    }
+                }
+            }
+        }
+        Ok(n)
+    }
+
+    /// A batch that cannot be processed right now (a dependency failed) puts its
+    /// connector in `sync_error` with the failing stage; the next accepted batch or a
+    /// successful retry resumes it.
+    pub async fn record_stage_error(&self, d: &Delivery, e: &Error) {
+        let Ok(msg) = serde_json::from_slice::<IngestMessage>(&d.message.body) else { return };
+        let Ok(src) = ConnectorSource::new(msg.source) else { return };
+        let tenant = &d.message.tenant;
+        if let Ok(Some(c)) = self.backend.records.get_connector(tenant, &src).await
+            && matches!(c.state, ConnectorState::SyncingInitial | ConnectorState::SyncingDelta)
+        {
+            let stage = c.state.as_str().to_owned();
+            let _ = self
+                .transition(tenant, &src, ConnectorState::SyncError, None, Some((stage, format!("pipeline: {}", e.message))))
+                .await;
+        }
+    }
+}
