@@ -163,7 +163,16 @@ async fn pipeline(backend: Backend) {
 
     // No source tool name and no source field name anywhere in the Spine.
     let dump = spine_dump(&backend, &t).await;
-    for word in SOURCES.iter().copied().chain(["properties", "lifecyclestage", "LastModifiedDate", "attributes\":{\"type", "cus_", "sub_1", "evt_", "001Dn"]) {
+    for word in SOURCES.iter().copied().chain([
+        "properties",
+        "lifecyclestage",
+        "LastModifiedDate",
+        "attributes\":{\"type",
+        "cus_",
+        "sub_1",
+        "evt_",
+        "001Dn",
+    ]) {
         assert!(!dump.contains(word), "the Spine records contain {word:?}: {dump}");
     }
 

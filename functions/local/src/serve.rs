@@ -56,6 +56,8 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
 
+    let pipeline = tokio::spawn(run_pipeline(home.services.clone(), shutdown.clone()));
+
     let signal_token = shutdown.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -65,6 +67,8 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
         })
         .await
         .context("serving")?;
+    shutdown.cancel();
+    let _ = pipeline.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -87,5 +91,37 @@ async fn wait_for_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+    }
+}
+
+/// The pipeline consumer (SPEC §2.1): drains the work queue — ingest batches through
+/// loader → normalizer → writer — until shutdown. A failed message is released for a
+/// retry 5 s later; the queue dead-letters it after its last allowed delivery. A message
+/// in hand when shutdown comes is finished first (the loop checks between drains).
+async fn run_pipeline(services: services::Services, shutdown: CancellationToken) {
+    use std::time::Duration;
+    let mut idle = Duration::from_millis(50);
+    while !shutdown.is_cancelled() {
+        match services.ingest.drain_once(Duration::from_secs(60), Duration::from_secs(5)).await {
+            Ok(0) => {
+                // Nothing queued: back off up to 250 ms between polls.
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(idle) => {}
+                }
+                idle = (idle * 2).min(Duration::from_millis(250));
+            }
+            Ok(n) => {
+                tracing::debug!(messages = n, "pipeline drained");
+                idle = Duration::from_millis(50);
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "pipeline: queue unavailable; retrying in 1 s");
+                tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                }
+            }
+        }
     }
 }

@@ -288,8 +288,10 @@ async fn bad_input_gets_a_clear_400_and_nothing_is_written() {
 
     let huge = json!({"attributes": {"name": "x".repeat(2 * 1024 * 1024)}}).to_string();
     let r = put(huge).await.unwrap();
-    assert_eq!(r.status(), 400);
-    assert!(r.json::<Value>().await.unwrap()["error"]["message"].as_str().unwrap().contains("exceeds the limit"));
+    assert_eq!(r.status(), 413);
+    let v = r.json::<Value>().await.unwrap();
+    assert_eq!(v["error"]["code"], "PAYLOAD_TOO_LARGE");
+    assert!(v["error"]["message"].as_str().unwrap().contains("exceeds the limit"));
 
     let r = put(json!({"attributes": {"bad name!": 1}}).to_string()).await.unwrap();
     assert_eq!(r.status(), 400);
@@ -496,4 +498,53 @@ async fn sessions_stream_change_notifications_and_end_on_delete() {
     // A client without a session id is served statelessly, with plain JSON.
     let v: Value = post(None, json!({"jsonrpc":"2.0","id":5,"method":"tools/list"})).await.unwrap().json().await.unwrap();
     assert_eq!(v["result"]["tools"].as_array().unwrap().len(), 2);
+}
+
+/// The write path on `continuity serve`: register a source, push a batch over HTTP, and
+/// the in-process pipeline consumer makes it readable through MCP with canonical fields.
+#[tokio::test]
+async fn ingested_records_become_readable_through_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let post = |path: &str, body: Option<Value>| {
+        let mut req = client().post(format!("{}{path}", s.base)).header("authorization", format!("Bearer {}", s.key));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        req.send()
+    };
+    let r = post("/v1/ingest/hubspot", Some(json!({"records": []}))).await.unwrap();
+    assert_eq!(r.status(), 403, "not registered yet");
+    let r = post("/v1/connectors/hubspot", None).await.unwrap();
+    assert_eq!(r.status(), 201);
+    let batch = json!({"records": [
+        {"objectType": "companies", "id": "77", "updatedAt": "2026-11-01T09:00:00Z", "properties": {"name": "Wayne Enterprises", "lifecyclestage": "customer"}},
+        "not a record"
+    ], "final": true});
+    let r = post("/v1/ingest/hubspot", Some(batch)).await.unwrap();
+    assert_eq!(r.status(), 202);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["accepted"], 1);
+    assert_eq!(v["rejected"][0]["index"], 1);
+    let id = services::ingest::mapping::canonical_id("hubspot", "account", "77");
+    let mut got = Value::Null;
+    for _ in 0..100 {
+        got = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type": "account", "id": id.as_str()})).await;
+        if got["isError"] == false {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(got["structuredContent"]["entity"]["attributes"]["name"], "Wayne Enterprises", "{got}");
+    assert_eq!(got["structuredContent"]["entity"]["attributes"]["lifecycle_stage"], "customer");
+    let status: Value = client()
+        .get(format!("{}/v1/connectors", s.base))
+        .header("authorization", format!("Bearer {}", s.key))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(status["connectors"][0]["state"], "sync_complete", "{status}");
 }

@@ -31,7 +31,10 @@ pub async fn register(
     Ok((StatusCode::CREATED, Json(json!({ "connector": result? }))).into_response())
 }
 
-pub async fn connectors(State(state): State<AppState>, Extension(caller): Extension<CallerContext>) -> Result<Response, ApiError> {
+pub async fn connectors(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+) -> Result<Response, ApiError> {
     Ok(Json(state.services.ingest.connectors(&caller).await?).into_response())
 }
 

@@ -790,9 +790,7 @@ impl IdempotencyStore for Records {
 #[async_trait]
 impl IngestFailureStore for Records {
     async fn put_ingest_failure(&self, f: &IngestFailure) -> Result<()> {
-        self.items
-            .write(vec![put(f.tenant.as_str(), "ingest_failure", f.key.clone(), 1, encode(f)?, Condition::None)])
-            .await
+        self.items.write(vec![put(f.tenant.as_str(), "ingest_failure", f.key.clone(), 1, encode(f)?, Condition::None)]).await
     }
 
     async fn list_ingest_failures(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<IngestFailure>> {

@@ -41,7 +41,11 @@ struct Envelope {
     body_b64: String,
 }
 
-fn encode(message: &QueueMessage) -> Result<String> {
+/// The SQS body of `message` (sample events and tests build them with it).
+///
+/// # Errors
+/// `INTERNAL` if it cannot be serialised.
+pub fn encode(message: &QueueMessage) -> Result<String> {
     let envelope = Envelope {
         tenant: message.tenant.as_str().to_owned(),
         kind: message.kind.clone(),
@@ -51,8 +55,12 @@ fn encode(message: &QueueMessage) -> Result<String> {
     serde_json::to_string(&envelope).map_err(|e| Error::internal(format!("queue envelope: {e}")))
 }
 
-/// Decodes an SQS body. Failing means someone else wrote to our queue (or a bug did).
-fn decode(body: &str) -> std::result::Result<QueueMessage, String> {
+/// Decodes an SQS body (also what the pipeline Lambda's SQS event carries). Failing
+/// means someone else wrote to our queue (or a bug did).
+///
+/// # Errors
+/// A description of what is wrong with the body.
+pub fn decode(body: &str) -> std::result::Result<QueueMessage, String> {
     let e: Envelope = serde_json::from_str(body).map_err(|e| format!("not a queue envelope: {e}"))?;
     let tenant = TenantId::new(e.tenant).map_err(|e| format!("bad tenant: {e}"))?;
     let body = B64.decode(e.body_b64).map_err(|e| format!("bad base64 body: {e}"))?;

@@ -107,7 +107,10 @@ impl ItemStore for SqliteItems {
         }
         self.db
             .run(move |c| {
-                let tx = c.transaction().map_err(sql_err)?;
+                // IMMEDIATE: take the write lock before reading, so a writer in another
+                // process (the CLI beside `serve`) makes this wait (busy_timeout) rather than
+                // fail with SQLITE_BUSY when a read snapshot turns out stale at the first write.
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
                 for w in &writes {
                     match w {
                         Write::Put { item, condition } => {

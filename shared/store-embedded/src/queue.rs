@@ -64,7 +64,10 @@ impl Queue for SqliteQueue {
         let max = i64::from(max.clamp(1, 10));
         self.db
             .run(move |c| {
-                let tx = c.transaction().map_err(sql_err)?;
+                // IMMEDIATE: take the write lock before reading, so a writer in another
+                // process (the CLI beside `serve`) makes this wait (busy_timeout) rather than
+                // fail with SQLITE_BUSY when a read snapshot turns out stale at the first write.
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
                 let mut out = Vec::new();
                 // Loop because dead-lettered rows do not count towards `max`.
                 loop {

@@ -274,7 +274,9 @@ impl SourceMapping {
             Some(p) => at(record, p).ok_or_else(|| Error::invalid_field(p, "missing"))?,
             None => record,
         };
-        present(at(object, &o.id)).and_then(scalar_text).ok_or_else(|| Error::invalid_field(&o.id, "the record's id is missing"))?;
+        present(at(object, &o.id))
+            .and_then(scalar_text)
+            .ok_or_else(|| Error::invalid_field(&o.id, "the record's id is missing"))?;
         present(at(record, &o.updated_at))
             .and_then(parse_time)
             .ok_or_else(|| Error::invalid_field(&o.updated_at, "the record's modification time is missing or not a time"))?;
@@ -303,9 +305,9 @@ impl SourceMapping {
                     let text = parts.join(" ").trim().to_owned();
                     (!text.is_empty()).then_some(Value::Text(text))
                 }
-                FieldSpec::Ref { to, path } => present(at(object, path))
-                    .and_then(scalar_text)
-                    .map(|n| Value::Text(canonical_id(source, to, &n).to_string())),
+                FieldSpec::Ref { to, path } => {
+                    present(at(object, path)).and_then(scalar_text).map(|n| Value::Text(canonical_id(source, to, &n).to_string()))
+                }
             };
             if let Some(v) = value {
                 attributes.insert(field.clone(), v);
@@ -317,8 +319,7 @@ impl SourceMapping {
                 relationships.push((EntityType::new(&r.kind)?, EntityType::new(&r.to)?, canonical_id(source, &r.to, &n)));
             }
         }
-        let signals =
-            o.signals.iter().map(|(f, k)| Ok((f.clone(), EntityType::new(k)?))).collect::<Result<BTreeMap<_, _>>>()?;
+        let signals = o.signals.iter().map(|(f, k)| Ok((f.clone(), EntityType::new(k)?))).collect::<Result<BTreeMap<_, _>>>()?;
         Ok(Normalized {
             entity_type: EntityType::new(&o.entity_type)?,
             id: canonical_id(source, &o.entity_type, &native),

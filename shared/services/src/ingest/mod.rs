@@ -30,9 +30,7 @@ use domain::tenant::Tenant;
 use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
 use ports::blob::BlobKey;
 use ports::queue::{Delivery, QueueMessage};
-use ports::records::{
-    ConnectorStore, EntityStore, Expect, IngestFailureStore, RelationshipStore, SignalStore, TenantStore,
-};
+use ports::records::{ConnectorStore, EntityStore, Expect, IngestFailureStore, RelationshipStore, SignalStore, TenantStore};
 use ports::{Backend, CacheKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
@@ -151,7 +149,11 @@ impl IngestService {
     ) -> Result<ConnectorStatus> {
         let mut last = None;
         for _ in 0..3 {
-            match self.backend.records.transition_connector(tenant, source, to, progress, error.clone(), self.backend.clock.now()).await
+            match self
+                .backend
+                .records
+                .transition_connector(tenant, source, to, progress, error.clone(), self.backend.clock.now())
+                .await
             {
                 Ok(s) => {
                     self.forget_connectors(tenant).await;
@@ -197,8 +199,7 @@ impl IngestService {
     pub async fn connectors(&self, caller: &CallerContext) -> Result<Json> {
         caller.scopes.require(Scope::TenantRead)?;
         let page = self.backend.records.list_connectors(&caller.tenant, &PageRequest::first(500)).await?;
-        let supported: Vec<Json> =
-            mapping::sources().into_iter().map(|(n, t)| json!({"source": n, "records": t})).collect();
+        let supported: Vec<Json> = mapping::sources().into_iter().map(|(n, t)| json!({"source": n, "records": t})).collect();
         Ok(json!({ "connectors": page.items, "supported_sources": supported }))
     }
 
@@ -292,7 +293,9 @@ impl IngestService {
             ConnectorState::OauthComplete => {
                 self.transition(&caller.tenant, &src, ConnectorState::SyncingInitial, Some(0.0), None).await?
             }
-            ConnectorState::SyncComplete => self.transition(&caller.tenant, &src, ConnectorState::SyncingDelta, None, None).await?,
+            ConnectorState::SyncComplete => {
+                self.transition(&caller.tenant, &src, ConnectorState::SyncingDelta, None, None).await?
+            }
             ConnectorState::SyncError => {
                 let to = if status.error_stage.as_deref() == Some("syncing_initial") {
                     ConnectorState::SyncingInitial
@@ -353,15 +356,12 @@ impl IngestService {
         let msg: IngestMessage =
             serde_json::from_slice(&m.body).map_err(|e| Error::invalid(format!("not an ingest message: {e}")))?;
         let (src, map) = Self::source_of(&msg.source)?;
-        let tenant = self
-            .backend
-            .records
-            .get_tenant(&m.tenant)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("tenant {}", m.tenant)))?;
+        let tenant =
+            self.backend.records.get_tenant(&m.tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {}", m.tenant)))?;
         // Loader: the raw records as received, the only place source names survive.
         let raw_path = format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.part);
-        let raw_path = if m.kind == KIND_RECORD { format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.first_index) } else { raw_path };
+        let raw_path =
+            if m.kind == KIND_RECORD { format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.first_index) } else { raw_path };
         let raw_key = BlobKey::new(&m.tenant, &raw_path)?;
         let raw = serde_json::to_vec(&msg.records).map_err(Error::internal)?;
         self.backend.blobs.put(&raw_key, &raw).await.inspect_err(|e| tracing::warn!(error = %e, "loader failed"))?;

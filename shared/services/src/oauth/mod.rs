@@ -928,7 +928,7 @@ impl OAuthService {
         if !matches!(spent, Redemption::Redeemed(_)) {
             return Err(invalid(unknown));
         }
-        let resp = self.access_response(base, &g, &client, refresh.map(|(t, _)| t)).await?;
+        let resp = self.access_response(base, &g, client, refresh.map(|(t, _)| t)).await?;
         tracing::info!(tenant = %g.tenant, principal = %g.principal, client_id = %client.client_id, "tokens issued (authorization_code)");
         Ok(resp)
     }
@@ -989,7 +989,7 @@ impl OAuthService {
         {
             Rotation::Rotated(_) => {
                 tracing::info!(tenant = %grant.tenant, client_id = %client.client_id, "tokens refreshed");
-                self.access_response(base, &grant, &client, Some(token)).await
+                self.access_response(base, &grant, client, Some(token)).await
             }
             Rotation::Reused(_) => {
                 tracing::warn!(tenant = %grant.tenant, client_id = %client.client_id, family = %family.id, "refresh token reuse: family revoked");
@@ -1041,7 +1041,7 @@ impl OAuthService {
             teams: vec![],
             projects: vec![],
         };
-        let resp = self.access_response(base, &grant, &client, None).await?;
+        let resp = self.access_response(base, &grant, client, None).await?;
         tracing::info!(tenant = %tenant, client_id = %client.client_id, "tokens issued (client_credentials)");
         Ok(resp)
     }
@@ -1127,7 +1127,7 @@ impl OAuthService {
             teams: vec![],
             projects: vec![],
         };
-        let resp = self.access_response(base, &grant, &client, None).await?;
+        let resp = self.access_response(base, &grant, client, None).await?;
         tracing::info!(tenant = %tenant.id, client_id = %client.client_id, "tokens issued (jwt-bearer ID-JAG)");
         Ok(resp)
     }

@@ -1,0 +1,69 @@
+//! The ingest Lambda driven with `events/ingest-*.json`, as API Gateway delivers them
+//! after the authorizer, over an embedded backend; then the queued batch is processed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{EntityType, TenantId};
+use http_body_util::BodyExt;
+use ports::records::EntityStore;
+use serde_json::Value;
+use services::Services;
+use tower::ServiceExt;
+
+async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
+    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
+    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
+    let resp = app.oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn register_then_ingest_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+
+    // Before registration the batch is refused with the URL that registers it.
+    let (status, v) = invoke(&s, continuity_tests::event("ingest-hubspot.json")).await;
+    assert_eq!(status, 403, "{v}");
+    assert_eq!(v["error"]["code"], "CONNECTOR_NOT_AVAILABLE");
+
+    let (status, v) = invoke(&s, continuity_tests::event("ingest-register-hubspot.json")).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["connector"]["state"], "oauth_complete");
+
+    let (status, v) = invoke(&s, continuity_tests::event("ingest-hubspot.json")).await;
+    assert_eq!(status, 202, "{v}");
+    assert_eq!(v["accepted"], 2);
+    assert_eq!(v["status"]["state"], "syncing_initial");
+
+    s.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
+    let accounts = s
+        .backend
+        .records
+        .list_entities(&demo, Some(&EntityType::new("account").unwrap()), &domain::PageRequest::first(10))
+        .await
+        .unwrap();
+    assert_eq!(accounts.items.len(), 1);
+
+    // An unknown source: 404 naming the supported ones. Too large a body: 413.
+    let mut ev = continuity_tests::event("ingest-hubspot.json");
+    ev["path"] = "/v1/ingest/myspace".into();
+    ev["pathParameters"]["source"] = "myspace".into();
+    ev["requestContext"]["path"] = "/prod/v1/ingest/myspace".into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 404, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("salesforce"), "{v}");
+    let mut ev = continuity_tests::event("ingest-hubspot.json");
+    ev["body"] = format!("{{\"records\": [\"{}\"]}}", "x".repeat(gateway::body::MAX_BODY_BYTES)).into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 413, "{v}");
+    assert_eq!(v["error"]["code"], "PAYLOAD_TOO_LARGE");
+}

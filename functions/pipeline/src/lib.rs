@@ -1,0 +1,54 @@
+//! The pipeline consumer's SQS handler: each record of the event is one queue message
+//! (`ingest.batch` or `ingest.record`), processed by `IngestService::process`. Failures
+//! are answered as **partial batch failures** (`ReportBatchItemFailures`): SQS retries
+//! only those messages and, after the redrive policy's `maxReceiveCount`, moves them to
+//! the dead-letter queue; the rest of the batch is deleted.
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use ports::queue::Delivery;
+use services::Services;
+
+/// Processes an SQS event; returns the messages to retry.
+pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
+    let mut failures = Vec::new();
+    for record in event.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        let receive_count = record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
+        let message = match store_aws::sqs::decode(record.body.as_deref().unwrap_or("")) {
+            Ok(m) => m,
+            Err(reason) => {
+                // Not ours: retrying cannot help, but dropping it silently would lose it.
+                // Fail it so the redrive policy parks it in the DLQ for a person to read.
+                tracing::error!(message_id = %id, %reason, "a message that is not a Continuity envelope");
+                failures.push(failure(id));
+                continue;
+            }
+        };
+        let kind = message.kind.clone();
+        if kind != services::ingest::KIND_BATCH && kind != services::ingest::KIND_RECORD {
+            tracing::error!(message_id = %id, %kind, "a message kind this consumer does not handle");
+            failures.push(failure(id));
+            continue;
+        }
+        let delivery = Delivery { message, receipt: id.clone(), receive_count };
+        match services.ingest.process(&delivery).await {
+            Ok(p) => tracing::info!(message_id = %id, written = p.written, unchanged = p.unchanged, split = p.split, "processed"),
+            Err(e) => {
+                if matches!(e.code, domain::ErrorCode::Unavailable | domain::ErrorCode::Internal) {
+                    services.ingest.record_stage_error(&delivery, &e).await;
+                }
+                tracing::warn!(message_id = %id, code = e.code.as_str(), error = %e.message, "failed; SQS will retry it");
+                failures.push(failure(id));
+            }
+        }
+    }
+    let mut resp = SqsBatchResponse::default();
+    resp.batch_item_failures = failures;
+    resp
+}
+
+fn failure(id: String) -> BatchItemFailure {
+    let mut f = BatchItemFailure::default();
+    f.item_identifier = id;
+    f
+}

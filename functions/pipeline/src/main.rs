@@ -1,0 +1,26 @@
+//! Lambda `continuity-pipeline`: the SQS event source on the work queue invokes it with
+//! up to 10 messages (`FunctionResponseTypes: ReportBatchItemFailures`). Environment as
+//! for `continuity-mcp` (table, queue, bucket, cache).
+//!
+//! Locally: `cargo lambda watch` then
+//! `cargo lambda invoke continuity-pipeline --data-file events/pipeline-sqs-ingest.json`.
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use lambda_runtime::{LambdaEvent, service_fn};
+use ports::SystemClock;
+use services::Services;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    gateway::lambda::init_logging();
+    let settings = store_aws::LambdaEnv::from_env()?;
+    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
+    let services = Services::new(backend);
+    lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
+        let services = services.clone();
+        async move { Ok::<_, lambda_runtime::Error>(continuity_pipeline::handle(&services, event.payload).await) }
+    }))
+    .await
+}

@@ -1,0 +1,54 @@
+//! The pipeline Lambda driven with `events/pipeline-sqs-ingest.json` (an SQS event of two
+//! messages), over an embedded backend: the batch is written, the poison record is
+//! reported as a partial batch failure so SQS retries only it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::SqsEvent;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{EntityType, TenantId};
+use ports::records::{EntityStore, IngestFailureStore};
+use services::Services;
+
+#[tokio::test]
+async fn a_batch_commits_and_the_poison_record_alone_is_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-ingest.json")).unwrap();
+    let poison_id = event.records[1].message_id.clone().unwrap();
+
+    let resp = continuity_pipeline::handle(&s, event.clone()).await;
+    assert_eq!(resp.batch_item_failures.len(), 1, "{resp:?}");
+    assert_eq!(resp.batch_item_failures[0].item_identifier, poison_id);
+    let accounts = s
+        .backend
+        .records
+        .list_entities(&demo, Some(&EntityType::new("account").unwrap()), &domain::PageRequest::first(10))
+        .await
+        .unwrap();
+    assert_eq!(accounts.items.len(), 1, "the good batch committed");
+    assert_eq!(accounts.items[0].attributes["name"], "Acme Corp".into());
+
+    // SQS redelivers the same event: the batch has no second effect.
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert_eq!(resp.batch_item_failures.len(), 1);
+    let again = s
+        .backend
+        .records
+        .list_entities(&demo, Some(&EntityType::new("account").unwrap()), &domain::PageRequest::first(10))
+        .await
+        .unwrap();
+    assert_eq!(again.items, accounts.items, "a redelivered message has exactly one effect");
+    let failures = s.backend.records.list_ingest_failures(&demo, &domain::PageRequest::first(10)).await.unwrap();
+    assert_eq!(failures.items.len(), 1);
+    assert!(failures.items[0].reason.contains("name"), "{:?}", failures.items[0]);
+
+    // A body that is not ours fails alone, for the DLQ.
+    let foreign: SqsEvent =
+        serde_json::from_value(serde_json::json!({"Records": [{"messageId": "m-1", "body": "hello"}]})).unwrap();
+    assert_eq!(continuity_pipeline::handle(&s, foreign).await.batch_item_failures.len(), 1);
+}
