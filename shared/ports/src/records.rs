@@ -523,6 +523,75 @@ fn versioned(expect: Expect) -> (u64, Condition) {
     }
 }
 
+/// One ingested record's whole effect: the signals of what changed, its relationships,
+/// and the entity itself under `expect`.
+#[derive(Debug, Clone)]
+pub struct SpineWrite {
+    pub entity: Entity,
+    pub expect: Expect,
+    pub relationships: Vec<Relationship>,
+    pub signals: Vec<Signal>,
+}
+
+impl Records {
+    /// Applies many records' effects in as few atomic batches as the store takes
+    /// ([`ItemStore::max_batch`]) — one SQLite transaction for a whole message; DynamoDB
+    /// transactions of 25 items — never splitting one record's effect across batches, so
+    /// an entity is never stored without its signals and relationships. Signals and
+    /// relationships are idempotent overwrites (their keys derive from what they say);
+    /// entities are versioned. Returns the stored entities in order.
+    ///
+    /// # Errors
+    /// `CONFLICT` when an entity's `expect` fails (that batch is not written; earlier
+    /// batches stay written, so the caller re-reads and decides again); `INVALID_REQUEST`
+    /// when one record's effect alone exceeds a batch; `UNAVAILABLE`.
+    pub async fn apply_spine_writes(&self, writes: &[SpineWrite]) -> Result<Vec<Entity>> {
+        let max = self.items.max_batch();
+        let mut stored = Vec::with_capacity(writes.len());
+        let mut batch: Vec<Write> = Vec::new();
+        for w in writes {
+            let mut group = Vec::new();
+            for s in &w.signals {
+                let (t, body, at) = (s.tenant.as_str(), encode(s)?, pad(s.at.0));
+                group.push(put(t, "signal_id", s.id.to_string(), 1, body.clone(), Condition::None));
+                group.push(put(t, "signal", format!("{at}#{}", s.id), 1, body.clone(), Condition::None));
+                group.push(put(
+                    t,
+                    "signal_by_entity",
+                    format!("{}#{at}#{}", entity_ref_key(&s.entity), s.id),
+                    1,
+                    body,
+                    Condition::None,
+                ));
+            }
+            for r in &w.relationships {
+                let (t, from, to, body) = (r.tenant.as_str(), entity_ref_key(&r.from), entity_ref_key(&r.to), encode(r)?);
+                group.push(put(t, "rel_out", format!("{from}#{}#{to}", r.kind), 1, body.clone(), Condition::None));
+                group.push(put(t, "rel_in", format!("{to}#{}#{from}", r.kind), 1, body, Condition::None));
+            }
+            let (version, condition) = versioned(w.expect);
+            if w.expect == Expect::Any {
+                return Err(Error::invalid("apply_spine_writes needs Absent or Version for each entity"));
+            }
+            let mut e = w.entity.clone();
+            e.version = version;
+            group.push(put(e.tenant.as_str(), "entity", format!("{}#{}", e.entity_type, e.id), version, encode(&e)?, condition));
+            stored.push(e);
+            if group.len() > max {
+                return Err(Error::invalid(format!("one record's effect is {} writes; at most {max}", group.len())));
+            }
+            if batch.len() + group.len() > max {
+                self.items.write(std::mem::take(&mut batch)).await?;
+            }
+            batch.extend(group);
+        }
+        if !batch.is_empty() {
+            self.items.write(batch).await?;
+        }
+        Ok(stored)
+    }
+}
+
 #[async_trait]
 impl EntityStore for Records {
     async fn put_entity(&self, entity: &Entity, expect: Expect) -> Result<Entity> {

@@ -30,7 +30,7 @@ use domain::tenant::Tenant;
 use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
 use ports::blob::BlobKey;
 use ports::queue::{Delivery, QueueMessage};
-use ports::records::{ConnectorStore, EntityStore, Expect, IngestFailureStore, RelationshipStore, SignalStore, TenantStore};
+use ports::records::{ConnectorStore, EntityStore, Expect, IngestFailureStore, SpineWrite, TenantStore};
 use ports::{Backend, CacheKey};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
@@ -367,63 +367,118 @@ impl IngestService {
         self.backend.blobs.put(&raw_key, &raw).await.inspect_err(|e| tracing::warn!(error = %e, "loader failed"))?;
 
         let mut out = Processed::default();
-        let mut backup = Vec::new();
+        // Normalizer + checks, record by record; a record that fails for a reason a retry
+        // cannot fix goes to `failed`.
+        let mut failed: Vec<(u32, &Json, Error)> = Vec::new();
+        let mut ready: BTreeMap<(String, String), (u32, mapping::Normalized)> = BTreeMap::new();
         for (offset, record) in msg.records.iter().enumerate() {
             let index = msg.first_index + u32::try_from(offset).unwrap_or(u32::MAX);
-            let result = match map.normalize(&msg.source, record) {
-                Ok(n) => self.write(&tenant, n).await,
-                Err(e) => Err(e),
-            };
-            match result {
-                Ok((Some(entity), signals)) => {
-                    out.written += 1;
-                    out.signals += signals;
-                    backup.push(entity);
+            match map.normalize(&msg.source, record).and_then(|n| Self::check(&tenant, &n).map(|()| n)) {
+                Ok(n) => {
+                    // The same entity twice in one message: the newer record alone counts.
+                    let key = (n.entity_type.to_string(), n.id.to_string());
+                    match ready.get(&key) {
+                        Some((_, old)) if old.source_updated_at > n.source_updated_at => out.unchanged += 1,
+                        Some(_) => {
+                            out.unchanged += 1;
+                            ready.insert(key, (index, n));
+                        }
+                        None => {
+                            ready.insert(key, (index, n));
+                        }
+                    }
                 }
-                Ok((None, _)) => out.unchanged += 1,
-                Err(e) if !is_permanent(&e) => return Err(e),
-                Err(e) if m.kind == KIND_RECORD => {
-                    let dead = delivery.receive_count >= POISON_ATTEMPTS;
-                    let failure = IngestFailure {
-                        tenant: m.tenant.clone(),
-                        key: m.idempotency_key.clone(),
-                        source: src.clone(),
-                        raw_blob: raw_path.clone(),
-                        index,
-                        reason: e.message.clone(),
-                        attempts: delivery.receive_count,
-                        dead_lettered: dead,
-                        at: self.backend.clock.now(),
-                    };
-                    self.backend.records.put_ingest_failure(&failure).await?;
-                    tracing::warn!(tenant = %m.tenant, key = %m.idempotency_key, attempts = delivery.receive_count, reason = %e.message, "ingest record failed");
-                    return Err(e);
-                }
-                Err(e) => {
-                    // Split the record off: it is retried (and dead-lettered) alone while
-                    // the rest of this batch commits.
-                    let single = IngestMessage {
-                        source: msg.source.clone(),
-                        batch: msg.batch.clone(),
-                        part: msg.part,
-                        first_index: index,
-                        records: vec![record.clone()],
-                        last_of_final: false,
-                        parts: msg.parts,
-                    };
-                    tracing::info!(tenant = %m.tenant, index, reason = %e.message, "record split off for retry");
-                    self.backend
-                        .queue
-                        .send(&QueueMessage {
-                            tenant: m.tenant.clone(),
-                            kind: KIND_RECORD.into(),
-                            idempotency_key: format!("{}:{}:{index}", msg.batch, msg.part),
-                            body: serde_json::to_vec(&single).map_err(Error::internal)?,
-                        })
-                        .await?;
-                    out.split += 1;
+                Err(e) => failed.push((index, record, e)),
+            }
+        }
+        // Writer, fast path: read what is stored, plan every effect, apply them in as few
+        // atomic batches as the store takes. If another writer raced us (a version
+        // moved), the record-by-record path below decides again for each.
+        let normalized: Vec<mapping::Normalized> = ready.into_values().map(|(_, n)| n).collect();
+        let mut planned = Vec::new();
+        for n in &normalized {
+            let existing = self.backend.records.get_entity(&tenant.id, &n.entity_type, &n.id).await?;
+            match self.plan(&tenant, n, existing.as_ref())? {
+                Some(w) => planned.push(w),
+                None => out.unchanged += 1,
+            }
+        }
+        let mut backup = Vec::new();
+        match self.backend.records.apply_spine_writes(&planned).await {
+            Ok(stored) => {
+                out.written += stored.len();
+                out.signals += planned.iter().map(|w| w.signals.len()).sum::<usize>();
+                backup = stored;
+            }
+            Err(e) if e.code == ErrorCode::Conflict => {
+                for w in &planned {
+                    let n = normalized
+                        .iter()
+                        .find(|n| n.entity_type == w.entity.entity_type && n.id == w.entity.id)
+                        .ok_or_else(|| Error::internal("planned write without its record"))?;
+                    match self.write(&tenant, n).await? {
+                        (Some(entity), signals) => {
+                            out.written += 1;
+                            out.signals += signals;
+                            backup.push(entity);
+                        }
+                        (None, _) => out.unchanged += 1,
+                    }
                 }
             }
+            Err(e) => return Err(e),
+        }
+        for e in &backup {
+            crate::entities::evict(&self.backend, &tenant.id, &e.entity_type, &e.id).await;
+            self.changes.publish(crate::changes::Change::EntityUpdated {
+                tenant: e.tenant.clone(),
+                entity_type: e.entity_type.clone(),
+                id: e.id.clone(),
+            });
+        }
+        for (index, record, e) in failed {
+            if !is_permanent(&e) {
+                return Err(e);
+            }
+            if m.kind == KIND_RECORD {
+                let dead = delivery.receive_count >= POISON_ATTEMPTS;
+                let failure = IngestFailure {
+                    tenant: m.tenant.clone(),
+                    key: m.idempotency_key.clone(),
+                    source: src.clone(),
+                    raw_blob: raw_path.clone(),
+                    index,
+                    reason: e.message.clone(),
+                    attempts: delivery.receive_count,
+                    dead_lettered: dead,
+                    at: self.backend.clock.now(),
+                };
+                self.backend.records.put_ingest_failure(&failure).await?;
+                tracing::warn!(tenant = %m.tenant, key = %m.idempotency_key, attempts = delivery.receive_count, reason = %e.message, "ingest record failed");
+                return Err(e);
+            }
+            // Split the record off: it is retried (and dead-lettered) alone while the
+            // rest of this batch commits.
+            let single = IngestMessage {
+                source: msg.source.clone(),
+                batch: msg.batch.clone(),
+                part: msg.part,
+                first_index: index,
+                records: vec![record.clone()],
+                last_of_final: false,
+                parts: msg.parts,
+            };
+            tracing::info!(tenant = %m.tenant, index, reason = %e.message, "record split off for retry");
+            self.backend
+                .queue
+                .send(&QueueMessage {
+                    tenant: m.tenant.clone(),
+                    kind: KIND_RECORD.into(),
+                    idempotency_key: format!("{}:{}:{index}", msg.batch, msg.part),
+                    body: serde_json::to_vec(&single).map_err(Error::internal)?,
+                })
+                .await?;
+            out.split += 1;
         }
         // Blob backup of every Spine write (SPEC §9), one file per message: a redelivery
         // rewrites the same file.
@@ -454,86 +509,80 @@ impl IngestService {
         Ok(out)
     }
 
-    /// Writer: stores one normalized record if it is newer than what is stored. Returns
-    /// the stored entity (`None` when the record was stale or a duplicate) and how many
-    /// signals it emitted.
-    async fn write(&self, tenant: &Tenant, n: mapping::Normalized) -> Result<(Option<Entity>, usize)> {
+    /// The tenant's schema and the attribute limits: what a retry cannot fix.
+    fn check(tenant: &Tenant, n: &mapping::Normalized) -> Result<()> {
+        adk::resolve::schema_for(tenant.department, tenant.industry).check_write(n.entity_type.as_str(), &n.attributes)?;
+        Entity::validate_attributes(&n.attributes)
+    }
+
+    /// One record's effect against what is stored, or `None` when the record is stale or
+    /// a duplicate (its source timestamp is not newer than the stored one). Signal ids
+    /// derive from the change, so a redelivery plans the very same signals.
+    fn plan(&self, tenant: &Tenant, n: &mapping::Normalized, existing: Option<&Entity>) -> Result<Option<SpineWrite>> {
+        if existing.is_some_and(|e| e.source_updated_at.is_some_and(|t| t >= n.source_updated_at)) {
+            return Ok(None);
+        }
         let schema = adk::resolve::schema_for(tenant.department, tenant.industry);
-        schema.check_write(n.entity_type.as_str(), &n.attributes)?;
-        Entity::validate_attributes(&n.attributes)?;
         let pole_class = schema.require_type(n.entity_type.as_str())?.pole_class;
-        let records = &self.backend.records;
-        for _ in 0..5 {
-            let existing = records.get_entity(&tenant.id, &n.entity_type, &n.id).await?;
-            if let Some(e) = &existing
-                && e.source_updated_at.is_some_and(|t| t >= n.source_updated_at)
-            {
-                return Ok((None, 0));
-            }
-            // Signals first, with ids derived from the change: if the entity write below
-            // is lost, the redelivery derives the same signals and finds them written.
-            let mut signals = 0;
-            if let Some(e) = &existing {
-                for (field, kind) in &n.signals {
-                    let (before, after) = (e.attributes.get(field), n.attributes.get(field));
-                    if before == after {
-                        continue;
-                    }
-                    let ts = n.source_updated_at.0.to_string();
-                    let id = Id::new(format!("sig-{}", short_hash(&[n.entity_type.as_str(), n.id.as_str(), field, &ts])))?;
-                    let signal = Signal {
-                        tenant: tenant.id.clone(),
-                        id,
-                        entity: EntityRef { entity_type: n.entity_type.clone(), id: n.id.clone() },
-                        kind: kind.clone(),
-                        at: n.source_updated_at,
-                        before: before.cloned(),
-                        after: after.cloned(),
-                    };
-                    match records.append_signal(&signal).await {
-                        Ok(()) => signals += 1,
-                        Err(e) if e.code == ErrorCode::Conflict => {}
-                        Err(e) => return Err(e),
-                    }
+        let me = EntityRef { entity_type: n.entity_type.clone(), id: n.id.clone() };
+        let mut signals = Vec::new();
+        if let Some(e) = existing {
+            for (field, kind) in &n.signals {
+                let (before, after) = (e.attributes.get(field), n.attributes.get(field));
+                if before == after {
+                    continue;
                 }
+                let ts = n.source_updated_at.0.to_string();
+                signals.push(Signal {
+                    tenant: tenant.id.clone(),
+                    id: Id::new(format!("sig-{}", short_hash(&[n.entity_type.as_str(), n.id.as_str(), field, &ts])))?,
+                    entity: me.clone(),
+                    kind: kind.clone(),
+                    at: n.source_updated_at,
+                    before: before.cloned(),
+                    after: after.cloned(),
+                });
             }
-            let now = self.backend.clock.now();
-            let entity = Entity {
+        }
+        let relationships = n
+            .relationships
+            .iter()
+            .map(|(kind, to_type, to_id)| Relationship {
+                tenant: tenant.id.clone(),
+                from: me.clone(),
+                to: EntityRef { entity_type: to_type.clone(), id: to_id.clone() },
+                kind: kind.clone(),
+                valid_from: n.source_updated_at,
+                valid_to: None,
+                attributes: BTreeMap::new(),
+            })
+            .collect();
+        let now = self.backend.clock.now();
+        Ok(Some(SpineWrite {
+            entity: Entity {
                 tenant: tenant.id.clone(),
                 entity_type: n.entity_type.clone(),
                 id: n.id.clone(),
                 pole_class,
                 attributes: n.attributes.clone(),
-                created_at: existing.as_ref().map_or(now, |e| e.created_at),
+                created_at: existing.map_or(now, |e| e.created_at),
                 updated_at: now,
                 version: 0,
                 source_updated_at: Some(n.source_updated_at),
-            };
-            let expect = existing.as_ref().map_or(Expect::Absent, |e| Expect::Version(e.version));
-            match records.put_entity(&entity, expect).await {
-                Ok(stored) => {
-                    for (kind, to_type, to_id) in &n.relationships {
-                        records
-                            .put_relationship(&Relationship {
-                                tenant: tenant.id.clone(),
-                                from: EntityRef { entity_type: n.entity_type.clone(), id: n.id.clone() },
-                                to: EntityRef { entity_type: to_type.clone(), id: to_id.clone() },
-                                kind: kind.clone(),
-                                valid_from: n.source_updated_at,
-                                valid_to: None,
-                                attributes: BTreeMap::new(),
-                            })
-                            .await?;
-                    }
-                    crate::entities::evict(&self.backend, &tenant.id, &stored.entity_type, &stored.id).await;
-                    self.changes.publish(crate::changes::Change::EntityUpdated {
-                        tenant: stored.tenant.clone(),
-                        entity_type: stored.entity_type.clone(),
-                        id: stored.id.clone(),
-                    });
-                    return Ok((Some(stored), signals));
-                }
-                // Another writer got there first: read again and decide again.
+            },
+            expect: existing.map_or(Expect::Absent, |e| Expect::Version(e.version)),
+            relationships,
+            signals,
+        }))
+    }
+
+    /// Writer, record by record (after a lost race): read, plan, write; again on conflict.
+    async fn write(&self, tenant: &Tenant, n: &mapping::Normalized) -> Result<(Option<Entity>, usize)> {
+        for _ in 0..5 {
+            let existing = self.backend.records.get_entity(&tenant.id, &n.entity_type, &n.id).await?;
+            let Some(w) = self.plan(tenant, n, existing.as_ref())? else { return Ok((None, 0)) };
+            match self.backend.records.apply_spine_writes(std::slice::from_ref(&w)).await {
+                Ok(mut stored) => return Ok((stored.pop(), w.signals.len())),
                 Err(e) if e.code == ErrorCode::Conflict => {}
                 Err(e) => return Err(e),
             }
@@ -550,28 +599,42 @@ impl IngestService {
     pub async fn drain_once(&self, visibility: std::time::Duration, retry_after: std::time::Duration) -> Result<usize> {
         let deliveries = self.backend.queue.receive(10, visibility).await?;
         let n = deliveries.len();
+        // The messages of one receive are processed concurrently: their blob writes and
+        // reads overlap, and the store's versioned writes keep racing records correct.
+        let mut tasks = tokio::task::JoinSet::new();
         for d in deliveries {
             if d.message.kind != KIND_BATCH && d.message.kind != KIND_RECORD {
                 tracing::warn!(kind = %d.message.kind, "a message this consumer does not handle is left to expire");
                 continue;
             }
-            match self.process(&d).await {
-                Ok(_) => {
-                    if let Err(e) = self.backend.queue.ack(&d.receipt).await {
-                        tracing::warn!(error = %e, "ack failed; the message will be redelivered (idempotent)");
-                    }
-                }
-                Err(e) => {
-                    if !is_permanent(&e) {
-                        self.record_stage_error(&d, &e).await;
-                    }
-                    if let Err(e) = self.backend.queue.release(&d.receipt, retry_after).await {
-                        tracing::warn!(error = %e, "release failed; the message reappears after its visibility timeout");
-                    }
-                }
+            let this = self.clone();
+            tasks.spawn(async move { this.handle(d, retry_after).await });
+        }
+        while let Some(joined) = tasks.join_next().await {
+            if let Err(e) = joined {
+                tracing::error!(error = %e, "a pipeline task failed; its message is redelivered after its visibility timeout");
             }
         }
         Ok(n)
+    }
+
+    /// Processes one delivery, then acknowledges it, or releases it for a retry.
+    async fn handle(&self, d: Delivery, retry_after: std::time::Duration) {
+        match self.process(&d).await {
+            Ok(_) => {
+                if let Err(e) = self.backend.queue.ack(&d.receipt).await {
+                    tracing::warn!(error = %e, "ack failed; the message will be redelivered (idempotent)");
+                }
+            }
+            Err(e) => {
+                if !is_permanent(&e) {
+                    self.record_stage_error(&d, &e).await;
+                }
+                if let Err(e) = self.backend.queue.release(&d.receipt, retry_after).await {
+                    tracing::warn!(error = %e, "release failed; the message reappears after its visibility timeout");
+                }
+            }
+        }
     }
 
     /// A batch that cannot be processed right now (a dependency failed) puts its
