@@ -71,6 +71,18 @@ enum Command {
     /// Manage the access-token signing keys of this home.
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
+    /// Write a snapshot of a tenant's Spine (entities, relationships, signals) as a JSONL
+    /// backup file beside the ones every write appends.
+    Backup {
+        #[arg(long)]
+        tenant: String,
+    },
+    /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
+    /// the newest copy of each entity wins; replaying twice changes nothing.
+    Restore {
+        #[arg(long)]
+        tenant: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -419,6 +431,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("client_id={}", c.client_id);
             println!("client_secret={}", c.client_secret);
             eprintln!("this is the only time the client secret is shown");
+            Ok(())
+        }
+        Command::Backup { tenant } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
+            println!("wrote {lines} records to {path} (in the tenant's blob folder)");
+            Ok(())
+        }
+        Command::Restore { tenant } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let report = s
+                .backup
+                .restore(&tenant, &|files| {
+                    if files % 100 == 0 {
+                        eprintln!("read {files} backup files…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "restored from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
+                report.files,
+                report.entities,
+                report.unchanged,
+                report.relationships,
+                report.signals,
+                if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
+            );
             Ok(())
         }
         Command::SigningKey(cmd) => {

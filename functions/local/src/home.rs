@@ -59,7 +59,21 @@ pub async fn open(path: PathBuf) -> anyhow::Result<Home> {
     let issued = services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {e}"))?;
     let created_key = issued.is_some();
     if let Some(key) = issued {
-        write_secret_file(&path.join(OWNER_KEY_FILE), &key.token)?;
+        let key_path = path.join(OWNER_KEY_FILE);
+        if key_path.exists() {
+            // A new database beside an old key file (the database was lost or removed,
+            // e.g. before `continuity restore`): the old key names a key record that no
+            // longer exists, so it can never work again. Keep it aside, never overwrite.
+            let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            let aside = path.join(format!("{OWNER_KEY_FILE}.replaced-{secs}"));
+            std::fs::rename(&key_path, &aside).with_context(|| format!("moving the old {}", key_path.display()))?;
+            eprintln!(
+                "warning: the home's database is new but {} existed; it was moved to {} and a new owner key written",
+                key_path.display(),
+                aside.display()
+            );
+        }
+        write_secret_file(&key_path, &key.token)?;
     }
     Ok(Home { path, services, created_key })
 }

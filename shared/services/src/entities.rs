@@ -222,6 +222,22 @@ impl EntityService {
             source_updated_at: None,
         };
         let stored = self.backend.records.put_entity(&entity, expect).await?;
+        // The blob backup of every Spine write (SPEC §9); the write stands even if it
+        // fails (logged): `continuity backup` snapshots what the store holds.
+        // Ids may hold characters blob paths do not: name the file by a digest.
+        let digest = crate::sha256_hex(&format!("{}#{}", stored.entity_type, stored.id));
+        let path = format!("{}/op-{}-{}.jsonl", crate::backup::folder(now), &digest[..24], stored.version);
+        let line = crate::backup::encode(&[crate::backup::BackupLine::Entity(stored.clone())]);
+        match (ports::blob::BlobKey::new(&stored.tenant, &path), line) {
+            (Ok(key), Ok(bytes)) => {
+                if let Err(e) = self.backend.blobs.put(&key, &bytes).await {
+                    tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed");
+                }
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed")
+            }
+        }
         evict(&self.backend, &caller.tenant, &entity_type, &id).await;
         self.changes.publish(crate::changes::Change::EntityUpdated {
             tenant: stored.tenant.clone(),

@@ -12,6 +12,7 @@
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod backup;
 pub mod capabilities;
 pub mod changes;
 pub mod entities;
@@ -50,6 +51,8 @@ pub struct ServiceSet {
     pub graph: graph::GraphService,
     /// The Spine write path: connectors, the ingest API and the pipeline consumer.
     pub ingest: ingest::IngestService,
+    /// Blob backups of the Spine and their replay.
+    pub backup: backup::BackupService,
 }
 
 impl Services {
@@ -68,6 +71,7 @@ impl Services {
 
             audit: audit::AuditService::new(backend.clone()),
             ingest: ingest::IngestService::new(backend.clone(), changes.clone()),
+            backup: backup::BackupService::new(backend.clone()),
             changes,
             graph,
             backend,

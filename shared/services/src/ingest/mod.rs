@@ -21,6 +21,8 @@
 
 pub mod mapping;
 
+use crate::backup::BackupLine;
+
 use std::collections::BTreeMap;
 
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
@@ -403,12 +405,15 @@ impl IngestService {
                 None => out.unchanged += 1,
             }
         }
-        let mut backup = Vec::new();
+        let mut backup: Vec<SpineWrite> = Vec::new();
         match self.backend.records.apply_spine_writes(&planned).await {
             Ok(stored) => {
                 out.written += stored.len();
                 out.signals += planned.iter().map(|w| w.signals.len()).sum::<usize>();
-                backup = stored;
+                for (mut w, e) in planned.into_iter().zip(stored) {
+                    w.entity = e;
+                    backup.push(w);
+                }
             }
             Err(e) if e.code == ErrorCode::Conflict => {
                 for w in &planned {
@@ -417,18 +422,18 @@ impl IngestService {
                         .find(|n| n.entity_type == w.entity.entity_type && n.id == w.entity.id)
                         .ok_or_else(|| Error::internal("planned write without its record"))?;
                     match self.write(&tenant, n).await? {
-                        (Some(entity), signals) => {
+                        Some(w) => {
                             out.written += 1;
-                            out.signals += signals;
-                            backup.push(entity);
+                            out.signals += w.signals.len();
+                            backup.push(w);
                         }
-                        (None, _) => out.unchanged += 1,
+                        None => out.unchanged += 1,
                     }
                 }
             }
             Err(e) => return Err(e),
         }
-        for e in &backup {
+        for e in backup.iter().map(|w| &w.entity) {
             crate::entities::evict(&self.backend, &tenant.id, &e.entity_type, &e.id).await;
             self.changes.publish(crate::changes::Change::EntityUpdated {
                 tenant: e.tenant.clone(),
@@ -483,14 +488,20 @@ impl IngestService {
         // Blob backup of every Spine write (SPEC §9), one file per message: a redelivery
         // rewrites the same file.
         if !backup.is_empty() {
-            let date = time::OffsetDateTime::now_utc().date();
-            let path = format!("spine-backup/{date}/{}-{}-{}.jsonl", msg.batch, msg.part, msg.first_index);
+            let path = format!(
+                "{}/{}-{}-{}.jsonl",
+                crate::backup::folder(self.backend.clock.now()),
+                msg.batch,
+                msg.part,
+                msg.first_index
+            );
             let mut lines = Vec::new();
-            for e in &backup {
-                serde_json::to_writer(&mut lines, e).map_err(Error::internal)?;
-                lines.push(b'\n');
+            for w in backup {
+                lines.extend(w.signals.into_iter().map(BackupLine::Signal));
+                lines.extend(w.relationships.into_iter().map(BackupLine::Relationship));
+                lines.push(BackupLine::Entity(w.entity));
             }
-            self.backend.blobs.put(&BlobKey::new(&m.tenant, &path)?, &lines).await?;
+            self.backend.blobs.put(&BlobKey::new(&m.tenant, &path)?, &crate::backup::encode(&lines)?).await?;
         }
         if m.kind == KIND_BATCH {
             if msg.last_of_final {
@@ -577,12 +588,18 @@ impl IngestService {
     }
 
     /// Writer, record by record (after a lost race): read, plan, write; again on conflict.
-    async fn write(&self, tenant: &Tenant, n: &mapping::Normalized) -> Result<(Option<Entity>, usize)> {
+    /// Returns what was written (the entity as stored), or `None` for a stale record.
+    async fn write(&self, tenant: &Tenant, n: &mapping::Normalized) -> Result<Option<SpineWrite>> {
         for _ in 0..5 {
             let existing = self.backend.records.get_entity(&tenant.id, &n.entity_type, &n.id).await?;
-            let Some(w) = self.plan(tenant, n, existing.as_ref())? else { return Ok((None, 0)) };
+            let Some(mut w) = self.plan(tenant, n, existing.as_ref())? else { return Ok(None) };
             match self.backend.records.apply_spine_writes(std::slice::from_ref(&w)).await {
-                Ok(mut stored) => return Ok((stored.pop(), w.signals.len())),
+                Ok(mut stored) => {
+                    if let Some(e) = stored.pop() {
+                        w.entity = e;
+                    }
+                    return Ok(Some(w));
+                }
                 Err(e) if e.code == ErrorCode::Conflict => {}
                 Err(e) => return Err(e),
             }
