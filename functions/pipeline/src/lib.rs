@@ -25,14 +25,14 @@ pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
             }
         };
         let kind = message.kind.clone();
-        if kind != services::ingest::KIND_BATCH && kind != services::ingest::KIND_RECORD {
+        if !services::ingest::IngestService::handles(&kind) {
             tracing::error!(message_id = %id, %kind, "a message kind this consumer does not handle");
             failures.push(failure(id));
             continue;
         }
         let delivery = Delivery { message, receipt: id.clone(), receive_count };
-        match services.ingest.process(&delivery).await {
-            Ok(p) => tracing::info!(message_id = %id, written = p.written, unchanged = p.unchanged, split = p.split, "processed"),
+        match services.ingest.process_any(&delivery).await {
+            Ok(()) => tracing::info!(message_id = %id, %kind, "processed"),
             Err(e) => {
                 if matches!(e.code, domain::ErrorCode::Unavailable | domain::ErrorCode::Internal) {
                     services.ingest.record_stage_error(&delivery, &e).await;

@@ -193,7 +193,29 @@ async fn put_entity(
     let entity_type = EntityType::new(entity_type)?;
     let id = Id::new(id)?;
     let expect = body.expected_version.map_or(Expect::Any, Expect::Version);
-    let stored = state.services.entities.put(&caller, entity_type, id, body.pole_class, body.attributes, expect).await?;
+    let stored =
+        match state.services.entities.put_or_queue(&caller, entity_type, id, body.pole_class, body.attributes, expect).await? {
+            services::entities::Put::Stored(e) => e,
+            services::entities::Put::Queued(e) => {
+                state
+                    .services
+                    .audit
+                    .record(
+                        &caller.tenant,
+                        caller.principal.as_str(),
+                        "admin:entity.put",
+                        Some(format!("{}:{}", e.entity_type, e.id)),
+                        "queued",
+                    )
+                    .await;
+                // The store is unreachable: the write waits in the queue (SPEC §4.4).
+                return Ok((
+                    http::StatusCode::ACCEPTED,
+                    Json(json!({ "type": e.entity_type.as_str(), "id": e.id.as_str(), "queued": true })),
+                )
+                    .into_response());
+            }
+        };
     state
         .services
         .audit

@@ -14,6 +14,11 @@ use ports::{Backend, CacheKey};
 
 /// Hot entities stay cached this long (SPEC §4.4: 60–300 s); writes evict sooner.
 pub const ENTITY_TTL: Duration = Duration::from_secs(120);
+/// How long the last good copy of an entity is kept, to answer reads while the store is
+/// unreachable (SPEC §4.4).
+pub const LAST_GOOD_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Queue message kind of an operator write made while the store was unreachable.
+pub const KIND_SPINE_WRITE: &str = "spine.write";
 /// Most entities a search scans in one tenant partition before answering.
 pub const MAX_SEARCH_SCAN: usize = 20_000;
 pub const MAX_SEARCH_RESULTS: u32 = 100;
@@ -57,11 +62,27 @@ fn cache_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKe
     CacheKey::tenant(tenant, "entity", &format!("{e_type}:{id}"))
 }
 
-/// Drops a cached entity after a write (a failure is logged: the entry expires by TTL).
-pub(crate) async fn evict(backend: &ports::Backend, tenant: &domain::TenantId, e_type: &EntityType, id: &Id) {
-    if let Err(e) = backend.cache.evict(&[cache_key(e_type, id, tenant)]).await {
-        tracing::warn!(tenant = %tenant, error = %e, "cache eviction failed; the entry expires by TTL");
+fn last_good_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> CacheKey {
+    CacheKey::tenant(tenant, "entity_lkg", &format!("{e_type}:{id}"))
+}
+
+/// After a write: drops the hot cached copy (a failure is logged: it expires by TTL) and
+/// keeps the written entity as the last good copy.
+pub(crate) async fn written(backend: &ports::Backend, e: &Entity) {
+    if let Err(err) = backend.cache.evict(&[cache_key(&e.entity_type, &e.id, &e.tenant)]).await {
+        tracing::warn!(tenant = %e.tenant, error = %err, "cache eviction failed; the entry expires by TTL");
     }
+    if let Ok(bytes) = serde_json::to_vec(e) {
+        let _ = backend.cache.set(&last_good_key(&e.entity_type, &e.id, &e.tenant), &bytes, LAST_GOOD_TTL).await;
+    }
+}
+
+/// What an operator write did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Put {
+    Stored(Entity),
+    /// The store was unreachable: the write is queued and applied when it returns.
+    Queued(Entity),
 }
 
 impl EntityService {
@@ -121,11 +142,27 @@ impl EntityService {
         {
             return Ok(e);
         }
-        let (entity, _) =
-            self.lookup(&caller.tenant, entity_type, id).await?.ok_or_else(|| Error::not_found(format!("{entity_type} {id}")))?;
+        let lkg = last_good_key(entity_type, id, &caller.tenant);
+        let found = match self.lookup(&caller.tenant, entity_type, id).await {
+            Ok(found) => found,
+            Err(e) if e.code == domain::ErrorCode::Unavailable => {
+                // The store is unreachable: answer from the last good copy if there is one.
+                if let Ok(Some(bytes)) = self.backend.cache.get(&lkg).await
+                    && let Ok(entity) = serde_json::from_slice::<Entity>(&bytes)
+                    && entity.tenant == caller.tenant
+                {
+                    tracing::warn!(tenant = %caller.tenant, error = %e, "store unreachable; served the last good copy");
+                    return Ok(entity);
+                }
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        let (entity, _) = found.ok_or_else(|| Error::not_found(format!("{entity_type} {id}")))?;
         if let Ok(bytes) = serde_json::to_vec(&entity) {
             // A cache that cannot store is only a slower next read.
             let _ = self.backend.cache.set(&key, &bytes, ENTITY_TTL).await;
+            let _ = self.backend.cache.set(&lkg, &bytes, LAST_GOOD_TTL).await;
         }
         Ok(entity)
     }
@@ -238,12 +275,96 @@ impl EntityService {
                 tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed")
             }
         }
-        evict(&self.backend, &caller.tenant, &entity_type, &id).await;
+        written(&self.backend, &stored).await;
         self.changes.publish(crate::changes::Change::EntityUpdated {
             tenant: stored.tenant.clone(),
             entity_type: stored.entity_type.clone(),
             id: stored.id.clone(),
         });
         Ok(stored)
+    }
+
+    /// [`Self::put`], but when the store is unreachable an unconditional write
+    /// (`Expect::Any`) is queued instead of failing (SPEC §4.4): the pipeline consumer
+    /// applies it when the store returns, unless a newer write got there first.
+    ///
+    /// # Errors
+    /// As [`Self::put`]; `UNAVAILABLE` when neither the store nor the queue can take it.
+    pub async fn put_or_queue(
+        &self,
+        caller: &CallerContext,
+        entity_type: EntityType,
+        id: Id,
+        pole_class: domain::spine::PoleClass,
+        attributes: Attributes,
+        expect: Expect,
+    ) -> Result<Put> {
+        match self.put(caller, entity_type.clone(), id.clone(), pole_class, attributes.clone(), expect).await {
+            Ok(e) => Ok(Put::Stored(e)),
+            Err(e) if e.code == domain::ErrorCode::Unavailable && expect == Expect::Any => {
+                let now = self.backend.clock.now();
+                let entity = Entity {
+                    tenant: caller.tenant.clone(),
+                    entity_type,
+                    id,
+                    pole_class,
+                    attributes,
+                    created_at: now,
+                    updated_at: now,
+                    version: 0,
+                    source_updated_at: None,
+                };
+                let body = serde_json::to_vec(&entity).map_err(Error::internal)?;
+                self.backend
+                    .queue
+                    .send(&ports::queue::QueueMessage {
+                        tenant: caller.tenant.clone(),
+                        kind: KIND_SPINE_WRITE.into(),
+                        idempotency_key: format!("{}:{}:{}", entity.entity_type, entity.id, now.0),
+                        body,
+                    })
+                    .await?;
+                tracing::warn!(tenant = %caller.tenant, error = %e, "store unreachable; the write is queued");
+                Ok(Put::Queued(entity))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Applies a write queued by [`Self::put_or_queue`]: stored unless the stored copy
+    /// was written later (then it has no effect). Idempotent.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a body that is not an entity; `UNAVAILABLE` while the store
+    /// is still unreachable (the message is retried).
+    pub async fn apply_queued(&self, message: &ports::queue::QueueMessage) -> Result<()> {
+        let queued: Entity =
+            serde_json::from_slice(&message.body).map_err(|e| Error::invalid(format!("not a queued entity: {e}")))?;
+        if queued.tenant != message.tenant {
+            return Err(Error::invalid("a queued write for another tenant"));
+        }
+        for _ in 0..5 {
+            let existing = self.backend.records.get_entity(&queued.tenant, &queued.entity_type, &queued.id).await?;
+            if existing.as_ref().is_some_and(|e| e.updated_at >= queued.updated_at) {
+                return Ok(());
+            }
+            let mut e = queued.clone();
+            e.created_at = existing.as_ref().map_or(queued.created_at, |x| x.created_at);
+            let expect = existing.as_ref().map_or(Expect::Absent, |x| Expect::Version(x.version));
+            match self.backend.records.put_entity(&e, expect).await {
+                Ok(stored) => {
+                    written(&self.backend, &stored).await;
+                    self.changes.publish(crate::changes::Change::EntityUpdated {
+                        tenant: stored.tenant.clone(),
+                        entity_type: stored.entity_type.clone(),
+                        id: stored.id.clone(),
+                    });
+                    return Ok(());
+                }
+                Err(err) if err.code == domain::ErrorCode::Conflict => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Err(Error::unavailable("the entity kept changing concurrently; retry"))
     }
 }

@@ -65,12 +65,11 @@ impl Services {
         Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone(), graph.clone()),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
+            ingest: ingest::IngestService::new(backend.clone(), changes.clone(), entities.clone()),
             auth,
             entities,
             admin: admin::AdminService::new(backend.clone()),
-
             audit: audit::AuditService::new(backend.clone()),
-            ingest: ingest::IngestService::new(backend.clone(), changes.clone()),
             backup: backup::BackupService::new(backend.clone()),
             changes,
             graph,

@@ -99,6 +99,8 @@ pub struct Processed {
 pub struct IngestService {
     backend: Backend,
     changes: crate::changes::Changes,
+    /// Applies operator writes queued while the store was unreachable.
+    entities: crate::entities::EntityService,
 }
 
 fn unknown_source(source: &str) -> Error {
@@ -125,8 +127,24 @@ fn is_permanent(e: &Error) -> bool {
 }
 
 impl IngestService {
-    pub fn new(backend: Backend, changes: crate::changes::Changes) -> Self {
-        Self { backend, changes }
+    pub fn new(backend: Backend, changes: crate::changes::Changes, entities: crate::entities::EntityService) -> Self {
+        Self { backend, changes, entities }
+    }
+
+    /// Whether this consumer handles messages of `kind`.
+    pub fn handles(kind: &str) -> bool {
+        kind == KIND_BATCH || kind == KIND_RECORD || kind == crate::entities::KIND_SPINE_WRITE
+    }
+
+    /// Processes one delivery of any kind this consumer handles.
+    ///
+    /// # Errors
+    /// As [`Self::process`], or [`crate::entities::EntityService::apply_queued`].
+    pub async fn process_any(&self, delivery: &Delivery) -> Result<()> {
+        if delivery.message.kind == crate::entities::KIND_SPINE_WRITE {
+            return self.entities.apply_queued(&delivery.message).await;
+        }
+        self.process(delivery).await.map(|_| ())
     }
 
     fn source_of(source: &str) -> Result<(ConnectorSource, &'static mapping::SourceMapping)> {
@@ -434,7 +452,7 @@ impl IngestService {
             Err(e) => return Err(e),
         }
         for e in backup.iter().map(|w| &w.entity) {
-            crate::entities::evict(&self.backend, &tenant.id, &e.entity_type, &e.id).await;
+            crate::entities::written(&self.backend, e).await;
             self.changes.publish(crate::changes::Change::EntityUpdated {
                 tenant: e.tenant.clone(),
                 entity_type: e.entity_type.clone(),
@@ -620,7 +638,7 @@ impl IngestService {
         // reads overlap, and the store's versioned writes keep racing records correct.
         let mut tasks = tokio::task::JoinSet::new();
         for d in deliveries {
-            if d.message.kind != KIND_BATCH && d.message.kind != KIND_RECORD {
+            if !Self::handles(&d.message.kind) {
                 tracing::warn!(kind = %d.message.kind, "a message this consumer does not handle is left to expire");
                 continue;
             }
@@ -637,7 +655,7 @@ impl IngestService {
 
     /// Processes one delivery, then acknowledges it, or releases it for a retry.
     async fn handle(&self, d: Delivery, retry_after: std::time::Duration) {
-        match self.process(&d).await {
+        match self.process_any(&d).await {
             Ok(_) => {
                 if let Err(e) = self.backend.queue.ack(&d.receipt).await {
                     tracing::warn!(error = %e, "ack failed; the message will be redelivered (idempotent)");
