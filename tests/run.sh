@@ -458,7 +458,7 @@ else
   esac
   run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
     --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer --bin continuity-oauth \
-    --bin continuity-ingest --bin continuity-pipeline
+    --bin continuity-ingest --bin continuity-pipeline --bin continuity-maintenance
 fi
 
 summary

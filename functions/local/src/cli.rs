@@ -77,6 +77,10 @@ enum Command {
         #[arg(long)]
         tenant: String,
     },
+    /// Run the maintenance job once (prune the audit ledger beyond 7 days, expire
+    /// session-scope memory after a day, delete expired OAuth codes and sign-ins).
+    /// `serve` runs it hourly.
+    Maintenance,
     /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
     /// the newest copy of each entity wins; replaying twice changes nothing.
     Restore {
@@ -431,6 +435,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("client_id={}", c.client_id);
             println!("client_secret={}", c.client_secret);
             eprintln!("this is the only time the client secret is shown");
+            Ok(())
+        }
+        Command::Maintenance => {
+            let r = s.maintenance.run().await.map_err(domain_err)?;
+            println!(
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted",
+                r.tenants, r.audit_pruned, r.sessions_expired, r.oauth_pruned
+            );
             Ok(())
         }
         Command::Backup { tenant } => {

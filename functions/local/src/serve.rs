@@ -57,6 +57,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
 
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), shutdown.clone()));
+    let maintenance = tokio::spawn(run_maintenance(home.services.clone(), shutdown.clone()));
 
     let signal_token = shutdown.clone();
     axum::serve(listener, app)
@@ -69,6 +70,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
         .context("serving")?;
     shutdown.cancel();
     let _ = pipeline.await;
+    let _ = maintenance.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -123,5 +125,21 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
                 }
             }
         }
+    }
+}
+
+/// The maintenance job (SPEC §9): a minute after start, then hourly.
+async fn run_maintenance(services: services::Services, shutdown: CancellationToken) {
+    use std::time::Duration;
+    let mut wait = Duration::from_secs(60);
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep(wait) => {}
+        }
+        if let Err(e) = services.maintenance.run().await {
+            tracing::warn!(error = %e, "maintenance run failed; the next run continues");
+        }
+        wait = Duration::from_secs(3600);
     }
 }

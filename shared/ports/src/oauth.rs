@@ -133,6 +133,14 @@ pub trait OAuthStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn claim_jti(&self, issuer: &str, jti: &str, expires_at: Timestamp) -> Result<bool>;
+
+    /// Deletes authorization codes, pending sign-ins and used ID-JAG `jti`s that expired
+    /// before `before` (the maintenance job passes a day's grace, so a code presented
+    /// again soon after expiry is still recognised as reused). Returns how many.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn prune_expired(&self, before: Timestamp, max: usize) -> Result<usize>;
 }
 
 fn sha_hex(s: &str) -> String {
@@ -372,6 +380,50 @@ impl OAuthStore for Records {
             Err(e) if e.code == ErrorCode::Conflict => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    async fn prune_expired(&self, before: Timestamp, max: usize) -> Result<usize> {
+        let mut deleted = 0;
+        for part in [CODE, PENDING, JTI] {
+            let mut after: Option<String> = None;
+            loop {
+                let q = crate::items::Query {
+                    tenant: REGISTRY_TENANT,
+                    part,
+                    prefix: "",
+                    after: after.as_deref(),
+                    limit: 200,
+                    descending: false,
+                };
+                let (items, more) = self.items().query(q).await?;
+                let Some(last) = items.last() else { break };
+                after = Some(last.sk.clone());
+                let mut writes = Vec::new();
+                for i in &items {
+                    let expires_at = match part {
+                        CODE => decode::<AuthCode>(i)?.expires_at,
+                        PENDING => decode::<PendingAuthorization>(i)?.expires_at,
+                        _ => decode::<Timestamp>(i)?,
+                    };
+                    if expires_at < before && deleted + writes.len() < max {
+                        writes.push(Write::Delete {
+                            tenant: REGISTRY_TENANT.into(),
+                            part: part.into(),
+                            sk: i.sk.clone(),
+                            condition: Condition::None,
+                        });
+                    }
+                }
+                for chunk in writes.chunks(self.items().max_batch()) {
+                    self.items().write(chunk.to_vec()).await?;
+                    deleted += chunk.len();
+                }
+                if !more || deleted >= max {
+                    break;
+                }
+            }
+        }
+        Ok(deleted)
     }
 }
 

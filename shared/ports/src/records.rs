@@ -266,6 +266,92 @@ pub trait LibraryStore: Send + Sync {
     async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>>;
 }
 
+/// Retention (SPEC §9, the maintenance job): what expires is deleted in batches, oldest
+/// first, at most `max` items a call so one run stays bounded.
+#[async_trait]
+pub trait RetentionStore: Send + Sync {
+    /// Deletes the tenant's audit records older than `before`. Returns how many.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    /// Deletes the tenant's session-scope memory entries last updated before `before`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+}
+
+#[async_trait]
+impl RetentionStore for Records {
+    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+        let t = tenant.as_str();
+        let cutoff = pad(before.0);
+        let mut deleted = 0;
+        while deleted < max {
+            let limit = u32::try_from((max - deleted).min(self.items.max_batch())).unwrap_or(25);
+            let q = Query { tenant: t, part: "audit", prefix: "", after: None, limit, descending: false };
+            let (items, _) = self.items.query(q).await?;
+            let old: Vec<Write> = items
+                .into_iter()
+                .take_while(|i| i.sk < cutoff)
+                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+                .collect();
+            if old.is_empty() {
+                break;
+            }
+            deleted += old.len();
+            self.items.write(old).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+        let t = tenant.as_str();
+        let mut deleted = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let q = Query {
+                tenant: t,
+                part: "memory_by_scope",
+                prefix: "session:",
+                after: after.as_deref(),
+                limit: 200,
+                descending: false,
+            };
+            let (items, more) = self.items.query(q).await?;
+            let Some(last) = items.last() else { break };
+            after = Some(last.sk.clone());
+            let mut writes = Vec::new();
+            for i in &items {
+                let entry: MemoryEntry = decode(i)?;
+                if entry.updated_at < before && deleted + writes.len() / 2 < max {
+                    writes.push(Write::Delete {
+                        tenant: t.into(),
+                        part: "memory".into(),
+                        sk: entry.id.to_string(),
+                        condition: Condition::None,
+                    });
+                    writes.push(Write::Delete {
+                        tenant: t.into(),
+                        part: i.part.clone(),
+                        sk: i.sk.clone(),
+                        condition: Condition::None,
+                    });
+                }
+            }
+            for chunk in writes.chunks(self.items.max_batch() & !1) {
+                self.items.write(chunk.to_vec()).await?;
+                deleted += chunk.len() / 2;
+            }
+            if !more || deleted >= max {
+                break;
+            }
+        }
+        Ok(deleted)
+    }
+}
+
 /// Records the ingestion pipeline could not write, with their reasons (SPEC §9).
 #[async_trait]
 pub trait IngestFailureStore: Send + Sync {

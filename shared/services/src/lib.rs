@@ -18,6 +18,7 @@ pub mod changes;
 pub mod entities;
 pub mod graph;
 pub mod ingest;
+pub mod maintenance;
 pub mod oauth;
 pub mod tools;
 
@@ -53,6 +54,8 @@ pub struct ServiceSet {
     pub ingest: ingest::IngestService,
     /// Blob backups of the Spine and their replay.
     pub backup: backup::BackupService,
+    /// Retention: the audit ledger, session memory, expired OAuth records.
+    pub maintenance: maintenance::MaintenanceService,
 }
 
 impl Services {
@@ -71,6 +74,7 @@ impl Services {
             admin: admin::AdminService::new(backend.clone()),
             audit: audit::AuditService::new(backend.clone()),
             backup: backup::BackupService::new(backend.clone()),
+            maintenance: maintenance::MaintenanceService::new(backend.clone()),
             changes,
             graph,
             backend,

@@ -1,0 +1,30 @@
+//! Lambda `continuity-maintenance`: an EventBridge schedule (hourly, `infra/template.yaml`)
+//! invokes it with a scheduled event; it prunes the audit ledger beyond its retention,
+//! expires session-scope memory and deletes expired OAuth records. Environment as for
+//! `continuity-mcp`.
+//!
+//! Locally: `cargo lambda watch` then
+//! `cargo lambda invoke continuity-maintenance --data-file events/maintenance-schedule.json`.
+
+use std::sync::Arc;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use ports::SystemClock;
+use services::Services;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    gateway::lambda::init_logging();
+    let settings = store_aws::LambdaEnv::from_env()?;
+    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
+    let services = Services::new(backend);
+    lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        let services = services.clone();
+        async move {
+            continuity_maintenance::handle(&services, &event.payload)
+                .await
+                .map_err(|e| lambda_runtime::Error::from(format!("{}: {}", e.code.as_str(), e.message)))
+        }
+    }))
+    .await
+}

@@ -1,0 +1,37 @@
+//! The maintenance Lambda driven with `events/maintenance-schedule.json` over an
+//! embedded backend: an audit record beyond the retention is pruned, a recent one stays.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use domain::audit::AuditRecord;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{Id, PageRequest, TenantId, Timestamp};
+use ports::records::AuditLog;
+use services::Services;
+
+#[tokio::test]
+async fn the_scheduled_event_runs_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let demo = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let now = s.backend.clock.now().0;
+    let rec = |id: &str, at: i64| AuditRecord {
+        tenant: demo.clone(),
+        id: Id::new(id).unwrap(),
+        at: Timestamp(at),
+        actor: "a".into(),
+        action: "tool:x".into(),
+        target: None,
+        outcome: "ok".into(),
+        request_id: None,
+    };
+    s.backend.records.append_audits(&[rec("old", now - 10 * 86_400_000), rec("recent", now)]).await.unwrap();
+    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-schedule.json")).await.unwrap();
+    assert_eq!(report["audit_pruned"], 1, "{report}");
+    let ledger = s.backend.records.list_audit(&demo, &PageRequest::first(10)).await.unwrap().items;
+    assert!(ledger.iter().all(|a| a.id.as_str() != "old"));
+    assert!(ledger.iter().any(|a| a.id.as_str() == "recent"));
+}

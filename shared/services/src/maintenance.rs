@@ -1,0 +1,104 @@
+//! The maintenance job (SPEC §9): for every tenant, prune the audit ledger beyond its
+//! retention and expire session-scope memory; for the authorization server, delete
+//! expired codes, pending sign-ins and used ID-JAG `jti`s. Bounded per run (a tenant's
+//! share is [`MAX_PER_TENANT`] items a kind), idempotent, and it reports what it did —
+//! pruning is never silent. `continuity serve` runs it hourly, the `continuity-maintenance`
+//! Lambda on an hourly schedule, `continuity maintenance` on demand.
+
+use std::time::Duration;
+
+use domain::{PageRequest, Result, TenantId, Timestamp};
+use ports::Backend;
+use ports::oauth::OAuthStore;
+use ports::records::{RetentionStore, TenantStore};
+use serde::Serialize;
+
+/// Audit records are kept this long by default (SPEC §9: 7 days).
+pub const AUDIT_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Session-scope memory expires this long after its last update.
+pub const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+/// Expired OAuth records are kept this long past expiry (reuse of a code is still
+/// recognised, and revokes what it issued, during this grace).
+pub const OAUTH_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// Most items of one kind one run deletes for one tenant.
+pub const MAX_PER_TENANT: usize = 10_000;
+
+/// What one run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct MaintenanceReport {
+    pub tenants: usize,
+    pub audit_pruned: usize,
+    pub sessions_expired: usize,
+    pub oauth_pruned: usize,
+}
+
+fn before(now: Timestamp, d: Duration) -> Timestamp {
+    Timestamp(now.0.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
+}
+
+#[derive(Clone)]
+pub struct MaintenanceService {
+    backend: Backend,
+}
+
+impl MaintenanceService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    /// Runs the job once.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be reached (what was deleted stays deleted;
+    /// the next run continues).
+    pub async fn run(&self) -> Result<MaintenanceReport> {
+        let now = self.backend.clock.now();
+        let records = &self.backend.records;
+        let mut report = MaintenanceReport::default();
+        let mut page = PageRequest::first(200);
+        loop {
+            let p = records.list_tenants(&page).await?;
+            for tenant in &p.items {
+                report.tenants += 1;
+                let (audit, sessions) = self.tenant(tenant, now).await?;
+                report.audit_pruned += audit;
+                report.sessions_expired += sessions;
+            }
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(200, c),
+                None => break,
+            }
+        }
+        report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
+        tracing::info!(
+            tenants = report.tenants,
+            audit_pruned = report.audit_pruned,
+            sessions_expired = report.sessions_expired,
+            oauth_pruned = report.oauth_pruned,
+            "maintenance run"
+        );
+        Ok(report)
+    }
+
+    async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize)> {
+        let records = &self.backend.records;
+        let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
+        let sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
+        if audit > 0 {
+            // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).
+            let id = crate::new_id(&self.backend);
+            let record = domain::audit::AuditRecord {
+                tenant: tenant.clone(),
+                id,
+                at: now,
+                actor: "maintenance".into(),
+                action: "audit.prune".into(),
+                target: Some(format!("{audit} records older than {} days", AUDIT_RETENTION.as_secs() / 86_400)),
+                outcome: "ok".into(),
+                request_id: None,
+            };
+            ports::records::AuditLog::append_audit(records, &record).await?;
+        }
+        Ok((audit, sessions))
+    }
+}
