@@ -123,6 +123,19 @@ mod signer {
     contract::contract_suite!(signer, super::signer);
 }
 
+/// The vault on KMS (a symmetric key on moto) over the DynamoDB table.
+async fn vault() -> contract::vault::VaultFixture {
+    let key = continuity_tests::aws::vault_key().await;
+    contract::vault::VaultFixture {
+        wrapper: Arc::new(store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk().await), key)),
+        items: items().await,
+    }
+}
+
+mod vault {
+    contract::contract_suite!(vault, super::vault);
+}
+
 mod limiter_single {
     contract::contract_suite!(limiter, super::limiter_single);
 }
@@ -241,6 +254,7 @@ async fn backend_wires_every_port() {
         bucket: BUCKET.into(),
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![kms_key("wired").await],
+        vault_kms_key: Some(continuity_tests::aws::vault_key().await),
     };
     let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");

@@ -20,6 +20,10 @@ mod signer {
     contract::contract_suite!(signer, super::embedded::signer);
 }
 
+mod vault {
+    contract::contract_suite!(vault, super::embedded::vault);
+}
+
 mod limiter {
     contract::contract_suite!(limiter, super::embedded::limiter);
 }

@@ -29,6 +29,19 @@ pub async fn signing_key() -> String {
     .clone()
 }
 
+/// One symmetric KMS key wrapping the vault's data keys, for this test process.
+pub async fn vault_key() -> String {
+    static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    KEY.get_or_init(|| async {
+        let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+        store_aws::kms::KmsKeyWrapper::create_key(&kms_client(&sdk), "continuity vault tests")
+            .await
+            .unwrap_or_else(|e| panic!("kms key: {e}"))
+    })
+    .await
+    .clone()
+}
+
 /// A whole AWS backend (table, fortress table, a fresh queue + DLQ, bucket, Redis).
 pub async fn backend() -> Backend {
     let moto = env("CONTINUITY_TEST_MOTO_URL");
@@ -49,6 +62,7 @@ pub async fn backend() -> Backend {
         bucket: BUCKET.into(),
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![signing_key().await],
+        vault_kms_key: Some(vault_key().await),
     };
     store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
 }

@@ -62,3 +62,11 @@ pub async fn signer() -> SignerFixture {
 pub async fn limiter() -> Arc<dyn RateLimiter> {
     Arc::new(MemoryLimiter::new())
 }
+
+/// The vault's key store (a master key file in a fresh folder) over the shared database.
+pub async fn vault() -> contract::vault::VaultFixture {
+    let n: u64 = rand::random();
+    let wrapper =
+        store_embedded::FileKeyWrapper::open(&root().join(format!("keys-{n:016x}"))).unwrap_or_else(|e| panic!("vault key: {e}"));
+    contract::vault::VaultFixture { wrapper: Arc::new(wrapper), items: items().await }
+}

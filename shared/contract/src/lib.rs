@@ -19,6 +19,7 @@ pub mod oauth;
 pub mod queue;
 pub mod records;
 pub mod signer;
+pub mod vault;
 
 use domain::TenantId;
 use rand::Rng;
@@ -111,6 +112,9 @@ macro_rules! contract_suite {
                 jti_is_claimed_once
             ]
         );
+    };
+    (vault, $make:path) => {
+        $crate::contract_tests!(vault, $make, [data_keys_are_bound_to_their_tenant, entities_are_sealed_at_rest]);
     };
     (signer, $make:path) => {
         $crate::contract_tests!(signer, $make, [signatures_verify_with_published_keys, rotation_keeps_old_keys_published]);

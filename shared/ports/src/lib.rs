@@ -22,6 +22,7 @@ pub mod queue;
 pub mod ratelimit;
 pub mod records;
 pub mod signer;
+pub mod vault;
 
 use std::sync::Arc;
 

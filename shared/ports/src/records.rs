@@ -416,6 +416,8 @@ pub trait ConnectorStore: Send + Sync {
 #[derive(Clone)]
 pub struct Records {
     items: Arc<dyn ItemStore>,
+    /// Encrypts entity payloads at rest (SPEC §4.2), when configured.
+    vault: Option<Arc<crate::vault::Vault>>,
 }
 
 fn pad(n: i64) -> String {
@@ -465,7 +467,35 @@ fn decode_cursor(raw: &str) -> Result<String> {
 
 impl Records {
     pub fn new(items: Arc<dyn ItemStore>) -> Self {
-        Self { items }
+        Self { items, vault: None }
+    }
+
+    /// The same store with entity payloads encrypted by `vault`.
+    #[must_use]
+    pub fn with_vault(mut self, vault: Arc<crate::vault::Vault>) -> Self {
+        self.vault = Some(vault);
+        self
+    }
+
+    /// An entity's stored body: JSON, sealed by the vault when there is one.
+    async fn entity_body(&self, e: &Entity, sk: &str) -> Result<Vec<u8>> {
+        let json = encode(e)?;
+        match &self.vault {
+            Some(v) => v.seal(self.items.as_ref(), &e.tenant, &format!("{}/entity/{sk}", e.tenant), &json).await,
+            None => Ok(json),
+        }
+    }
+
+    async fn entity_of(&self, tenant: &TenantId, item: &Item) -> Result<Entity> {
+        let plain = match &self.vault {
+            Some(v) => v.open(self.items.as_ref(), tenant, &format!("{tenant}/entity/{}", item.sk), &item.body).await?,
+            None => item.body.clone(),
+        };
+        let e: Entity = serde_json::from_slice(&plain).map_err(|e| Error::internal(format!("corrupt entity record: {e}")))?;
+        if e.tenant != *tenant {
+            return Err(Error::internal("an entity record names another tenant"));
+        }
+        Ok(e)
     }
 
     pub fn items(&self) -> &Arc<dyn ItemStore> {
@@ -661,7 +691,9 @@ impl Records {
             }
             let mut e = w.entity.clone();
             e.version = version;
-            group.push(put(e.tenant.as_str(), "entity", format!("{}#{}", e.entity_type, e.id), version, encode(&e)?, condition));
+            let sk = format!("{}#{}", e.entity_type, e.id);
+            let body = self.entity_body(&e, &sk).await?;
+            group.push(put(e.tenant.as_str(), "entity", sk, version, body, condition));
             stored.push(e);
             if group.len() > max {
                 return Err(Error::invalid(format!("one record's effect is {} writes; at most {max}", group.len())));
@@ -690,12 +722,16 @@ impl EntityStore for Records {
         }
         let mut stored = entity.clone();
         stored.version = version;
-        self.items.write(vec![put(tenant, "entity", sk, version, encode(&stored)?, condition)]).await?;
+        let body = self.entity_body(&stored, &sk).await?;
+        self.items.write(vec![put(tenant, "entity", sk, version, body, condition)]).await?;
         Ok(stored)
     }
 
     async fn get_entity(&self, tenant: &TenantId, entity_type: &EntityType, id: &Id) -> Result<Option<Entity>> {
-        self.get_one(tenant.as_str(), "entity", &format!("{entity_type}#{id}")).await
+        match self.items.get(tenant.as_str(), "entity", &format!("{entity_type}#{id}")).await? {
+            Some(item) => self.entity_of(tenant, &item).await.map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn list_entities(
@@ -705,7 +741,28 @@ impl EntityStore for Records {
         page: &PageRequest,
     ) -> Result<Page<Entity>> {
         let prefix = entity_type.map(|t| format!("{t}#")).unwrap_or_default();
-        self.page(tenant.as_str(), "entity", &prefix, page, false).await
+        if self.vault.is_none() {
+            return self.page(tenant.as_str(), "entity", &prefix, page, false).await;
+        }
+        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
+        if after.as_ref().is_some_and(|a| !a.starts_with(&prefix)) {
+            return Err(Error::invalid_field("cursor", "cursor does not belong to this listing"));
+        }
+        let q = Query {
+            tenant: tenant.as_str(),
+            part: "entity",
+            prefix: &prefix,
+            after: after.as_deref(),
+            limit: page.size(),
+            descending: false,
+        };
+        let (items, more) = self.items.query(q).await?;
+        let next_cursor = if more { items.last().map(|i| encode_cursor(&i.sk)) } else { None };
+        let mut out = Vec::with_capacity(items.len());
+        for i in &items {
+            out.push(self.entity_of(tenant, i).await?);
+        }
+        Ok(Page { items: out, next_cursor })
     }
 }
 

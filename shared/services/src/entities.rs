@@ -67,11 +67,18 @@ fn last_good_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> Cac
 }
 
 /// After a write: drops the hot cached copy (a failure is logged: it expires by TTL) and
-/// keeps the written entity as the last good copy.
+/// the last good copy, which the next read refreshes — the pipeline writes far more
+/// entities than are read, so it does not fill the cache with them.
 pub(crate) async fn written(backend: &ports::Backend, e: &Entity) {
-    if let Err(err) = backend.cache.evict(&[cache_key(&e.entity_type, &e.id, &e.tenant)]).await {
+    let keys = [cache_key(&e.entity_type, &e.id, &e.tenant), last_good_key(&e.entity_type, &e.id, &e.tenant)];
+    if let Err(err) = backend.cache.evict(&keys).await {
         tracing::warn!(tenant = %e.tenant, error = %err, "cache eviction failed; the entry expires by TTL");
     }
+}
+
+/// After an operator write: [`written`], and the written entity kept as the last good copy.
+async fn written_keep_last_good(backend: &ports::Backend, e: &Entity) {
+    written(backend, e).await;
     if let Ok(bytes) = serde_json::to_vec(e) {
         let _ = backend.cache.set(&last_good_key(&e.entity_type, &e.id, &e.tenant), &bytes, LAST_GOOD_TTL).await;
     }
@@ -275,7 +282,7 @@ impl EntityService {
                 tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed")
             }
         }
-        written(&self.backend, &stored).await;
+        written_keep_last_good(&self.backend, &stored).await;
         self.changes.publish(crate::changes::Change::EntityUpdated {
             tenant: stored.tenant.clone(),
             entity_type: stored.entity_type.clone(),
@@ -353,7 +360,7 @@ impl EntityService {
             let expect = existing.as_ref().map_or(Expect::Absent, |x| Expect::Version(x.version));
             match self.backend.records.put_entity(&e, expect).await {
                 Ok(stored) => {
-                    written(&self.backend, &stored).await;
+                    written_keep_last_good(&self.backend, &stored).await;
                     self.changes.publish(crate::changes::Change::EntityUpdated {
                         tenant: stored.tenant.clone(),
                         entity_type: stored.entity_type.clone(),

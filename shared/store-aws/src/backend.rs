@@ -34,6 +34,7 @@ impl LambdaEnv {
     /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, optional `CONTINUITY_FORTRESS_TABLE`, `CONTINUITY_REDIS_URLS` (comma-separated;
     /// one `redis://` URL means a single node, `rediss://` URLs a cluster with TLS),
     /// optional `CONTINUITY_JWT_KMS_KEYS` (comma-separated KMS keys, the signing key first),
+    /// optional `CONTINUITY_VAULT_KMS_KEY` (the symmetric key of the Spine vault),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`.
     ///
@@ -60,6 +61,7 @@ impl LambdaEnv {
                 jwt_kms_keys: optional("CONTINUITY_JWT_KMS_KEYS")
                     .map(|v| v.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
                     .unwrap_or_default(),
+                vault_kms_key: optional("CONTINUITY_VAULT_KMS_KEY").filter(|k| !k.trim().is_empty()),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
             allowed_hosts: optional("CONTINUITY_ALLOWED_HOSTS")

@@ -55,8 +55,16 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
     let queue =
         SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
     let redis = Arc::new(RedisCache::new(&settings.redis)?);
+    // The Spine vault (SPEC §4.2): one vault (data-key cache) per table, one KMS key.
+    let vault = |records: Records| match &settings.vault_kms_key {
+        Some(key) => records.with_vault(Arc::new(ports::vault::Vault::new(Arc::new(kms::KmsKeyWrapper::new(
+            settings::kms_client(&sdk),
+            key.clone(),
+        ))))),
+        None => records,
+    };
     Ok(Backend {
-        records: Records::new(Arc::new(items)),
+        records: vault(Records::new(Arc::new(items))),
         cache: redis.clone(),
         limiter: redis,
         signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),
@@ -65,7 +73,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         fortress: settings
             .fortress_table
             .as_ref()
-            .map(|t| Records::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t)))),
+            .map(|t| vault(Records::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t))))),
         clock,
         name: "aws",
     })

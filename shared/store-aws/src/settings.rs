@@ -36,6 +36,9 @@ pub struct AwsSettings {
     /// KMS keys (ids, ARNs or `alias/…`) that sign access tokens, the signing key first;
     /// empty where this function issues no tokens and verifies through the JWKS.
     pub jwt_kms_keys: Vec<String>,
+    /// The symmetric KMS key wrapping the Spine vault's per-tenant data keys; `None`
+    /// stores entity payloads unencrypted (local experiments only — the stack sets it).
+    pub vault_kms_key: Option<String>,
 }
 
 impl AwsSettings {

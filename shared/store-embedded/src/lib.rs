@@ -16,6 +16,7 @@ pub mod items;
 pub mod limiter;
 pub mod queue;
 pub mod signer;
+pub mod vault;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use items::SqliteItems;
 pub use limiter::MemoryLimiter;
 pub use queue::SqliteQueue;
 pub use signer::FileSigner;
+pub use vault::FileKeyWrapper;
 
 use ports::{Backend, Clock, Records};
 
@@ -43,9 +45,14 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
     let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
     // The fortress is a second database file: the verified copy of promoted tenants.
-    let fortress = Records::new(Arc::new(SqliteItems::new(Db::open(&home.join("fortress.db"))?)));
+    // The Spine vault: entity payloads encrypted with per-tenant data keys wrapped by
+    // `keys/vault.key`. Each database keeps its own wrapped data keys, so each gets its
+    // own vault (key cache) over the one master key.
+    let wrapper: Arc<dyn ports::vault::KeyWrapper> = Arc::new(FileKeyWrapper::open(&home.join("keys"))?);
+    let vault = || Arc::new(ports::vault::Vault::new(wrapper.clone()));
+    let fortress = Records::new(Arc::new(SqliteItems::new(Db::open(&home.join("fortress.db"))?))).with_vault(vault());
     Ok(Backend {
-        records: Records::new(items),
+        records: Records::new(items).with_vault(vault()),
         cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),
         queue,
         blobs,

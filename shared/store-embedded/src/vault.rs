@@ -1,0 +1,80 @@
+//! The embedded key store of the Spine vault: one 256-bit master key in
+//! `{home}/keys/vault.key` (0600 in a 0700 folder, created on first use) wraps each
+//! tenant's data key with AES-256-GCM, the tenant id as associated data (a wrapped key
+//! copied to another tenant does not unwrap).
+
+use std::io::Write as _;
+use std::path::Path;
+
+use async_trait::async_trait;
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use domain::{Error, Result, TenantId};
+use ports::vault::KeyWrapper;
+
+pub struct FileKeyWrapper {
+    master: LessSafeKey,
+}
+
+impl FileKeyWrapper {
+    /// Opens (creating if needed) the master key file in `dir`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the file cannot be created or read, or is not a 32-byte key.
+    pub fn open(dir: &Path) -> Result<Self> {
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        let io = |what: &str, e: std::io::Error| Error::unavailable(format!("vault key {what}: {e}"));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io("folder", e))?;
+        let path = dir.join("vault.key");
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let mut key = [0u8; 32];
+                rand::fill(&mut key[..]);
+                match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+                    Ok(mut f) => {
+                        f.write_all(&key).map_err(|e| io("write", e))?;
+                        f.sync_all().map_err(|e| io("sync", e))?;
+                        key.to_vec()
+                    }
+                    // Another process created it first: use theirs.
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::read(&path).map_err(|e| io("read", e))?,
+                    Err(e) => return Err(io("create", e)),
+                }
+            }
+            Err(e) => return Err(io("read", e)),
+        };
+        let unbound = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| Error::unavailable("vault.key is not a 32-byte key"))?;
+        Ok(Self { master: LessSafeKey::new(unbound) })
+    }
+}
+
+#[async_trait]
+impl KeyWrapper for FileKeyWrapper {
+    async fn generate_data_key(&self, tenant: &TenantId) -> Result<(Vec<u8>, Vec<u8>)> {
+        let mut plain = vec![0u8; 32];
+        rand::fill(&mut plain[..]);
+        let mut nonce = [0u8; NONCE_LEN];
+        rand::fill(&mut nonce[..]);
+        let mut sealed = plain.clone();
+        self.master
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(tenant.as_str().as_bytes()), &mut sealed)
+            .map_err(|_| Error::internal("wrapping a data key failed"))?;
+        let mut wrapped = nonce.to_vec();
+        wrapped.extend_from_slice(&sealed);
+        Ok((plain, wrapped))
+    }
+
+    async fn unwrap_data_key(&self, tenant: &TenantId, wrapped: &[u8]) -> Result<Vec<u8>> {
+        if wrapped.len() < NONCE_LEN + 16 {
+            return Err(Error::internal("a wrapped data key is truncated"));
+        }
+        let (nonce, sealed) = wrapped.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::internal("bad nonce"))?;
+        let mut buf = sealed.to_vec();
+        let plain = self
+            .master
+            .open_in_place(nonce, Aad::from(tenant.as_str().as_bytes()), &mut buf)
+            .map_err(|_| Error::internal("a wrapped data key failed authentication"))?;
+        Ok(plain.to_vec())
+    }
+}
