@@ -69,6 +69,7 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         title: "We ship on Tuesdays".into(),
         body: "Decided in the weekly".into(),
         supersedes: None,
+        suggested_supersede: None,
         state: ProposalState::Pending,
         score: None,
         decision_reason: None,

@@ -62,6 +62,10 @@ pub struct Proposal {
     pub body: String,
     /// The org entry this proposal would supersede.
     pub supersedes: Option<Id>,
+    /// An active entry triage found this proposal contradicts: approving it supersedes
+    /// that entry (SPEC §6.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_supersede: Option<Id>,
     pub state: ProposalState,
     pub score: Option<TriageScore>,
     pub decision_reason: Option<String>,

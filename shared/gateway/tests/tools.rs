@@ -12,7 +12,7 @@
 mod common;
 
 use axum::Router;
-use domain::memory::{GovernanceState, MemoryScope};
+use domain::memory::{GovernanceState, MemoryEntry, MemoryScope};
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId, Timestamp};
@@ -199,7 +199,9 @@ async fn every_canonical_tool_works_on_real_data() {
     let pid = results["memory.propose"]["proposal"]["id"].as_str().unwrap().to_owned();
     let r = f.call(&key, "proposal.status", json!({"id": pid})).await;
     conforms(&schema_of("proposal.status"), &r["structuredContent"], "proposal.status").unwrap();
-    assert_eq!(r["structuredContent"]["proposal"]["state"], "pending");
+    let state = r["structuredContent"]["proposal"]["state"].as_str().unwrap().to_owned();
+    assert!(["written", "awaiting_approval", "rejected"].contains(&state.as_str()), "triage decided where it goes: {state}");
+    assert!(r["structuredContent"]["proposal"]["score"]["total"].is_number());
 
     // What each tool found is the seeded truth.
     assert_eq!(results["memory.read_conversational"]["turns"].as_array().unwrap().len(), 2);
@@ -221,7 +223,23 @@ async fn every_canonical_tool_works_on_real_data() {
     assert_eq!(ctx["entity"]["attributes"]["name"], "Acme Corp");
     assert_eq!(ctx["relationships"].as_array().unwrap().len(), 1);
     assert_eq!(ctx["signals"][0]["kind"], "health_dropped", "newest first");
-    assert_eq!(ctx["memory"][0]["id"], "dec-1", "memory matching the entity's name");
+    // The proposal superseding dec-1 may have been approved by triage before
+    // session.get_context ran: the current decision is then its successor.
+    let current = if state == "written" {
+        let org =
+            f.services.backend.records.list_memory(&t, &MemoryScope::Org, &domain::PageRequest::first(50)).await.unwrap().items;
+        let new = org.iter().find(|m| m.lineage.supersedes.as_ref().is_some_and(|s| s.as_str() == "dec-1")).expect("successor");
+        assert_eq!(new.state, GovernanceState::Active);
+        new.id.to_string()
+    } else {
+        "dec-1".to_owned()
+    };
+    let ctx_memory: Vec<&str> = ctx["memory"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    if current == "dec-1" {
+        assert_eq!(ctx_memory.first().copied(), Some("dec-1"), "memory matching the entity's name");
+    } else {
+        assert!(!ctx_memory.contains(&"dec-1"), "a superseded entry is not context: {ctx_memory:?}");
+    }
     assert_eq!(ctx["session"]["recent_turns"].as_array().unwrap().len(), 2);
     assert!(results["session.summarize"]["proposal"]["body"].as_str().unwrap().contains("CFO above 50k"));
     assert_eq!(results["session.list_recent"]["sessions"][0]["turns"], 2);
@@ -231,13 +249,44 @@ async fn every_canonical_tool_works_on_real_data() {
     assert_eq!(results["book.list"]["entries"][0]["title"], "Kick-off");
     assert_eq!(results["kb.search"]["documents"][0]["id"], "kb-7");
     let steps = results["playbook.handoff"]["playbook"]["steps"].as_array().unwrap();
-    assert!(steps.iter().any(|s| s["action"] == "follow_org_memory" && s["entry"] == "dec-1"), "{steps:?}");
+    if current == "dec-1" {
+        assert!(steps.iter().any(|s| s["action"] == "follow_org_memory" && s["entry"] == "dec-1"), "{steps:?}");
+    } else {
+        assert!(!steps.iter().any(|s| s["entry"] == "dec-1"), "no step follows a superseded entry: {steps:?}");
+    }
     assert!(steps.iter().any(|s| s["action"] == "address_signal"));
 
-    // Walls 4 and 5: proposals stay pending and no tool made any org entry active.
-    let pending = f.services.backend.records.list_proposals(&t, None, &domain::PageRequest::first(50)).await.unwrap();
-    assert_eq!(pending.items.len(), 3);
-    assert!(pending.items.iter().all(|p| p.state == domain::proposal::ProposalState::Pending));
+    // Walls 4 and 5: every proposal went through triage (scored, with reasons), and an
+    // org entry is active only with an approving decision in the ledger — never a tool's.
+    let proposals = f.services.backend.records.list_proposals(&t, None, &domain::PageRequest::first(50)).await.unwrap();
+    assert_eq!(proposals.items.len(), 3);
+    assert!(proposals.items.iter().all(|p| p.score.as_ref().is_some_and(|s| !s.reasons.is_empty())));
+    let ledger = ports::records::AuditLog::list_audit(&f.services.backend.records, &t, &domain::PageRequest::first(500))
+        .await
+        .unwrap()
+        .items;
+    let active: Vec<MemoryEntry> = f
+        .services
+        .backend
+        .records
+        .list_memory(&t, &MemoryScope::Org, &domain::PageRequest::first(50))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|m| m.state == GovernanceState::Active && m.id.as_str() != "dec-1")
+        .collect();
+    for m in &active {
+        let proposal = m.lineage.proposal.as_ref().expect("a governed entry names its proposal");
+        assert!(
+            ledger.iter().any(|a| a.target.as_deref() == Some(proposal.as_str())
+                && (a.action == "proposal.auto_approved" || a.action == "proposal.approved")
+                && !a.actor.starts_with("api_key")
+                && a.actor != "ada-user"),
+            "entry {} has an approving decision by governance or an approver",
+            m.id
+        );
+    }
     let active: Vec<_> = f
         .services
         .backend
@@ -250,7 +299,7 @@ async fn every_canonical_tool_works_on_real_data() {
         .filter(|m| m.state == GovernanceState::Active)
         .map(|m| m.id.to_string())
         .collect();
-    assert_eq!(active, ["dec-1"], "only the seeded entry is active");
+    assert!(active.len() <= 2, "{active:?}");
 }
 
 #[tokio::test]
@@ -403,7 +452,11 @@ async fn prompts_assemble_real_context() {
         json!({"session": "monday", "role": "user", "content": "Plan the Apollo launch"}),
     )
     .await;
-    f.call(&key, "proposal.create", json!({"title": "Move the Apollo launch", "body": "Two weeks later."})).await;
+    // Hedged, so triage leaves it to a person: it waits for a decision.
+    let proposed = f
+        .call(&key, "proposal.create", json!({"title": "Move the Apollo launch", "body": "Maybe move the Apollo launch two weeks later so onboarding can finish first."}))
+        .await;
+    assert_eq!(proposed["structuredContent"]["proposal"]["state"], "awaiting_approval", "{proposed}");
     let list = f.rpc(&key, "prompts/list", json!({})).await;
     let names: Vec<&str> = list["result"]["prompts"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["project_handoff_summary", "morning_brief"]);

@@ -16,6 +16,7 @@ pub mod backup;
 pub mod capabilities;
 pub mod changes;
 pub mod entities;
+pub mod governance;
 pub mod graph;
 pub mod ingest;
 pub mod maintenance;
@@ -56,6 +57,8 @@ pub struct ServiceSet {
     pub backup: backup::BackupService,
     /// Retention: the audit ledger, session memory, expired OAuth records.
     pub maintenance: maintenance::MaintenanceService,
+    /// Triage, decisions and the single writer of org memory.
+    pub governance: governance::GovernanceService,
 }
 
 impl Services {
@@ -75,6 +78,7 @@ impl Services {
             audit: audit::AuditService::new(backend.clone()),
             backup: backup::BackupService::new(backend.clone()),
             maintenance: maintenance::MaintenanceService::new(backend.clone()),
+            governance: governance::GovernanceService::new(backend.clone()),
             changes,
             graph,
             backend,

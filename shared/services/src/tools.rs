@@ -323,10 +323,25 @@ impl Tools<'_> {
 
     async fn new_proposal(&self, p: Proposal) -> Result<(Value, String)> {
         self.backend.records.create_proposal(&p).await?;
-        let text = format!(
-            "Proposal {} stored as pending. It is not organisational truth: governance scores it and, when uncertain, a person decides. Check it with proposal.status.",
-            p.id
-        );
+        // Triage runs now (the embedded runner of the triage states): the answer says
+        // where the proposal went. A proposal waiting for a person waits in the store.
+        let p = crate::governance::GovernanceService::new(self.backend.clone()).triage(&p.tenant, &p.id).await?;
+        let total = p.score.as_ref().map_or(0.0, |s| s.total);
+        let text = match p.state {
+            ProposalState::Written => {
+                format!("Proposal {} scored {total:.2} and was approved by triage: it is now active org memory.", p.id)
+            }
+            ProposalState::AwaitingApproval => format!(
+                "Proposal {} scored {total:.2} and waits for a person to decide (never in chat). Check it with proposal.status.",
+                p.id
+            ),
+            ProposalState::Rejected => format!(
+                "Proposal {} was rejected by triage: {}",
+                p.id,
+                p.decision_reason.as_deref().unwrap_or("no reason recorded")
+            ),
+            other => format!("Proposal {} is {}. Check it with proposal.status.", p.id, other.as_str()),
+        };
         Ok((json!({"proposal": proposal_json(&p)}), text))
     }
 
@@ -341,6 +356,7 @@ impl Tools<'_> {
             title,
             body,
             supersedes: None,
+            suggested_supersede: None,
             state: ProposalState::Pending,
             score: None,
             decision_reason: None,
@@ -831,7 +847,8 @@ impl Tools<'_> {
         let records = &self.backend.records;
         let entries = records.list_book_entries(&caller.tenant, Some(project), &PageRequest::first(50)).await?.items;
         let (memory, _) = self.org_matches(caller, project, None, 10).await?;
-        let open = records.list_proposals(&caller.tenant, Some(ProposalState::Pending), &PageRequest::first(10)).await?.items;
+        let open =
+            records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
         let mut text = format!(
             "Write a handoff summary of the project \"{project}\" for the person taking it over: where it stands, what was decided, \
              what is open, and what to do first. Use only the facts below and say plainly what is unknown.\n"
@@ -865,7 +882,8 @@ impl Tools<'_> {
     pub async fn prompt_morning_brief(&self, caller: &CallerContext) -> Result<String> {
         let records = &self.backend.records;
         let signals = records.list_signals(&caller.tenant, None, &PageRequest::first(20)).await?.items;
-        let open = records.list_proposals(&caller.tenant, Some(ProposalState::Pending), &PageRequest::first(10)).await?.items;
+        let open =
+            records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
         let (mut sessions, _) =
             collect(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await }).await?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.last_at));
