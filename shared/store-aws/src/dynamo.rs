@@ -400,12 +400,16 @@ impl DynamoItems {
             };
             items.push(op);
         }
-        self.client.transact_write_items().set_transact_items(Some(items)).send().await.map_err(|e| {
-            match e.as_service_error() {
+        // One token per logical batch: when the SDK retries an attempt that timed out but
+        // committed, DynamoDB recognises the token and answers success instead of failing
+        // the batch's conditions against its own earlier commit.
+        let token = format!("{:032x}", rand::random::<u128>());
+        self.client.transact_write_items().set_transact_items(Some(items)).client_request_token(token).send().await.map_err(
+            |e| match e.as_service_error() {
                 Some(s) if transaction_conflict(s) => Error::conflict("a condition of the batch does not hold"),
                 _ => unavailable("dynamodb TransactWriteItems", &e),
-            }
-        })?;
+            },
+        )?;
         Ok(())
     }
 }

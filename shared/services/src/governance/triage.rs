@@ -32,7 +32,7 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { weights: [0.2, 0.2, 0.25, 0.2, 0.15], auto_approve: 0.85, reject_below: 0.60 }
+        Self { weights: [0.3, 0.2, 0.15, 0.15, 0.2], auto_approve: 0.85, reject_below: 0.60 }
     }
 }
 

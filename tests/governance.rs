@@ -1,0 +1,170 @@
+//! The governed memory loop's bands (SPEC §6) on both backends, through the MCP tools'
+//! executor and the governance service: auto-approve and write, wait for a person and
+//! be approved or rejected with a reason, reject below the bar, always reject a secret,
+//! and send a contradiction to a person with a supersede suggestion whose approval
+//! supersedes the old entry with lineage both ways.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::principal::{CallerContext, Scopes};
+use domain::proposal::ProposalState;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{ErrorCode, Id, Timestamp};
+use ports::records::{Expect, MemoryStore, ProposalStore};
+use ports::{Backend, SystemClock};
+use serde_json::{Value, json};
+use services::Services;
+use services::admin::KeyRequest;
+
+async fn caller(s: &Services, t: &domain::TenantId, scopes: &str) -> CallerContext {
+    let key = s
+        .admin
+        .create_key(KeyRequest {
+            tenant: t.clone(),
+            scopes: Scopes::parse(scopes).unwrap(),
+            principal: None,
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
+        .unwrap();
+    s.auth.authenticate_token(&key.token, "http://localhost").await.unwrap()
+}
+
+async fn propose(s: &Services, c: &CallerContext, args: Value) -> Value {
+    s.capabilities.execute(c, "memory.propose", args).await.unwrap().data["proposal"].clone()
+}
+
+async fn bands(backend: Backend) {
+    let s = Services::new(backend.clone());
+    let t = contract::fresh_tenant("gov");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let agent = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    let approver = caller(&s, &t, "approvals:decide tenant:read").await;
+    // An active org decision to contradict.
+    let now = backend.clock.now();
+    let old = MemoryEntry {
+        tenant: t.clone(),
+        id: Id::new("dec-renewal").unwrap(),
+        memory_type: MemoryType::Org,
+        scope: MemoryScope::Org,
+        kind: "decision".into(),
+        title: "Renewal discounts".into(),
+        body: "Renewal discounts for enterprise accounts are capped at 10 percent of the account ARR.".into(),
+        state: GovernanceState::Active,
+        lineage: Lineage::default(),
+        created_by: Id::new("cfo").unwrap(),
+        created_at: Timestamp(now.0 - 1000),
+        updated_at: Timestamp(now.0 - 1000),
+        version: 0,
+    };
+    backend.records.put_memory(&old, Expect::Absent).await.unwrap();
+    s.capabilities
+        .execute(&agent, "memory.write_conversational", json!({"session": "qbr", "role": "user", "content": "notes"}))
+        .await
+        .unwrap();
+
+    // ≥ 0.85: approved by triage, written, found by memory.search_org.
+    let auto = propose(
+        &s,
+        &agent,
+        json!({"title": "Health score review cadence", "kind": "decision", "session": "qbr",
+               "body": "Customer success reviews every account health score weekly on Monday; accounts under 40 get an owner call within 2 days."}),
+    )
+    .await;
+    assert_eq!(auto["state"], "written", "{auto}");
+    assert!(auto["score"]["total"].as_f64().unwrap() >= 0.85, "{auto}");
+    let found = s.capabilities.execute(&agent, "memory.search_org", json!({"query": "health score cadence"})).await.unwrap();
+    assert_eq!(found.data["entries"][0]["title"], "Health score review cadence", "{}", found.data);
+
+    // 0.60–0.84: waits for a person; approved → active.
+    let wait = propose(
+        &s,
+        &agent,
+        json!({"title": "Onboarding kickoff owner", "kind": "pattern",
+               "body": "Maybe the onboarding kickoff should be run by the account owner rather than support."}),
+    )
+    .await;
+    assert_eq!(wait["state"], "awaiting_approval", "{wait}");
+    let total = wait["score"]["total"].as_f64().unwrap();
+    assert!((0.60..0.85).contains(&total), "{total}");
+    let id = Id::new(wait["id"].as_str().unwrap()).unwrap();
+    // An agent can never decide: the scope is not grantable to it, and the tools have no way to.
+    assert_eq!(s.governance.decide(&agent, &id, true, None).await.unwrap_err().code, ErrorCode::Forbidden);
+    let decided = s.governance.decide(&approver, &id, true, Some("Owners know the account".into())).await.unwrap();
+    assert_eq!(decided.state, ProposalState::Written);
+    let org = backend.records.list_memory(&t, &MemoryScope::Org, &domain::PageRequest::first(50)).await.unwrap().items;
+    assert!(org.iter().any(|m| m.title == "Onboarding kickoff owner" && m.state == GovernanceState::Active));
+    assert_eq!(s.governance.decide(&approver, &id, true, None).await.unwrap_err().code, ErrorCode::Conflict, "decided once");
+
+    // 0.60–0.84, rejected by the approver: kept with the reason.
+    let wait2 = propose(
+        &s,
+        &agent,
+        json!({"title": "Escalation channel", "kind": "pattern", "body": "Perhaps escalations should go to the shared support channel first."}),
+    )
+    .await;
+    assert_eq!(wait2["state"], "awaiting_approval", "{wait2}");
+    let id2 = Id::new(wait2["id"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        s.governance.decide(&approver, &id2, false, None).await.unwrap_err().code,
+        ErrorCode::InvalidRequest,
+        "a rejection needs a reason"
+    );
+    let rejected = s.governance.decide(&approver, &id2, false, Some("Escalations go to the account owner".into())).await.unwrap();
+    assert_eq!(rejected.state, ProposalState::Rejected);
+    assert_eq!(rejected.decision_reason.as_deref(), Some("Escalations go to the account owner"));
+
+    // < 0.60: rejected by triage with a reason.
+    let low = propose(&s, &agent, json!({"title": "Stuff", "kind": "learning", "body": "maybe things, not sure"})).await;
+    assert_eq!(low["state"], "rejected", "{low}");
+    assert!(low["decision_reason"].as_str().unwrap().contains("below 0.60"), "{low}");
+
+    // A secret: always rejected, whatever else it scores.
+    let secret = propose(
+        &s,
+        &agent,
+        json!({"title": "Billing export credentials", "kind": "decision", "session": "qbr",
+               "body": "The weekly billing export to the account health score job uses AKIAIOSFODNN7EXAMPLE on Monday."}),
+    )
+    .await;
+    assert_eq!(secret["state"], "rejected", "{secret}");
+    assert!(secret["decision_reason"].as_str().unwrap().contains("AWS access key"), "{secret}");
+    assert!(!secret["decision_reason"].as_str().unwrap().contains("AKIA"), "the secret is not echoed");
+
+    // A contradiction of an active entry: a person decides, with a supersede suggestion;
+    // approving supersedes the old entry with a link both ways.
+    let contra = propose(
+        &s,
+        &agent,
+        json!({"title": "Renewal discounts", "kind": "decision", "session": "qbr",
+               "body": "Renewal discounts for enterprise accounts are capped at 15 percent of the account ARR."}),
+    )
+    .await;
+    assert_eq!(contra["state"], "awaiting_approval", "{contra}");
+    let cid = Id::new(contra["id"].as_str().unwrap()).unwrap();
+    let stored = backend.records.get_proposal(&t, &cid).await.unwrap().unwrap();
+    assert_eq!(stored.suggested_supersede.as_ref().map(Id::as_str), Some("dec-renewal"));
+    assert!(stored.score.unwrap().reasons.iter().any(|r| r.contains("contradicts active entry dec-renewal")));
+    s.governance.decide(&approver, &cid, true, Some("CFO approved 15%".into())).await.unwrap();
+    let old_now = backend.records.get_memory(&t, &old.id).await.unwrap().unwrap();
+    let GovernanceState::Superseded { by } = &old_now.state else { panic!("old entry not superseded: {old_now:?}") };
+    let new = backend.records.get_memory(&t, by).await.unwrap().unwrap();
+    assert_eq!(new.state, GovernanceState::Active);
+    assert_eq!(new.lineage.supersedes.as_ref(), Some(&old.id), "lineage both ways");
+    assert_eq!(new.lineage.proposal.as_ref(), Some(&cid));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    bands(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aws() {
+    bands(continuity_tests::aws::backend().await).await;
+}
