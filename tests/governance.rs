@@ -168,3 +168,102 @@ async fn embedded() {
 async fn aws() {
     bands(continuity_tests::aws::backend().await).await;
 }
+
+/// What a step of the property test does.
+#[derive(Debug, Clone)]
+enum Step {
+    Propose(usize),
+    /// An approver decides the n-th proposal made so far (if it still waits).
+    Decide(usize, bool),
+    /// The agent tries to decide the n-th proposal.
+    AgentDecides(usize),
+}
+
+const TEXTS: [(&str, &str, bool); 6] = [
+    (
+        "Health score review cadence",
+        "Customer success reviews every account health score weekly on Monday; accounts under 40 get an owner call within 2 days.",
+        true,
+    ),
+    ("Onboarding kickoff owner", "Maybe the onboarding kickoff should be run by the account owner rather than support.", false),
+    ("Stuff", "maybe things, not sure", false),
+    ("Billing export credentials", "The export uses AKIAIOSFODNN7EXAMPLE on Monday for the account health score job.", true),
+    ("Renewal discounts", "Renewal discounts for enterprise accounts are capped at 15 percent of the account ARR.", true),
+    ("Escalation channel", "Perhaps escalations should go to the shared support channel first.", false),
+];
+
+fn steps() -> impl proptest::strategy::Strategy<Value = Vec<Step>> {
+    use proptest::prelude::*;
+    prop::collection::vec(
+        prop_oneof![
+            (0..TEXTS.len()).prop_map(Step::Propose),
+            (0..8usize, any::<bool>()).prop_map(|(i, a)| Step::Decide(i, a)),
+            (0..8usize).prop_map(Step::AgentDecides),
+        ],
+        1..14,
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::test_runner::Config { cases: 24, ..proptest::test_runner::Config::default() })]
+
+    /// Over random sequences of proposals and decisions: every active org entry has an
+    /// approving decision (by triage or an approver) in the ledger, and no agent call
+    /// ever changes a decision.
+    #[test]
+    fn every_active_entry_has_an_approving_decision(seq in steps()) {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let dir = tempfile::tempdir().unwrap();
+            let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+            let s = Services::new(backend.clone());
+            let t = contract::fresh_tenant("prop");
+            s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+            let agent = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+            let approver = caller(&s, &t, "approvals:decide tenant:read").await;
+            s.capabilities.execute(&agent, "memory.write_conversational", json!({"session": "s", "role": "user", "content": "x"})).await.unwrap();
+            let mut made: Vec<Id> = Vec::new();
+            for step in seq {
+                match step {
+                    Step::Propose(i) => {
+                        let (title, body, with_session) = TEXTS[i];
+                        let mut args = json!({"title": title, "body": body, "kind": "decision"});
+                        if with_session {
+                            args["session"] = "s".into();
+                        }
+                        let p = propose(&s, &agent, args).await;
+                        made.push(Id::new(p["id"].as_str().unwrap()).unwrap());
+                    }
+                    Step::Decide(n, approve) => {
+                        if let Some(id) = made.get(n) {
+                            let before = backend.records.get_proposal(&t, id).await.unwrap().unwrap();
+                            let r = s.governance.decide(&approver, id, approve, Some("reviewed".into())).await;
+                            match before.state {
+                                ProposalState::AwaitingApproval => assert!(r.is_ok(), "{r:?}"),
+                                _ => assert_eq!(r.unwrap_err().code, ErrorCode::Conflict, "a decision is final"),
+                            }
+                        }
+                    }
+                    Step::AgentDecides(n) => {
+                        if let Some(id) = made.get(n) {
+                            let before = backend.records.get_proposal(&t, id).await.unwrap().unwrap();
+                            assert_eq!(s.governance.decide(&agent, id, true, None).await.unwrap_err().code, ErrorCode::Forbidden);
+                            let after = backend.records.get_proposal(&t, id).await.unwrap().unwrap();
+                            assert_eq!(before, after, "an agent call changed a decision");
+                        }
+                    }
+                }
+            }
+            let ledger = ports::records::AuditLog::list_audit(&backend.records, &t, &domain::PageRequest::first(500)).await.unwrap().items;
+            let org = backend.records.list_memory(&t, &MemoryScope::Org, &domain::PageRequest::first(500)).await.unwrap().items;
+            for m in org.iter().filter(|m| m.state == GovernanceState::Active) {
+                let p = m.lineage.proposal.as_ref().expect("every org entry here came through governance");
+                assert!(
+                    ledger.iter().any(|a| a.target.as_deref() == Some(p.as_str())
+                        && (a.action == "proposal.auto_approved" || a.action == "proposal.approved")),
+                    "active entry {} has no approving decision", m.id
+                );
+            }
+        });
+    }
+}
