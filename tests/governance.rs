@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
-use domain::principal::{CallerContext, Scopes};
+use domain::principal::CallerContext;
 use domain::proposal::ProposalState;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{ErrorCode, Id, Timestamp};
@@ -17,22 +17,8 @@ use ports::records::{Expect, MemoryStore, ProposalStore};
 use ports::{Backend, SystemClock};
 use serde_json::{Value, json};
 use services::Services;
-use services::admin::KeyRequest;
 
-async fn caller(s: &Services, t: &domain::TenantId, scopes: &str) -> CallerContext {
-    let key = s
-        .admin
-        .create_key(KeyRequest {
-            tenant: t.clone(),
-            scopes: Scopes::parse(scopes).unwrap(),
-            principal: None,
-            teams: vec![],
-            projects: vec![],
-        })
-        .await
-        .unwrap();
-    s.auth.authenticate_token(&key.token, "http://localhost").await.unwrap()
-}
+use continuity_tests::caller;
 
 async fn propose(s: &Services, c: &CallerContext, args: Value) -> Value {
     s.capabilities.execute(c, "memory.propose", args).await.unwrap().data["proposal"].clone()

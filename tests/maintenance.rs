@@ -121,12 +121,6 @@ async fn embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws() {
-    let sdk =
-        store_aws::aws_config_for(Some(&continuity_tests::aws::env("CONTINUITY_TEST_MOTO_URL")), continuity_tests::aws::REGION)
-            .await;
-    let table = format!("continuity-maint-{}", contract::fresh_tenant("m"));
-    let items = store_aws::DynamoItems::new(store_aws::settings::dynamo_client(&sdk), &table);
-    items.create_table_if_missing().await.unwrap();
-    let backend = continuity_tests::aws::backend().await;
-    run(Backend { records: ports::Records::new(Arc::new(items)), ..backend }).await;
+    let records = continuity_tests::aws::fresh_records("maint").await;
+    run(Backend { records, ..continuity_tests::aws::backend().await }).await;
 }

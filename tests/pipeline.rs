@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use domain::connector::{ConnectorSource, ConnectorState};
-use domain::principal::{CallerContext, Scopes};
+use domain::principal::CallerContext;
 use domain::spine::EntityRef;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{EntityType, ErrorCode, PageRequest, TenantId};
@@ -19,7 +19,6 @@ use ports::records::{ConnectorStore, Direction, EntityStore, RelationshipStore, 
 use ports::{Backend, SystemClock};
 use serde_json::{Value, json};
 use services::Services;
-use services::admin::KeyRequest;
 use services::ingest::mapping::canonical_id;
 
 const SOURCES: [&str; 5] = ["hubspot", "salesforce", "stripe", "zendesk", "jira"];
@@ -50,18 +49,7 @@ async fn drain(s: &Services) {
 async fn caller(s: &Services) -> CallerContext {
     let t = contract::fresh_tenant("pipe");
     s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
-    let key = s
-        .admin
-        .create_key(KeyRequest {
-            tenant: t,
-            scopes: Scopes::parse("mcp:tools tenant:read tenant:write memory:read").unwrap(),
-            principal: None,
-            teams: vec![],
-            projects: vec![],
-        })
-        .await
-        .unwrap();
-    s.auth.authenticate_token(&key.token, "http://localhost").await.unwrap()
+    continuity_tests::caller(s, &t, "mcp:tools tenant:read tenant:write memory:read").await
 }
 
 async fn state(s: &Services, t: &TenantId, source: &str) -> ConnectorState {
@@ -234,6 +222,17 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
     assert!(failures[0].dead_lettered, "{failures:?}");
     assert_eq!(failures[0].attempts, services::ingest::POISON_ATTEMPTS);
     assert!(failures[0].reason.contains("name"), "{}", failures[0].reason);
+    // The loader kept the split-off record in its own raw blob, beside its batch's.
+    let raw_of = |path: String| {
+        let (b, t) = (backend.clone(), t.clone());
+        async move {
+            let bytes = b.blobs.get(&ports::blob::BlobKey::new(&t, &path).unwrap()).await.unwrap().expect("raw blob");
+            serde_json::from_slice::<Vec<Value>>(&bytes).unwrap().len()
+        }
+    };
+    assert_eq!(raw_of(failures[0].raw_blob.clone()).await, 1);
+    let batch_blob = format!("{}.json", failures[0].raw_blob.rsplit_once("-r").unwrap().0);
+    assert_eq!(raw_of(batch_blob).await, 2, "the batch's raw records are intact");
     let dead = backend.queue.dead_letters(10).await.unwrap();
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0].message.kind, services::ingest::KIND_RECORD);
@@ -276,11 +275,5 @@ async fn embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aws() {
-    let sdk =
-        store_aws::aws_config_for(Some(&continuity_tests::aws::env("CONTINUITY_TEST_MOTO_URL")), continuity_tests::aws::REGION)
-            .await;
-    let table = format!("continuity-wiped-{}", contract::fresh_tenant("w"));
-    let items = store_aws::DynamoItems::new(store_aws::settings::dynamo_client(&sdk), &table);
-    items.create_table_if_missing().await.unwrap();
-    pipeline(continuity_tests::aws::backend().await, ports::Records::new(Arc::new(items))).await;
+    pipeline(continuity_tests::aws::backend().await, continuity_tests::aws::fresh_records("wiped").await).await;
 }

@@ -13,7 +13,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use domain::principal::Scopes;
 use domain::spine::PoleClass;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::value::Attributes;
@@ -22,7 +21,6 @@ use ports::Backend;
 use ports::records::{Expect, TenantStore};
 use serde_json::json;
 use services::Services;
-use services::admin::KeyRequest;
 use services::entities::Put;
 
 fn attrs(name: &str, tier: &str) -> Attributes {
@@ -39,18 +37,7 @@ async fn reads_come_from_the_cache_and_writes_queue_while_the_store_is_down() {
     let t = contract::fresh_tenant("outage");
     up.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     let op = up.admin.operator(&t).await.unwrap();
-    let key = up
-        .admin
-        .create_key(KeyRequest {
-            tenant: t.clone(),
-            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
-            principal: None,
-            teams: vec![],
-            projects: vec![],
-        })
-        .await
-        .unwrap();
-    let reader = up.auth.authenticate_token(&key.token, "http://localhost").await.unwrap();
+    let reader = continuity_tests::caller(&up, &t, "mcp:tools tenant:read").await;
     let (ty, id) = (EntityType::new("account").unwrap(), Id::new("acme-1").unwrap());
     up.entities.put(&op, ty.clone(), id.clone(), PoleClass::Organization, attrs("Acme", "silver"), Expect::Any).await.unwrap();
     let read = |s: Services| {

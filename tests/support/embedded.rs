@@ -70,3 +70,20 @@ pub async fn vault() -> contract::vault::VaultFixture {
         store_embedded::FileKeyWrapper::open(&root().join(format!("keys-{n:016x}"))).unwrap_or_else(|e| panic!("vault key: {e}"));
     contract::vault::VaultFixture { wrapper: Arc::new(wrapper), items: items().await }
 }
+
+/// Services on a fresh embedded home in `dir` with the sample events' tenant `demo`
+/// (enterprise, customer success × SaaS).
+pub async fn demo_services(dir: &std::path::Path) -> services::Services {
+    let s = services::Services::new(store_embedded::open_backend(dir, Arc::new(SystemClock)).unwrap());
+    let demo = domain::TenantId::new("demo").unwrap();
+    s.admin
+        .create_tenant(
+            demo,
+            domain::tenant::PlanTier::Enterprise,
+            domain::tenant::Department::CustomerSuccess,
+            domain::tenant::Industry::Saas,
+        )
+        .await
+        .unwrap();
+    s
+}

@@ -22,3 +22,20 @@ pub fn event(name: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
 }
+
+/// A caller of `tenant` holding a fresh API key with `scopes` (space-separated), as the
+/// gateway would authenticate it.
+pub async fn caller(s: &services::Services, tenant: &domain::TenantId, scopes: &str) -> domain::principal::CallerContext {
+    let key = s
+        .admin
+        .create_key(services::admin::KeyRequest {
+            tenant: tenant.clone(),
+            scopes: domain::principal::Scopes::parse(scopes).unwrap(),
+            principal: None,
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
+        .unwrap();
+    s.auth.authenticate_token(&key.token, "http://localhost").await.unwrap()
+}

@@ -3,10 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use domain::tenant::{Department, Industry, PlanTier};
 use domain::{EntityType, TenantId};
 use http_body_util::BodyExt;
 use ports::records::EntityStore;
@@ -26,9 +24,8 @@ async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
 #[tokio::test]
 async fn register_then_ingest_from_events() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
     let demo = TenantId::new("demo").unwrap();
-    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
 
     // Before registration the batch is refused with the URL that registers it.
     let (status, v) = invoke(&s, continuity_tests::event("ingest-hubspot.json")).await;

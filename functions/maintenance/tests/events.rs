@@ -3,20 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use domain::audit::AuditRecord;
-use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, PageRequest, TenantId, Timestamp};
 use ports::records::AuditLog;
-use services::Services;
 
 #[tokio::test]
 async fn the_scheduled_event_runs_the_job() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
     let demo = TenantId::new("demo").unwrap();
-    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     let now = s.backend.clock.now().0;
     let rec = |id: &str, at: i64| AuditRecord {
         tenant: demo.clone(),

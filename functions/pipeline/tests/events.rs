@@ -4,20 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use aws_lambda_events::event::sqs::SqsEvent;
-use domain::tenant::{Department, Industry, PlanTier};
 use domain::{EntityType, TenantId};
 use ports::records::{EntityStore, IngestFailureStore};
-use services::Services;
 
 #[tokio::test]
 async fn a_batch_commits_and_the_poison_record_alone_is_retried() {
     let dir = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
     let demo = TenantId::new("demo").unwrap();
-    s.admin.create_tenant(demo.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-ingest.json")).unwrap();
     let poison_id = event.records[1].message_id.clone().unwrap();
 

@@ -193,44 +193,21 @@ async fn put_entity(
     let entity_type = EntityType::new(entity_type)?;
     let id = Id::new(id)?;
     let expect = body.expected_version.map_or(Expect::Any, Expect::Version);
-    let stored =
-        match state.services.entities.put_or_queue(&caller, entity_type, id, body.pole_class, body.attributes, expect).await? {
-            services::entities::Put::Stored(e) => e,
-            services::entities::Put::Queued(e) => {
-                state
-                    .services
-                    .audit
-                    .record(
-                        &caller.tenant,
-                        caller.principal.as_str(),
-                        "admin:entity.put",
-                        Some(format!("{}:{}", e.entity_type, e.id)),
-                        "queued",
-                    )
-                    .await;
-                // The store is unreachable: the write waits in the queue (SPEC §4.4).
-                return Ok((
-                    http::StatusCode::ACCEPTED,
-                    Json(json!({ "type": e.entity_type.as_str(), "id": e.id.as_str(), "queued": true })),
-                )
-                    .into_response());
-            }
-        };
-    state
-        .services
-        .audit
-        .record(
-            &caller.tenant,
-            caller.principal.as_str(),
-            "admin:entity.put",
-            Some(format!("{}:{}", stored.entity_type, stored.id)),
-            "ok",
-        )
-        .await;
-    Ok(Json(json!({
-        "type": stored.entity_type.as_str(),
-        "id": stored.id.as_str(),
-        "version": stored.version,
-    }))
-    .into_response())
+    let put = state.services.entities.put_or_queue(&caller, entity_type, id, body.pole_class, body.attributes, expect).await?;
+    let (e, outcome) = match &put {
+        services::entities::Put::Stored(e) => (e, "ok"),
+        services::entities::Put::Queued(e) => (e, "queued"),
+    };
+    let target = Some(format!("{}:{}", e.entity_type, e.id));
+    state.services.audit.record(&caller.tenant, caller.principal.as_str(), "admin:entity.put", target, outcome).await;
+    Ok(match put {
+        services::entities::Put::Stored(e) => {
+            Json(json!({ "type": e.entity_type.as_str(), "id": e.id.as_str(), "version": e.version })).into_response()
+        }
+        // The store is unreachable: the write waits in the queue (SPEC §4.4).
+        services::entities::Put::Queued(e) => {
+            (http::StatusCode::ACCEPTED, Json(json!({ "type": e.entity_type.as_str(), "id": e.id.as_str(), "queued": true })))
+                .into_response()
+        }
+    })
 }

@@ -510,6 +510,20 @@ impl Records {
         page: &PageRequest,
         descending: bool,
     ) -> Result<Page<T>> {
+        let (items, next_cursor) = self.page_items(tenant, part, prefix, page, descending).await?;
+        let items = items.iter().map(decode).collect::<Result<Vec<T>>>()?;
+        Ok(Page { items, next_cursor })
+    }
+
+    /// One page of raw items and the cursor of the next (the paging every listing shares).
+    async fn page_items(
+        &self,
+        tenant: &str,
+        part: &str,
+        prefix: &str,
+        page: &PageRequest,
+        descending: bool,
+    ) -> Result<(Vec<Item>, Option<String>)> {
         let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
         if let Some(a) = &after {
             // A cursor outside the requested prefix would let a caller wander; refuse it.
@@ -520,8 +534,7 @@ impl Records {
         let (items, more) =
             self.items.query(Query { tenant, part, prefix, after: after.as_deref(), limit: page.size(), descending }).await?;
         let next_cursor = if more { items.last().map(|i| encode_cursor(&i.sk)) } else { None };
-        let items = items.iter().map(decode).collect::<Result<Vec<T>>>()?;
-        Ok(Page { items, next_cursor })
+        Ok((items, next_cursor))
     }
 
     pub(crate) async fn get_one<T: DeserializeOwned>(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<T>> {
@@ -741,23 +754,7 @@ impl EntityStore for Records {
         page: &PageRequest,
     ) -> Result<Page<Entity>> {
         let prefix = entity_type.map(|t| format!("{t}#")).unwrap_or_default();
-        if self.vault.is_none() {
-            return self.page(tenant.as_str(), "entity", &prefix, page, false).await;
-        }
-        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
-        if after.as_ref().is_some_and(|a| !a.starts_with(&prefix)) {
-            return Err(Error::invalid_field("cursor", "cursor does not belong to this listing"));
-        }
-        let q = Query {
-            tenant: tenant.as_str(),
-            part: "entity",
-            prefix: &prefix,
-            after: after.as_deref(),
-            limit: page.size(),
-            descending: false,
-        };
-        let (items, more) = self.items.query(q).await?;
-        let next_cursor = if more { items.last().map(|i| encode_cursor(&i.sk)) } else { None };
+        let (items, next_cursor) = self.page_items(tenant.as_str(), "entity", &prefix, page, false).await?;
         let mut out = Vec::with_capacity(items.len());
         for i in &items {
             out.push(self.entity_of(tenant, i).await?);

@@ -66,24 +66,6 @@ fn last_good_key(e_type: &EntityType, id: &Id, tenant: &domain::TenantId) -> Cac
     CacheKey::tenant(tenant, "entity_lkg", &format!("{e_type}:{id}"))
 }
 
-/// After a write: drops the hot cached copy (a failure is logged: it expires by TTL) and
-/// the last good copy, which the next read refreshes — the pipeline writes far more
-/// entities than are read, so it does not fill the cache with them.
-pub(crate) async fn written(backend: &ports::Backend, e: &Entity) {
-    let keys = [cache_key(&e.entity_type, &e.id, &e.tenant), last_good_key(&e.entity_type, &e.id, &e.tenant)];
-    if let Err(err) = backend.cache.evict(&keys).await {
-        tracing::warn!(tenant = %e.tenant, error = %err, "cache eviction failed; the entry expires by TTL");
-    }
-}
-
-/// After an operator write: [`written`], and the written entity kept as the last good copy.
-async fn written_keep_last_good(backend: &ports::Backend, e: &Entity) {
-    written(backend, e).await;
-    if let Ok(bytes) = serde_json::to_vec(e) {
-        let _ = backend.cache.set(&last_good_key(&e.entity_type, &e.id, &e.tenant), &bytes, LAST_GOOD_TTL).await;
-    }
-}
-
 /// What an operator write did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Put {
@@ -93,6 +75,27 @@ pub enum Put {
 }
 
 impl EntityService {
+    /// After every Spine write: drops the hot cached copy (a failure is logged: it expires
+    /// by TTL) and publishes the change to MCP sessions. `keep_last_good` keeps the
+    /// written entity as the last good copy (operator writes); otherwise that copy is
+    /// dropped too and the next read refreshes it — the pipeline writes far more entities
+    /// than are read, so it does not fill the cache with them.
+    pub(crate) async fn written(&self, e: &Entity, keep_last_good: bool) {
+        let (hot, lkg) = (cache_key(&e.entity_type, &e.id, &e.tenant), last_good_key(&e.entity_type, &e.id, &e.tenant));
+        let evicted = if keep_last_good { vec![hot] } else { vec![hot, lkg.clone()] };
+        if let Err(err) = self.backend.cache.evict(&evicted).await {
+            tracing::warn!(tenant = %e.tenant, error = %err, "cache eviction failed; the entry expires by TTL");
+        }
+        if keep_last_good && let Ok(bytes) = serde_json::to_vec(e) {
+            let _ = self.backend.cache.set(&lkg, &bytes, LAST_GOOD_TTL).await;
+        }
+        self.changes.publish(crate::changes::Change::EntityUpdated {
+            tenant: e.tenant.clone(),
+            entity_type: e.entity_type.clone(),
+            id: e.id.clone(),
+        });
+    }
+
     pub fn new(backend: Backend, auth: crate::auth::Authenticator, changes: crate::changes::Changes) -> Self {
         Self { backend, auth, changes }
     }
@@ -282,12 +285,7 @@ impl EntityService {
                 tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed")
             }
         }
-        written_keep_last_good(&self.backend, &stored).await;
-        self.changes.publish(crate::changes::Change::EntityUpdated {
-            tenant: stored.tenant.clone(),
-            entity_type: stored.entity_type.clone(),
-            id: stored.id.clone(),
-        });
+        self.written(&stored, true).await;
         Ok(stored)
     }
 
@@ -360,12 +358,7 @@ impl EntityService {
             let expect = existing.as_ref().map_or(Expect::Absent, |x| Expect::Version(x.version));
             match self.backend.records.put_entity(&e, expect).await {
                 Ok(stored) => {
-                    written_keep_last_good(&self.backend, &stored).await;
-                    self.changes.publish(crate::changes::Change::EntityUpdated {
-                        tenant: stored.tenant.clone(),
-                        entity_type: stored.entity_type.clone(),
-                        id: stored.id.clone(),
-                    });
+                    self.written(&stored, true).await;
                     return Ok(());
                 }
                 Err(err) if err.code == domain::ErrorCode::Conflict => {}

@@ -71,7 +71,7 @@ impl Services {
         Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone(), graph.clone()),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
-            ingest: ingest::IngestService::new(backend.clone(), changes.clone(), entities.clone()),
+            ingest: ingest::IngestService::new(backend.clone(), entities.clone()),
             auth,
             entities,
             admin: admin::AdminService::new(backend.clone()),

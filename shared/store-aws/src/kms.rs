@@ -27,6 +27,24 @@ pub struct KmsSigner {
     public: OnceCell<Vec<PublicJwk>>,
 }
 
+/// Creates a KMS key of `spec` for `usage`; returns its id.
+async fn create_key(
+    client: &aws_sdk_kms::Client,
+    description: &str,
+    spec: aws_sdk_kms::types::KeySpec,
+    usage: aws_sdk_kms::types::KeyUsageType,
+) -> Result<String> {
+    let out = client
+        .create_key()
+        .description(description)
+        .key_spec(spec)
+        .key_usage(usage)
+        .send()
+        .await
+        .map_err(|e| unavailable("kms create key", &e))?;
+    out.key_metadata().map(|m| m.key_id().to_owned()).ok_or_else(|| Error::unavailable("kms create key: no key id"))
+}
+
 impl KmsSigner {
     pub fn new(client: aws_sdk_kms::Client, keys: Vec<String>) -> Self {
         Self { client, keys, public: OnceCell::new() }
@@ -37,15 +55,7 @@ impl KmsSigner {
     /// # Errors
     /// `UNAVAILABLE` when KMS refuses.
     pub async fn create_key(client: &aws_sdk_kms::Client, description: &str) -> Result<String> {
-        let out = client
-            .create_key()
-            .description(description)
-            .key_spec(aws_sdk_kms::types::KeySpec::Rsa2048)
-            .key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify)
-            .send()
-            .await
-            .map_err(|e| unavailable("kms create key", &e))?;
-        out.key_metadata().map(|m| m.key_id().to_owned()).ok_or_else(|| Error::unavailable("kms create key: no key id"))
+        create_key(client, description, aws_sdk_kms::types::KeySpec::Rsa2048, aws_sdk_kms::types::KeyUsageType::SignVerify).await
     }
 
     async fn keys(&self) -> Result<&Vec<PublicJwk>> {
@@ -119,15 +129,13 @@ impl KmsKeyWrapper {
     /// # Errors
     /// `UNAVAILABLE` when KMS cannot be reached.
     pub async fn create_key(client: &aws_sdk_kms::Client, description: &str) -> Result<String> {
-        let out = client
-            .create_key()
-            .description(description)
-            .key_spec(aws_sdk_kms::types::KeySpec::SymmetricDefault)
-            .key_usage(aws_sdk_kms::types::KeyUsageType::EncryptDecrypt)
-            .send()
-            .await
-            .map_err(|e| unavailable("kms create key", &e))?;
-        out.key_metadata().map(|m| m.key_id().to_owned()).ok_or_else(|| Error::unavailable("kms create key: no key id"))
+        create_key(
+            client,
+            description,
+            aws_sdk_kms::types::KeySpec::SymmetricDefault,
+            aws_sdk_kms::types::KeyUsageType::EncryptDecrypt,
+        )
+        .await
     }
 }
 

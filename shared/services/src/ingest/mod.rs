@@ -98,8 +98,8 @@ pub struct Processed {
 #[derive(Clone)]
 pub struct IngestService {
     backend: Backend,
-    changes: crate::changes::Changes,
-    /// Applies operator writes queued while the store was unreachable.
+    /// After-write effects (cache, change notices) and operator writes queued while the
+    /// store was unreachable.
     entities: crate::entities::EntityService,
 }
 
@@ -127,8 +127,8 @@ fn is_permanent(e: &Error) -> bool {
 }
 
 impl IngestService {
-    pub fn new(backend: Backend, changes: crate::changes::Changes, entities: crate::entities::EntityService) -> Self {
-        Self { backend, changes, entities }
+    pub fn new(backend: Backend, entities: crate::entities::EntityService) -> Self {
+        Self { backend, entities }
     }
 
     /// Whether this consumer handles messages of `kind`.
@@ -379,9 +379,9 @@ impl IngestService {
         let tenant =
             self.backend.records.get_tenant(&m.tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {}", m.tenant)))?;
         // Loader: the raw records as received, the only place source names survive.
-        let raw_path = format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.part);
-        let raw_path =
-            if m.kind == KIND_RECORD { format!("raw/{}/{}-{}.json", msg.source, msg.batch, msg.first_index) } else { raw_path };
+        // A split-off record gets its own file: it must not overwrite its batch's.
+        let one = if m.kind == KIND_RECORD { format!("-r{}", msg.first_index) } else { String::new() };
+        let raw_path = format!("raw/{}/{}-{}{one}.json", msg.source, msg.batch, msg.part);
         let raw_key = BlobKey::new(&m.tenant, &raw_path)?;
         let raw = serde_json::to_vec(&msg.records).map_err(Error::internal)?;
         self.backend.blobs.put(&raw_key, &raw).await.inspect_err(|e| tracing::warn!(error = %e, "loader failed"))?;
@@ -451,13 +451,8 @@ impl IngestService {
             }
             Err(e) => return Err(e),
         }
-        for e in backup.iter().map(|w| &w.entity) {
-            crate::entities::written(&self.backend, e).await;
-            self.changes.publish(crate::changes::Change::EntityUpdated {
-                tenant: e.tenant.clone(),
-                entity_type: e.entity_type.clone(),
-                id: e.id.clone(),
-            });
+        for w in &backup {
+            self.entities.written(&w.entity, false).await;
         }
         for (index, record, e) in failed {
             if !is_permanent(&e) {
