@@ -255,6 +255,7 @@ async fn backend_wires_every_port() {
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![kms_key("wired").await],
         vault_kms_key: Some(continuity_tests::aws::vault_key().await),
+        search: store_aws::SearchSettings::default(),
     };
     let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");

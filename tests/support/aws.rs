@@ -63,6 +63,7 @@ pub async fn backend() -> Backend {
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![signing_key().await],
         vault_kms_key: Some(vault_key().await),
+        search: store_aws::SearchSettings::default(),
     };
     store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
 }

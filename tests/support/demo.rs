@@ -104,6 +104,7 @@ pub async fn seed(s: &Services, t: &TenantId, principal: &str) {
     r.put_kb_document(&KbDocument {
         tenant: t.clone(),
         id: Id::new("kb-7").unwrap(),
+        scope: domain::memory::MemoryScope::Org,
         title: "Refund policy".into(),
         body: "Refunds within 30 days of purchase.".into(),
         source: Some("handbook".into()),
@@ -120,4 +121,7 @@ pub async fn seed(s: &Services, t: &TenantId, principal: &str) {
     ] {
         r.transition_connector(t, &hub, state, None, None, Timestamp(1)).await.unwrap();
     }
+    // Records written straight to the store reach the search index the way a restore
+    // does: through the reindex job.
+    s.search.reindex(t, false, &|_| {}).await.unwrap();
 }

@@ -68,6 +68,7 @@ macro_rules! contract_suite {
                 signals_newest_first,
                 memory_scopes_and_turns,
                 library_entries_and_documents,
+                verifications_and_review_queue,
                 graphs_are_versioned_per_scope,
                 proposals_lifecycle,
                 audit_newest_first_and_idempotency,

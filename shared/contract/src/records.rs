@@ -4,7 +4,9 @@ use std::collections::BTreeSet;
 
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
-use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole};
+use domain::memory::{
+    ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole, Verification,
+};
 use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, PoleClass, Relationship, Signal};
@@ -14,7 +16,7 @@ use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
 use ports::Records;
 use ports::records::{
     AuditLog, ConnectorStore, Direction, EntityStore, Expect, IdempotencyStore, LibraryStore, MemoryStore, PrincipalStore,
-    ProposalStore, RelationshipStore, SignalStore, TenantStore,
+    ProposalStore, RelationshipStore, ReviewStore, SignalStore, TenantStore,
 };
 
 use crate::fresh_tenant;
@@ -337,6 +339,7 @@ pub async fn library_entries_and_documents(r: Records) {
     let doc = KbDocument {
         tenant: t.clone(),
         id: id("kb1"),
+        scope: MemoryScope::Org,
         title: "Refund policy".into(),
         body: "30 days".into(),
         source: None,
@@ -350,6 +353,34 @@ pub async fn library_entries_and_documents(r: Records) {
     let other = fresh_tenant("lib");
     assert!(r.list_kb_documents(&other, &PageRequest::first(10)).await.unwrap().items.is_empty());
     assert!(r.list_book_entries(&other, None, &PageRequest::first(10)).await.unwrap().items.is_empty());
+}
+
+pub async fn verifications_and_review_queue(r: Records) {
+    let t = fresh_tenant("rev");
+    let failed = Verification {
+        tenant: t.clone(),
+        kind: "kb".into(),
+        doc: id("kb1"),
+        scope: MemoryScope::Project("apollo".into()),
+        title: "Runbook".into(),
+        verified: false,
+        confidence: 0.3,
+        fresh_at: None,
+        reason: "not retrieved".into(),
+        entities: vec![domain::memory::Extracted { class: "object".into(), text: "proj-142".into() }],
+        related: vec![id("kb0")],
+        at: Timestamp(1),
+    };
+    r.put_verification(&failed).await.unwrap();
+    assert_eq!(r.get_verification(&t, "kb", &id("kb1")).await.unwrap(), Some(failed.clone()));
+    assert_eq!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items, vec![failed.clone()]);
+    assert!(r.list_review(&fresh_tenant("rev"), &PageRequest::first(10)).await.unwrap().items.is_empty());
+    // A later readback that succeeds takes it off the queue and replaces the record.
+    let ok = Verification { verified: true, confidence: 0.96, fresh_at: Some(Timestamp(2)), at: Timestamp(2), ..failed };
+    r.put_verification(&ok).await.unwrap();
+    assert!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items.is_empty());
+    assert_eq!(r.get_verification(&t, "kb", &id("kb1")).await.unwrap(), Some(ok));
+    assert_eq!(r.get_verification(&t, "memory", &id("kb1")).await.unwrap(), None);
 }
 
 pub async fn proposals_lifecycle(r: Records) {

@@ -148,6 +148,41 @@ pub struct MemoryEntry {
     pub version: u64,
 }
 
+/// The readback verification of an indexed memory entry or KB document (SPEC §5.4): a
+/// synthetic query must retrieve what was written before it counts as verified
+/// (confidence raised, freshness locked); otherwise it waits in the review queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verification {
+    pub tenant: TenantId,
+    /// `memory` or `kb`.
+    pub kind: String,
+    pub doc: Id,
+    pub scope: MemoryScope,
+    pub title: String,
+    pub verified: bool,
+    /// 0.96 when verified, 0.30 when the readback failed.
+    pub confidence: f64,
+    /// The freshness lock: when the content was proven retrievable (verified only).
+    pub fresh_at: Option<Timestamp>,
+    /// What the readback found, in words.
+    pub reason: String,
+    /// POLE+O entities extracted from the text (rule-based).
+    #[serde(default)]
+    pub entities: Vec<Extracted>,
+    /// Records of the same scope this one was linked to as similar (relation edges).
+    #[serde(default)]
+    pub related: Vec<Id>,
+    pub at: Timestamp,
+}
+
+/// One POLE+O entity found in a text: `person`, `object`, `location`, `event` or
+/// `organization`, and the words it was found as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Extracted {
+    pub class: String,
+    pub text: String,
+}
+
 string_enum! {
     TurnRole, "role" { User = "user", Assistant = "assistant", System = "system" }
 }

@@ -163,11 +163,18 @@ pub struct BookEntry {
     pub created_at: Timestamp,
 }
 
+fn org_scope() -> crate::memory::MemoryScope {
+    crate::memory::MemoryScope::Org
+}
+
 /// A knowledge-base document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KbDocument {
     pub tenant: TenantId,
     pub id: Id,
+    /// Who may read it: `org` (default), `team:…`, `project:…` or `global`.
+    #[serde(default = "org_scope")]
+    pub scope: crate::memory::MemoryScope,
     pub title: String,
     pub body: String,
     pub source: Option<String>,

@@ -7,6 +7,10 @@
 //!   queued and a per-record error for each one refused.
 //! - `GET /v1/ingest/failures` (`tenant:read`) lists records the pipeline could not
 //!   write, with reasons (`?cursor=`).
+//! - `POST /v1/kb/documents` (`tenant:write`) stores a knowledge-base document in org,
+//!   a team or a project, indexes it and answers 201 with its readback verification.
+//! - `GET /v1/kb/review` (`approvals:decide`) lists the review queue: records whose
+//!   readback failed.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -67,6 +71,34 @@ pub async fn accept(
     audit(&state, &caller, "ingest.accept", &source, result.as_ref().err()).await;
     let a = result?;
     Ok((StatusCode::ACCEPTED, Json(json!(a))).into_response())
+}
+
+/// `POST /v1/kb/documents`: store and index a knowledge-base document (`tenant:write`);
+/// 201 with the document and its readback verification.
+pub async fn put_kb(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    StrictJson(body): StrictJson<services::search::KbInput>,
+) -> Result<Response, ApiError> {
+    let result = state.services.search.put_kb_document(&caller, body).await;
+    let target = result.as_ref().map_or_else(|_| "-".to_owned(), |(d, _)| d.id.to_string());
+    audit(&state, &caller, "kb.put", &target, result.as_ref().err()).await;
+    let (doc, v) = result?;
+    Ok((StatusCode::CREATED, Json(json!({"document": doc, "verification": v}))).into_response())
+}
+
+/// `GET /v1/kb/review`: records whose readback failed (`approvals:decide`).
+pub async fn review(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Query(q): Query<Cursor>,
+) -> Result<Response, ApiError> {
+    let page = match q.cursor {
+        Some(c) => PageRequest::after(100, c),
+        None => PageRequest::first(100),
+    };
+    let p = state.services.search.review_queue(&caller, &page).await?;
+    Ok(Json(json!({ "review": p.items, "next_cursor": p.next_cursor })).into_response())
 }
 
 async fn audit(state: &AppState, caller: &CallerContext, action: &str, source: &str, error: Option<&domain::Error>) {

@@ -115,6 +115,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/connectors/{source}", post(crate::ingest::register))
         .route("/v1/ingest/failures", get(crate::ingest::failures))
         .route("/v1/ingest/{source}", post(crate::ingest::accept))
+        .route("/v1/kb/documents", post(crate::ingest::put_kb))
+        .route("/v1/kb/review", get(crate::ingest::review))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let oauth = Router::new()
         .route("/.well-known/oauth-authorization-server", get(crate::oauth::authorization_server_metadata))

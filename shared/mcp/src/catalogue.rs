@@ -160,13 +160,13 @@ fn org_kind() -> Value {
 
 fn search_org_input() -> Value {
     obj(
-        json!({"query": {"type": "string", "maxLength": 512, "description": "Words that must all appear (title, body or id). An exact entry id ranks first."}, "kind": org_kind(), "limit": limit(10, 50)}),
+        json!({"query": {"type": "string", "minLength": 1, "maxLength": 512, "description": "What you are looking for, in words or as an exact identifier (ticket key, function name); hybrid keyword + semantic search, exact identifiers first."}, "kind": org_kind(), "limit": limit(10, 50)}),
         &["query"],
     )
 }
 fn search_org_output() -> Value {
     out(
-        json!({"entries": {"type": "array", "items": memory_entry()}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}}),
+        json!({"entries": {"type": "array", "items": memory_entry()}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}, "search": {"type": "string", "description": "hybrid, or keyword-scan when no search index is configured"}}),
         &["entries", "count", "truncated"],
     )
 }
@@ -302,11 +302,14 @@ fn book_output() -> Value {
     )
 }
 fn kb_input() -> Value {
-    obj(json!({"query": {"type": "string", "maxLength": 512}, "limit": limit(10, 50)}), &["query"])
+    obj(
+        json!({"query": {"type": "string", "minLength": 1, "maxLength": 512, "description": "Words or an exact identifier; hybrid keyword + semantic search."}, "scope": {"type": "string", "description": "Only this scope: global, org, team:<id> or project:<id> (default: every one this credential can read)."}, "limit": limit(10, 50)}),
+        &["query"],
+    )
 }
 fn kb_output() -> Value {
     out(
-        json!({"documents": {"type": "array", "items": out(json!({"id": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}, "source": nullable("string"), "created_at": {"type": "string"}}), &["id", "title", "body"])}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}}),
+        json!({"documents": {"type": "array", "items": out(json!({"id": {"type": "string"}, "scope": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}, "passage": {"type": "string"}, "source": nullable("string"), "created_at": {"type": "string"}, "score": {"type": "number"}}), &["id", "title", "body"])}, "count": {"type": "integer"}, "truncated": {"type": "boolean"}, "search": {"type": "string"}}),
         &["documents", "count", "truncated"],
     )
 }
@@ -341,7 +344,7 @@ pub fn tools() -> &'static [ToolSpec] {
         spec(
             "memory.search_org",
             "Search org memory",
-            "Search the organisation's approved memory (decisions, patterns, commitments, learnings) by keywords. Only active entries are returned, always fresh. Use this before answering questions about how the organisation does things or what was decided.",
+            "Search the organisation's approved memory (decisions, patterns, commitments, learnings) with hybrid keyword + semantic search; exact identifiers rank first. Only active entries are returned, always fresh. Use this before answering questions about how the organisation does things or what was decided.",
             true,
             search_org_input,
             search_org_output,
@@ -487,7 +490,7 @@ pub fn tools() -> &'static [ToolSpec] {
         spec(
             "kb.search",
             "Search the knowledge base",
-            "Search the tenant's knowledge-base documents by keywords; every word must appear. An exact document id ranks first.",
+            "Search the knowledge-base documents you can read (global, org, your teams and projects) with hybrid keyword + semantic search. An exact identifier or document id ranks first. Returns the best passage of each document.",
             true,
             kb_input,
             kb_output,

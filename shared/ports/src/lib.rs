@@ -21,6 +21,7 @@ pub mod oauth;
 pub mod queue;
 pub mod ratelimit;
 pub mod records;
+pub mod search;
 pub mod signer;
 pub mod vault;
 
@@ -33,6 +34,7 @@ pub use items::ItemStore;
 pub use queue::{Delivery, Queue, QueueMessage};
 pub use ratelimit::{Rate, RateDecision, RateLimiter};
 pub use records::Records;
+pub use search::{Embedder, SearchIndex};
 pub use signer::{PublicJwk, Signature, TokenSigner};
 
 /// Everything a service needs from a backend, wired once in each binary's `main`.
@@ -49,6 +51,11 @@ pub struct Backend {
     pub signer: Arc<dyn TokenSigner>,
     /// Per-tenant request buckets (in process on embedded, Redis on AWS).
     pub limiter: Arc<dyn RateLimiter>,
+    /// Hybrid search over memory and the knowledge base (SQLite + in-process indexes on
+    /// embedded, OpenSearch on AWS).
+    pub search: Arc<dyn SearchIndex>,
+    /// The embedder whose vectors `search` holds.
+    pub embedder: Arc<dyn Embedder>,
     pub clock: Arc<dyn Clock>,
     /// `embedded` or `aws`, for start-up messages and `/healthz`.
     pub name: &'static str,

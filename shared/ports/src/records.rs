@@ -30,7 +30,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
-use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary};
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary, Verification};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, Relationship, Signal};
@@ -410,6 +410,27 @@ pub trait ConnectorStore: Send + Sync {
         let next = current.transition(to, progress, error, now)?;
         self.put_connector(&next, expect).await
     }
+}
+
+/// Readback verifications and the review queue (SPEC §5.4): every indexed memory entry
+/// or KB document has its latest verification; the failed ones are also listed in the
+/// review queue, visible to approvers, until a later readback succeeds.
+#[async_trait]
+pub trait ReviewStore: Send + Sync {
+    /// Records `v` (replacing the previous verification of the same record) and adds it
+    /// to, or takes it off, the review queue — in one atomic write.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn put_verification(&self, v: &Verification) -> Result<()>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_verification(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>>;
+    /// The review queue: records whose last readback failed, by kind and id.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
+    async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>>;
 }
 
 /// The typed stores over one item backend.
@@ -1075,6 +1096,29 @@ impl ConnectorStore for Records {
             },
         )?;
         Ok(stored)
+    }
+}
+
+#[async_trait]
+impl ReviewStore for Records {
+    async fn put_verification(&self, v: &Verification) -> Result<()> {
+        let tenant = v.tenant.as_str();
+        let sk = format!("{}#{}", v.kind, v.doc);
+        let body = encode(v)?;
+        let queue = if v.verified {
+            Write::Delete { tenant: tenant.to_owned(), part: "review".into(), sk: sk.clone(), condition: Condition::None }
+        } else {
+            put(tenant, "review", sk.clone(), 1, body.clone(), Condition::None)
+        };
+        self.items.write(vec![put(tenant, "verify", sk, 1, body, Condition::None), queue]).await
+    }
+
+    async fn get_verification(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>> {
+        self.get_one(tenant.as_str(), "verify", &format!("{kind}#{doc}")).await
+    }
+
+    async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>> {
+        self.page(tenant.as_str(), "review", "", page, false).await
     }
 }
 

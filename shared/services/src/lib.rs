@@ -21,6 +21,7 @@ pub mod graph;
 pub mod ingest;
 pub mod maintenance;
 pub mod oauth;
+pub mod search;
 pub mod tools;
 
 use ports::Backend;
@@ -59,6 +60,8 @@ pub struct ServiceSet {
     pub maintenance: maintenance::MaintenanceService,
     /// Triage, decisions and the single writer of org memory.
     pub governance: governance::GovernanceService,
+    /// Hybrid search, verified indexing and the review queue.
+    pub search: search::SearchService,
 }
 
 impl Services {
@@ -79,6 +82,7 @@ impl Services {
             backup: backup::BackupService::new(backend.clone()),
             maintenance: maintenance::MaintenanceService::new(backend.clone()),
             governance: governance::GovernanceService::new(backend.clone()),
+            search: search::SearchService::new(backend.clone()),
             changes,
             graph,
             backend,

@@ -28,6 +28,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::entities::EntityService;
+use crate::search::SearchService;
+use ports::search::{DocKind, SearchMode};
 
 pub const MAX_TITLE_LEN: usize = 200;
 pub const MAX_BODY_BYTES: usize = 16 * 1024;
@@ -265,14 +267,35 @@ impl Tools<'_> {
 
     // ---- memory ------------------------------------------------------------------
 
-    /// Active org entries matching `query`, best first. Read from the store every time.
+    /// Active org entries matching `query`, best first: hybrid search over the index,
+    /// each hit re-read from the store (org memory is never served stale), or — where no
+    /// index is configured — a keyword scan of the store. Returns the entries, whether
+    /// the result was cut short, and which way it was found.
     async fn org_matches(
         &self,
         caller: &CallerContext,
         query: &str,
         kind: Option<&str>,
         max: usize,
-    ) -> Result<(Vec<MemoryEntry>, bool)> {
+    ) -> Result<(Vec<MemoryEntry>, bool, &'static str)> {
+        ports::search::check_query(query)?;
+        let search = SearchService::new(self.backend.clone());
+        if search.enabled() {
+            let hits = search
+                .search(caller, vec![MemoryScope::Org], Some(DocKind::Memory), query, (max * 2).min(100), SearchMode::Hybrid)
+                .await?;
+            let mut out = Vec::new();
+            for h in &hits {
+                let Some(m) = self.backend.records.get_memory(&caller.tenant, &h.doc).await? else { continue };
+                if m.scope == MemoryScope::Org && m.state == GovernanceState::Active && kind.is_none_or(|k| m.kind == k) {
+                    out.push(m);
+                }
+                if out.len() == max {
+                    break;
+                }
+            }
+            return Ok((out, hits.len() >= 100, "hybrid"));
+        }
         let terms = terms(query)?;
         let records = &self.backend.records;
         let (all, truncated) =
@@ -283,7 +306,7 @@ impl Tools<'_> {
             .filter_map(|m| rank(&terms, m.id.as_str(), &m.title, &m.body).map(|r| (r, m)))
             .collect();
         hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.updated_at.cmp(&a.1.updated_at)));
-        Ok((hits.into_iter().take(max).map(|(_, m)| m).collect(), truncated))
+        Ok((hits.into_iter().take(max).map(|(_, m)| m).collect(), truncated, "keyword-scan"))
     }
 
     async fn search_org(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
@@ -296,13 +319,16 @@ impl Tools<'_> {
         }
         let a: A = parse(args)?;
         let max = limit(a.limit, 10, 50) as usize;
-        let (hits, truncated) = self.org_matches(caller, &a.query, a.kind.map(OrgKind::as_str), max).await?;
+        let (hits, truncated, via) = self.org_matches(caller, &a.query, a.kind.map(OrgKind::as_str), max).await?;
         let mut text = format!("{} active org memory entries match", hits.len());
+        if via != "hybrid" {
+            text.push_str(" (keyword scan: no search index is configured)");
+        }
         for m in &hits {
             text.push_str(&format!("\n- [{}] {} ({}): {}", m.id, m.title, m.kind, m.body.chars().take(200).collect::<String>()));
         }
         let entries: Vec<Value> = hits.iter().map(memory_json).collect();
-        Ok((json!({"entries": entries, "count": entries.len(), "truncated": truncated}), text))
+        Ok((json!({"entries": entries, "count": entries.len(), "truncated": truncated, "search": via}), text))
     }
 
     async fn read_org(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
@@ -766,26 +792,70 @@ impl Tools<'_> {
         #[serde(deny_unknown_fields)]
         struct A {
             query: String,
+            scope: Option<String>,
             limit: Option<u32>,
         }
         let a: A = parse(args)?;
-        let terms = terms(&a.query)?;
+        ports::search::check_query(&a.query)?;
         let max = limit(a.limit, 10, 50) as usize;
-        let records = &self.backend.records;
-        let (all, truncated) = collect(MAX_SCAN, |p| async move { records.list_kb_documents(&caller.tenant, &p).await }).await?;
-        let mut hits: Vec<(u8, _)> =
-            all.into_iter().filter_map(|d| rank(&terms, d.id.as_str(), &d.title, &d.body).map(|r| (r, d))).collect();
-        hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
-        hits.truncate(max);
-        let mut text = format!("{} knowledge-base documents match", hits.len());
-        for (_, d) in &hits {
-            text.push_str(&format!("\n- [{}] {}: {}", d.id, d.title, d.body.chars().take(200).collect::<String>()));
+        let scopes = match &a.scope {
+            Some(raw) => {
+                let scope = MemoryScope::parse(raw)?;
+                if matches!(scope, MemoryScope::Personal(_) | MemoryScope::Session(_)) {
+                    return Err(Error::invalid_field("scope", "knowledge-base documents live in global, org, team or project scopes"));
+                }
+                vec![scope]
+            }
+            None => SearchService::shared_scopes(caller),
+        };
+        let search = SearchService::new(self.backend.clone());
+        let (list, truncated, via) = if search.enabled() {
+            let hits = search.search(caller, scopes, Some(DocKind::Kb), &a.query, max, SearchMode::Hybrid).await?;
+            let mut list = Vec::new();
+            for h in &hits {
+                let tenant = if h.scope == MemoryScope::Global { None } else { Some(&caller.tenant) };
+                let doc = match tenant {
+                    Some(t) => self.backend.records.get_kb_document(t, &h.doc).await?,
+                    None => None,
+                };
+                list.push(json!({
+                    "id": h.doc.as_str(), "scope": h.scope.storage_key(), "title": h.title,
+                    "body": doc.as_ref().map_or(h.text.as_str(), |d| d.body.as_str()), "passage": h.text,
+                    "source": doc.as_ref().and_then(|d| d.source.clone()),
+                    "created_at": doc.as_ref().map(|d| d.created_at.to_rfc3339()), "score": h.score,
+                }));
+            }
+            (list, false, "hybrid")
+        } else {
+            let terms = terms(&a.query)?;
+            let records = &self.backend.records;
+            let (all, truncated) =
+                collect(MAX_SCAN, |p| async move { records.list_kb_documents(&caller.tenant, &p).await }).await?;
+            let mut hits: Vec<(u8, _)> = all
+                .into_iter()
+                .filter(|d| scopes.contains(&d.scope) && d.scope.readable_by(caller))
+                .filter_map(|d| rank(&terms, d.id.as_str(), &d.title, &d.body).map(|r| (r, d)))
+                .collect();
+            if let Some(s) = scopes.iter().find(|s| !s.readable_by(caller)) {
+                return Err(Error::forbidden(format!("scope {} is not readable with this credential", s.storage_key())));
+            }
+            hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.id.cmp(&b.1.id)));
+            hits.truncate(max);
+            let list = hits
+                .iter()
+                .map(|(_, d)| json!({"id": d.id.as_str(), "scope": d.scope.storage_key(), "title": d.title, "body": d.body, "passage": d.body, "source": d.source, "created_at": d.created_at.to_rfc3339()}))
+                .collect();
+            (list, truncated, "keyword-scan")
+        };
+        let mut text = format!("{} knowledge-base documents match", list.len());
+        if via != "hybrid" {
+            text.push_str(" (keyword scan: no search index is configured)");
         }
-        let list: Vec<Value> = hits
-            .iter()
-            .map(|(_, d)| json!({"id": d.id.as_str(), "title": d.title, "body": d.body, "source": d.source, "created_at": d.created_at.to_rfc3339()}))
-            .collect();
-        Ok((json!({"documents": list, "count": list.len(), "truncated": truncated}), text))
+        for d in &list {
+            let passage = d["passage"].as_str().unwrap_or_default().chars().take(200).collect::<String>();
+            text.push_str(&format!("\n- [{}] {}: {passage}", d["id"].as_str().unwrap_or_default(), d["title"].as_str().unwrap_or_default()));
+        }
+        Ok((json!({"documents": list, "count": list.len(), "truncated": truncated, "search": via}), text))
     }
 
     /// A playbook the caller runs locally: the goal, the context it rests on, and steps
@@ -846,7 +916,7 @@ impl Tools<'_> {
         Id::new(project).map_err(|_| Error::invalid_field("project", "1-128 printable characters without spaces, # or /"))?;
         let records = &self.backend.records;
         let entries = records.list_book_entries(&caller.tenant, Some(project), &PageRequest::first(50)).await?.items;
-        let (memory, _) = self.org_matches(caller, project, None, 10).await?;
+        let (memory, _, _) = self.org_matches(caller, project, None, 10).await?;
         let open =
             records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
         let mut text = format!(

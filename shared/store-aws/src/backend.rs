@@ -35,6 +35,9 @@ impl LambdaEnv {
     /// one `redis://` URL means a single node, `rediss://` URLs a cluster with TLS),
     /// optional `CONTINUITY_JWT_KMS_KEYS` (comma-separated KMS keys, the signing key first),
     /// optional `CONTINUITY_VAULT_KMS_KEY` (the symmetric key of the Spine vault),
+    /// optional `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_OPENSEARCH_SERVICE` (`aoss`),
+    /// `CONTINUITY_OPENSEARCH_INDEX` (`continuity`), `CONTINUITY_EMBEDDER` (`hashing` or
+    /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`,
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`.
     ///
@@ -62,6 +65,13 @@ impl LambdaEnv {
                     .map(|v| v.split(',').map(|k| k.trim().to_owned()).filter(|k| !k.is_empty()).collect())
                     .unwrap_or_default(),
                 vault_kms_key: optional("CONTINUITY_VAULT_KMS_KEY").filter(|k| !k.trim().is_empty()),
+                search: crate::settings::SearchSettings {
+                    endpoint: optional("CONTINUITY_OPENSEARCH_ENDPOINT"),
+                    service: optional("CONTINUITY_OPENSEARCH_SERVICE").unwrap_or_else(|| "aoss".into()),
+                    index: optional("CONTINUITY_OPENSEARCH_INDEX").unwrap_or_else(|| "continuity".into()),
+                    embedder: optional("CONTINUITY_EMBEDDER").unwrap_or_else(|| "hashing".into()),
+                    bedrock_endpoint: optional("CONTINUITY_BEDROCK_ENDPOINT"),
+                },
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
             allowed_hosts: optional("CONTINUITY_ALLOWED_HOSTS")

@@ -22,11 +22,14 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod backend;
+pub mod bedrock;
 pub mod cache;
 pub mod dynamo;
 pub mod kms;
 pub mod s3;
+pub mod search;
 pub mod settings;
+pub mod signed;
 pub mod sqs;
 
 pub use backend::LambdaEnv;
@@ -34,13 +37,38 @@ pub use cache::{RedisCache, RedisMode, RedisSettings};
 pub use dynamo::DynamoItems;
 pub use kms::KmsSigner;
 pub use s3::S3Blobs;
-pub use settings::{AwsSettings, aws_config_for};
+pub use bedrock::BedrockEmbedder;
+pub use search::OpenSearchIndex;
+pub use settings::{AwsSettings, SearchSettings, aws_config_for};
+pub use signed::SignedHttp;
 pub use sqs::SqsQueue;
 
 use std::fmt;
 use std::sync::Arc;
 
 use ports::{Backend, Clock, Records};
+
+/// The embedder named by `settings.embedder`.
+///
+/// # Errors
+/// `INVALID_REQUEST` for an unknown embedder or a malformed `bedrock:` spec.
+pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domain::Result<Arc<dyn ports::Embedder>> {
+    if settings.embedder == "hashing" {
+        return Ok(Arc::new(ports::search::HashingEmbedder::new(384)));
+    }
+    let spec = settings.embedder.strip_prefix("bedrock:").ok_or_else(|| {
+        domain::Error::invalid_field("CONTINUITY_EMBEDDER", "expected hashing or bedrock:{model}:{dimensions}")
+    })?;
+    let (model, dim) = spec
+        .rsplit_once(':')
+        .and_then(|(m, d)| Some((m, d.parse::<usize>().ok()?)))
+        .ok_or_else(|| domain::Error::invalid_field("CONTINUITY_EMBEDDER", "expected bedrock:{model}:{dimensions}"))?;
+    let endpoint = settings
+        .bedrock_endpoint
+        .clone()
+        .unwrap_or_else(|| format!("https://bedrock-runtime.{}.amazonaws.com", sdk.region().map_or("us-east-1", |r| r.as_ref())));
+    Ok(Arc::new(BedrockEmbedder::new(SignedHttp::new(sdk, &endpoint, "bedrock")?, model, dim)?))
+}
 
 /// Wires every AWS adapter into a [`Backend`], once, in a binary's `main`.
 ///
@@ -63,8 +91,18 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         ))))),
         None => records,
     };
+    let embedder = embedder(&settings.search, &sdk)?;
+    let search: Arc<dyn ports::SearchIndex> = match &settings.search.endpoint {
+        Some(url) => {
+            let service = if settings.search.service == "es" { "es" } else { "aoss" };
+            Arc::new(OpenSearchIndex::new(SignedHttp::new(&sdk, url, service)?, &settings.search.index, embedder.name(), embedder.dim()))
+        }
+        None => Arc::new(ports::search::NoIndex),
+    };
     Ok(Backend {
         records: vault(Records::new(Arc::new(items))),
+        search,
+        embedder,
         cache: redis.clone(),
         limiter: redis,
         signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),

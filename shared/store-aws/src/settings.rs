@@ -39,6 +39,38 @@ pub struct AwsSettings {
     /// The symmetric KMS key wrapping the Spine vault's per-tenant data keys; `None`
     /// stores entity payloads unencrypted (local experiments only — the stack sets it).
     pub vault_kms_key: Option<String>,
+    /// The search index and the embedder.
+    pub search: SearchSettings,
+}
+
+/// Where hybrid search lives on AWS.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchSettings {
+    /// The OpenSearch endpoint (`https://{id}.{region}.aoss.amazonaws.com`); `None`
+    /// leaves the stack without an index: memory and KB searches fall back to a keyword
+    /// scan of the store and say so.
+    pub endpoint: Option<String>,
+    /// The SigV4 service of the endpoint: `aoss` (Serverless) or `es` (a managed domain).
+    pub service: String,
+    /// The index name.
+    pub index: String,
+    /// `hashing` (the lexical fallback, 384 dimensions) or
+    /// `bedrock:{model}:{dimensions}`, e.g. `bedrock:amazon.titan-embed-text-v2:0:512`.
+    pub embedder: String,
+    /// A Bedrock runtime endpoint other than AWS's (a local stand-in in tests).
+    pub bedrock_endpoint: Option<String>,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            service: "aoss".into(),
+            index: "continuity".into(),
+            embedder: "hashing".into(),
+            bedrock_endpoint: None,
+        }
+    }
 }
 
 impl AwsSettings {

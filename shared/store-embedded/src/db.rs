@@ -47,6 +47,22 @@ const MIGRATIONS: &[&str] = &[
         reason        TEXT    NOT NULL,
         dead_at       INTEGER NOT NULL
      );",
+    // 2: the search index's chunks (the in-process BM25 and vector indexes are built
+    // from them per (tenant, scope) partition).
+    "CREATE TABLE search_docs (
+        tenant     TEXT    NOT NULL,
+        scope      TEXT    NOT NULL,
+        id         TEXT    NOT NULL,
+        doc        TEXT    NOT NULL,
+        kind       TEXT    NOT NULL,
+        title      TEXT    NOT NULL,
+        text       TEXT    NOT NULL,
+        embedder   TEXT    NOT NULL,
+        vector     BLOB    NOT NULL,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (tenant, scope, id)
+     ) WITHOUT ROWID;
+     CREATE INDEX search_docs_doc ON search_docs (tenant, scope, doc);",
 ];
 
 /// Read-only connections beside the writer: in WAL mode readers never wait for a

@@ -15,6 +15,7 @@ pub mod db;
 pub mod items;
 pub mod limiter;
 pub mod queue;
+pub mod search;
 pub mod signer;
 pub mod vault;
 
@@ -27,6 +28,7 @@ pub use db::Db;
 pub use items::SqliteItems;
 pub use limiter::MemoryLimiter;
 pub use queue::SqliteQueue;
+pub use search::SqliteSearch;
 pub use signer::FileSigner;
 pub use vault::FileKeyWrapper;
 
@@ -35,13 +37,24 @@ use ports::{Backend, Clock, Records};
 /// Deliveries before a queue message is dead-lettered (SQS redrive `maxReceiveCount` on AWS).
 pub const DEFAULT_MAX_RECEIVES: u32 = 5;
 
-/// Opens (creating if needed) the embedded backend in `home`.
+/// Opens (creating if needed) the embedded backend in `home`, with the lexical hashing
+/// embedder (see [`open_backend_with`] to choose another).
 ///
 /// # Errors
 /// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
 pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+    open_backend_with(home, clock, Arc::new(ports::search::HashingEmbedder::new(384)))
+}
+
+/// Opens (creating if needed) the embedded backend in `home`, its search index holding
+/// vectors of `embedder`.
+///
+/// # Errors
+/// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
+pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn ports::Embedder>) -> domain::Result<Backend> {
     let db = Db::open(&home.join("continuity.db"))?;
     let items = Arc::new(SqliteItems::new(db.clone()));
+    let search = Arc::new(SqliteSearch::new(db.clone(), embedder.name(), embedder.dim()));
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
     let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
     // The fortress is a second database file: the verified copy of promoted tenants.
@@ -59,6 +72,8 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
         fortress: Some(fortress),
         signer: Arc::new(FileSigner::open(&home.join("keys"), clock.now())?),
         limiter: Arc::new(MemoryLimiter::new()),
+        search,
+        embedder,
         clock,
         name: "embedded",
     })

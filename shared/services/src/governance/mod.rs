@@ -185,6 +185,23 @@ impl GovernanceService {
             };
             let stored = records.put_memory(&entry, Expect::Absent).await?;
             self.audit(&p.tenant, actor, "memory.write", &stored.id, "active").await?;
+            // Into the search index, proven retrievable (or into the review queue).
+            let search = crate::search::SearchService::new(self.backend.clone());
+            let v = search
+                .index(crate::search::IndexRequest {
+                    tenant: &stored.tenant,
+                    scope: &stored.scope,
+                    kind: ports::search::DocKind::Memory,
+                    doc: &stored.id,
+                    title: &stored.title,
+                    body: &stored.body,
+                    at: now,
+                })
+                .await?;
+            if let Some(v) = v {
+                let outcome = if v.verified { "verified" } else { "review: readback failed" };
+                self.audit(&p.tenant, actor, "memory.index", &stored.id, outcome).await?;
+            }
             if let Some(old_id) = replaces {
                 for attempt in 0..3 {
                     let Some(mut old) = records.get_memory(&p.tenant, &old_id).await? else { break };
@@ -197,6 +214,10 @@ impl GovernanceService {
                         Ok(_) => {
                             self.audit(&p.tenant, actor, "memory.supersede", &old_id, &format!("superseded by {}", stored.id))
                                 .await?;
+                            // Superseded entries stay readable by id, not in search.
+                            if let Err(e) = search.unindex(&p.tenant, &MemoryScope::Org, &old_id).await {
+                                tracing::warn!(code = ?e.code, "could not take a superseded entry out of the index");
+                            }
                             break;
                         }
                         Err(e) if e.code == ErrorCode::Conflict && attempt < 2 => {}

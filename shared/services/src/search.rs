@@ -1,0 +1,595 @@
+//! Hybrid search and the ingestion of searchable text (SPEC §5.4): chunking, rule-based
+//! POLE+O extraction, embedding, linking to similar records, and **readback
+//! verification** — a synthetic query must retrieve the new chunk, byte for byte,
+//! before the record is marked verified (confidence 0.96, freshness locked); otherwise
+//! it goes to the review queue, visible to approvers.
+//!
+//! Every query is confined to the caller's tenant and to scopes the caller may read
+//! ([`MemoryScope::readable_by`]) before the index is asked (wall 6).
+
+use std::collections::BTreeSet;
+
+use domain::memory::{Extracted, MemoryScope, Verification};
+use domain::principal::{CallerContext, Scope};
+use domain::spine::KbDocument;
+use domain::{Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
+use ports::Backend;
+use ports::records::{LibraryStore, MemoryStore, ReviewStore};
+use ports::search::{DocKind, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query, identifiers};
+use sha2::{Digest, Sha256};
+
+/// Longest chunk, in characters; paragraphs are kept whole when they fit.
+pub const CHUNK_CHARS: usize = 1_200;
+/// Most chunks one record is cut into (a 16 KiB memory body or a long KB document).
+pub const MAX_CHUNKS: usize = 64;
+/// How deep a readback query looks for the new chunk.
+pub const READBACK_K: usize = 10;
+/// Similarity above which an existing record is linked as related.
+pub const LINK_SIMILARITY: f32 = 0.80;
+pub const VERIFIED_CONFIDENCE: f64 = 0.96;
+pub const UNVERIFIED_CONFIDENCE: f64 = 0.30;
+
+/// Cuts `body` into chunks of at most [`CHUNK_CHARS`] characters: paragraphs merged
+/// while they fit, long paragraphs split at sentence ends, long sentences at spaces.
+pub fn chunks(body: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    for para in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
+        if para.chars().count() <= CHUNK_CHARS {
+            pieces.push(para.to_owned());
+            continue;
+        }
+        let mut current = String::new();
+        for word in para.split_inclusive(char::is_whitespace) {
+            if current.chars().count() + word.chars().count() > CHUNK_CHARS && !current.is_empty() {
+                pieces.push(current.trim().to_owned());
+                current.clear();
+            }
+            current.push_str(word);
+            let ends = current.trim_end().ends_with(['.', '!', '?']);
+            if ends && current.chars().count() > CHUNK_CHARS * 3 / 4 {
+                pieces.push(current.trim().to_owned());
+                current.clear();
+            }
+        }
+        if !current.trim().is_empty() {
+            pieces.push(current.trim().to_owned());
+        }
+    }
+    let mut out: Vec<String> = Vec::new();
+    for p in pieces {
+        match out.last_mut() {
+            Some(last) if last.chars().count() + p.chars().count() + 2 <= CHUNK_CHARS => {
+                last.push_str("\n\n");
+                last.push_str(&p);
+            }
+            _ => out.push(p),
+        }
+    }
+    if out.is_empty() {
+        out.push(body.trim().to_owned());
+    }
+    out.truncate(MAX_CHUNKS);
+    out
+}
+
+const ORG_SUFFIXES: [&str; 12] =
+    ["Inc", "Corp", "Corporation", "Ltd", "LLC", "GmbH", "AG", "SA", "Group", "Labs", "Bank", "University"];
+const EVENT_WORDS: [&str; 10] =
+    ["meeting", "launch", "incident", "outage", "release", "conference", "review", "kickoff", "migration", "renewal"];
+const PLACE_WORDS: [&str; 4] = ["in", "at", "from", "near"];
+
+/// Rule-based POLE+O extraction: organisations (capitalised names ending in Inc, Ltd,
+/// GmbH…), people (e-mail addresses; Mr/Ms/Dr + name), locations (a capitalised name
+/// after in/at/from/near), events (ISO dates; a capitalised name before meeting,
+/// launch, incident…), objects (identifiers: ticket keys, function names, versions).
+pub fn extract(text: &str) -> Vec<Extracted> {
+    let mut found: BTreeSet<(String, String)> = BTreeSet::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '@' && c != '.' && c != '-').to_owned();
+    let capital = |w: &str| w.chars().next().is_some_and(char::is_uppercase) && w.chars().skip(1).any(char::is_lowercase);
+    for (i, raw) in words.iter().enumerate() {
+        let w = clean(raw);
+        let bare = w.trim_end_matches('.');
+        if w.contains('@') && w.contains('.') && w.len() <= 100 {
+            found.insert(("person".into(), w.trim_end_matches('.').to_lowercase()));
+        }
+        if matches!(bare, "Mr" | "Ms" | "Mrs" | "Dr") && i + 1 < words.len() {
+            let name: Vec<String> =
+                words[i + 1..].iter().take(2).map(|x| clean(x)).take_while(|x| capital(x)).collect();
+            if !name.is_empty() {
+                found.insert(("person".into(), name.join(" ")));
+            }
+        }
+        if ORG_SUFFIXES.contains(&bare) && i > 0 {
+            let mut name: Vec<String> = Vec::new();
+            for x in words[..i].iter().rev().take(3) {
+                let c = clean(x);
+                if !capital(&c) {
+                    break;
+                }
+                name.insert(0, c);
+            }
+            if !name.is_empty() {
+                found.insert(("organization".into(), format!("{} {bare}", name.join(" "))));
+            }
+        }
+        if PLACE_WORDS.contains(&w.to_lowercase().as_str()) && i + 1 < words.len() {
+            let next = clean(words[i + 1]);
+            if capital(&next) && !ORG_SUFFIXES.contains(&next.as_str()) {
+                found.insert(("location".into(), next.trim_end_matches('.').to_owned()));
+            }
+        }
+        if EVENT_WORDS.contains(&w.to_lowercase().as_str()) && i > 0 {
+            let prev = clean(words[i - 1]);
+            if capital(&prev) {
+                found.insert(("event".into(), format!("{prev} {}", w.to_lowercase())));
+            }
+        }
+        let b = bare.as_bytes();
+        if b.len() == 10 && b[4] == b'-' && b[7] == b'-' && bare.chars().filter(char::is_ascii_digit).count() == 8 {
+            found.insert(("event".into(), bare.to_owned()));
+        }
+    }
+    for id in identifiers(text) {
+        let date = id.len() == 10 && id.as_bytes()[4] == b'-';
+        if !(id.contains('@') || date) {
+            found.insert(("object".into(), id));
+        }
+    }
+    found.into_iter().take(64).map(|(class, text)| Extracted { class, text }).collect()
+}
+
+fn sha(s: &str) -> [u8; 32] {
+    Sha256::digest(s.as_bytes()).into()
+}
+
+/// A synthetic query for a chunk: its first sentence (or first 24 words), the way an
+/// agent would ask for it.
+fn synthetic_query(title: &str, chunk: &str) -> String {
+    let first = chunk.split_inclusive(['.', '?', '!', '\n']).next().unwrap_or(chunk);
+    let words: Vec<&str> = first.split_whitespace().take(24).collect();
+    let q = if words.len() >= 4 { words.join(" ") } else { format!("{title} {}", words.join(" ")) };
+    let q: String = q.chars().filter(|c| !c.is_control()).collect();
+    let mut end = q.len().min(ports::search::MAX_QUERY_BYTES);
+    while !q.is_char_boundary(end) {
+        end -= 1;
+    }
+    q[..end].to_owned()
+}
+
+/// Largest knowledge-base document body (it is cut into at most [`MAX_CHUNKS`] chunks).
+pub const MAX_KB_BYTES: usize = 64 * 1024;
+
+/// A knowledge-base document as submitted (`POST /v1/kb/documents`).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KbInput {
+    /// Replaces the document with this id; a new id when absent.
+    pub id: Option<String>,
+    /// `org` (default), `team:<id>` or `project:<id>`.
+    pub scope: Option<String>,
+    pub title: String,
+    pub body: String,
+    pub source: Option<String>,
+}
+
+/// What to index: one memory entry or KB document.
+#[derive(Debug, Clone)]
+pub struct IndexRequest<'a> {
+    pub tenant: &'a TenantId,
+    pub scope: &'a MemoryScope,
+    pub kind: DocKind,
+    pub doc: &'a Id,
+    pub title: &'a str,
+    pub body: &'a str,
+    pub at: Timestamp,
+}
+
+/// A searchable source record: id, title, body, kind, and whether it belongs in the index.
+type Source = (Id, String, String, DocKind, bool);
+
+/// What a reindex did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReindexReport {
+    /// Records (re)indexed, and how many of them passed readback.
+    pub indexed: usize,
+    pub verified: usize,
+    /// Records already indexed and left alone.
+    pub kept: usize,
+    /// Superseded entries taken out of the index.
+    pub removed: usize,
+    /// Index entries without a record, flagged for review.
+    pub orphaned: usize,
+}
+
+/// Hybrid search and verified indexing, over the backend's index and embedder.
+#[derive(Clone)]
+pub struct SearchService {
+    backend: Backend,
+}
+
+impl SearchService {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    /// Whether a search index is configured (an AWS stack may have none: searches then
+    /// scan the store by keywords).
+    pub fn enabled(&self) -> bool {
+        self.backend.search.name() != "none"
+    }
+
+    /// Indexes a record and proves it retrievable. Returns its verification (also
+    /// stored; a failed one is in the review queue). Index errors do not fail the
+    /// caller's write: the record is stored, unverified, and queued for review.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the embedder or the verification record cannot be written.
+    pub async fn index(&self, r: IndexRequest<'_>) -> Result<Option<Verification>> {
+        if !self.enabled() {
+            return Ok(None);
+        }
+        let parts = chunks(r.body);
+        let texts: Vec<String> = parts.iter().map(|c| format!("{}\n{c}", r.title)).collect();
+        let vectors = self.backend.embedder.embed(&texts).await?;
+        let docs: Vec<SearchDoc> = parts
+            .iter()
+            .zip(vectors)
+            .enumerate()
+            .map(|(i, (text, vector))| {
+                Ok(SearchDoc {
+                    tenant: r.tenant.clone(),
+                    scope: r.scope.clone(),
+                    id: Id::new(format!("{}~{i}", r.doc))?,
+                    doc: r.doc.clone(),
+                    kind: r.kind,
+                    title: r.title.to_owned(),
+                    text: text.clone(),
+                    vector,
+                    embedder: self.backend.embedder.name().to_owned(),
+                    updated_at: r.at,
+                })
+            })
+            .collect::<Result<_>>()?;
+        // Similar records of the same scope, found before this one is written.
+        let related = self.similar(&r, &docs).await;
+        // A shorter record replaces a longer one: drop its old chunks first.
+        let written = async {
+            self.backend.search.remove(r.tenant, r.scope, r.doc).await?;
+            self.backend.search.upsert(&docs).await
+        }
+        .await;
+        let (verified, reason) = match written {
+            Err(e) => {
+                tracing::warn!(code = ?e.code, "search index write failed; the record goes to review");
+                (false, "the index write failed".to_owned())
+            }
+            Ok(()) => self.readback(&r, &docs).await,
+        };
+        let v = Verification {
+            tenant: r.tenant.clone(),
+            kind: r.kind.as_str().to_owned(),
+            doc: r.doc.clone(),
+            scope: r.scope.clone(),
+            title: r.title.chars().take(200).collect(),
+            verified,
+            confidence: if verified { VERIFIED_CONFIDENCE } else { UNVERIFIED_CONFIDENCE },
+            fresh_at: verified.then(|| self.backend.clock.now()),
+            reason,
+            entities: extract(&format!("{}\n{}", r.title, r.body)),
+            related,
+            at: self.backend.clock.now(),
+        };
+        self.backend.records.put_verification(&v).await?;
+        Ok(Some(v))
+    }
+
+    async fn similar(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> Vec<Id> {
+        let Some(first) = docs.first() else { return Vec::new() };
+        let q = SearchQuery {
+            tenant: r.tenant.clone(),
+            scopes: vec![r.scope.clone()],
+            kind: None,
+            text: synthetic_query(r.title, &first.text),
+            vector: Some(first.vector.clone()),
+            embedder: first.embedder.clone(),
+            mode: SearchMode::Vector,
+            k: 4,
+        };
+        let hits = self.backend.search.search(&q).await.unwrap_or_default();
+        hits.into_iter()
+            .filter(|h| h.doc != *r.doc && h.similarity.is_some_and(|s| s >= LINK_SIMILARITY))
+            .map(|h| h.doc)
+            .take(3)
+            .collect()
+    }
+
+    /// Asks the index for each chunk with a synthetic query; verified when every chunk
+    /// comes back within [`READBACK_K`] with exactly the text written. OpenSearch makes
+    /// writes searchable after a refresh (about a second), so a miss there is retried a
+    /// few times before it counts.
+    async fn readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> (bool, String) {
+        let tries: &[u64] = if self.backend.search.name() == "opensearch" { &[0, 1_000, 2_000, 4_000] } else { &[0] };
+        let mut last = String::new();
+        for &wait in tries {
+            if wait > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            }
+            match self.readback_once(r, docs).await {
+                Ok(()) => return (true, format!("all {} chunks retrieved by a synthetic query", docs.len())),
+                Err(reason) => last = reason,
+            }
+        }
+        (false, last)
+    }
+
+    async fn readback_once(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> std::result::Result<(), String> {
+        for d in docs {
+            let q = SearchQuery {
+                tenant: r.tenant.clone(),
+                scopes: vec![r.scope.clone()],
+                kind: Some(r.kind),
+                text: synthetic_query(r.title, &d.text),
+                vector: Some(d.vector.clone()),
+                embedder: d.embedder.clone(),
+                mode: SearchMode::Hybrid,
+                k: READBACK_K,
+            };
+            let hits = self.backend.search.search(&q).await.map_err(|e| format!("the readback query failed: {}", e.code))?;
+            let Some(hit) = hits.iter().find(|h| h.id == d.id) else {
+                return Err(format!("chunk {} was not retrieved by its synthetic query", d.id));
+            };
+            if sha(&hit.text) != sha(&d.text) {
+                return Err(format!("chunk {} came back different from what was written", d.id));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a record from the index (superseded org memory, replaced documents).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be written.
+    pub async fn unindex(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
+        self.backend.search.remove(tenant, scope, doc).await
+    }
+
+    /// Hybrid search of `scopes` for `caller`. Every scope must be readable by the
+    /// caller (`FORBIDDEN` otherwise) — checked here, before the index is asked.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an unusable query; `FORBIDDEN` for an unreadable scope;
+    /// `UNAVAILABLE` when the index or the embedder is unreachable (or none is configured).
+    pub async fn search(
+        &self,
+        caller: &CallerContext,
+        scopes: Vec<MemoryScope>,
+        kind: Option<DocKind>,
+        text: &str,
+        k: usize,
+        mode: SearchMode,
+    ) -> Result<Vec<SearchHit>> {
+        check_query(text)?;
+        if let Some(s) = scopes.iter().find(|s| !s.readable_by(caller)) {
+            return Err(Error::forbidden(format!("scope {} is not readable with this credential", s.storage_key())));
+        }
+        let vector = if mode == SearchMode::Keyword {
+            None
+        } else {
+            self.backend.embedder.embed(&[text.to_owned()]).await?.pop()
+        };
+        let q = SearchQuery {
+            tenant: caller.tenant.clone(),
+            scopes,
+            kind,
+            text: text.to_owned(),
+            vector,
+            embedder: self.backend.embedder.name().to_owned(),
+            mode,
+            k,
+        };
+        self.backend.search.search(&q).await
+    }
+
+    /// Stores a knowledge-base document and indexes it, verified by readback. Needs
+    /// `tenant:write` and a scope the caller can read (org, one of its teams or
+    /// projects); `global` is operator-written and refused here.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:write` or for a scope the caller cannot read;
+    /// `INVALID_REQUEST` for an empty or oversized title/body or a bad scope or id;
+    /// `UNAVAILABLE` when the store is unreachable.
+    pub async fn put_kb_document(&self, caller: &CallerContext, input: KbInput) -> Result<(KbDocument, Option<Verification>)> {
+        caller.scopes.require(Scope::TenantWrite)?;
+        let scope = MemoryScope::parse(input.scope.as_deref().unwrap_or("org"))?;
+        match &scope {
+            MemoryScope::Org | MemoryScope::Team(_) | MemoryScope::Project(_) => {}
+            _ => return Err(Error::invalid_field("scope", "knowledge-base documents go in org, team:<id> or project:<id>")),
+        }
+        if !scope.readable_by(caller) {
+            return Err(Error::forbidden(format!("scope {} is not readable with this credential", scope.storage_key())));
+        }
+        if input.title.trim().is_empty() || input.title.chars().count() > 200 {
+            return Err(Error::invalid_field("title", "1 to 200 characters"));
+        }
+        if input.body.trim().is_empty() || input.body.len() > MAX_KB_BYTES {
+            return Err(Error::invalid_field("body", format!("1 to {MAX_KB_BYTES} bytes")));
+        }
+        let id = match input.id {
+            Some(id) => Id::new(id)?,
+            None => crate::new_id(&self.backend),
+        };
+        // An id names one document: moving it to another scope is refused, not copied.
+        if let Some(old) = self.backend.records.get_kb_document(&caller.tenant, &id).await?
+            && old.scope != scope
+        {
+            return Err(Error::conflict(format!("document {id} is in scope {}", old.scope.storage_key())));
+        }
+        let doc = KbDocument {
+            tenant: caller.tenant.clone(),
+            id,
+            scope,
+            title: input.title,
+            body: input.body,
+            source: input.source,
+            created_at: self.backend.clock.now(),
+        };
+        self.backend.records.put_kb_document(&doc).await?;
+        let v = self
+            .index(IndexRequest {
+                tenant: &doc.tenant,
+                scope: &doc.scope,
+                kind: DocKind::Kb,
+                doc: &doc.id,
+                title: &doc.title,
+                body: &doc.body,
+                at: doc.created_at,
+            })
+            .await?;
+        Ok((doc, v))
+    }
+
+    /// The two-way reindex (SPEC §9) of one tenant's searchable records — active org
+    /// memory and knowledge-base documents — against the index. Forward: a record
+    /// missing from the index (or every record, with `full`, after an embedder change)
+    /// is chunked, embedded, indexed and verified; a superseded entry still indexed is
+    /// taken out. Backward: an indexed record whose source record is gone is flagged
+    /// `orphaned — content unrecoverable` in the review queue. Idempotent. `progress`
+    /// is called after each record indexed.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store, the index or the embedder is unreachable.
+    pub async fn reindex(&self, tenant: &TenantId, full: bool, progress: &(dyn Fn(usize) + Sync)) -> Result<ReindexReport> {
+        let mut report = ReindexReport::default();
+        if !self.enabled() {
+            return Ok(report);
+        }
+        let records = &self.backend.records;
+        // Source records by scope: (doc id, title, body, kind).
+        let mut by_scope: std::collections::BTreeMap<MemoryScope, Vec<Source>> = std::collections::BTreeMap::new();
+        by_scope.entry(MemoryScope::Org).or_default();
+        let mut page = PageRequest::first(500);
+        loop {
+            let p = records.list_memory(tenant, &MemoryScope::Org, &page).await?;
+            for m in p.items {
+                let active = m.state == domain::memory::GovernanceState::Active;
+                by_scope.entry(MemoryScope::Org).or_default().push((m.id, m.title, m.body, DocKind::Memory, active));
+            }
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(500, c),
+                None => break,
+            }
+        }
+        let mut page = PageRequest::first(500);
+        loop {
+            let p = records.list_kb_documents(tenant, &page).await?;
+            for d in p.items {
+                by_scope.entry(d.scope.clone()).or_default().push((d.id, d.title, d.body, DocKind::Kb, true));
+            }
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(500, c),
+                None => break,
+            }
+        }
+        let now = self.backend.clock.now();
+        for (scope, docs) in by_scope {
+            let indexed: BTreeSet<Id> = self.backend.search.doc_ids(tenant, &scope, 1_000_000).await?.into_iter().collect();
+            let mut known = BTreeSet::new();
+            for (id, title, body, kind, active) in docs {
+                known.insert(id.clone());
+                if !active {
+                    if indexed.contains(&id) {
+                        self.unindex(tenant, &scope, &id).await?;
+                        report.removed += 1;
+                    }
+                    continue;
+                }
+                if indexed.contains(&id) && !full {
+                    report.kept += 1;
+                    continue;
+                }
+                let v = self
+                    .index(IndexRequest { tenant, scope: &scope, kind, doc: &id, title: &title, body: &body, at: now })
+                    .await?;
+                report.indexed += 1;
+                if v.is_some_and(|v| v.verified) {
+                    report.verified += 1;
+                }
+                progress(report.indexed);
+            }
+            for orphan in indexed.difference(&known) {
+                let v = Verification {
+                    tenant: tenant.clone(),
+                    kind: "index".into(),
+                    doc: orphan.clone(),
+                    scope: scope.clone(),
+                    title: String::new(),
+                    verified: false,
+                    confidence: 0.0,
+                    fresh_at: None,
+                    reason: "orphaned — content unrecoverable: indexed, but its record is gone".into(),
+                    entities: Vec::new(),
+                    related: Vec::new(),
+                    at: now,
+                };
+                self.backend.records.put_verification(&v).await?;
+                report.orphaned += 1;
+            }
+        }
+        Ok(report)
+    }
+
+    /// The review queue: records whose readback failed. For approvers.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `approvals:decide`; `INVALID_REQUEST` for a bad cursor.
+    pub async fn review_queue(&self, caller: &CallerContext, page: &PageRequest) -> Result<Page<Verification>> {
+        caller.scopes.require(Scope::ApprovalsDecide)?;
+        self.backend.records.list_review(&caller.tenant, page).await
+    }
+
+    /// Every scope `caller` may read among global, org, its teams and its projects.
+    pub fn shared_scopes(caller: &CallerContext) -> Vec<MemoryScope> {
+        let mut s = vec![MemoryScope::Global, MemoryScope::Org];
+        s.extend(caller.teams.iter().map(|t| MemoryScope::Team(t.clone())));
+        s.extend(caller.projects.iter().map(|p| MemoryScope::Project(p.clone())));
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_keep_paragraphs_and_bound_length() {
+        assert_eq!(chunks("one.\n\ntwo."), ["one.\n\ntwo."]);
+        let long = "A sentence that goes on for a while. ".repeat(200);
+        let c = chunks(&long);
+        assert!(c.len() > 5);
+        assert!(c.iter().all(|x| x.chars().count() <= CHUNK_CHARS));
+        assert_eq!(c.join(" ").split_whitespace().count(), long.split_whitespace().count());
+    }
+
+    #[test]
+    fn pole_o_rules() {
+        let e = extract(
+            "Dr Ada Lovelace of Acme Labs met jane@example.com in Berlin on 2026-03-14 for the Apollo launch; see PROJ-142.",
+        );
+        let has = |c: &str, t: &str| e.iter().any(|x| x.class == c && x.text == t);
+        assert!(has("person", "Ada Lovelace"), "{e:?}");
+        assert!(has("person", "jane@example.com"));
+        assert!(has("organization", "Acme Labs"));
+        assert!(has("location", "Berlin"));
+        assert!(has("event", "2026-03-14"));
+        assert!(has("event", "Apollo launch"));
+        assert!(has("object", "proj-142"));
+    }
+
+    #[test]
+    fn synthetic_queries_are_valid_queries() {
+        let q = synthetic_query("T", &format!("{}.", "word ".repeat(500)));
+        assert!(check_query(&q).is_ok());
+        assert_eq!(synthetic_query("Title", "Hi."), "Title Hi.");
+    }
+}

@@ -1,0 +1,275 @@
+//! [`OpenSearchIndex`]: the search index on OpenSearch (a Serverless vector-search
+//! collection, SigV4 service `aoss`; a managed domain works with service `es`).
+//!
+//! One index holds every tenant's chunks. Each chunk carries a `partition` keyword,
+//! `{tenant}/{scope}` (`/global` for the shared scope), and **every** query filters on
+//! the caller's partitions inside the query itself — a `bool` filter for BM25 and the
+//! k-NN query's own `filter` (applied while the graph is searched) for vectors — so no
+//! other tenant's or project's chunk can be scored. Hits are checked against the
+//! requested partitions again before they are returned.
+//!
+//! Hybrid search is two requests (a BM25 `multi_match` and a `knn` query) fused here by
+//! [`ports::search::fuse`], the same Reciprocal Rank Fusion the embedded index uses, so
+//! both backends rank alike and no search pipeline has to be provisioned.
+//!
+//! There is no local OpenSearch: the tests assert the exact requests against an
+//! in-process HTTP server answering recorded OpenSearch responses.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use domain::memory::MemoryScope;
+use domain::{Error, Id, Result, TenantId};
+use ports::search::{
+    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
+    identifiers,
+};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use tokio::sync::OnceCell;
+
+use crate::signed::SignedHttp;
+
+/// How deep each retriever's list goes before fusion (as on embedded).
+const DEPTH: usize = 50;
+const SOURCE: [&str; 6] = ["partition", "chunk", "doc", "kind", "title", "text"];
+
+/// The OpenSearch adapter of the search port.
+#[derive(Debug, Clone)]
+pub struct OpenSearchIndex {
+    http: SignedHttp,
+    index: String,
+    embedder: String,
+    dim: usize,
+    ready: std::sync::Arc<OnceCell<()>>,
+}
+
+/// `{tenant}/{scope}`; the shared `global` scope has no tenant.
+pub fn partition(tenant: &TenantId, scope: &MemoryScope) -> String {
+    match scope {
+        MemoryScope::Global => "/global".to_owned(),
+        _ => format!("{}/{}", tenant.as_str(), scope.storage_key()),
+    }
+}
+
+/// The document id of a chunk: a hash, so ids never exceed OpenSearch's 512 bytes and
+/// carry no tenant data in URLs or logs.
+fn doc_id(part: &str, chunk: &Id) -> String {
+    hex::encode(&Sha256::digest(format!("{part}\n{}", chunk.as_str()))[..16])
+}
+
+impl OpenSearchIndex {
+    /// The adapter for index `index` behind `http`, holding `dim`-dimension vectors of
+    /// `embedder`.
+    pub fn new(http: SignedHttp, index: &str, embedder: &str, dim: usize) -> Self {
+        Self { http, index: index.to_owned(), embedder: embedder.to_owned(), dim, ready: std::sync::Arc::default() }
+    }
+
+    /// The index mapping: keywords for filters, text for BM25, a `knn_vector` (HNSW,
+    /// m 16, ef_construction 64, cosine) for vectors.
+    pub fn mapping(&self) -> Value {
+        json!({
+            "settings": {"index": {"knn": true}},
+            "mappings": {"properties": {
+                "partition": {"type": "keyword"},
+                "chunk": {"type": "keyword"},
+                "doc": {"type": "keyword"},
+                "kind": {"type": "keyword"},
+                "embedder": {"type": "keyword"},
+                "title": {"type": "text"},
+                "text": {"type": "text"},
+                "updated_at": {"type": "date", "format": "epoch_millis"},
+                "vector": {"type": "knn_vector", "dimension": self.dim, "method": {
+                    "name": "hnsw", "engine": "faiss", "space_type": "cosinesimil",
+                    "parameters": {"m": 16, "ef_construction": 64}
+                }}
+            }}
+        })
+    }
+
+    /// Creates the index on first use; an existing one (400 `resource_already_exists`) is fine.
+    async fn ensure(&self) -> Result<()> {
+        self.ready
+            .get_or_try_init(|| async {
+                let body = serde_json::to_vec(&self.mapping()).map_err(|e| Error::internal(e.to_string()))?;
+                let (status, answer) = self.http.send("PUT", &format!("/{}", self.index), "application/json", body, &[400]).await?;
+                if status == 400 && answer.pointer("/error/type").and_then(Value::as_str) != Some("resource_already_exists_exception")
+                {
+                    return Err(Error::internal("opensearch refused the index mapping"));
+                }
+                Ok(())
+            })
+            .await
+            .map(|_| ())
+    }
+
+    async fn bulk(&self, lines: Vec<Value>) -> Result<()> {
+        let mut body = Vec::new();
+        for l in lines {
+            serde_json::to_writer(&mut body, &l).map_err(|e| Error::internal(e.to_string()))?;
+            body.push(b'\n');
+        }
+        let (_, answer) = self.http.send("POST", "/_bulk", "application/x-ndjson", body, &[]).await?;
+        if answer.get("errors").and_then(Value::as_bool) != Some(false) {
+            let first = answer
+                .get("items")
+                .and_then(Value::as_array)
+                .and_then(|items| items.iter().find_map(|i| i.as_object()?.values().next()?.get("error")?.get("type").cloned()));
+            tracing::warn!(error = ?first, "opensearch bulk write had failures");
+            return Err(Error::unavailable("the search index refused part of a write"));
+        }
+        Ok(())
+    }
+
+    async fn query(&self, body: Value) -> Result<Vec<Value>> {
+        let body = serde_json::to_vec(&body).map_err(|e| Error::internal(e.to_string()))?;
+        let (_, answer) = self.http.send("POST", &format!("/{}/_search", self.index), "application/json", body, &[]).await?;
+        Ok(answer.pointer("/hits/hits").and_then(Value::as_array).cloned().unwrap_or_default())
+    }
+
+    /// The hits of one retriever as candidates, dropping anything outside `parts`.
+    fn candidates(&self, hits: Vec<Value>, parts: &[(String, MemoryScope)], ids: &[String], vector: bool) -> Vec<Candidate> {
+        hits.into_iter()
+            .filter_map(|h| {
+                let src = h.get("_source")?;
+                let part = src.get("partition")?.as_str()?;
+                let Some((_, scope)) = parts.iter().find(|(p, _)| p == part) else {
+                    tracing::error!("opensearch returned a chunk outside the query's partitions; dropped");
+                    return None;
+                };
+                let s = |k: &str| src.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+                let score = h.get("_score").and_then(Value::as_f64).unwrap_or(0.0);
+                let (doc, title, text) = (Id::new(s("doc")).ok()?, s("title"), s("text"));
+                #[allow(clippy::cast_possible_truncation)]
+                // OpenSearch's cosinesimil score is (1 + cosine) / 2.
+                let similarity = vector.then_some((2.0 * score - 1.0) as f32);
+                Some(Candidate {
+                    hit: SearchHit {
+                        scope: scope.clone(),
+                        id: Id::new(s("chunk")).ok()?,
+                        exact: has_identifiers(ids, doc.as_str(), &title, &text),
+                        doc,
+                        kind: DocKind::parse(&s("kind")).ok()?,
+                        title,
+                        text,
+                        score: 0.0,
+                        similarity,
+                        keyword_rank: None,
+                        vector_rank: None,
+                    },
+                    raw: score,
+                })
+            })
+            .collect()
+    }
+
+    /// The filter every query carries: the caller's partitions (and the kind).
+    fn filter(parts: &[(String, MemoryScope)], kind: Option<DocKind>) -> Vec<Value> {
+        let names: Vec<&str> = parts.iter().map(|(p, _)| p.as_str()).collect();
+        let mut f = vec![json!({"terms": {"partition": names}})];
+        if let Some(k) = kind {
+            f.push(json!({"term": {"kind": k.as_str()}}));
+        }
+        f
+    }
+}
+
+#[async_trait]
+impl SearchIndex for OpenSearchIndex {
+    fn name(&self) -> &'static str {
+        "opensearch"
+    }
+
+    async fn upsert(&self, docs: &[SearchDoc]) -> Result<()> {
+        if docs.is_empty() {
+            return Ok(());
+        }
+        self.ensure().await?;
+        let mut lines = Vec::with_capacity(docs.len() * 2);
+        for d in docs {
+            if d.embedder == self.embedder && d.vector.len() != self.dim {
+                return Err(Error::invalid(format!("vector has {} dimensions, the index {}", d.vector.len(), self.dim)));
+            }
+            let part = partition(&d.tenant, &d.scope);
+            lines.push(json!({"index": {"_index": self.index, "_id": doc_id(&part, &d.id)}}));
+            lines.push(json!({
+                "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
+                "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0, "vector": d.vector,
+            }));
+        }
+        self.bulk(lines).await
+    }
+
+    async fn remove(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
+        self.ensure().await?;
+        // Serverless collections have no delete-by-query: find the chunks, delete each.
+        let part = partition(tenant, scope);
+        let hits = self
+            .query(json!({
+                "size": 1000, "_source": ["chunk"],
+                "query": {"bool": {"filter": [{"term": {"partition": part}}, {"term": {"doc": doc.as_str()}}]}}
+            }))
+            .await?;
+        let lines: Vec<Value> = hits
+            .iter()
+            .filter_map(|h| h.get("_id")?.as_str().map(|id| json!({"delete": {"_index": self.index, "_id": id}})))
+            .collect();
+        if lines.is_empty() { Ok(()) } else { self.bulk(lines).await }
+    }
+
+    async fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        check_query(&q.text)?;
+        if q.scopes.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.ensure().await?;
+        let ids = identifiers(&q.text);
+        let parts: Vec<(String, MemoryScope)> = q.scopes.iter().map(|s| (partition(&q.tenant, s), s.clone())).collect();
+        let filter = Self::filter(&parts, q.kind);
+        let mut keyword = Vec::new();
+        if q.mode != SearchMode::Vector {
+            let hits = self
+                .query(json!({
+                    "size": DEPTH, "_source": SOURCE,
+                    "query": {"bool": {
+                        "filter": filter,
+                        "must": [{"multi_match": {"query": q.text, "fields": ["title^2", "text"]}}]
+                    }}
+                }))
+                .await?;
+            keyword = self.candidates(hits, &parts, &ids, false);
+        }
+        let mut vector = Vec::new();
+        if q.mode != SearchMode::Keyword
+            && let Some(v) = q.vector.as_ref().filter(|v| v.len() == self.dim && q.embedder == self.embedder)
+        {
+            let mut f = filter.clone();
+            f.push(json!({"term": {"embedder": self.embedder}}));
+            let hits = self
+                .query(json!({
+                    "size": DEPTH, "_source": SOURCE,
+                    "query": {"knn": {"vector": {"vector": v, "k": DEPTH, "filter": {"bool": {"filter": f}}}}}
+                }))
+                .await?;
+            vector = self.candidates(hits, &parts, &ids, true);
+        }
+        Ok(fuse(q.mode, keyword, vector, q.k.clamp(1, ports::search::MAX_HITS)))
+    }
+
+    async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>> {
+        self.ensure().await?;
+        let hits = self
+            .query(json!({
+                "size": max.min(10_000), "_source": ["doc"], "sort": [{"doc": "asc"}],
+                "query": {"bool": {"filter": [{"term": {"partition": partition(tenant, scope)}}]}}
+            }))
+            .await?;
+        let mut seen = HashSet::new();
+        Ok(hits
+            .iter()
+            .filter_map(|h| h.pointer("/_source/doc")?.as_str())
+            .filter(|d| seen.insert((*d).to_owned()))
+            .filter_map(|d| Id::new(d).ok())
+            .collect())
+    }
+}

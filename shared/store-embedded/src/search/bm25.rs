@@ -1,0 +1,106 @@
+//! Okapi BM25 (k1 = 1.2, b = 0.75) over one partition's chunks: an inverted index of
+//! token → postings `(slot, term frequency)` kept sorted by slot.
+
+use std::collections::HashMap;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+#[derive(Default)]
+pub struct Bm25 {
+    postings: HashMap<String, Vec<(u32, u32)>>,
+    lengths: Vec<u32>,
+    total: u64,
+    docs: usize,
+}
+
+impl Bm25 {
+    /// Indexes `slot` with its tokens (the slot must not be indexed already).
+    pub fn add(&mut self, slot: u32, tokens: &[String]) {
+        let mut tf: HashMap<&str, u32> = HashMap::new();
+        for t in tokens {
+            *tf.entry(t.as_str()).or_default() += 1;
+        }
+        for (t, n) in tf {
+            let list = self.postings.entry(t.to_owned()).or_default();
+            let at = list.partition_point(|p| p.0 < slot);
+            list.insert(at, (slot, n));
+        }
+        let s = slot as usize;
+        if self.lengths.len() <= s {
+            self.lengths.resize(s + 1, 0);
+        }
+        let len = u32::try_from(tokens.len()).unwrap_or(u32::MAX);
+        self.lengths[s] = len;
+        self.total += u64::from(len);
+        self.docs += 1;
+    }
+
+    /// Removes `slot`, indexed with `tokens`.
+    pub fn remove(&mut self, slot: u32, tokens: &[String]) {
+        for t in tokens {
+            if let Some(list) = self.postings.get_mut(t.as_str()) {
+                if let Ok(at) = list.binary_search_by_key(&slot, |p| p.0) {
+                    list.remove(at);
+                }
+                if list.is_empty() {
+                    self.postings.remove(t.as_str());
+                }
+            }
+        }
+        if let Some(len) = self.lengths.get_mut(slot as usize) {
+            self.total -= u64::from(*len);
+            *len = 0;
+            self.docs = self.docs.saturating_sub(1);
+        }
+    }
+
+    /// The `n` best slots for the query tokens, best first, with their scores.
+    pub fn search(&self, query: &[String], n: usize) -> Vec<(u32, f64)> {
+        if self.docs == 0 {
+            return Vec::new();
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let (docs, avg) = (self.docs as f64, self.total as f64 / self.docs as f64);
+        let mut terms: Vec<&str> = query.iter().map(String::as_str).collect();
+        terms.sort_unstable();
+        terms.dedup();
+        let mut scores: HashMap<u32, f64> = HashMap::new();
+        for t in terms {
+            let Some(list) = self.postings.get(t) else { continue };
+            #[allow(clippy::cast_precision_loss)]
+            let df = list.len() as f64;
+            let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+            for &(slot, tf) in list {
+                let tf = f64::from(tf);
+                let len = f64::from(self.lengths[slot as usize]);
+                *scores.entry(slot).or_default() += idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * len / avg.max(1.0)));
+            }
+        }
+        let mut out: Vec<(u32, f64)> = scores.into_iter().collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        out.truncate(n);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ports::search::tokens;
+
+    #[test]
+    fn rarer_terms_weigh_more_and_removal_forgets() {
+        let mut b = Bm25::default();
+        let docs = ["the refund policy is thirty days", "the office is closed", "the team ships on fridays"];
+        for (i, d) in docs.iter().enumerate() {
+            b.add(u32::try_from(i).unwrap(), &tokens(d));
+        }
+        let hits = b.search(&tokens("refund the"), 3);
+        assert_eq!(hits[0].0, 0);
+        assert_eq!(hits.len(), 3);
+        b.remove(0, &tokens(docs[0]));
+        assert!(b.search(&tokens("refund"), 3).is_empty());
+        assert_eq!(b.search(&tokens("fridays"), 3)[0].0, 2);
+    }
+}

@@ -1,0 +1,255 @@
+//! A Hierarchical Navigable Small World graph (Malkov & Yashunin, 2016) over unit
+//! vectors with cosine distance, written small so that it can read vectors straight from
+//! the partition's flat array (no second copy) and skip removed slots.
+//!
+//! Nodes are slot numbers of the owning partition; vectors live at
+//! `vectors[slot * dim..(slot + 1) * dim]`. Neighbours are chosen with the paper's
+//! heuristic (a candidate joins only if it is closer to the new node than to every
+//! neighbour already chosen), which keeps the graph navigable across clusters.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use ports::search::dot;
+
+/// Links per node above layer 0 (SPEC §5.4: m 16).
+pub const M: usize = 16;
+/// Candidate list while building (SPEC §5.4: ef_construction 64).
+pub const EF_CONSTRUCTION: usize = 64;
+/// Candidate list while searching (at least `k`).
+pub const EF_SEARCH: usize = 96;
+
+#[derive(Clone, Copy, PartialEq)]
+struct Near(f32, u32);
+impl Eq for Near {}
+impl PartialOrd for Near {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Near {
+    /// By distance, then node, so heaps are deterministic.
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(self.1.cmp(&other.1))
+    }
+}
+
+pub struct Hnsw {
+    dim: usize,
+    /// `links[slot][layer]`; empty for slots not in the graph.
+    links: Vec<Vec<Vec<u32>>>,
+    entry: Option<u32>,
+    top: usize,
+    rng: u64,
+}
+
+/// A visited set for one traversal.
+struct Visited(Vec<u64>);
+impl Visited {
+    fn new(n: usize) -> Self {
+        Self(vec![0; n.div_ceil(64)])
+    }
+    /// Marks `i`; true when it was not marked before.
+    fn insert(&mut self, i: u32) -> bool {
+        let (w, b) = ((i / 64) as usize, i % 64);
+        let fresh = self.0[w] & (1 << b) == 0;
+        self.0[w] |= 1 << b;
+        fresh
+    }
+}
+
+impl Hnsw {
+    pub fn new(dim: usize) -> Self {
+        Self { dim, links: Vec::new(), entry: None, top: 0, rng: 0x9E37_79B9_7F4A_7C15 }
+    }
+
+    fn vec<'a>(&self, vectors: &'a [f32], slot: u32) -> &'a [f32] {
+        let s = slot as usize * self.dim;
+        &vectors[s..s + self.dim]
+    }
+
+    fn dist(&self, vectors: &[f32], q: &[f32], slot: u32) -> f32 {
+        1.0 - dot(q, self.vec(vectors, slot))
+    }
+
+    /// A level drawn from the paper's exponential distribution (mL = 1 / ln M), from a
+    /// fixed-seed generator so a rebuild gives the same graph.
+    fn random_level(&mut self) -> usize {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        #[allow(clippy::cast_precision_loss)]
+        let u = ((self.rng >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let level = (-u.ln() / (M as f64).ln()).floor() as usize;
+        level.min(16)
+    }
+
+    fn max_links(layer: usize) -> usize {
+        if layer == 0 { 2 * M } else { M }
+    }
+
+    /// Best-first search of one layer from `entries`; the `ef` closest, nearest first.
+    fn search_layer(&self, vectors: &[f32], q: &[f32], entries: &[Near], ef: usize, layer: usize) -> Vec<Near> {
+        let mut visited = Visited::new(self.links.len());
+        let mut candidates: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
+        let mut best: BinaryHeap<Near> = BinaryHeap::new();
+        for &e in entries {
+            if visited.insert(e.1) {
+                candidates.push(std::cmp::Reverse(e));
+                best.push(e);
+            }
+        }
+        while best.len() > ef {
+            best.pop();
+        }
+        while let Some(std::cmp::Reverse(c)) = candidates.pop() {
+            if best.len() >= ef && best.peek().is_some_and(|w| c.0 > w.0) {
+                break;
+            }
+            for &n in &self.links[c.1 as usize][layer] {
+                if !visited.insert(n) {
+                    continue;
+                }
+                let d = self.dist(vectors, q, n);
+                if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
+                    candidates.push(std::cmp::Reverse(Near(d, n)));
+                    best.push(Near(d, n));
+                    if best.len() > ef {
+                        best.pop();
+                    }
+                }
+            }
+        }
+        best.into_sorted_vec()
+    }
+
+    /// The paper's neighbour heuristic over `candidates` (nearest first).
+    fn select(&self, vectors: &[f32], candidates: &[Near], max: usize) -> Vec<u32> {
+        let mut chosen: Vec<u32> = Vec::with_capacity(max);
+        for c in candidates {
+            if chosen.len() >= max {
+                break;
+            }
+            let v = self.vec(vectors, c.1);
+            if chosen.iter().all(|&s| 1.0 - dot(v, self.vec(vectors, s)) > c.0) {
+                chosen.push(c.1);
+            }
+        }
+        chosen
+    }
+
+    /// Adds `slot` (its vector already in `vectors`) to the graph.
+    pub fn insert(&mut self, vectors: &[f32], slot: u32) {
+        let s = slot as usize;
+        if self.links.len() <= s {
+            self.links.resize_with(s + 1, Vec::new);
+        }
+        let level = self.random_level();
+        self.links[s] = vec![Vec::new(); level + 1];
+        let Some(entry) = self.entry else {
+            self.entry = Some(slot);
+            self.top = level;
+            return;
+        };
+        let q = self.vec(vectors, slot).to_vec();
+        let mut eps = vec![Near(self.dist(vectors, &q, entry), entry)];
+        for layer in (level + 1..=self.top).rev() {
+            eps = self.search_layer(vectors, &q, &eps, 1, layer);
+        }
+        for layer in (0..=level.min(self.top)).rev() {
+            let found = self.search_layer(vectors, &q, &eps, EF_CONSTRUCTION, layer);
+            let max = Self::max_links(layer);
+            let chosen = self.select(vectors, &found, max);
+            for &n in &chosen {
+                let list = &mut self.links[n as usize][layer];
+                list.push(slot);
+                if list.len() > max {
+                    let nv = self.vec(vectors, n).to_vec();
+                    let mut near: Vec<Near> =
+                        self.links[n as usize][layer].iter().map(|&x| Near(1.0 - dot(&nv, self.vec(vectors, x)), x)).collect();
+                    near.sort();
+                    let kept = self.select(vectors, &near, max);
+                    self.links[n as usize][layer] = kept;
+                }
+            }
+            self.links[s][layer] = chosen;
+            eps = found;
+        }
+        if level > self.top {
+            self.top = level;
+            self.entry = Some(slot);
+        }
+    }
+
+    /// The `k` nearest slots to `q` for which `keep` holds, nearest first, with their
+    /// cosine similarity.
+    pub fn search(&self, vectors: &[f32], q: &[f32], k: usize, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+        let Some(entry) = self.entry else { return Vec::new() };
+        let mut eps = vec![Near(self.dist(vectors, q, entry), entry)];
+        for layer in (1..=self.top).rev() {
+            eps = self.search_layer(vectors, q, &eps, 1, layer);
+        }
+        let found = self.search_layer(vectors, q, &eps, EF_SEARCH.max(2 * k), 0);
+        found.into_iter().filter(|n| keep(n.1)).take(k).map(|n| (n.1, 1.0 - n.0)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ports::search::normalize;
+
+    fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
+        let mut x = seed;
+        let mut out = Vec::with_capacity(n * dim);
+        for _ in 0..n {
+            let mut v: Vec<f32> = (0..dim)
+                .map(|_| {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+                    #[allow(clippy::cast_precision_loss)]
+                    let f = (x >> 40) as f32 / (1u64 << 24) as f32;
+                    f - 0.5
+                })
+                .collect();
+            normalize(&mut v);
+            out.extend(v);
+        }
+        out
+    }
+
+    #[test]
+    fn recall_at_10_against_exact_is_high() {
+        let (n, dim) = (3_000, 32);
+        let vectors = random_vectors(n, dim, 7);
+        let mut h = Hnsw::new(dim);
+        for s in 0..n {
+            h.insert(&vectors, u32::try_from(s).unwrap());
+        }
+        let queries = random_vectors(50, dim, 99);
+        let mut found = 0;
+        for q in queries.chunks(dim) {
+            let mut exact: Vec<(f32, u32)> =
+                (0..n).map(|s| (dot(q, &vectors[s * dim..(s + 1) * dim]), u32::try_from(s).unwrap())).collect();
+            exact.sort_by(|a, b| b.0.total_cmp(&a.0));
+            let truth: Vec<u32> = exact.iter().take(10).map(|e| e.1).collect();
+            let got = h.search(&vectors, q, 10, |_| true);
+            found += got.iter().filter(|g| truth.contains(&g.0)).count();
+        }
+        let recall = f64::from(u32::try_from(found).unwrap()) / 500.0;
+        assert!(recall >= 0.95, "recall@10 {recall}");
+    }
+
+    #[test]
+    fn removed_slots_are_skipped() {
+        let dim = 8;
+        let vectors = random_vectors(200, dim, 3);
+        let mut h = Hnsw::new(dim);
+        for s in 0..200 {
+            h.insert(&vectors, s);
+        }
+        let q = &vectors[0..dim];
+        assert_eq!(h.search(&vectors, q, 1, |_| true)[0].0, 0);
+        assert!(h.search(&vectors, q, 5, |s| s != 0).iter().all(|(s, _)| *s != 0));
+    }
+}

@@ -1,0 +1,414 @@
+//! [`SqliteSearch`]: the embedded search index. Chunks are stored durably in the
+//! `search_docs` table; each `(tenant, scope)` partition is loaded on first use into an
+//! in-process BM25 index ([`bm25`]) and a vector index — an exact scan while the
+//! partition holds at most [`EXACT_MAX`] vectors, an HNSW graph ([`hnsw`]) above that.
+//!
+//! Isolation is structural: a query only ever opens the partitions of the tenant and
+//! scopes it names, so another tenant's or project's postings and graph nodes are never
+//! traversed. `global` documents live in one tenant-less partition.
+
+pub mod bm25;
+pub mod hnsw;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use domain::memory::MemoryScope;
+use domain::{Error, Id, Result, TenantId, Timestamp};
+use ports::search::{
+    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, dot, fuse,
+    has_identifiers, identifiers, tokens,
+};
+use rusqlite::params;
+use tokio::sync::{OnceCell, RwLock};
+
+use crate::db::{Db, sql_err};
+use bm25::Bm25;
+use hnsw::Hnsw;
+
+/// Largest partition searched by an exact scan; above it the HNSW graph is built.
+pub const EXACT_MAX: usize = 2_000;
+/// How deep each retriever's list goes before fusion.
+const DEPTH: usize = 50;
+
+struct Slot {
+    id: Id,
+    doc: Id,
+    kind: DocKind,
+    title: String,
+    text: String,
+    /// Whether `vectors` holds this slot's vector (same embedder as the index).
+    has_vector: bool,
+    alive: bool,
+}
+
+struct Partition {
+    scope: MemoryScope,
+    dim: usize,
+    slots: Vec<Slot>,
+    by_id: HashMap<String, u32>,
+    bm25: Bm25,
+    /// Slot-indexed, `dim` floats each (zeros for slots without a vector).
+    vectors: Vec<f32>,
+    live_vectors: usize,
+    graph: Option<Hnsw>,
+}
+
+fn doc_tokens(title: &str, text: &str) -> Vec<String> {
+    let mut t = tokens(title);
+    t.extend(tokens(text));
+    t
+}
+
+impl Partition {
+    fn new(scope: MemoryScope, dim: usize) -> Self {
+        Self {
+            scope,
+            dim,
+            slots: Vec::new(),
+            by_id: HashMap::new(),
+            bm25: Bm25::default(),
+            vectors: Vec::new(),
+            live_vectors: 0,
+            graph: None,
+        }
+    }
+
+    fn remove_slot(&mut self, slot: u32) {
+        let s = &mut self.slots[slot as usize];
+        if !s.alive {
+            return;
+        }
+        s.alive = false;
+        if s.has_vector {
+            self.live_vectors -= 1;
+        }
+        let t = doc_tokens(&s.title, &s.text);
+        self.bm25.remove(slot, &t);
+        self.by_id.remove(s.id.as_str());
+    }
+
+    /// Adds or replaces one chunk. A replaced chunk's slot is retired (the graph keeps it
+    /// as a waypoint; searches skip it) and the chunk gets a new slot.
+    fn put(&mut self, d: SearchDoc, embedder: &str) {
+        if let Some(&old) = self.by_id.get(d.id.as_str()) {
+            self.remove_slot(old);
+        }
+        let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+        let has_vector = d.embedder == embedder && d.vector.len() == self.dim;
+        if has_vector {
+            self.vectors.extend_from_slice(&d.vector);
+            self.live_vectors += 1;
+        } else {
+            self.vectors.resize(self.vectors.len() + self.dim, 0.0);
+        }
+        self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
+        self.by_id.insert(d.id.as_str().to_owned(), slot);
+        self.slots.push(Slot { id: d.id, doc: d.doc, kind: d.kind, title: d.title, text: d.text, has_vector, alive: true });
+        if let Some(g) = &mut self.graph {
+            if has_vector {
+                g.insert(&self.vectors, slot);
+            }
+        } else if self.live_vectors > EXACT_MAX {
+            self.build_graph();
+        }
+    }
+
+    fn build_graph(&mut self) {
+        let mut g = Hnsw::new(self.dim);
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.alive && s.has_vector {
+                g.insert(&self.vectors, u32::try_from(i).unwrap_or(u32::MAX));
+            }
+        }
+        self.graph = Some(g);
+    }
+
+    fn hit(&self, slot: u32, ids: &[String]) -> SearchHit {
+        let s = &self.slots[slot as usize];
+        SearchHit {
+            scope: self.scope.clone(),
+            id: s.id.clone(),
+            doc: s.doc.clone(),
+            kind: s.kind,
+            title: s.title.clone(),
+            text: s.text.clone(),
+            score: 0.0,
+            similarity: None,
+            keyword_rank: None,
+            vector_rank: None,
+            exact: has_identifiers(ids, s.doc.as_str(), &s.title, &s.text),
+        }
+    }
+
+    fn keep(&self, slot: u32, kind: Option<DocKind>) -> bool {
+        let s = &self.slots[slot as usize];
+        s.alive && kind.is_none_or(|k| s.kind == k)
+    }
+
+    fn keyword(&self, q: &SearchQuery, ids: &[String]) -> Vec<Candidate> {
+        let toks = tokens(&q.text);
+        // Over-fetch when filtering by kind, since postings hold both kinds.
+        let n = if q.kind.is_some() { DEPTH * 4 } else { DEPTH };
+        self.bm25
+            .search(&toks, n)
+            .into_iter()
+            .filter(|(slot, _)| self.keep(*slot, q.kind))
+            .take(DEPTH)
+            .map(|(slot, score)| Candidate { hit: self.hit(slot, ids), raw: score })
+            .collect()
+    }
+
+    fn vector(&self, q: &SearchQuery, v: &[f32], ids: &[String]) -> Vec<Candidate> {
+        let keep = |slot: u32| self.slots[slot as usize].has_vector && self.keep(slot, q.kind);
+        let near: Vec<(u32, f32)> = match &self.graph {
+            Some(g) => g.search(&self.vectors, v, DEPTH, keep),
+            None => {
+                let mut all: Vec<(u32, f32)> = (0..self.slots.len())
+                    .filter_map(|i| u32::try_from(i).ok())
+                    .filter(|&s| keep(s))
+                    .map(|s| (s, dot(v, &self.vectors[s as usize * self.dim..(s as usize + 1) * self.dim])))
+                    .collect();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                all.truncate(DEPTH);
+                all
+            }
+        };
+        near.into_iter()
+            .map(|(slot, sim)| {
+                let mut hit = self.hit(slot, ids);
+                hit.similarity = Some(sim);
+                Candidate { hit, raw: f64::from(sim) }
+            })
+            .collect()
+    }
+}
+
+type Key = (String, String);
+/// One loaded partition, shared by searches (read) and writes (write).
+type Shared = Arc<RwLock<Partition>>;
+
+/// The embedded search index. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteSearch {
+    db: Db,
+    embedder: Arc<str>,
+    dim: usize,
+    partitions: Arc<Mutex<HashMap<Key, Arc<OnceCell<Shared>>>>>,
+}
+
+fn key(tenant: &TenantId, scope: &MemoryScope) -> Key {
+    match scope {
+        MemoryScope::Global => (String::new(), scope.storage_key()),
+        _ => (tenant.as_str().to_owned(), scope.storage_key()),
+    }
+}
+
+fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn bytes_vector(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+}
+
+impl SqliteSearch {
+    /// The index in `db`, for vectors of `embedder` with `dim` numbers. Chunks stored by
+    /// another embedder stay keyword-searchable until `continuity reindex` re-embeds them.
+    pub fn new(db: Db, embedder: &str, dim: usize) -> Self {
+        Self { db, embedder: Arc::from(embedder), dim, partitions: Arc::default() }
+    }
+
+    async fn partition(&self, tenant: &TenantId, scope: &MemoryScope) -> Result<Shared> {
+        let k = key(tenant, scope);
+        let cell = {
+            let mut map = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            map.entry(k.clone()).or_default().clone()
+        };
+        let part = cell
+            .get_or_try_init(|| async {
+                let (t, s) = k.clone();
+                let rows = self
+                    .db
+                    .read(move |c| {
+                        let mut st = c
+                            .prepare_cached(
+                                "SELECT id, doc, kind, title, text, embedder, vector, updated_at FROM search_docs
+                                 WHERE tenant = ?1 AND scope = ?2",
+                            )
+                            .map_err(sql_err)?;
+                        let rows = st
+                            .query_map(params![t, s], |r| {
+                                Ok((
+                                    r.get::<_, String>(0)?,
+                                    r.get::<_, String>(1)?,
+                                    r.get::<_, String>(2)?,
+                                    r.get::<_, String>(3)?,
+                                    r.get::<_, String>(4)?,
+                                    r.get::<_, String>(5)?,
+                                    r.get::<_, Vec<u8>>(6)?,
+                                    r.get::<_, i64>(7)?,
+                                ))
+                            })
+                            .map_err(sql_err)?;
+                        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)
+                    })
+                    .await?;
+                let mut p = Partition::new(scope.clone(), self.dim);
+                let n = rows.len();
+                for (id, doc, kind, title, text, embedder, vector, at) in rows {
+                    let d = SearchDoc {
+                        tenant: tenant.clone(),
+                        scope: scope.clone(),
+                        id: Id::new(id)?,
+                        doc: Id::new(doc)?,
+                        kind: DocKind::parse(&kind)?,
+                        title,
+                        text,
+                        vector: bytes_vector(&vector),
+                        embedder,
+                        updated_at: Timestamp(at),
+                    };
+                    p.put(d, &self.embedder);
+                }
+                if n > EXACT_MAX {
+                    tracing::info!(chunks = n, scope = %scope.storage_key(), "search partition loaded");
+                }
+                Ok::<_, Error>(Arc::new(RwLock::new(p)))
+            })
+            .await?;
+        Ok(part.clone())
+    }
+}
+
+#[async_trait]
+impl SearchIndex for SqliteSearch {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+
+    async fn upsert(&self, docs: &[SearchDoc]) -> Result<()> {
+        // One transaction per partition, applied in memory under the partition's write
+        // lock, so the table and the in-process index never disagree.
+        let mut groups: Vec<(Key, Vec<SearchDoc>)> = Vec::new();
+        for d in docs {
+            if d.embedder == *self.embedder && d.vector.len() != self.dim {
+                return Err(Error::invalid(format!("vector has {} dimensions, the index {}", d.vector.len(), self.dim)));
+            }
+            let k = key(&d.tenant, &d.scope);
+            match groups.iter_mut().find(|g| g.0 == k) {
+                Some(g) => g.1.push(d.clone()),
+                None => groups.push((k, vec![d.clone()])),
+            }
+        }
+        for ((t, s), group) in groups {
+            let part = self.partition(&group[0].tenant, &group[0].scope).await?;
+            let mut p = part.write().await;
+            let rows: Vec<_> = group
+                .iter()
+                .map(|d| {
+                    (
+                        d.id.as_str().to_owned(),
+                        d.doc.as_str().to_owned(),
+                        d.kind.as_str(),
+                        d.title.clone(),
+                        d.text.clone(),
+                        d.embedder.clone(),
+                        vector_bytes(&d.vector),
+                        d.updated_at.0,
+                    )
+                })
+                .collect();
+            self.db
+                .run(move |c| {
+                    let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
+                    {
+                        let mut st = tx
+                            .prepare_cached(
+                                "INSERT OR REPLACE INTO search_docs
+                                 (tenant, scope, id, doc, kind, title, text, embedder, vector, updated_at)
+                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                            )
+                            .map_err(sql_err)?;
+                        for (id, doc, kind, title, text, emb, vec, at) in rows {
+                            st.execute(params![t, s, id, doc, kind, title, text, emb, vec, at]).map_err(sql_err)?;
+                        }
+                    }
+                    tx.commit().map_err(sql_err)
+                })
+                .await?;
+            for d in group {
+                p.put(d, &self.embedder);
+            }
+        }
+        Ok(())
+    }
+
+    async fn remove(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
+        let part = self.partition(tenant, scope).await?;
+        let mut p = part.write().await;
+        let (t, s) = key(tenant, scope);
+        let d = doc.as_str().to_owned();
+        self.db
+            .run(move |c| {
+                c.execute("DELETE FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3", params![t, s, d])
+                    .map(drop)
+                    .map_err(sql_err)
+            })
+            .await?;
+        let slots: Vec<u32> = p
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.alive && s.doc == *doc)
+            .filter_map(|(i, _)| u32::try_from(i).ok())
+            .collect();
+        for slot in slots {
+            p.remove_slot(slot);
+        }
+        Ok(())
+    }
+
+    async fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        check_query(&q.text)?;
+        let ids = identifiers(&q.text);
+        let k = q.k.clamp(1, ports::search::MAX_HITS);
+        let mut keyword = Vec::new();
+        let mut vector = Vec::new();
+        for scope in &q.scopes {
+            let part = self.partition(&q.tenant, scope).await?;
+            let p = part.read().await;
+            if q.mode != SearchMode::Vector {
+                keyword.extend(p.keyword(q, &ids));
+            }
+            if q.mode != SearchMode::Keyword
+                && let Some(v) = q.vector.as_deref().filter(|v| v.len() == self.dim && q.embedder == *self.embedder)
+            {
+                vector.extend(p.vector(q, v, &ids));
+            }
+        }
+        // Lists from several partitions merge by raw score before ranks are taken.
+        for list in [&mut keyword, &mut vector] {
+            list.sort_by(|a, b| b.raw.total_cmp(&a.raw));
+            list.truncate(DEPTH);
+        }
+        Ok(fuse(q.mode, keyword, vector, k))
+    }
+
+    async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>> {
+        let (t, s) = key(tenant, scope);
+        let max = i64::try_from(max).unwrap_or(i64::MAX);
+        let raw = self
+            .db
+            .read(move |c| {
+                let mut st = c
+                    .prepare_cached("SELECT DISTINCT doc FROM search_docs WHERE tenant = ?1 AND scope = ?2 ORDER BY doc LIMIT ?3")
+                    .map_err(sql_err)?;
+                let rows = st.query_map(params![t, s, max], |r| r.get::<_, String>(0)).map_err(sql_err)?;
+                rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)
+            })
+            .await?;
+        raw.into_iter().map(Id::new).collect()
+    }
+}
