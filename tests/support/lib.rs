@@ -26,14 +26,25 @@ pub fn event(name: &str) -> serde_json::Value {
 /// A caller of `tenant` holding a fresh API key with `scopes` (space-separated), as the
 /// gateway would authenticate it.
 pub async fn caller(s: &services::Services, tenant: &domain::TenantId, scopes: &str) -> domain::principal::CallerContext {
+    caller_in(s, tenant, scopes, &[], &[]).await
+}
+
+/// [`caller`], member of `teams` and `projects`.
+pub async fn caller_in(
+    s: &services::Services,
+    tenant: &domain::TenantId,
+    scopes: &str,
+    teams: &[&str],
+    projects: &[&str],
+) -> domain::principal::CallerContext {
     let key = s
         .admin
         .create_key(services::admin::KeyRequest {
             tenant: tenant.clone(),
             scopes: domain::principal::Scopes::parse(scopes).unwrap(),
             principal: None,
-            teams: vec![],
-            projects: vec![],
+            teams: teams.iter().map(|t| (*t).to_owned()).collect(),
+            projects: projects.iter().map(|p| (*p).to_owned()).collect(),
         })
         .await
         .unwrap();

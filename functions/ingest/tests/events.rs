@@ -64,3 +64,26 @@ async fn register_then_ingest_from_events() {
     assert_eq!(status, 413, "{v}");
     assert_eq!(v["error"]["code"], "PAYLOAD_TOO_LARGE");
 }
+
+#[tokio::test]
+async fn a_kb_document_from_its_event_is_stored_indexed_and_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let (status, v) = invoke(&s, continuity_tests::event("kb-put-document.json")).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["document"]["id"], "runbook-ingest");
+    assert_eq!(v["document"]["scope"], serde_json::json!({"scope": "project", "key": "apollo"}));
+    assert_eq!(v["verification"]["verified"], true, "{v}");
+    let entities = v["verification"]["entities"].as_array().unwrap();
+    assert!(entities.iter().any(|e| e["class"] == "object" && e["text"] == "ops-1423"), "{v}");
+    // A caller outside the project cannot write there (and the body is unchanged).
+    let mut ev = continuity_tests::event("kb-put-document.json");
+    ev["requestContext"]["authorizer"]["projects"] = "".into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 403, "{v}");
+    // Unknown fields are refused.
+    let mut ev = continuity_tests::event("kb-put-document.json");
+    ev["body"] = r#"{"title": "t", "body": "b", "owner": "x"}"#.into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 400, "{v}");
+}

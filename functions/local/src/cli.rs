@@ -25,6 +25,12 @@ pub struct Cli {
     /// Home folder (default: $CONTINUITY_HOME, else ./.continuity).
     #[arg(long, global = true)]
     home: Option<PathBuf>,
+    /// The embedder of the search index: `hashing` (built in, lexical) or `local:DIR` (a
+    /// sentence model folder with config.json, tokenizer.json and model.safetensors,
+    /// e.g. all-MiniLM-L6-v2). Every command on one home must use the same one; after a
+    /// change, run `continuity reindex --full`.
+    #[arg(long, global = true, env = "CONTINUITY_EMBEDDER", default_value = "hashing")]
+    embedder: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -81,6 +87,16 @@ enum Command {
     /// session-scope memory after a day, delete expired OAuth codes and sign-ins).
     /// `serve` runs it hourly.
     Maintenance,
+    /// Reconcile the search index with the records (SPEC §9), both ways: index what is
+    /// missing (verified by readback), take superseded entries out, flag index entries
+    /// whose record is gone for review. Idempotent; `serve` runs it daily.
+    Reindex {
+        #[arg(long)]
+        tenant: String,
+        /// Re-embed and re-index every record (after changing the embedder).
+        #[arg(long)]
+        full: bool,
+    },
     /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
     /// the newest copy of each entity wins; replaying twice changes nothing.
     Restore {
@@ -271,7 +287,7 @@ fn domain_err(e: domain::Error) -> anyhow::Error {
 
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let home_path = home::resolve(cli.home);
-    let home = home::open(home_path).await?;
+    let home = home::open(home_path, &cli.embedder).await?;
     let s = &home.services;
     match cli.command {
         Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
@@ -442,6 +458,28 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!(
                 "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted",
                 r.tenants, r.audit_pruned, r.sessions_expired, r.oauth_pruned
+            );
+            Ok(())
+        }
+        Command::Reindex { tenant, full } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let r = s
+                .search
+                .reindex(&tenant, full, &|n| {
+                    if n.is_multiple_of(100) {
+                        eprintln!("indexed {n} records…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
+                s.backend.embedder.name(),
+                r.indexed,
+                r.verified,
+                r.kept,
+                r.removed,
+                r.orphaned
             );
             Ok(())
         }

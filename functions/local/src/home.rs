@@ -42,8 +42,20 @@ fn write_secret_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The embedder named on the command line: `hashing` or `local:DIR`.
+pub fn embedder(spec: &str) -> anyhow::Result<Arc<dyn ports::Embedder>> {
+    if spec == "hashing" {
+        return Ok(Arc::new(ports::search::HashingEmbedder::new(384)));
+    }
+    let Some(dir) = spec.strip_prefix("local:") else {
+        anyhow::bail!("unknown embedder {spec:?}: expected hashing or local:DIR");
+    };
+    let model = embed::SentenceModel::load(Path::new(dir)).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    Ok(Arc::new(model))
+}
+
 /// Opens the home, creating it, the `local` tenant and the owner key on first use.
-pub async fn open(path: PathBuf) -> anyhow::Result<Home> {
+pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
     {
         use std::os::unix::fs::DirBuilderExt as _;
         std::fs::DirBuilder::new()
@@ -53,8 +65,8 @@ pub async fn open(path: PathBuf) -> anyhow::Result<Home> {
             .with_context(|| format!("creating the home folder {}", path.display()))?;
     }
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
-    let backend =
-        store_embedded::open_backend(&path, Arc::new(SystemClock)).map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
+    let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec)?)
+        .map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
     let services = Services::new(backend);
     let issued = services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {e}"))?;
     let created_key = issued.is_some();

@@ -48,6 +48,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
 
     println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
     println!("MCP URL:   {public_url}/mcp");
+    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {}", home.services.backend.embedder.name());
     println!(
         "Owner key: {} ({})",
         home.key_path().display(),
@@ -128,10 +129,12 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
     }
 }
 
-/// The maintenance job (SPEC §9): a minute after start, then hourly.
+/// The maintenance job (SPEC §9): a minute after start, then hourly; the reindex job
+/// with the first run and then every 24th.
 async fn run_maintenance(services: services::Services, shutdown: CancellationToken) {
     use std::time::Duration;
     let mut wait = Duration::from_secs(60);
+    let mut runs: u64 = 0;
     loop {
         tokio::select! {
             () = shutdown.cancelled() => break,
@@ -140,6 +143,12 @@ async fn run_maintenance(services: services::Services, shutdown: CancellationTok
         if let Err(e) = services.maintenance.run().await {
             tracing::warn!(error = %e, "maintenance run failed; the next run continues");
         }
+        if runs.is_multiple_of(24)
+            && let Err(e) = services.maintenance.reindex_all().await
+        {
+            tracing::warn!(error = %e, "reindex run failed; the next one continues");
+        }
+        runs += 1;
         wait = Duration::from_secs(3600);
     }
 }

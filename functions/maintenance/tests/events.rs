@@ -30,3 +30,30 @@ async fn the_scheduled_event_runs_the_job() {
     assert!(ledger.iter().all(|a| a.id.as_str() != "old"));
     assert!(ledger.iter().any(|a| a.id.as_str() == "recent"));
 }
+
+#[tokio::test]
+async fn the_daily_schedule_runs_the_reindex() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    // A KB document written straight to the store (as a restore does) is not indexed…
+    ports::records::LibraryStore::put_kb_document(
+        &s.backend.records,
+        &domain::spine::KbDocument {
+            tenant: demo.clone(),
+            id: Id::new("kb-restored").unwrap(),
+            scope: domain::memory::MemoryScope::Org,
+            title: "Escalation matrix".into(),
+            body: "Page the duty manager after 30 minutes.".into(),
+            source: None,
+            created_at: Timestamp(1),
+        },
+    )
+    .await
+    .unwrap();
+    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-reindex.json")).await.unwrap();
+    assert_eq!((report["indexed"].as_u64(), report["verified"].as_u64()), (Some(1), Some(1)), "{report}");
+    // …and the next run finds it in place.
+    let again = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-reindex.json")).await.unwrap();
+    assert_eq!((again["indexed"].as_u64(), again["kept"].as_u64()), (Some(0), Some(1)), "{again}");
+}

@@ -4,9 +4,7 @@ use std::collections::BTreeSet;
 
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
-use domain::memory::{
-    ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole, Verification,
-};
+use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole, Verification};
 use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, PoleClass, Relationship, Signal};

@@ -19,6 +19,12 @@ use serde::{Deserialize, Serialize};
 
 /// RRF's constant: `score = Σ 1 / (RRF_K + rank)` over the lists a document is in.
 pub const RRF_K: f64 = 60.0;
+/// Weight of a keyword hit that does not hold the query's identifiers, in hybrid
+/// fusion (weighted RRF). Words shared with a question are weaker evidence than meaning
+/// for natural-language queries; an exact identifier is decisive and keeps full weight
+/// (and is promoted). Measured on the shipped corpus: equal weights 0.857 nDCG@10,
+/// half weight 0.913 (vector alone 0.724, BM25 alone 0.733; with the local MiniLM model).
+pub const KEYWORD_WEIGHT: f64 = 0.5;
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 512;
 /// Most hits one query returns.
@@ -73,7 +79,7 @@ pub struct SearchDoc {
 
 /// Which of the two retrievers to use. Hybrid is the product; the single modes exist to
 /// measure it (the retrieval-quality test compares all three).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
     #[default]
@@ -261,7 +267,8 @@ pub struct Candidate {
     pub raw: f64,
 }
 
-/// Fuses the keyword and vector lists (each best first) with Reciprocal Rank Fusion.
+/// Fuses the keyword and vector lists (each best first) with weighted Reciprocal Rank
+/// Fusion (see [`KEYWORD_WEIGHT`]).
 /// Chunks holding every identifier of the query come first (exact identifiers must rank
 /// first, SPEC §5.4), then the rest by fused score; ties by id so results are stable.
 /// Keeps the best chunk of each record and at most `k` records.
@@ -275,7 +282,8 @@ pub fn fuse(mode: SearchMode, keyword: Vec<Candidate>, vector: Vec<Candidate>, k
     for (is_keyword, list) in lists {
         for (i, c) in list.into_iter().enumerate() {
             let rank = u32::try_from(i + 1).unwrap_or(u32::MAX);
-            let contribution = 1.0 / (RRF_K + f64::from(rank));
+            let w = if is_keyword && mode == SearchMode::Hybrid && !c.hit.exact { KEYWORD_WEIGHT } else { 1.0 };
+            let contribution = w / (RRF_K + f64::from(rank));
             let key = (c.hit.scope.storage_key(), c.hit.id.as_str().to_owned());
             let entry = merged.entry(key).or_insert_with(|| SearchHit { score: 0.0, ..c.hit.clone() });
             entry.score += contribution;
@@ -289,9 +297,12 @@ pub fn fuse(mode: SearchMode, keyword: Vec<Candidate>, vector: Vec<Candidate>, k
         }
     }
     let mut hits: Vec<SearchHit> = merged.into_values().collect();
+    // Exact identifiers are promoted in hybrid search only: the single modes exist to
+    // measure one retriever alone.
+    let promote = mode == SearchMode::Hybrid;
     hits.sort_by(|a, b| {
-        b.exact
-            .cmp(&a.exact)
+        (promote && b.exact)
+            .cmp(&(promote && a.exact))
             .then_with(|| b.score.total_cmp(&a.score))
             .then_with(|| a.scope.cmp(&b.scope))
             .then_with(|| a.id.as_str().cmp(b.id.as_str()))
@@ -399,21 +410,10 @@ mod tests {
 
     #[test]
     fn tokens_keep_identifiers_whole_and_split() {
-        assert_eq!(tokens("Fix PROJ-142 in get_user_by_id, v2.3!"), [
-            "fix",
-            "proj-142",
-            "proj",
-            "142",
-            "in",
-            "get_user_by_id",
-            "get",
-            "user",
-            "by",
-            "id",
-            "v2.3",
-            "v2",
-            "3"
-        ]);
+        assert_eq!(
+            tokens("Fix PROJ-142 in get_user_by_id, v2.3!"),
+            ["fix", "proj-142", "proj", "142", "in", "get_user_by_id", "get", "user", "by", "id", "v2.3", "v2", "3"]
+        );
         assert!(tokens("\"((*))\" AND OR NOT:").iter().all(|t| t.chars().all(char::is_alphanumeric)));
         assert_eq!(identifiers("where is PROJ-142 and getUserById or plain words"), ["proj-142", "getuserbyid"]);
     }
@@ -426,7 +426,7 @@ mod tests {
         let fused = fuse(SearchMode::Hybrid, kw, vec, 10);
         let ids: Vec<&str> = fused.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
-        assert!((fused[1].score - 2.0 / 61.0).abs() < 1e-12);
+        assert!((fused[1].score - (KEYWORD_WEIGHT + 1.0) / 61.0).abs() < 1e-12);
         assert_eq!((fused[1].keyword_rank, fused[1].vector_rank), (Some(1), Some(1)));
         assert_eq!(fuse(SearchMode::Vector, vec![hit("x", false)], vec![hit("y", false)], 10)[0].id.as_str(), "y");
     }

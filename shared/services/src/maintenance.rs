@@ -3,7 +3,8 @@
 //! expired codes, pending sign-ins and used ID-JAG `jti`s. Bounded per run (a tenant's
 //! share is [`MAX_PER_TENANT`] items a kind), idempotent, and it reports what it did —
 //! pruning is never silent. `continuity serve` runs it hourly, the `continuity-maintenance`
-//! Lambda on an hourly schedule, `continuity maintenance` on demand.
+//! Lambda on an hourly schedule, `continuity maintenance` on demand. The reindex job
+//! ([`MaintenanceService::reindex_all`]) runs daily beside it.
 
 use std::time::Duration;
 
@@ -78,6 +79,34 @@ impl MaintenanceService {
             "maintenance run"
         );
         Ok(report)
+    }
+
+    /// The daily reindex job (SPEC §9) over every tenant: see
+    /// [`crate::search::SearchService::reindex`]. Returns the summed report.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store, the index or the embedder cannot be reached.
+    pub async fn reindex_all(&self) -> Result<crate::search::ReindexReport> {
+        let search = crate::search::SearchService::new(self.backend.clone());
+        let mut total = crate::search::ReindexReport::default();
+        let mut page = PageRequest::first(200);
+        loop {
+            let p = self.backend.records.list_tenants(&page).await?;
+            for tenant in &p.items {
+                let r = search.reindex(tenant, false, &|_| {}).await?;
+                total.indexed += r.indexed;
+                total.verified += r.verified;
+                total.kept += r.kept;
+                total.removed += r.removed;
+                total.orphaned += r.orphaned;
+            }
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(200, c),
+                None => break,
+            }
+        }
+        tracing::info!(indexed = total.indexed, verified = total.verified, orphaned = total.orphaned, "reindex run");
+        Ok(total)
     }
 
     async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize)> {

@@ -94,8 +94,7 @@ pub fn extract(text: &str) -> Vec<Extracted> {
             found.insert(("person".into(), w.trim_end_matches('.').to_lowercase()));
         }
         if matches!(bare, "Mr" | "Ms" | "Mrs" | "Dr") && i + 1 < words.len() {
-            let name: Vec<String> =
-                words[i + 1..].iter().take(2).map(|x| clean(x)).take_while(|x| capital(x)).collect();
+            let name: Vec<String> = words[i + 1..].iter().take(2).map(|x| clean(x)).take_while(|x| capital(x)).collect();
             if !name.is_empty() {
                 found.insert(("person".into(), name.join(" ")));
             }
@@ -304,8 +303,9 @@ impl SearchService {
             .collect()
     }
 
-    /// Asks the index for each chunk with a synthetic query; verified when every chunk
-    /// comes back within [`READBACK_K`] with exactly the text written. OpenSearch makes
+    /// Asks the index for each chunk with a synthetic query (embedded like any query);
+    /// verified when each query retrieves the record within [`READBACK_K`] and the
+    /// chunk that comes back is byte-identical (SHA-256) to the chunk written. OpenSearch makes
     /// writes searchable after a refresh (about a second), so a miss there is retried a
     /// few times before it counts.
     async fn readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> (bool, String) {
@@ -324,23 +324,33 @@ impl SearchService {
     }
 
     async fn readback_once(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> std::result::Result<(), String> {
-        for d in docs {
+        let queries: Vec<String> = docs.iter().map(|d| synthetic_query(r.title, &d.text)).collect();
+        let vectors = self
+            .backend
+            .embedder
+            .embed(&queries)
+            .await
+            .map_err(|e| format!("the readback query could not be embedded: {}", e.code))?;
+        for ((d, text), vector) in docs.iter().zip(queries).zip(vectors) {
             let q = SearchQuery {
                 tenant: r.tenant.clone(),
                 scopes: vec![r.scope.clone()],
                 kind: Some(r.kind),
-                text: synthetic_query(r.title, &d.text),
-                vector: Some(d.vector.clone()),
+                text,
+                vector: Some(vector),
                 embedder: d.embedder.clone(),
                 mode: SearchMode::Hybrid,
                 k: READBACK_K,
             };
             let hits = self.backend.search.search(&q).await.map_err(|e| format!("the readback query failed: {}", e.code))?;
-            let Some(hit) = hits.iter().find(|h| h.id == d.id) else {
+            // Hits are folded per record, so the record may answer with a sibling chunk:
+            // whichever chunk came back must be byte-identical to what was written.
+            let Some(hit) = hits.iter().find(|h| h.doc == d.doc) else {
                 return Err(format!("chunk {} was not retrieved by its synthetic query", d.id));
             };
-            if sha(&hit.text) != sha(&d.text) {
-                return Err(format!("chunk {} came back different from what was written", d.id));
+            let written = docs.iter().find(|w| w.id == hit.id).map(|w| sha(&w.text));
+            if written != Some(sha(&hit.text)) {
+                return Err(format!("chunk {} came back different from what was written", hit.id));
             }
         }
         Ok(())
@@ -373,11 +383,8 @@ impl SearchService {
         if let Some(s) = scopes.iter().find(|s| !s.readable_by(caller)) {
             return Err(Error::forbidden(format!("scope {} is not readable with this credential", s.storage_key())));
         }
-        let vector = if mode == SearchMode::Keyword {
-            None
-        } else {
-            self.backend.embedder.embed(&[text.to_owned()]).await?.pop()
-        };
+        let vector =
+            if mode == SearchMode::Keyword { None } else { self.backend.embedder.embed(&[text.to_owned()]).await?.pop() };
         let q = SearchQuery {
             tenant: caller.tenant.clone(),
             scopes,

@@ -802,7 +802,10 @@ impl Tools<'_> {
             Some(raw) => {
                 let scope = MemoryScope::parse(raw)?;
                 if matches!(scope, MemoryScope::Personal(_) | MemoryScope::Session(_)) {
-                    return Err(Error::invalid_field("scope", "knowledge-base documents live in global, org, team or project scopes"));
+                    return Err(Error::invalid_field(
+                        "scope",
+                        "knowledge-base documents live in global, org, team or project scopes",
+                    ));
                 }
                 vec![scope]
             }
@@ -853,7 +856,11 @@ impl Tools<'_> {
         }
         for d in &list {
             let passage = d["passage"].as_str().unwrap_or_default().chars().take(200).collect::<String>();
-            text.push_str(&format!("\n- [{}] {}: {passage}", d["id"].as_str().unwrap_or_default(), d["title"].as_str().unwrap_or_default()));
+            text.push_str(&format!(
+                "\n- [{}] {}: {passage}",
+                d["id"].as_str().unwrap_or_default(),
+                d["title"].as_str().unwrap_or_default()
+            ));
         }
         Ok((json!({"documents": list, "count": list.len(), "truncated": truncated, "search": via}), text))
     }

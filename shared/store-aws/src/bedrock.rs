@@ -42,7 +42,8 @@ impl BedrockEmbedder {
 
     async fn one(&self, text: &str) -> Result<Vec<f32>> {
         let body = serde_json::to_vec(&self.request(text)).map_err(|e| Error::internal(e.to_string()))?;
-        let model: String = self.model.bytes().map(|b| if b == b':' { "%3A".to_owned() } else { char::from(b).to_string() }).collect();
+        let model: String =
+            self.model.bytes().map(|b| if b == b':' { "%3A".to_owned() } else { char::from(b).to_string() }).collect();
         let (_, answer) = self.http.send("POST", &format!("/model/{model}/invoke"), "application/json", body, &[]).await?;
         #[allow(clippy::cast_possible_truncation)]
         let mut v: Vec<f32> = answer

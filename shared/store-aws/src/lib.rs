@@ -33,11 +33,11 @@ pub mod signed;
 pub mod sqs;
 
 pub use backend::LambdaEnv;
+pub use bedrock::BedrockEmbedder;
 pub use cache::{RedisCache, RedisMode, RedisSettings};
 pub use dynamo::DynamoItems;
 pub use kms::KmsSigner;
 pub use s3::S3Blobs;
-pub use bedrock::BedrockEmbedder;
 pub use search::OpenSearchIndex;
 pub use settings::{AwsSettings, SearchSettings, aws_config_for};
 pub use signed::SignedHttp;
@@ -56,9 +56,10 @@ pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domai
     if settings.embedder == "hashing" {
         return Ok(Arc::new(ports::search::HashingEmbedder::new(384)));
     }
-    let spec = settings.embedder.strip_prefix("bedrock:").ok_or_else(|| {
-        domain::Error::invalid_field("CONTINUITY_EMBEDDER", "expected hashing or bedrock:{model}:{dimensions}")
-    })?;
+    let spec = settings
+        .embedder
+        .strip_prefix("bedrock:")
+        .ok_or_else(|| domain::Error::invalid_field("CONTINUITY_EMBEDDER", "expected hashing or bedrock:{model}:{dimensions}"))?;
     let (model, dim) = spec
         .rsplit_once(':')
         .and_then(|(m, d)| Some((m, d.parse::<usize>().ok()?)))
@@ -95,7 +96,12 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
     let search: Arc<dyn ports::SearchIndex> = match &settings.search.endpoint {
         Some(url) => {
             let service = if settings.search.service == "es" { "es" } else { "aoss" };
-            Arc::new(OpenSearchIndex::new(SignedHttp::new(&sdk, url, service)?, &settings.search.index, embedder.name(), embedder.dim()))
+            Arc::new(OpenSearchIndex::new(
+                SignedHttp::new(&sdk, url, service)?,
+                &settings.search.index,
+                embedder.name(),
+                embedder.dim(),
+            ))
         }
         None => Arc::new(ports::search::NoIndex),
     };

@@ -52,6 +52,12 @@ pub fn partition(tenant: &TenantId, scope: &MemoryScope) -> String {
     }
 }
 
+/// A vector as JSON numbers in their shortest form: an `f32` widened to `f64` would
+/// print 17 digits (0.6 → 0.6000000238418579) and triple the bytes on the wire.
+fn wire(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|x| x.to_string().parse::<f64>().unwrap_or(f64::from(*x))).collect()
+}
+
 /// The document id of a chunk: a hash, so ids never exceed OpenSearch's 512 bytes and
 /// carry no tenant data in URLs or logs.
 fn doc_id(part: &str, chunk: &Id) -> String {
@@ -92,8 +98,10 @@ impl OpenSearchIndex {
         self.ready
             .get_or_try_init(|| async {
                 let body = serde_json::to_vec(&self.mapping()).map_err(|e| Error::internal(e.to_string()))?;
-                let (status, answer) = self.http.send("PUT", &format!("/{}", self.index), "application/json", body, &[400]).await?;
-                if status == 400 && answer.pointer("/error/type").and_then(Value::as_str) != Some("resource_already_exists_exception")
+                let (status, answer) =
+                    self.http.send("PUT", &format!("/{}", self.index), "application/json", body, &[400]).await?;
+                if status == 400
+                    && answer.pointer("/error/type").and_then(Value::as_str) != Some("resource_already_exists_exception")
                 {
                     return Err(Error::internal("opensearch refused the index mapping"));
                 }
@@ -194,7 +202,7 @@ impl SearchIndex for OpenSearchIndex {
             lines.push(json!({"index": {"_index": self.index, "_id": doc_id(&part, &d.id)}}));
             lines.push(json!({
                 "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
-                "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0, "vector": d.vector,
+                "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0, "vector": wire(&d.vector),
             }));
         }
         self.bulk(lines).await
@@ -248,7 +256,7 @@ impl SearchIndex for OpenSearchIndex {
             let hits = self
                 .query(json!({
                     "size": DEPTH, "_source": SOURCE,
-                    "query": {"knn": {"vector": {"vector": v, "k": DEPTH, "filter": {"bool": {"filter": f}}}}}
+                    "query": {"knn": {"vector": {"vector": wire(v), "k": DEPTH, "filter": {"bool": {"filter": f}}}}}
                 }))
                 .await?;
             vector = self.candidates(hits, &parts, &ids, true);

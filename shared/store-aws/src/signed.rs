@@ -87,9 +87,8 @@ impl SignedHttp {
                 .map_err(|e| Error::internal(format!("signing: {e}")))?
                 .into();
             let headers = req.headers().iter().filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?)));
-            let signable =
-                SignableRequest::new(method, url.as_str(), headers, SignableBody::Bytes(req.body().as_slice()))
-                    .map_err(|e| Error::internal(format!("signing: {e}")))?;
+            let signable = SignableRequest::new(method, url.as_str(), headers, SignableBody::Bytes(req.body().as_slice()))
+                .map_err(|e| Error::internal(format!("signing: {e}")))?;
             let (instructions, _) = sign(signable, &params).map_err(|e| Error::internal(format!("signing: {e}")))?.into_parts();
             instructions.apply_to_request_http1x(&mut req);
         }

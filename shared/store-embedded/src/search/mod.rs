@@ -17,15 +17,15 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
-    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, dot, fuse,
-    has_identifiers, identifiers, tokens,
+    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
+    identifiers, tokens,
 };
 use rusqlite::params;
 use tokio::sync::{OnceCell, RwLock};
 
 use crate::db::{Db, sql_err};
 use bm25::Bm25;
-use hnsw::Hnsw;
+use hnsw::{Hnsw, dot};
 
 /// Largest partition searched by an exact scan; above it the HNSW graph is built.
 pub const EXACT_MAX: usize = 2_000;
@@ -229,7 +229,10 @@ impl SqliteSearch {
         let part = cell
             .get_or_try_init(|| async {
                 let (t, s) = k.clone();
-                let rows = self
+                let (tenant, scope, dim, embedder) = (tenant.clone(), scope.clone(), self.dim, self.embedder.clone());
+                // Built row by row on the blocking pool: no copy of the whole partition
+                // is held in between (100 000 chunks are ~200 MB of rows).
+                let p = self
                     .db
                     .read(move |c| {
                         let mut st = c
@@ -238,43 +241,29 @@ impl SqliteSearch {
                                  WHERE tenant = ?1 AND scope = ?2",
                             )
                             .map_err(sql_err)?;
-                        let rows = st
-                            .query_map(params![t, s], |r| {
-                                Ok((
-                                    r.get::<_, String>(0)?,
-                                    r.get::<_, String>(1)?,
-                                    r.get::<_, String>(2)?,
-                                    r.get::<_, String>(3)?,
-                                    r.get::<_, String>(4)?,
-                                    r.get::<_, String>(5)?,
-                                    r.get::<_, Vec<u8>>(6)?,
-                                    r.get::<_, i64>(7)?,
-                                ))
-                            })
-                            .map_err(sql_err)?;
-                        rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)
+                        let mut rows = st.query(params![t, s]).map_err(sql_err)?;
+                        let mut p = Partition::new(scope.clone(), dim);
+                        while let Some(r) = rows.next().map_err(sql_err)? {
+                            let d = SearchDoc {
+                                tenant: tenant.clone(),
+                                scope: scope.clone(),
+                                id: Id::new(r.get::<_, String>(0).map_err(sql_err)?)?,
+                                doc: Id::new(r.get::<_, String>(1).map_err(sql_err)?)?,
+                                kind: DocKind::parse(&r.get::<_, String>(2).map_err(sql_err)?)?,
+                                title: r.get(3).map_err(sql_err)?,
+                                text: r.get(4).map_err(sql_err)?,
+                                embedder: r.get(5).map_err(sql_err)?,
+                                vector: bytes_vector(&r.get::<_, Vec<u8>>(6).map_err(sql_err)?),
+                                updated_at: Timestamp(r.get(7).map_err(sql_err)?),
+                            };
+                            p.put(d, &embedder);
+                            if p.slots.len().is_multiple_of(20_000) {
+                                tracing::info!(chunks = p.slots.len(), scope = %scope.storage_key(), "loading a search partition");
+                            }
+                        }
+                        Ok(p)
                     })
                     .await?;
-                let mut p = Partition::new(scope.clone(), self.dim);
-                let n = rows.len();
-                for (id, doc, kind, title, text, embedder, vector, at) in rows {
-                    let d = SearchDoc {
-                        tenant: tenant.clone(),
-                        scope: scope.clone(),
-                        id: Id::new(id)?,
-                        doc: Id::new(doc)?,
-                        kind: DocKind::parse(&kind)?,
-                        title,
-                        text,
-                        vector: bytes_vector(&vector),
-                        embedder,
-                        updated_at: Timestamp(at),
-                    };
-                    p.put(d, &self.embedder);
-                }
-                if n > EXACT_MAX {
-                    tracing::info!(chunks = n, scope = %scope.storage_key(), "search partition loaded");
-                }
                 Ok::<_, Error>(Arc::new(RwLock::new(p)))
             })
             .await?;

@@ -1,0 +1,324 @@
+//! The OpenSearch adapter and the Bedrock embedder against an in-process HTTP server.
+//!
+//! There is no local OpenSearch (or Bedrock): this server records every request and
+//! answers with responses shaped like OpenSearch's own (recorded from the service's
+//! documented examples). The tests assert the exact requests — mapping, bulk lines,
+//! the BM25 and k-NN queries with the caller's partition filter inside, the SigV4
+//! signature — and how answers and failures are mapped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use domain::memory::MemoryScope;
+use domain::{ErrorCode, Id, TenantId, Timestamp};
+use ports::Embedder;
+use ports::search::{DocKind, SearchDoc, SearchIndex, SearchMode, SearchQuery};
+use serde_json::{Value, json};
+use store_aws::{BedrockEmbedder, OpenSearchIndex, SignedHttp};
+
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: HeaderMap,
+    body: String,
+}
+
+#[derive(Default)]
+struct Server {
+    seen: Mutex<Vec<Seen>>,
+    /// Answers for `_search`, in order; then an empty hit list.
+    searches: Mutex<Vec<Value>>,
+    /// Status to answer everything with, when set.
+    fail: Mutex<Option<(u16, Value)>>,
+}
+
+async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
+    let path = uri.path().to_owned();
+    s.seen.lock().unwrap().push(Seen {
+        method: method.to_string(),
+        path: path.clone(),
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    if let Some((status, body)) = s.fail.lock().unwrap().clone() {
+        return (StatusCode::from_u16(status).unwrap(), body.to_string());
+    }
+    let answer = if method == Method::PUT {
+        json!({"acknowledged": true, "shards_acknowledged": true, "index": path.trim_start_matches('/')})
+    } else if path == "/_bulk" {
+        let items: Vec<Value> = String::from_utf8_lossy(&body)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l.get("index").is_some() || l.get("delete").is_some())
+            .map(|l| {
+                let (op, meta) = l.as_object().unwrap().iter().next().unwrap();
+                json!({op.clone(): {"_index": meta["_index"], "_id": meta["_id"], "_version": 1, "result": "created", "status": 201}})
+            })
+            .collect();
+        json!({"took": 12, "errors": false, "items": items})
+    } else if path.ends_with("/_search") {
+        let mut q = s.searches.lock().unwrap();
+        let hits = if q.is_empty() { json!([]) } else { q.remove(0) };
+        json!({"took": 3, "timed_out": false, "_shards": {"total": 2, "successful": 2, "skipped": 0, "failed": 0},
+               "hits": {"total": {"value": hits.as_array().unwrap().len(), "relation": "eq"}, "hits": hits}})
+    } else if path.starts_with("/model/") {
+        let dims = serde_json::from_slice::<Value>(&body).unwrap()["dimensions"].as_u64().unwrap();
+        let v: Vec<f64> = (0..dims)
+            .map(|i| {
+                if i == 0 {
+                    3.0
+                } else if i == 1 {
+                    4.0
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        json!({"embedding": v, "inputTextTokenCount": 5})
+    } else {
+        return (StatusCode::NOT_FOUND, json!({"error": "no route"}).to_string());
+    };
+    (StatusCode::OK, answer.to_string())
+}
+
+async fn server() -> (Arc<Server>, String) {
+    let state = Arc::new(Server::default());
+    let app = Router::new().fallback(handle).with_state(state.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (state, url)
+}
+
+async fn http(url: &str, service: &'static str) -> SignedHttp {
+    let sdk = store_aws::aws_config_for(Some(url), "eu-west-1").await;
+    SignedHttp::new(&sdk, url, service).unwrap()
+}
+
+fn t(name: &str) -> TenantId {
+    TenantId::new(name).unwrap()
+}
+
+fn doc(tenant: &str, scope: MemoryScope, id: &str, text: &str) -> SearchDoc {
+    SearchDoc {
+        tenant: t(tenant),
+        scope,
+        id: Id::new(format!("{id}~0")).unwrap(),
+        doc: Id::new(id).unwrap(),
+        kind: DocKind::Kb,
+        title: "Runbook".into(),
+        text: text.into(),
+        vector: vec![0.6, 0.8, 0.0, 0.0],
+        embedder: "hashing-4 (lexical)".into(),
+        updated_at: Timestamp(1_700_000_000_000),
+    }
+}
+
+fn hit(part: &str, chunk: &str, doc: &str, score: f64, text: &str) -> Value {
+    json!({"_index": "continuity", "_id": "x", "_score": score,
+           "_source": {"partition": part, "chunk": chunk, "doc": doc, "kind": "kb", "title": "Runbook", "text": text}})
+}
+
+#[tokio::test]
+async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "hashing-4 (lexical)", 4);
+    index
+        .upsert(&[
+            doc("acme", MemoryScope::Org, "kb-1", "Restart with drain_ingest()."),
+            doc("acme", MemoryScope::Project("apollo".into()), "kb-2", "Apollo notes"),
+        ])
+        .await
+        .unwrap();
+    {
+        let seen = srv.seen.lock().unwrap();
+        assert_eq!((seen[0].method.as_str(), seen[0].path.as_str()), ("PUT", "/continuity"));
+        let mapping: Value = serde_json::from_str(&seen[0].body).unwrap();
+        assert_eq!(mapping, index.mapping());
+        assert_eq!(mapping["settings"]["index"]["knn"], true);
+        assert_eq!(
+            mapping["mappings"]["properties"]["vector"],
+            json!({"type": "knn_vector", "dimension": 4, "method": {"name": "hnsw", "engine": "faiss", "space_type": "cosinesimil", "parameters": {"m": 16, "ef_construction": 64}}})
+        );
+        assert_eq!(mapping["mappings"]["properties"]["partition"], json!({"type": "keyword"}));
+        assert_eq!((seen[1].method.as_str(), seen[1].path.as_str()), ("POST", "/_bulk"));
+        assert_eq!(seen[1].headers["content-type"], "application/x-ndjson");
+        let lines: Vec<Value> = seen[1].body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 4);
+        assert!(seen[1].body.ends_with('\n'), "bulk bodies end with a newline");
+        let id = lines[0]["index"]["_id"].as_str().unwrap();
+        assert_eq!(id.len(), 32, "document ids are hashes: no tenant data in URLs");
+        assert_eq!(lines[0]["index"]["_index"], "continuity");
+        assert_eq!(
+            lines[1],
+            json!({"partition": "acme/org", "chunk": "kb-1~0", "doc": "kb-1", "kind": "kb", "embedder": "hashing-4 (lexical)",
+                   "title": "Runbook", "text": "Restart with drain_ingest().", "updated_at": 1_700_000_000_000_i64,
+                   "vector": [0.6, 0.8, 0.0, 0.0]})
+        );
+        assert_eq!(lines[3]["partition"], "acme/project:apollo");
+        // SigV4 for OpenSearch Serverless, with the payload hash it requires.
+        for s in seen.iter() {
+            let auth = s.headers["authorization"].to_str().unwrap();
+            assert!(auth.starts_with("AWS4-HMAC-SHA256 Credential=test/"), "{auth}");
+            assert!(auth.contains("/eu-west-1/aoss/aws4_request"), "{auth}");
+            assert!(auth.contains("x-amz-content-sha256"), "the payload hash is signed: {auth}");
+            assert!(s.headers.contains_key("x-amz-date"));
+        }
+    }
+    srv.seen.lock().unwrap().clear();
+    // Keyword answer: a foreign partition's chunk (which a correct service never
+    // returns) is dropped; the vector answer ranks kb-2 first.
+    *srv.searches.lock().unwrap() = vec![
+        json!([
+            hit("acme/org", "kb-1~0", "kb-1", 7.5, "Restart with drain_ingest()."),
+            hit("other/org", "kb-9~0", "kb-9", 9.0, "not yours")
+        ]),
+        json!([
+            hit("acme/project:apollo", "kb-2~0", "kb-2", 0.95, "Apollo notes"),
+            hit("acme/org", "kb-1~0", "kb-1", 0.80, "Restart with drain_ingest().")
+        ]),
+    ];
+    let q = SearchQuery {
+        tenant: t("acme"),
+        scopes: vec![MemoryScope::Org, MemoryScope::Project("apollo".into())],
+        kind: Some(DocKind::Kb),
+        text: "how to restart drain_ingest".into(),
+        vector: Some(vec![0.6, 0.8, 0.0, 0.0]),
+        embedder: "hashing-4 (lexical)".into(),
+        mode: SearchMode::Hybrid,
+        k: 5,
+    };
+    let hits = index.search(&q).await.unwrap();
+    let seen = srv.seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    let filter = json!([{"terms": {"partition": ["acme/org", "acme/project:apollo"]}}, {"term": {"kind": "kb"}}]);
+    assert_eq!(seen[0].path, "/continuity/_search");
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[0].body).unwrap(),
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text"],
+               "query": {"bool": {"filter": filter, "must": [{"multi_match": {"query": "how to restart drain_ingest", "fields": ["title^2", "text"]}}]}}})
+    );
+    let mut knn_filter = filter.as_array().unwrap().clone();
+    knn_filter.push(json!({"term": {"embedder": "hashing-4 (lexical)"}}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[1].body).unwrap(),
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text"],
+               "query": {"knn": {"vector": {"vector": [0.6, 0.8, 0.0, 0.0], "k": 50, "filter": {"bool": {"filter": knn_filter}}}}}})
+    );
+    let ids: Vec<&str> = hits.iter().map(|h| h.doc.as_str()).collect();
+    assert_eq!(ids, ["kb-1", "kb-2"], "the identifier drain_ingest puts kb-1 first; kb-9 is dropped");
+    assert!(hits[0].exact);
+    assert_eq!(hits[1].scope, MemoryScope::Project("apollo".into()));
+    assert!((hits[1].similarity.unwrap() - 0.9).abs() < 1e-6, "cosinesimil score (1 + cos) / 2 maps back to cos");
+}
+
+#[tokio::test]
+async fn every_query_carries_exactly_the_callers_partitions() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "e", 4);
+    let all = [
+        MemoryScope::Global,
+        MemoryScope::Org,
+        MemoryScope::Team("core".into()),
+        MemoryScope::Project("apollo".into()),
+        MemoryScope::Project("cassini".into()),
+        MemoryScope::Personal("u1".into()),
+    ];
+    for i in 0..1_000u32 {
+        let scopes: Vec<MemoryScope> =
+            all.iter().enumerate().filter(|(b, _)| i & (1 << b) != 0).map(|(_, s)| s.clone()).collect();
+        let tenant = if i % 2 == 0 { "acme" } else { "globex" };
+        srv.seen.lock().unwrap().clear();
+        let q = SearchQuery {
+            tenant: t(tenant),
+            scopes: scopes.clone(),
+            kind: None,
+            text: format!("query {i}"),
+            vector: Some(vec![1.0, 0.0, 0.0, 0.0]),
+            embedder: "e".into(),
+            mode: SearchMode::Hybrid,
+            k: 10,
+        };
+        index.search(&q).await.unwrap();
+        let seen = srv.seen.lock().unwrap();
+        let searches: Vec<&Seen> = seen.iter().filter(|s| s.path.ends_with("/_search")).collect();
+        if scopes.is_empty() {
+            assert!(searches.is_empty(), "no scope, no query");
+            continue;
+        }
+        let want: Vec<String> = scopes.iter().map(|s| store_aws::search::partition(&t(tenant), s)).collect();
+        assert_eq!(searches.len(), 2);
+        for s in searches {
+            let body: Value = serde_json::from_str(&s.body).unwrap();
+            let filters =
+                body.pointer("/query/bool/filter").or_else(|| body.pointer("/query/knn/vector/filter/bool/filter")).unwrap();
+            assert_eq!(filters[0], json!({"terms": {"partition": want}}), "query {i}");
+            for p in want.iter().filter(|p| !p.starts_with('/')) {
+                assert!(p.starts_with(&format!("{tenant}/")), "{p}");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn failures_map_to_the_taxonomy() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "e", 4);
+    // An index that already exists is fine.
+    *srv.fail.lock().unwrap() =
+        Some((400, json!({"error": {"type": "resource_already_exists_exception", "reason": "index exists"}, "status": 400})));
+    let q = SearchQuery {
+        tenant: t("acme"),
+        scopes: vec![MemoryScope::Org],
+        kind: None,
+        text: "x".into(),
+        vector: None,
+        embedder: "e".into(),
+        mode: SearchMode::Keyword,
+        k: 3,
+    };
+    let e = index.search(&q).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Internal, "a 400 on the search itself is our bug, not the caller's");
+    for status in [429, 503] {
+        *srv.fail.lock().unwrap() = Some((status, json!({"message": "slow down"})));
+        assert_eq!(index.search(&q).await.unwrap_err().code, ErrorCode::Unavailable, "{status}");
+    }
+    *srv.fail.lock().unwrap() = None;
+    assert!(
+        index.search(&SearchQuery { text: "\u{7}".into(), ..q.clone() }).await.unwrap_err().code == ErrorCode::InvalidRequest
+    );
+    // A refused bulk item fails the write (the caller's record goes to review).
+    *srv.fail.lock().unwrap() = Some((
+        200,
+        json!({"took": 1, "errors": true, "items": [{"index": {"status": 400, "error": {"type": "mapper_parsing_exception"}}}]}),
+    ));
+    let e = index.upsert(&[doc("acme", MemoryScope::Org, "kb-1", "x")]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Unavailable);
+    // Nothing listens: unavailable, not a hang.
+    let gone = OpenSearchIndex::new(http("http://127.0.0.1:9", "aoss").await, "continuity", "e", 4);
+    assert_eq!(gone.search(&q).await.unwrap_err().code, ErrorCode::Unavailable);
+}
+
+#[tokio::test]
+async fn bedrock_titan_requests_and_answers() {
+    let (srv, url) = server().await;
+    let e = BedrockEmbedder::new(http(&url, "bedrock").await, "amazon.titan-embed-text-v2:0", 256).unwrap();
+    assert_eq!(e.name(), "bedrock:amazon.titan-embed-text-v2:0:256");
+    let v = e.embed(&["first text".into(), "second".into()]).await.unwrap();
+    assert_eq!((v.len(), v[0].len()), (2, 256));
+    assert!((v[0][0] - 0.6).abs() < 1e-6 && (v[0][1] - 0.8).abs() < 1e-6, "answers are scaled to unit length");
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.method == "POST" && s.path == "/model/amazon.titan-embed-text-v2%3A0/invoke"));
+    let bodies: Vec<Value> = seen.iter().map(|s| serde_json::from_str(&s.body).unwrap()).collect();
+    assert!(bodies.contains(&json!({"inputText": "first text", "dimensions": 256, "normalize": true})));
+    let auth = seen[0].headers["authorization"].to_str().unwrap();
+    assert!(auth.contains("/eu-west-1/bedrock/aws4_request"), "{auth}");
+    assert!(BedrockEmbedder::new(http(&url, "bedrock").await, "m", 384).is_err(), "Titan V2 has no 384-dimension output");
+}

