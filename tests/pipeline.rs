@@ -277,3 +277,33 @@ async fn embedded() {
 async fn aws() {
     pipeline(continuity_tests::aws::backend().await, continuity_tests::aws::fresh_records("wiped").await).await;
 }
+
+/// A batch whose processing fails on a dependency (the blob store) puts its connector in
+/// `sync_error` with the stage; its successful redelivery resumes the sync and, being
+/// the final batch, completes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_successful_retry_resumes_a_sync_in_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    // The same home with its blob folder replaced by a plain file: every blob write fails.
+    let broken_root = dir.path().join("broken-blobs");
+    let broken_blobs = store_embedded::FileBlobs::new(broken_root.clone()).unwrap();
+    std::fs::remove_dir(&broken_root).unwrap();
+    std::fs::write(&broken_root, b"not a folder").unwrap();
+    let good = Services::new(backend.clone());
+    let bad = Services::new(Backend { blobs: Arc::new(broken_blobs), ..backend });
+    let c = caller(&good).await;
+    good.ingest.register(&c, "hubspot").await.unwrap();
+    let mut batch = sample("hubspot");
+    batch["final"] = json!(true);
+    good.ingest.accept(&c, "hubspot", batch).await.unwrap();
+    assert_eq!(state(&good, &c.tenant, "hubspot").await, ConnectorState::SyncingInitial);
+
+    assert_eq!(bad.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 1);
+    let status = good.backend.records.get_connector(&c.tenant, &ConnectorSource::new("hubspot").unwrap()).await.unwrap().unwrap();
+    assert_eq!(status.state, ConnectorState::SyncError, "{status:?}");
+    assert_eq!(status.error_stage.as_deref(), Some("syncing_initial"));
+
+    drain(&good).await;
+    assert_eq!(state(&good, &c.tenant, "hubspot").await, ConnectorState::SyncComplete);
+}

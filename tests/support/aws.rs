@@ -71,9 +71,14 @@ pub async fn backend() -> Backend {
 /// A record store over a table of its own (for checks that must not see, or touch,
 /// what concurrent tests keep in the shared table).
 pub async fn fresh_records(label: &str) -> ports::Records {
+    fresh_table(label).await.1
+}
+
+/// [`fresh_records`] and the name of its table.
+pub async fn fresh_table(label: &str) -> (String, ports::Records) {
     let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
     let table = format!("continuity-{label}-{}", contract::fresh_tenant("t"));
     let items = DynamoItems::new(dynamo_client(&sdk), &table);
     items.create_table_if_missing().await.unwrap_or_else(|e| panic!("table {table}: {e}"));
-    ports::Records::new(Arc::new(items))
+    (table, ports::Records::new(Arc::new(items)))
 }

@@ -87,3 +87,35 @@ async fn a_tenant_whose_config_cannot_be_loaded_gets_resolver_degraded() {
     assert_eq!(v["result"]["structuredContent"]["code"], "RESOLVER_DEGRADED");
     assert_eq!(v["result"]["structuredContent"]["retry_after"], 5);
 }
+
+#[tokio::test]
+async fn approvers_list_and_reject_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let agent = continuity_tests::caller(&s, &demo, "mcp:tools tenant:read memory:read memory:write").await;
+    let out = s
+        .capabilities
+        .execute(
+            &agent,
+            "memory.propose",
+            serde_json::json!({"title": "Support hours", "kind": "pattern", "body": "Maybe support could answer on weekends too, perhaps from a rota."}),
+        )
+        .await
+        .unwrap();
+    let id = out.data["proposal"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(out.data["proposal"]["state"], "awaiting_approval", "{}", out.data);
+
+    let (status, _, v) = invoke(&s, event("approvals-list.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["approvals"][0]["proposal"]["id"], id.as_str());
+
+    let text = event("approvals-reject.json").to_string().replace("PROPOSAL_ID", &id);
+    let (status, _, v) = invoke(&s, serde_json::from_str(&text).unwrap()).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["proposal"]["state"], "rejected");
+    assert_eq!(v["proposal"]["decision_reason"], "No weekend staffing budget this quarter.");
+    // The same event again: the proposal is no longer waiting.
+    let (status, _, v) = invoke(&s, serde_json::from_str(&text).unwrap()).await;
+    assert_eq!(status, 409, "{v}");
+}

@@ -31,6 +31,13 @@ pub struct Cli {
     /// change, run `continuity reindex --full`.
     #[arg(long, global = true, env = "CONTINUITY_EMBEDDER", default_value = "hashing")]
     embedder: String,
+    /// `embedded` (the home folder) or `aws`: run `backup`, `restore`, `reindex` or
+    /// `maintenance` against a stack, configured by the same environment variables as
+    /// its Lambdas (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`,
+    /// `CONTINUITY_DLQ_URL`, `CONTINUITY_REDIS_URLS`, `CONTINUITY_VAULT_KMS_KEY`,
+    /// `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_EMBEDDER`, `AWS_REGION`).
+    #[arg(long, global = true, env = "CONTINUITY_BACKEND", default_value = "embedded", value_parser = ["embedded", "aws"])]
+    backend: String,
     #[command(subcommand)]
     command: Command,
 }
@@ -96,6 +103,13 @@ enum Command {
         /// Re-embed and re-index every record (after changing the embedder).
         #[arg(long)]
         full: bool,
+    },
+    /// Merge a tenant's backup files into a few (the newest copy of each entity, each
+    /// relationship and signal once) and delete the merged files; a file with an
+    /// unreadable line is kept. `serve` does it daily for tenants with 100+ files.
+    Compact {
+        #[arg(long)]
+        tenant: String,
     },
     /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
     /// the newest copy of each entity wins; replaying twice changes nothing.
@@ -285,7 +299,101 @@ fn domain_err(e: domain::Error) -> anyhow::Error {
     anyhow!("{}", e)
 }
 
+/// The durability and maintenance commands: the same on the embedded home and, with
+/// `--backend aws`, on a stack's table, bucket and index.
+async fn durability(s: &services::Services, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Maintenance => {
+            let r = s.maintenance.run().await.map_err(domain_err)?;
+            println!(
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted",
+                r.tenants, r.audit_pruned, r.sessions_expired, r.oauth_pruned
+            );
+            Ok(())
+        }
+        Command::Reindex { tenant, full } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let r = s
+                .search
+                .reindex(&tenant, full, &|n| {
+                    if n.is_multiple_of(100) {
+                        eprintln!("indexed {n} records…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
+                s.backend.embedder.name(),
+                r.indexed,
+                r.verified,
+                r.kept,
+                r.removed,
+                r.orphaned
+            );
+            Ok(())
+        }
+        Command::Backup { tenant } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
+            println!("wrote {lines} records to {path} (in the tenant's blob folder)");
+            Ok(())
+        }
+        Command::Restore { tenant } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let report = s
+                .backup
+                .restore(&tenant, &|files| {
+                    if files.is_multiple_of(100) {
+                        eprintln!("read {files} backup files…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "restored from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
+                report.files,
+                report.entities,
+                report.unchanged,
+                report.relationships,
+                report.signals,
+                if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
+            );
+            Ok(())
+        }
+        Command::Compact { tenant } => {
+            let tenant = TenantId::new(tenant).map_err(domain_err)?;
+            let r = s.backup.compact(&tenant, 2).await.map_err(domain_err)?;
+            println!(
+                "compacted {} backup files into {} ({} lines){}",
+                r.merged,
+                r.written,
+                r.lines,
+                if r.kept_unreadable > 0 {
+                    format!("; {} files with unreadable lines kept as they were", r.kept_unreadable)
+                } else {
+                    String::new()
+                }
+            );
+            Ok(())
+        }
+        _ => Err(anyhow!("only maintenance, reindex, backup, compact and restore run against the AWS backend")),
+    }
+}
+
+/// The AWS backend named by the same environment the Lambdas read
+/// (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`, …).
+async fn aws_services() -> anyhow::Result<services::Services> {
+    let env = store_aws::LambdaEnv::from_env().map_err(|e| anyhow!("--backend aws: {}", e.message))?;
+    let backend = store_aws::backend(&env.aws, std::sync::Arc::new(ports::SystemClock)).await.map_err(domain_err)?;
+    Ok(services::Services::new(backend))
+}
+
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.backend == "aws" {
+        let s = aws_services().await?;
+        return durability(&s, cli.command).await;
+    }
     let home_path = home::resolve(cli.home);
     let home = home::open(home_path, &cli.embedder).await?;
     let s = &home.services;
@@ -453,64 +561,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             eprintln!("this is the only time the client secret is shown");
             Ok(())
         }
-        Command::Maintenance => {
-            let r = s.maintenance.run().await.map_err(domain_err)?;
-            println!(
-                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted",
-                r.tenants, r.audit_pruned, r.sessions_expired, r.oauth_pruned
-            );
-            Ok(())
-        }
-        Command::Reindex { tenant, full } => {
-            let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            let r = s
-                .search
-                .reindex(&tenant, full, &|n| {
-                    if n.is_multiple_of(100) {
-                        eprintln!("indexed {n} records…");
-                    }
-                })
-                .await
-                .map_err(domain_err)?;
-            println!(
-                "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
-                s.backend.embedder.name(),
-                r.indexed,
-                r.verified,
-                r.kept,
-                r.removed,
-                r.orphaned
-            );
-            Ok(())
-        }
-        Command::Backup { tenant } => {
-            let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
-            println!("wrote {lines} records to {path} (in the tenant's blob folder)");
-            Ok(())
-        }
-        Command::Restore { tenant } => {
-            let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            let report = s
-                .backup
-                .restore(&tenant, &|files| {
-                    if files % 100 == 0 {
-                        eprintln!("read {files} backup files…");
-                    }
-                })
-                .await
-                .map_err(domain_err)?;
-            println!(
-                "restored from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
-                report.files,
-                report.entities,
-                report.unchanged,
-                report.relationships,
-                report.signals,
-                if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
-            );
-            Ok(())
-        }
+        Command::Maintenance
+        | Command::Reindex { .. }
+        | Command::Backup { .. }
+        | Command::Compact { .. }
+        | Command::Restore { .. } => durability(s, cli.command).await,
         Command::SigningKey(cmd) => {
             let signer = store_embedded::FileSigner::open(&home.path.join("keys"), s.backend.clock.now()).map_err(domain_err)?;
             if matches!(cmd, SigningKeyCommand::Rotate) {

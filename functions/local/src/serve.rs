@@ -129,8 +129,8 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
     }
 }
 
-/// The maintenance job (SPEC §9): a minute after start, then hourly; the reindex job
-/// with the first run and then every 24th.
+/// The maintenance job (SPEC §9): a minute after start, then hourly; the daily jobs
+/// (reindex, backup compaction) with the first run and then every 24th.
 async fn run_maintenance(services: services::Services, shutdown: CancellationToken) {
     use std::time::Duration;
     let mut wait = Duration::from_secs(60);
@@ -144,9 +144,9 @@ async fn run_maintenance(services: services::Services, shutdown: CancellationTok
             tracing::warn!(error = %e, "maintenance run failed; the next run continues");
         }
         if runs.is_multiple_of(24)
-            && let Err(e) = services.maintenance.reindex_all().await
+            && let Err(e) = services.maintenance.daily().await
         {
-            tracing::warn!(error = %e, "reindex run failed; the next one continues");
+            tracing::warn!(error = %e, "daily run (reindex, backup compaction) failed; the next one continues");
         }
         runs += 1;
         wait = Duration::from_secs(3600);

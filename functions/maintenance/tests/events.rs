@@ -32,7 +32,7 @@ async fn the_scheduled_event_runs_the_job() {
 }
 
 #[tokio::test]
-async fn the_daily_schedule_runs_the_reindex() {
+async fn the_daily_schedule_runs_the_reindex_and_compaction() {
     let dir = tempfile::tempdir().unwrap();
     let s = continuity_tests::embedded::demo_services(dir.path()).await;
     let demo = TenantId::new("demo").unwrap();
@@ -51,9 +51,9 @@ async fn the_daily_schedule_runs_the_reindex() {
     )
     .await
     .unwrap();
-    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-reindex.json")).await.unwrap();
+    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-daily.json")).await.unwrap();
     assert_eq!((report["indexed"].as_u64(), report["verified"].as_u64()), (Some(1), Some(1)), "{report}");
     // …and the next run finds it in place.
-    let again = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-reindex.json")).await.unwrap();
+    let again = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-daily.json")).await.unwrap();
     assert_eq!((again["indexed"].as_u64(), again["kept"].as_u64()), (Some(0), Some(1)), "{again}");
 }

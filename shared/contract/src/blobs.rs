@@ -20,6 +20,23 @@ pub async fn put_get_overwrite(blobs: Arc<dyn BlobStore>) {
     assert_eq!(blobs.put(&k, &too_big).await.unwrap_err().code, ErrorCode::InvalidRequest);
 }
 
+pub async fn deletes_are_idempotent(blobs: Arc<dyn BlobStore>) {
+    let t = fresh_tenant("blobdel");
+    let (a, b) = (BlobKey::new(&t, "spine-backup/d/a.jsonl").unwrap(), BlobKey::new(&t, "spine-backup/d/b.jsonl").unwrap());
+    blobs.put(&a, b"a").await.unwrap();
+    blobs.put(&b, b"b").await.unwrap();
+    blobs.delete(&a).await.unwrap();
+    assert_eq!(blobs.get(&a).await.unwrap(), None);
+    blobs.delete(&a).await.unwrap();
+    assert_eq!(blobs.get(&b).await.unwrap().as_deref(), Some(b"b".as_slice()), "only the named blob goes");
+    let listed: Vec<String> =
+        blobs.list(&t, "spine-backup/", None, 10).await.unwrap().iter().map(|k| k.path().to_owned()).collect();
+    assert_eq!(listed, ["spine-backup/d/b.jsonl"]);
+    // Another tenant's delete of the same path touches nothing here.
+    blobs.delete(&BlobKey::new(&fresh_tenant("blobdel"), "spine-backup/d/b.jsonl").unwrap()).await.unwrap();
+    assert!(blobs.get(&b).await.unwrap().is_some());
+}
+
 pub async fn listing_is_ordered_and_paged(blobs: Arc<dyn BlobStore>) {
     let t = fresh_tenant("bloblist");
     for i in 0..7 {

@@ -86,7 +86,11 @@ macro_rules! contract_suite {
         );
     };
     (blobs, $make:path) => {
-        $crate::contract_tests!(blobs, $make, [put_get_overwrite, listing_is_ordered_and_paged, tenants_are_isolated]);
+        $crate::contract_tests!(
+            blobs,
+            $make,
+            [put_get_overwrite, deletes_are_idempotent, listing_is_ordered_and_paged, tenants_are_isolated]
+        );
     };
     (queue, $make:path) => {
         $crate::contract_tests!(

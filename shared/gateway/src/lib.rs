@@ -13,6 +13,7 @@
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
 //! - [`observe`]: one structured log line per request, with request id and tenant.
 
+pub mod approvals;
 pub mod auth;
 pub mod body;
 pub mod capabilities;

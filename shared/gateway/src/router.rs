@@ -117,6 +117,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/ingest/{source}", post(crate::ingest::accept))
         .route("/v1/kb/documents", post(crate::ingest::put_kb))
         .route("/v1/kb/review", get(crate::ingest::review))
+        .route("/v1/approvals", get(crate::approvals::list))
+        .route("/v1/approvals/{id}/approve", post(crate::approvals::approve))
+        .route("/v1/approvals/{id}/reject", post(crate::approvals::reject))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let oauth = Router::new()
         .route("/.well-known/oauth-authorization-server", get(crate::oauth::authorization_server_metadata))

@@ -64,6 +64,12 @@ pub trait BlobStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list(&self, tenant: &TenantId, prefix: &str, after: Option<&str>, limit: u32) -> Result<Vec<BlobKey>>;
+
+    /// Deletes a blob; deleting one that is not there is fine.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn delete(&self, key: &BlobKey) -> Result<()>;
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 //! a whole snapshot. [`BackupService::restore`] replays every file into the record
 //! store: for each entity the newest copy wins (by source time, then by write time), so
 //! the order of files does not matter and replaying twice changes nothing.
+//! [`BackupService::compact`] merges the files into a few (newest copy of each entity)
+//! and deletes what it merged; the maintenance job runs it daily.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +59,22 @@ pub struct RestoreReport {
     /// Lines that were not a backup record (reported, skipped).
     pub bad_lines: usize,
 }
+
+/// What a compaction did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CompactReport {
+    /// Backup files merged and then deleted.
+    pub merged: usize,
+    /// Files written with the merged lines.
+    pub written: usize,
+    /// Lines written: the newest copy of each entity, each relationship and signal once.
+    pub lines: usize,
+    /// Files kept as they were because a line in them could not be read.
+    pub kept_unreadable: usize,
+}
+
+/// Most lines one compacted file holds (well under the blob size limit).
+pub const COMPACT_LINES: usize = 10_000;
 
 #[derive(Clone)]
 pub struct BackupService {
@@ -114,6 +132,93 @@ impl BackupService {
         let path = format!("{}/snapshot-{}.jsonl", folder(now), now.0);
         self.backend.blobs.put(&BlobKey::new(tenant, &path)?, &encode(&lines)?).await?;
         Ok((path, lines.len()))
+    }
+
+    /// Compacts the tenant's backup files when there are at least `min_files`: the
+    /// newest copy of each entity, and each relationship and signal once, are written
+    /// to `spine-backup/compacted-{time}/part-{n}.jsonl`, and only then are the files
+    /// they came from deleted. A file with a line that cannot be read is kept as it is.
+    /// Files written while it runs are not touched (each write makes a new file), and a
+    /// crash between the two steps leaves duplicates, which a restore resolves (newest
+    /// wins). It reads the backups, never the store, so a store lost before its restore
+    /// loses nothing to a compaction.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the blob store cannot be reached.
+    pub async fn compact(&self, tenant: &TenantId, min_files: usize) -> Result<CompactReport> {
+        let blobs = &self.backend.blobs;
+        let mut keys = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = blobs.list(tenant, "spine-backup/", after.as_deref(), 1_000).await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.path().to_owned());
+            keys.extend(page);
+        }
+        let mut report = CompactReport::default();
+        if keys.len() < min_files.max(2) {
+            return Ok(report);
+        }
+        let mut entities: BTreeMap<(String, String), Entity> = BTreeMap::new();
+        let mut relationships: BTreeMap<String, Relationship> = BTreeMap::new();
+        let mut signals: BTreeMap<String, Signal> = BTreeMap::new();
+        let mut merged = Vec::new();
+        for key in keys {
+            let Some(bytes) = blobs.get(&key).await? else { continue };
+            let mut readable = true;
+            let mut lines = Vec::new();
+            for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                match serde_json::from_slice::<BackupLine>(line) {
+                    Ok(l) => lines.push(l),
+                    Err(_) => readable = false,
+                }
+            }
+            if !readable {
+                report.kept_unreadable += 1;
+                continue;
+            }
+            for l in lines {
+                match l {
+                    BackupLine::Entity(e) if e.tenant == *tenant => {
+                        let k = (e.entity_type.to_string(), e.id.to_string());
+                        if entities.get(&k).is_none_or(|old| freshness(&e) > freshness(old)) {
+                            entities.insert(k, e);
+                        }
+                    }
+                    BackupLine::Relationship(r) if r.tenant == *tenant => {
+                        let k = serde_json::to_string(&(&r.from, &r.kind, &r.to)).map_err(Error::internal)?;
+                        relationships.insert(k, r);
+                    }
+                    BackupLine::Signal(s) if s.tenant == *tenant => {
+                        signals.insert(s.id.to_string(), s);
+                    }
+                    // Another tenant's line in this space: not ours to carry forward.
+                    _ => {}
+                }
+            }
+            merged.push(key);
+        }
+        if merged.len() < 2 {
+            return Ok(report);
+        }
+        let lines: Vec<BackupLine> = signals
+            .into_values()
+            .map(BackupLine::Signal)
+            .chain(relationships.into_values().map(BackupLine::Relationship))
+            .chain(entities.into_values().map(BackupLine::Entity))
+            .collect();
+        let now = self.backend.clock.now();
+        for (n, chunk) in lines.chunks(COMPACT_LINES).enumerate() {
+            let path = format!("spine-backup/compacted-{}/part-{n:05}.jsonl", now.0);
+            blobs.put(&BlobKey::new(tenant, &path)?, &encode(chunk)?).await?;
+            report.written += 1;
+        }
+        report.lines = lines.len();
+        for key in &merged {
+            blobs.delete(key).await?;
+        }
+        report.merged = merged.len();
+        Ok(report)
     }
 
     /// Replays every backup file of the tenant into the record store (see the module

@@ -3,8 +3,8 @@
 //! expired codes, pending sign-ins and used ID-JAG `jti`s. Bounded per run (a tenant's
 //! share is [`MAX_PER_TENANT`] items a kind), idempotent, and it reports what it did —
 //! pruning is never silent. `continuity serve` runs it hourly, the `continuity-maintenance`
-//! Lambda on an hourly schedule, `continuity maintenance` on demand. The reindex job
-//! ([`MaintenanceService::reindex_all`]) runs daily beside it.
+//! Lambda on an hourly schedule, `continuity maintenance` on demand. The daily jobs
+//! ([`MaintenanceService::daily`]: reindex, backup compaction) run beside it.
 
 use std::time::Duration;
 
@@ -23,6 +23,22 @@ pub const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const OAUTH_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// Most items of one kind one run deletes for one tenant.
 pub const MAX_PER_TENANT: usize = 10_000;
+
+/// A tenant's backups are compacted once it has this many files.
+pub const COMPACT_AFTER_FILES: usize = 100;
+
+/// What one daily run did: the reindex (summed over tenants) and the compaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DailyReport {
+    pub tenants: usize,
+    pub indexed: usize,
+    pub verified: usize,
+    pub kept: usize,
+    pub removed: usize,
+    pub orphaned: usize,
+    pub backup_files_merged: usize,
+    pub backup_files_written: usize,
+}
 
 /// What one run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -81,31 +97,45 @@ impl MaintenanceService {
         Ok(report)
     }
 
-    /// The daily reindex job (SPEC §9) over every tenant: see
-    /// [`crate::search::SearchService::reindex`]. Returns the summed report.
+    /// The daily jobs (SPEC §9) over every tenant: the reindex
+    /// ([`crate::search::SearchService::reindex`]) and the compaction of its backups
+    /// ([`crate::backup::BackupService::compact`], once a tenant has
+    /// [`COMPACT_AFTER_FILES`] files). Returns the summed reports.
     ///
     /// # Errors
-    /// `UNAVAILABLE` when the store, the index or the embedder cannot be reached.
-    pub async fn reindex_all(&self) -> Result<crate::search::ReindexReport> {
+    /// `UNAVAILABLE` when the store, the blob store, the index or the embedder cannot be
+    /// reached.
+    pub async fn daily(&self) -> Result<DailyReport> {
         let search = crate::search::SearchService::new(self.backend.clone());
-        let mut total = crate::search::ReindexReport::default();
+        let backup = crate::backup::BackupService::new(self.backend.clone());
+        let mut total = DailyReport::default();
         let mut page = PageRequest::first(200);
         loop {
             let p = self.backend.records.list_tenants(&page).await?;
             for tenant in &p.items {
+                total.tenants += 1;
                 let r = search.reindex(tenant, false, &|_| {}).await?;
                 total.indexed += r.indexed;
                 total.verified += r.verified;
                 total.kept += r.kept;
                 total.removed += r.removed;
                 total.orphaned += r.orphaned;
+                let c = backup.compact(tenant, COMPACT_AFTER_FILES).await?;
+                total.backup_files_merged += c.merged;
+                total.backup_files_written += c.written;
             }
             match p.next_cursor {
                 Some(c) => page = PageRequest::after(200, c),
                 None => break,
             }
         }
-        tracing::info!(indexed = total.indexed, verified = total.verified, orphaned = total.orphaned, "reindex run");
+        tracing::info!(
+            tenants = total.tenants,
+            indexed = total.indexed,
+            orphaned = total.orphaned,
+            backup_files_merged = total.backup_files_merged,
+            "daily run"
+        );
         Ok(total)
     }
 

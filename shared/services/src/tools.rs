@@ -373,6 +373,14 @@ impl Tools<'_> {
 
     fn proposal(&self, caller: &CallerContext, kind: &str, title: String, body: String) -> Result<Proposal> {
         text_field("title", &title, MAX_TITLE_LEN)?;
+        if body.len() > MAX_BODY_BYTES {
+            // A proposal over the size limit is refused as such (SPEC §10), not as a typo.
+            let mut e = Error::new(ErrorCode::PayloadTooLarge, format!("body: a proposal is at most {MAX_BODY_BYTES} bytes"));
+            e.payload
+                .field_errors
+                .push(domain::FieldError { field: "body".into(), message: format!("at most {MAX_BODY_BYTES} bytes") });
+            return Err(e);
+        }
         text_field("body", &body, MAX_BODY_BYTES)?;
         let now = self.now();
         Ok(Proposal {

@@ -74,6 +74,18 @@ fn key_from_object(tenant: &TenantId, object_key: &str) -> Option<BlobKey> {
 
 #[async_trait]
 impl BlobStore for S3Blobs {
+    async fn delete(&self, key: &BlobKey) -> Result<()> {
+        // S3 answers 204 for a key that is not there too.
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.full())
+            .send()
+            .await
+            .map_err(|e| unavailable("s3 DeleteObject", &e))?;
+        Ok(())
+    }
+
     async fn put(&self, key: &BlobKey, bytes: &[u8]) -> Result<()> {
         if bytes.len() > MAX_BLOB_BYTES {
             return Err(Error::invalid_field("bytes", format!("must be at most {MAX_BLOB_BYTES} bytes")));

@@ -75,6 +75,14 @@ impl BlobStore for FileBlobs {
         .map_err(io)
     }
 
+    async fn delete(&self, key: &BlobKey) -> Result<()> {
+        match tokio::fs::remove_file(self.path_of(key)).await {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io(e)),
+        }
+    }
+
     async fn get(&self, key: &BlobKey) -> Result<Option<Vec<u8>>> {
         match tokio::fs::read(self.path_of(key)).await {
             Ok(b) => Ok(Some(b)),

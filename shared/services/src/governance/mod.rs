@@ -24,6 +24,13 @@ use ports::records::{AuditLog, Expect, MemoryStore, ProposalStore, TenantStore};
 /// Most active org entries triage compares a proposal against.
 const MAX_COMPARED: usize = 5_000;
 
+/// A proposal in the approvers' queue, with the active entries it conflicts with.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Waiting {
+    pub proposal: Proposal,
+    pub conflicts: Vec<MemoryEntry>,
+}
+
 #[derive(Clone)]
 pub struct GovernanceService {
     backend: Backend,
@@ -120,6 +127,32 @@ impl GovernanceService {
                 self.step(rejected, ProposalState::Rejected, "governance", &reason).await
             }
         }
+    }
+
+    /// The approvers' queue: proposals awaiting a person, oldest first, each with its
+    /// score (factors and reasons) and the active entries it conflicts with (the one it
+    /// names to supersede, and the one triage found it contradicts).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `approvals:decide`; `INVALID_REQUEST` for a bad cursor;
+    /// `UNAVAILABLE`.
+    pub async fn waiting(&self, caller: &CallerContext, page: &PageRequest) -> Result<domain::Page<Waiting>> {
+        caller.scopes.require(Scope::ApprovalsDecide)?;
+        let records = &self.backend.records;
+        let p = records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), page).await?;
+        let mut items = Vec::with_capacity(p.items.len());
+        for proposal in p.items {
+            let mut conflicts = Vec::new();
+            for id in proposal.supersedes.iter().chain(proposal.suggested_supersede.iter()) {
+                if let Some(m) = records.get_memory(&caller.tenant, id).await?
+                    && !conflicts.iter().any(|c: &MemoryEntry| c.id == m.id)
+                {
+                    conflicts.push(m);
+                }
+            }
+            items.push(Waiting { proposal, conflicts });
+        }
+        Ok(domain::Page { items, next_cursor: p.next_cursor })
     }
 
     /// An approver's decision on a proposal awaiting approval. Approving writes it (and,

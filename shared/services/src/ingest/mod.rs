@@ -517,6 +517,20 @@ impl IngestService {
             self.backend.blobs.put(&BlobKey::new(&m.tenant, &path)?, &crate::backup::encode(&lines)?).await?;
         }
         if m.kind == KIND_BATCH {
+            // A batch that succeeds after a failure put its connector in sync_error
+            // resumes the sync it was part of.
+            if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
+                && c.state == ConnectorState::SyncError
+            {
+                let to = if c.error_stage.as_deref() == Some("syncing_initial") {
+                    ConnectorState::SyncingInitial
+                } else {
+                    ConnectorState::SyncingDelta
+                };
+                let progress = (to == ConnectorState::SyncingInitial).then_some(c.progress.unwrap_or(0.0));
+                // Advisory like progress: a lost race leaves the state to the winner.
+                let _ = self.transition(&m.tenant, &src, to, progress, None).await;
+            }
             if msg.last_of_final {
                 self.complete(&m.tenant, &src).await?;
             } else if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
@@ -669,7 +683,7 @@ impl IngestService {
 
     /// A batch that cannot be processed right now (a dependency failed) puts its
     /// connector in `sync_error` with the failing stage; the next accepted batch or a
-    /// successful retry resumes it.
+    /// successful retry of this one resumes it (see [`Self::process`]).
     pub async fn record_stage_error(&self, d: &Delivery, e: &Error) {
         let Ok(msg) = serde_json::from_slice::<IngestMessage>(&d.message.body) else { return };
         let Ok(src) = ConnectorSource::new(msg.source) else { return };
