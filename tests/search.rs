@@ -287,6 +287,27 @@ async fn a_lost_index_write_goes_to_review_not_verified() {
     assert!(good.backend.records.get_verification(&t, "kb", &doc.id).await.unwrap().unwrap().verified);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn similar_records_are_linked_and_pole_o_entities_extracted() {
+    let home = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
+    let t = tenant(&s, "linking").await;
+    let w = caller(&s, &t, "tenant:read tenant:write mcp:tools").await;
+    let body = "Dr Grace Hopper of Acme Labs runs the Apollo launch review in Berlin on 2026-03-14; track it in OPS-7.";
+    let (_, first) = s.search.put_kb_document(&w, input("kb-a", "org", "Apollo launch review", body)).await.unwrap();
+    let first = first.unwrap();
+    let classes: BTreeSet<&str> = first.entities.iter().map(|e| e.class.as_str()).collect();
+    assert_eq!(classes, BTreeSet::from(["event", "location", "object", "organization", "person"]), "{:?}", first.entities);
+    assert!(first.related.is_empty());
+    // A near-copy in the same scope is linked to it; one in another scope is not.
+    let (_, second) =
+        s.search.put_kb_document(&w, input("kb-b", "org", "Apollo launch review", &format!("{body} Updated."))).await.unwrap();
+    assert_eq!(second.unwrap().related, vec![Id::new("kb-a").unwrap()]);
+    let w2 = caller_in(&s, &t, "tenant:read tenant:write mcp:tools", &[], &["apollo"]).await;
+    let (_, third) = s.search.put_kb_document(&w2, input("kb-c", "project:apollo", "Apollo launch review", body)).await.unwrap();
+    assert!(third.unwrap().related.is_empty(), "links stay within a scope");
+}
+
 // ---- hostile queries and the reindex ------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -160,6 +160,11 @@ async fn approvers_decide_through_the_api_and_bad_decisions_change_nothing() {
     )
     .await;
     assert_eq!(found["result"]["structuredContent"]["entries"][0]["title"], "Onboarding kickoff owner", "{found}");
+    // Written entries are indexed and proven retrievable (readback) before they count.
+    let id = found["result"]["structuredContent"]["entries"][0]["id"].as_str().unwrap();
+    let read = common::rpc(&app, &agent, "tools/call", json!({"name": "memory.read_org", "arguments": {"id": id}})).await;
+    let v = &read["result"]["structuredContent"]["verification"];
+    assert_eq!((v["verified"].as_bool(), v["kind"].as_str()), (Some(true), Some("memory")), "{read}");
 
     // A proposal over the size limit: 413 (as an MCP tool error), nothing stored.
     let v = common::rpc(

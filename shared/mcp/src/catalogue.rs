@@ -174,7 +174,10 @@ fn read_org_input() -> Value {
     obj(json!({"id": {"type": "string", "minLength": 1, "maxLength": 128}}), &["id"])
 }
 fn read_org_output() -> Value {
-    out(json!({"entry": memory_entry()}), &["entry"])
+    out(
+        json!({"entry": memory_entry(), "verification": {"type": ["object", "null"], "description": "The entry's readback verification: verified, confidence, fresh_at, the POLE+O entities extracted from it and the similar entries it is linked to (related)."}}),
+        &["entry"],
+    )
 }
 fn propose_input() -> Value {
     obj(

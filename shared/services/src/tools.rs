@@ -344,7 +344,20 @@ impl Tools<'_> {
         if let GovernanceState::Superseded { by } = &m.state {
             text.push_str(&format!("\nSuperseded by {by}: read that entry for the current truth."));
         }
-        Ok((json!({"entry": memory_json(&m)}), text))
+        // Its readback verification, with the extracted entities and linked entries.
+        let v = ports::records::ReviewStore::get_verification(&self.backend.records, &caller.tenant, "memory", &m.id).await?;
+        if let Some(v) = &v {
+            text.push_str(&format!(
+                "\nVerification: {} (confidence {:.2})",
+                if v.verified { "retrievable, verified" } else { "awaiting review" },
+                v.confidence
+            ));
+            if !v.related.is_empty() {
+                let related: Vec<&str> = v.related.iter().map(Id::as_str).collect();
+                text.push_str(&format!("\nRelated entries: {}", related.join(", ")));
+            }
+        }
+        Ok((json!({"entry": memory_json(&m), "verification": v}), text))
     }
 
     async fn new_proposal(&self, p: Proposal) -> Result<(Value, String)> {
