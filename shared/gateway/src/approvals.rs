@@ -13,20 +13,14 @@
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
+use domain::Id;
 use domain::principal::CallerContext;
-use domain::{Id, PageRequest};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::body::StrictJson;
+use crate::body::{Cursor, StrictJson};
 use crate::error::ApiError;
 use crate::router::AppState;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Cursor {
-    cursor: Option<String>,
-}
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -39,8 +33,7 @@ pub async fn list(
     Extension(caller): Extension<CallerContext>,
     Query(q): Query<Cursor>,
 ) -> Result<Response, ApiError> {
-    let page = q.cursor.map_or_else(|| PageRequest::first(50), |c| PageRequest::after(50, c));
-    let p = state.services.governance.waiting(&caller, &page).await?;
+    let p = state.services.governance.waiting(&caller, &q.page(50)).await?;
     Ok(Json(json!({ "approvals": p.items, "next_cursor": p.next_cursor })).into_response())
 }
 

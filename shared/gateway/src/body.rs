@@ -103,3 +103,17 @@ fn jsonrpc_error(code: i64, message: String) -> Response {
     let body = serde_json::json!({ "jsonrpc": "2.0", "id": null, "error": { "code": code, "message": message } });
     (http::StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
+
+/// The `?cursor=` query of a paged listing.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cursor {
+    cursor: Option<String>,
+}
+
+impl Cursor {
+    /// The first page of `size`, or the page after the cursor.
+    pub fn page(self, size: u32) -> domain::PageRequest {
+        self.cursor.map_or_else(|| domain::PageRequest::first(size), |c| domain::PageRequest::after(size, c))
+    }
+}

@@ -16,12 +16,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use domain::PageRequest;
 use domain::principal::CallerContext;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::body::StrictJson;
+use crate::body::{Cursor, StrictJson};
 use crate::error::ApiError;
 use crate::router::AppState;
 
@@ -42,22 +40,12 @@ pub async fn connectors(
     Ok(Json(state.services.ingest.connectors(&caller).await?).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Cursor {
-    cursor: Option<String>,
-}
-
 pub async fn failures(
     State(state): State<AppState>,
     Extension(caller): Extension<CallerContext>,
     Query(q): Query<Cursor>,
 ) -> Result<Response, ApiError> {
-    let page = match q.cursor {
-        Some(c) => PageRequest::after(100, c),
-        None => PageRequest::first(100),
-    };
-    let p = state.services.ingest.failures(&caller, &page).await?;
+    let p = state.services.ingest.failures(&caller, &q.page(100)).await?;
     Ok(Json(json!({ "failures": p.items, "next_cursor": p.next_cursor })).into_response())
 }
 
@@ -93,11 +81,7 @@ pub async fn review(
     Extension(caller): Extension<CallerContext>,
     Query(q): Query<Cursor>,
 ) -> Result<Response, ApiError> {
-    let page = match q.cursor {
-        Some(c) => PageRequest::after(100, c),
-        None => PageRequest::first(100),
-    };
-    let p = state.services.search.review_queue(&caller, &page).await?;
+    let p = state.services.search.review_queue(&caller, &q.page(100)).await?;
     Ok(Json(json!({ "review": p.items, "next_cursor": p.next_cursor })).into_response())
 }
 

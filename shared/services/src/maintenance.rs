@@ -72,19 +72,11 @@ impl MaintenanceService {
         let now = self.backend.clock.now();
         let records = &self.backend.records;
         let mut report = MaintenanceReport::default();
-        let mut page = PageRequest::first(200);
-        loop {
-            let p = records.list_tenants(&page).await?;
-            for tenant in &p.items {
-                report.tenants += 1;
-                let (audit, sessions) = self.tenant(tenant, now).await?;
-                report.audit_pruned += audit;
-                report.sessions_expired += sessions;
-            }
-            match p.next_cursor {
-                Some(c) => page = PageRequest::after(200, c),
-                None => break,
-            }
+        for tenant in self.tenants().await? {
+            report.tenants += 1;
+            let (audit, sessions) = self.tenant(&tenant, now).await?;
+            report.audit_pruned += audit;
+            report.sessions_expired += sessions;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
         tracing::info!(
@@ -109,25 +101,17 @@ impl MaintenanceService {
         let search = crate::search::SearchService::new(self.backend.clone());
         let backup = crate::backup::BackupService::new(self.backend.clone());
         let mut total = DailyReport::default();
-        let mut page = PageRequest::first(200);
-        loop {
-            let p = self.backend.records.list_tenants(&page).await?;
-            for tenant in &p.items {
-                total.tenants += 1;
-                let r = search.reindex(tenant, false, &|_| {}).await?;
-                total.indexed += r.indexed;
-                total.verified += r.verified;
-                total.kept += r.kept;
-                total.removed += r.removed;
-                total.orphaned += r.orphaned;
-                let c = backup.compact(tenant, COMPACT_AFTER_FILES).await?;
-                total.backup_files_merged += c.merged;
-                total.backup_files_written += c.written;
-            }
-            match p.next_cursor {
-                Some(c) => page = PageRequest::after(200, c),
-                None => break,
-            }
+        for tenant in self.tenants().await? {
+            total.tenants += 1;
+            let r = search.reindex(&tenant, false, &|_| {}).await?;
+            total.indexed += r.indexed;
+            total.verified += r.verified;
+            total.kept += r.kept;
+            total.removed += r.removed;
+            total.orphaned += r.orphaned;
+            let c = backup.compact(&tenant, COMPACT_AFTER_FILES).await?;
+            total.backup_files_merged += c.merged;
+            total.backup_files_written += c.written;
         }
         tracing::info!(
             tenants = total.tenants,
@@ -137,6 +121,20 @@ impl MaintenanceService {
             "daily run"
         );
         Ok(total)
+    }
+
+    /// Every tenant's id, from the tenant registry.
+    async fn tenants(&self) -> Result<Vec<TenantId>> {
+        let mut out = Vec::new();
+        let mut page = PageRequest::first(200);
+        loop {
+            let p = self.backend.records.list_tenants(&page).await?;
+            out.extend(p.items);
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(200, c),
+                None => return Ok(out),
+            }
+        }
     }
 
     async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize)> {
