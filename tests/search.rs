@@ -308,6 +308,40 @@ async fn similar_records_are_linked_and_pole_o_entities_extracted() {
     assert!(third.unwrap().related.is_empty(), "links stay within a scope");
 }
 
+/// An embedder that is down (a remote model unreachable).
+struct DownEmbedder;
+
+#[async_trait]
+impl ports::Embedder for DownEmbedder {
+    fn name(&self) -> &str {
+        "hashing-384 (lexical)"
+    }
+    fn dim(&self) -> usize {
+        384
+    }
+    async fn embed(&self, _: &[String]) -> Result<Vec<Vec<f32>>> {
+        Err(domain::Error::unavailable("model endpoint unreachable"))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_embedder_outage_stores_the_record_for_review_and_the_reindex_heals_it() {
+    let home = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap();
+    let down = Services::new(Backend { embedder: Arc::new(DownEmbedder), ..backend.clone() });
+    let up = Services::new(backend);
+    let t = tenant(&up, "embedderdown").await;
+    let w = caller(&up, &t, "tenant:read tenant:write approvals:decide mcp:tools").await;
+    let (doc, v) = down.search.put_kb_document(&w, input("kb-1", "org", "Escalations", "Page the duty manager.")).await.unwrap();
+    let v = v.unwrap();
+    assert!(!v.verified && v.reason.contains("embedder failed"), "{v:?}");
+    assert!(up.backend.records.get_kb_document(&t, &doc.id).await.unwrap().is_some(), "the record is stored");
+    assert_eq!(up.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items.len(), 1);
+    let r = up.search.reindex(&t, false, &|_| {}).await.unwrap();
+    assert_eq!((r.indexed, r.verified), (1, 1));
+    assert!(up.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items.is_empty());
+}
+
 // ---- hostile queries and the reindex ------------------------------------------------
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

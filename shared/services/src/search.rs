@@ -219,51 +219,41 @@ impl SearchService {
     }
 
     /// Indexes a record and proves it retrievable. Returns its verification (also
-    /// stored; a failed one is in the review queue). Index errors do not fail the
-    /// caller's write: the record is stored, unverified, and queued for review.
+    /// stored; a failed one is in the review queue). Embedder and index failures do not
+    /// fail the caller's write: the record is stored, unverified, queued for review, and
+    /// the reindex job retries it.
     ///
     /// # Errors
-    /// `UNAVAILABLE` when the embedder or the verification record cannot be written.
+    /// `UNAVAILABLE` when the verification record cannot be written.
     pub async fn index(&self, r: IndexRequest<'_>) -> Result<Option<Verification>> {
         if !self.enabled() {
             return Ok(None);
         }
-        let parts = chunks(r.body);
-        let texts: Vec<String> = parts.iter().map(|c| format!("{}\n{c}", r.title)).collect();
-        let vectors = self.backend.embedder.embed(&texts).await?;
-        let docs: Vec<SearchDoc> = parts
-            .iter()
-            .zip(vectors)
-            .enumerate()
-            .map(|(i, (text, vector))| {
-                Ok(SearchDoc {
-                    tenant: r.tenant.clone(),
-                    scope: r.scope.clone(),
-                    id: Id::new(format!("{}~{i}", r.doc))?,
-                    doc: r.doc.clone(),
-                    kind: r.kind,
-                    title: r.title.to_owned(),
-                    text: text.clone(),
-                    vector,
-                    embedder: self.backend.embedder.name().to_owned(),
-                    updated_at: r.at,
-                })
-            })
-            .collect::<Result<_>>()?;
-        // Similar records of the same scope, found before this one is written.
-        let related = self.similar(&r, &docs).await;
-        // A shorter record replaces a longer one: drop its old chunks first.
-        let written = async {
-            self.backend.search.remove(r.tenant, r.scope, r.doc).await?;
-            self.backend.search.upsert(&docs).await
-        }
-        .await;
-        let (verified, reason) = match written {
+        let (verified, reason, related) = match self.chunks_of(&r).await {
             Err(e) => {
-                tracing::warn!(code = ?e.code, "search index write failed; the record goes to review");
-                (false, "the index write failed".to_owned())
+                // Nothing reached the index: the reindex job finds the record missing and
+                // retries; meanwhile it waits in the review queue.
+                tracing::warn!(code = ?e.code, "embedding failed; the record goes to review");
+                (false, format!("the embedder failed ({}); the reindex job retries", e.code), Vec::new())
             }
-            Ok(()) => self.readback(&r, &docs).await,
+            Ok(docs) => {
+                // Similar records of the same scope, found before this one is written.
+                let related = self.similar(&r, &docs).await;
+                // A shorter record replaces a longer one: drop its old chunks first.
+                let written = async {
+                    self.backend.search.remove(r.tenant, r.scope, r.doc).await?;
+                    self.backend.search.upsert(&docs).await
+                }
+                .await;
+                let (verified, reason) = match written {
+                    Err(e) => {
+                        tracing::warn!(code = ?e.code, "search index write failed; the record goes to review");
+                        (false, "the index write failed; the reindex job retries".to_owned())
+                    }
+                    Ok(()) => self.readback(&r, &docs).await,
+                };
+                (verified, reason, related)
+            }
         };
         let v = Verification {
             tenant: r.tenant.clone(),
@@ -281,6 +271,32 @@ impl SearchService {
         };
         self.backend.records.put_verification(&v).await?;
         Ok(Some(v))
+    }
+
+    /// The record's chunks, embedded.
+    async fn chunks_of(&self, r: &IndexRequest<'_>) -> Result<Vec<SearchDoc>> {
+        let parts = chunks(r.body);
+        let texts: Vec<String> = parts.iter().map(|c| format!("{}\n{c}", r.title)).collect();
+        let vectors = self.backend.embedder.embed(&texts).await?;
+        parts
+            .iter()
+            .zip(vectors)
+            .enumerate()
+            .map(|(i, (text, vector))| {
+                Ok(SearchDoc {
+                    tenant: r.tenant.clone(),
+                    scope: r.scope.clone(),
+                    id: Id::new(format!("{}~{i}", r.doc))?,
+                    doc: r.doc.clone(),
+                    kind: r.kind,
+                    title: r.title.to_owned(),
+                    text: text.clone(),
+                    vector,
+                    embedder: self.backend.embedder.name().to_owned(),
+                    updated_at: r.at,
+                })
+            })
+            .collect()
     }
 
     async fn similar(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> Vec<Id> {

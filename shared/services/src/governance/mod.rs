@@ -220,7 +220,7 @@ impl GovernanceService {
             self.audit(&p.tenant, actor, "memory.write", &stored.id, "active").await?;
             // Into the search index, proven retrievable (or into the review queue).
             let search = crate::search::SearchService::new(self.backend.clone());
-            let v = search
+            let indexed = search
                 .index(crate::search::IndexRequest {
                     tenant: &stored.tenant,
                     scope: &stored.scope,
@@ -230,10 +230,15 @@ impl GovernanceService {
                     body: &stored.body,
                     at: now,
                 })
-                .await?;
-            if let Some(v) = v {
-                let outcome = if v.verified { "verified" } else { "review: readback failed" };
-                self.audit(&p.tenant, actor, "memory.index", &stored.id, outcome).await?;
+                .await;
+            match indexed {
+                Ok(Some(v)) => {
+                    let outcome = if v.verified { "verified".to_owned() } else { format!("review: {}", v.reason) };
+                    self.audit(&p.tenant, actor, "memory.index", &stored.id, &outcome).await?;
+                }
+                Ok(None) => {}
+                // The entry is written; the daily reindex indexes and verifies it.
+                Err(e) => tracing::warn!(code = ?e.code, "could not record the index verification; the reindex job retries"),
             }
             if let Some(old_id) = replaces {
                 for attempt in 0..3 {
