@@ -144,6 +144,53 @@ async fn bands(backend: Backend) {
     assert_eq!(new.lineage.proposal.as_ref(), Some(&cid));
 }
 
+/// Per-tenant weights and thresholds (SPEC §6.2): the same proposal that another tenant
+/// auto-approves waits for a person under a stricter bar; an inconsistent policy is
+/// refused and nothing changes.
+async fn tenant_policy(backend: Backend) {
+    let s = Services::new(backend);
+    let body = json!({"title": "Health score review cadence", "kind": "decision",
+        "body": "Customer success reviews every account health score weekly on Monday; accounts under 40 get an owner call within 2 days."});
+    let mut states = Vec::new();
+    for strict in [false, true] {
+        let t = contract::fresh_tenant("policy");
+        s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+        if strict {
+            let bad = domain::tenant::TriagePolicy { weights: [0.5, 0.5, 0.5, 0.0, 0.0], ..Default::default() };
+            let e = s
+                .admin
+                .set_tenant(&t, services::admin::TenantChanges { triage: Some(bad), ..Default::default() })
+                .await
+                .unwrap_err();
+            assert_eq!(e.code, ErrorCode::InvalidRequest);
+            assert!(s.admin.show_tenant(&t).await.unwrap().triage.is_none(), "nothing changed");
+            let policy = domain::tenant::TriagePolicy { auto_approve: 0.99, reject_below: 0.5, ..Default::default() };
+            s.admin.set_tenant(&t, services::admin::TenantChanges { triage: Some(policy), ..Default::default() }).await.unwrap();
+        }
+        let agent = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+        s.capabilities
+            .execute(&agent, "memory.write_conversational", json!({"session": "qbr", "role": "user", "content": "notes"}))
+            .await
+            .unwrap();
+        let mut args = body.clone();
+        args["session"] = json!("qbr");
+        let p = propose(&s, &agent, args).await;
+        states.push(p["state"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(states, ["written", "awaiting_approval"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_policy_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    tenant_policy(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenant_policy_aws() {
+    tenant_policy(continuity_tests::aws::backend().await).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded() {
     let dir = tempfile::tempdir().unwrap();

@@ -240,6 +240,16 @@ struct TenantSetArgs {
     display_name: Option<String>,
     #[arg(long)]
     rate_limit_per_minute: Option<u32>,
+    /// Triage weights for confidence, relevance, risk, conflict and quality, summing to
+    /// 1 (default 0.3,0.2,0.15,0.15,0.2).
+    #[arg(long, value_delimiter = ',')]
+    triage_weights: Option<Vec<f64>>,
+    /// Score at or above which a proposal is written without a person (default 0.85).
+    #[arg(long)]
+    auto_approve: Option<f64>,
+    /// Score below which a proposal is rejected (default 0.60); in between, a person decides.
+    #[arg(long)]
+    reject_below: Option<f64>,
 }
 
 #[derive(Subcommand)]
@@ -449,6 +459,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("industry:      {}", t.industry);
             println!("storage tier:  {}", t.storage_tier);
             println!("rate limit:    {}/min for the tenant", t.effective_rate_limit());
+            let policy = t.triage.unwrap_or_default();
+            println!(
+                "triage:        weights {:?}, auto-approve ≥ {}, reject < {}{}",
+                policy.weights,
+                policy.auto_approve,
+                policy.reject_below,
+                if t.triage.is_none() { " (defaults)" } else { "" }
+            );
             for idp in &t.trusted_idps {
                 println!("trusted IdP:   {} ({})", idp.issuer, idp.jwks_uri.as_deref().unwrap_or("inline JWKS"));
             }
@@ -463,7 +481,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tenant(TenantCommand::Set { slug, changes }) => {
+            let tenant_id = TenantId::new(slug.clone()).map_err(domain_err)?;
+            let triage = if changes.triage_weights.is_some() || changes.auto_approve.is_some() || changes.reject_below.is_some() {
+                let current = s.admin.show_tenant(&tenant_id).await.map_err(domain_err)?.triage.unwrap_or_default();
+                let weights = match &changes.triage_weights {
+                    Some(w) => <[f64; 5]>::try_from(w.as_slice()).map_err(|_| anyhow!("--triage-weights takes five numbers"))?,
+                    None => current.weights,
+                };
+                Some(domain::tenant::TriagePolicy {
+                    weights,
+                    auto_approve: changes.auto_approve.unwrap_or(current.auto_approve),
+                    reject_below: changes.reject_below.unwrap_or(current.reject_below),
+                })
+            } else {
+                None
+            };
             let c = TenantChanges {
+                triage,
                 plan: changes.plan,
                 department: changes.department,
                 industry: changes.industry,

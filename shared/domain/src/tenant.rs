@@ -118,10 +118,49 @@ pub struct Tenant {
     /// Identity providers trusted for enterprise sign-in (ID-JAG), by issuer.
     #[serde(default)]
     pub trusted_idps: Vec<crate::oauth::TrustedIdp>,
+    /// The tenant's triage weights and thresholds (SPEC §6.2); `None` uses the defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triage: Option<TriagePolicy>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, starting at 1 and bumped by every update.
     pub version: u64,
+}
+
+/// Triage weights (confidence, relevance, risk, conflict, quality) and the two
+/// thresholds: at or above `auto_approve` a proposal is written without a person, below
+/// `reject_below` it is rejected with the reason, in between a person decides.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TriagePolicy {
+    pub weights: [f64; 5],
+    pub auto_approve: f64,
+    pub reject_below: f64,
+}
+
+impl Default for TriagePolicy {
+    fn default() -> Self {
+        Self { weights: [0.3, 0.2, 0.15, 0.15, 0.2], auto_approve: 0.85, reject_below: 0.60 }
+    }
+}
+
+impl TriagePolicy {
+    /// Weights in [0, 1] summing to 1 (± 0.001); `0 ≤ reject_below < auto_approve ≤ 1`.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` naming what is wrong.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.weights.iter().any(|w| !(0.0..=1.0).contains(w)) {
+            return Err(Error::invalid_field("triage.weights", "each weight must lie in [0, 1]"));
+        }
+        let sum: f64 = self.weights.iter().sum();
+        if (sum - 1.0).abs() > 0.001 {
+            return Err(Error::invalid_field("triage.weights", format!("the five weights must sum to 1 (they sum to {sum:.3})")));
+        }
+        if !(0.0 <= self.reject_below && self.reject_below < self.auto_approve && self.auto_approve <= 1.0) {
+            return Err(Error::invalid_field("triage", "thresholds must satisfy 0 ≤ reject_below < auto_approve ≤ 1"));
+        }
+        Ok(())
+    }
 }
 
 impl Tenant {
@@ -136,6 +175,7 @@ impl Tenant {
             rate_limit_per_minute: None,
             tier_overrides: std::collections::BTreeMap::new(),
             trusted_idps: Vec::new(),
+            triage: None,
             created_at: now,
             updated_at: now,
             version: 1,

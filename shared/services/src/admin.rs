@@ -19,6 +19,8 @@ pub struct TenantChanges {
     pub storage_tier: Option<StorageTier>,
     pub display_name: Option<String>,
     pub rate_limit_per_minute: Option<u32>,
+    /// Triage weights and thresholds (checked before anything is written).
+    pub triage: Option<domain::tenant::TriagePolicy>,
 }
 
 #[derive(Debug, Clone)]
@@ -104,6 +106,10 @@ impl AdminService {
             }
             if let Some(r) = changes.rate_limit_per_minute {
                 t.rate_limit_per_minute = Some(r);
+            }
+            if let Some(p) = changes.triage {
+                p.check()?;
+                t.triage = Some(p);
             }
             Ok(())
         })

@@ -107,7 +107,9 @@ impl GovernanceService {
             active: &active,
             vocabulary: &vocabulary,
         };
-        let (score, route) = triage::score(&input, &triage::Policy::default());
+        // The tenant's own weights and thresholds, else the defaults (SPEC §6.2).
+        let policy = t.triage.as_ref().map_or_else(triage::Policy::default, triage::Policy::from);
+        let (score, route) = triage::score(&input, &policy);
         let mut scored = p;
         scored.score = Some(score.clone());
         let scored = self.step(scored, ProposalState::Scored, "governance", &format!("score {:.2}", score.total)).await?;

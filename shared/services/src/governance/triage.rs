@@ -32,7 +32,13 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { weights: [0.3, 0.2, 0.15, 0.15, 0.2], auto_approve: 0.85, reject_below: 0.60 }
+        Self::from(&domain::tenant::TriagePolicy::default())
+    }
+}
+
+impl From<&domain::tenant::TriagePolicy> for Policy {
+    fn from(p: &domain::tenant::TriagePolicy) -> Self {
+        Self { weights: p.weights, auto_approve: p.auto_approve, reject_below: p.reject_below }
     }
 }
 
