@@ -108,3 +108,26 @@ pub(crate) fn random_token(bytes: usize) -> String {
 pub(crate) fn new_id(backend: &Backend) -> domain::Id {
     domain::Id::generate(backend.clock.now(), rand::random())
 }
+
+/// Every item of a paged listing (pages of 500), up to `cap` items, and whether it
+/// stopped at the cap.
+///
+/// # Errors
+/// The listing's.
+pub(crate) async fn all_pages<T, F, Fut>(cap: usize, mut page_fn: F) -> domain::Result<(Vec<T>, bool)>
+where
+    F: FnMut(domain::PageRequest) -> Fut,
+    Fut: std::future::Future<Output = domain::Result<domain::Page<T>>>,
+{
+    let mut out = Vec::new();
+    let mut page = domain::PageRequest::first(500);
+    loop {
+        let p = page_fn(page).await?;
+        out.extend(p.items);
+        match p.next_cursor {
+            Some(c) if out.len() < cap => page = domain::PageRequest::after(500, c),
+            Some(_) => return Ok((out, true)),
+            None => return Ok((out, false)),
+        }
+    }
+}

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use domain::{PageRequest, Result, TenantId, Timestamp};
+use domain::{Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::oauth::OAuthStore;
 use ports::records::{RetentionStore, TenantStore};
@@ -125,16 +125,8 @@ impl MaintenanceService {
 
     /// Every tenant's id, from the tenant registry.
     async fn tenants(&self) -> Result<Vec<TenantId>> {
-        let mut out = Vec::new();
-        let mut page = PageRequest::first(200);
-        loop {
-            let p = self.backend.records.list_tenants(&page).await?;
-            out.extend(p.items);
-            match p.next_cursor {
-                Some(c) => page = PageRequest::after(200, c),
-                None => return Ok(out),
-            }
-        }
+        let records = &self.backend.records;
+        Ok(crate::all_pages(usize::MAX, |p| async move { records.list_tenants(&p).await }).await?.0)
     }
 
     async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize)> {

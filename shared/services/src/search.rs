@@ -491,28 +491,15 @@ impl SearchService {
         // Source records by scope: (doc id, title, body, kind).
         let mut by_scope: std::collections::BTreeMap<MemoryScope, Vec<Source>> = std::collections::BTreeMap::new();
         by_scope.entry(MemoryScope::Org).or_default();
-        let mut page = PageRequest::first(500);
-        loop {
-            let p = records.list_memory(tenant, &MemoryScope::Org, &page).await?;
-            for m in p.items {
-                let active = m.state == domain::memory::GovernanceState::Active;
-                by_scope.entry(MemoryScope::Org).or_default().push((m.id, m.title, m.body, DocKind::Memory, active));
-            }
-            match p.next_cursor {
-                Some(c) => page = PageRequest::after(500, c),
-                None => break,
-            }
+        let (memory, _) =
+            crate::all_pages(usize::MAX, |p| async move { records.list_memory(tenant, &MemoryScope::Org, &p).await }).await?;
+        for m in memory {
+            let active = m.state == domain::memory::GovernanceState::Active;
+            by_scope.entry(MemoryScope::Org).or_default().push((m.id, m.title, m.body, DocKind::Memory, active));
         }
-        let mut page = PageRequest::first(500);
-        loop {
-            let p = records.list_kb_documents(tenant, &page).await?;
-            for d in p.items {
-                by_scope.entry(d.scope.clone()).or_default().push((d.id, d.title, d.body, DocKind::Kb, true));
-            }
-            match p.next_cursor {
-                Some(c) => page = PageRequest::after(500, c),
-                None => break,
-            }
+        let (kb, _) = crate::all_pages(usize::MAX, |p| async move { records.list_kb_documents(tenant, &p).await }).await?;
+        for d in kb {
+            by_scope.entry(d.scope.clone()).or_default().push((d.id, d.title, d.body, DocKind::Kb, true));
         }
         let now = self.backend.clock.now();
         for (scope, docs) in by_scope {

@@ -21,7 +21,7 @@ use domain::memory::{
 use domain::principal::CallerContext;
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{EntityRef, Relationship, Signal};
-use domain::{EntityType, Error, ErrorCode, Id, Page, PageRequest, Result, Timestamp};
+use domain::{EntityType, Error, ErrorCode, Id, PageRequest, Result, Timestamp};
 use ports::Backend;
 use ports::records::{Direction, LibraryStore, MemoryStore, ProposalStore, RelationshipStore, SignalStore};
 use serde::Deserialize;
@@ -96,25 +96,6 @@ fn rank(terms: &[String], id: &str, title: &str, body: &str) -> Option<u8> {
     } else {
         2
     })
-}
-
-/// Every item of a paged listing, up to `cap` items.
-async fn collect<T, F, Fut>(cap: usize, mut page_fn: F) -> Result<(Vec<T>, bool)>
-where
-    F: FnMut(PageRequest) -> Fut,
-    Fut: std::future::Future<Output = Result<Page<T>>>,
-{
-    let mut out = Vec::new();
-    let mut page = PageRequest::first(500);
-    loop {
-        let p = page_fn(page).await?;
-        out.extend(p.items);
-        match p.next_cursor {
-            Some(c) if out.len() < cap => page = PageRequest::after(500, c),
-            Some(_) => return Ok((out, true)),
-            None => return Ok((out, false)),
-        }
-    }
 }
 
 /// A session id as the caller names it: `{principal}.{name}`. A bare name is put in the
@@ -299,7 +280,8 @@ impl Tools<'_> {
         let terms = terms(query)?;
         let records = &self.backend.records;
         let (all, truncated) =
-            collect(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await }).await?;
+            crate::all_pages(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await })
+                .await?;
         let mut hits: Vec<(u8, MemoryEntry)> = all
             .into_iter()
             .filter(|m| m.state == GovernanceState::Active && kind.is_none_or(|k| m.kind == k))
@@ -451,7 +433,7 @@ impl Tools<'_> {
         let session = own_session(caller, &a.session)?;
         let max = limit(a.limit, 50, 500) as usize;
         let records = &self.backend.records;
-        let (turns, _) = collect(100_000, |p| {
+        let (turns, _) = crate::all_pages(100_000, |p| {
             let session = session.clone();
             async move { records.list_turns(&caller.tenant, &session, &p).await }
         })
@@ -520,7 +502,7 @@ impl Tools<'_> {
             return Err(Error::forbidden("this personal scope belongs to someone else"));
         }
         let records = &self.backend.records;
-        let (all, _) = collect(MAX_SCAN, |p| {
+        let (all, _) = crate::all_pages(MAX_SCAN, |p| {
             let scope = scope.clone();
             async move { records.list_memory(&caller.tenant, &scope, &p).await }
         })
@@ -670,7 +652,8 @@ impl Tools<'_> {
         let max = limit(a.limit, 10, 100) as usize;
         let records = &self.backend.records;
         let (mut all, _) =
-            collect(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await }).await?;
+            crate::all_pages(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await })
+                .await?;
         all.sort_by_key(|s| std::cmp::Reverse(s.last_at));
         all.truncate(max);
         let mut text = format!("{} recent sessions", all.len());
@@ -708,7 +691,8 @@ impl Tools<'_> {
         for d in dirs {
             let r = &r;
             let (all, _) =
-                collect(MAX_SCAN, |p| async move { records.list_relationships(&caller.tenant, r, *d, &p).await }).await?;
+                crate::all_pages(MAX_SCAN, |p| async move { records.list_relationships(&caller.tenant, r, *d, &p).await })
+                    .await?;
             rels.extend(all.into_iter().filter(|x| kind.as_ref().is_none_or(|k| &x.kind == k)));
         }
         rels.truncate(size as usize);
@@ -854,7 +838,7 @@ impl Tools<'_> {
             let terms = terms(&a.query)?;
             let records = &self.backend.records;
             let (all, truncated) =
-                collect(MAX_SCAN, |p| async move { records.list_kb_documents(&caller.tenant, &p).await }).await?;
+                crate::all_pages(MAX_SCAN, |p| async move { records.list_kb_documents(&caller.tenant, &p).await }).await?;
             let mut hits: Vec<(u8, _)> = all
                 .into_iter()
                 .filter(|d| scopes.contains(&d.scope) && d.scope.readable_by(caller))
@@ -983,11 +967,13 @@ impl Tools<'_> {
         let open =
             records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
         let (mut sessions, _) =
-            collect(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await }).await?;
+            crate::all_pages(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await })
+                .await?;
         sessions.sort_by_key(|s| std::cmp::Reverse(s.last_at));
         sessions.truncate(5);
         let (mut memory, _) =
-            collect(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await }).await?;
+            crate::all_pages(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await })
+                .await?;
         memory.retain(|m| m.state == GovernanceState::Active);
         memory.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
         memory.truncate(5);
