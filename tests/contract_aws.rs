@@ -256,6 +256,7 @@ async fn backend_wires_every_port() {
         jwt_kms_keys: vec![kms_key("wired").await],
         vault_kms_key: Some(continuity_tests::aws::vault_key().await),
         search: store_aws::SearchSettings::default(),
+        triage_state_machine: None,
     };
     let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");

@@ -48,6 +48,20 @@ async fn bands(backend: Backend) {
         version: 0,
     };
     backend.records.put_memory(&old, Expect::Absent).await.unwrap();
+    // Indexed as the writer indexes every entry it activates: triage finds the entries
+    // to compare with through the search index (a scan where there is none).
+    services::search::SearchService::new(backend.clone())
+        .index(services::search::IndexRequest {
+            tenant: &t,
+            scope: &old.scope,
+            kind: ports::search::DocKind::Memory,
+            doc: &old.id,
+            title: &old.title,
+            body: &old.body,
+            at: now,
+        })
+        .await
+        .unwrap();
     s.capabilities
         .execute(&agent, "memory.write_conversational", json!({"session": "qbr", "role": "user", "content": "notes"}))
         .await

@@ -41,6 +41,9 @@ cd "$ROOT"
 
 CACHE="${CONTINUITY_CACHE:-$HOME/.cache/continuity}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+# Incremental compilation helps an edit-compile loop, not a run of the whole suite, and
+# its per-checkout state grew the shared target folder by tens of GB across CI clones.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 VENV="$CACHE/venv"
 ONLY_SERVICES="${CONTINUITY_ONLY_SERVICES:-}"
 SKIP_LAMBDA_BUILD="${CONTINUITY_SKIP_LAMBDA_BUILD:-}"
@@ -346,7 +349,8 @@ urllib.request.urlopen(sys.argv[1], timeout=2).read()' "$1"
 }
 
 # moto with DynamoDB write atomicity under concurrency (see tests/moto_server.py).
-"$VENV/bin/python" "$ROOT/tests/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
+# MOTO_PORT: moto's Step Functions interpreter calls Lambda and SQS on its own server.
+MOTO_PORT="$MOTO_PORT" "$VENV/bin/python" "$ROOT/tests/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
 PIDS+=("$!")
 wait_for 60 "$!" "moto_server" "$TMP_DIR/moto.log" http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"
 

@@ -64,6 +64,7 @@ pub async fn backend() -> Backend {
         jwt_kms_keys: vec![signing_key().await],
         vault_kms_key: Some(vault_key().await),
         search: store_aws::SearchSettings::default(),
+        triage_state_machine: None,
     };
     store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
 }

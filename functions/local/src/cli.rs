@@ -250,6 +250,10 @@ struct TenantSetArgs {
     /// Score below which a proposal is rejected (default 0.60); in between, a person decides.
     #[arg(long)]
     reject_below: Option<f64>,
+    /// Seconds a proposal waits for a person before it expires and is escalated (never
+    /// auto-approved); default 604800 (7 days), at least 2.
+    #[arg(long)]
+    approval_timeout: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -316,8 +320,16 @@ async fn durability(s: &services::Services, command: Command) -> anyhow::Result<
         Command::Maintenance => {
             let r = s.maintenance.run().await.map_err(domain_err)?;
             println!(
-                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted",
-                r.tenants, r.audit_pruned, r.sessions_expired, r.oauth_pruned
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted; \
+                 proposals: {} restarted, {} decisions resent, {} wait heartbeats, {} waits escalated",
+                r.tenants,
+                r.audit_pruned,
+                r.sessions_expired,
+                r.oauth_pruned,
+                r.workflow.restarted,
+                r.workflow.resent,
+                r.workflow.heartbeats,
+                r.workflow.escalated
             );
             Ok(())
         }
@@ -461,10 +473,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("rate limit:    {}/min for the tenant", t.effective_rate_limit());
             let policy = t.triage.unwrap_or_default();
             println!(
-                "triage:        weights {:?}, auto-approve ≥ {}, reject < {}{}",
+                "triage:        weights {:?}, auto-approve ≥ {}, reject < {}, approval timeout {} s{}",
                 policy.weights,
                 policy.auto_approve,
                 policy.reject_below,
+                policy.approval_timeout_secs,
                 if t.triage.is_none() { " (defaults)" } else { "" }
             );
             for idp in &t.trusted_idps {
@@ -482,7 +495,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Tenant(TenantCommand::Set { slug, changes }) => {
             let tenant_id = TenantId::new(slug.clone()).map_err(domain_err)?;
-            let triage = if changes.triage_weights.is_some() || changes.auto_approve.is_some() || changes.reject_below.is_some() {
+            let triage = if changes.triage_weights.is_some()
+                || changes.auto_approve.is_some()
+                || changes.reject_below.is_some()
+                || changes.approval_timeout.is_some()
+            {
                 let current = s.admin.show_tenant(&tenant_id).await.map_err(domain_err)?.triage.unwrap_or_default();
                 let weights = match &changes.triage_weights {
                     Some(w) => <[f64; 5]>::try_from(w.as_slice()).map_err(|_| anyhow!("--triage-weights takes five numbers"))?,
@@ -492,6 +509,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     weights,
                     auto_approve: changes.auto_approve.unwrap_or(current.auto_approve),
                     reject_below: changes.reject_below.unwrap_or(current.reject_below),
+                    approval_timeout_secs: changes.approval_timeout.unwrap_or(current.approval_timeout_secs),
                 })
             } else {
                 None

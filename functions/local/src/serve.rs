@@ -49,6 +49,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
     println!("MCP URL:   {public_url}/mcp");
     println!("Search:    hybrid (BM25 + vectors, RRF), embedder {}", home.services.backend.embedder.name());
+    println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());
     println!(
         "Owner key: {} ({})",
         home.key_path().display(),
@@ -59,6 +60,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
 
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), shutdown.clone()));
     let maintenance = tokio::spawn(run_maintenance(home.services.clone(), shutdown.clone()));
+    let workflow = tokio::spawn(run_workflow(home.services.clone(), shutdown.clone()));
 
     let signal_token = shutdown.clone();
     axum::serve(listener, app)
@@ -72,6 +74,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     shutdown.cancel();
     let _ = pipeline.await;
     let _ = maintenance.await;
+    let _ = workflow.await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -125,6 +128,22 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
             }
+        }
+    }
+}
+
+/// The embedded runner's timer (SPEC §6.3): every 2 s, waits past their deadline are
+/// escalated and proposals a crash stopped on their way (idle for a minute) are moved
+/// along. The waits themselves live in the store, so this picks them up after a restart.
+async fn run_workflow(services: services::Services, shutdown: CancellationToken) {
+    use std::time::Duration;
+    loop {
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+        if let Err(e) = services.maintenance.workflow(Duration::from_secs(60)).await {
+            tracing::warn!(error = %e, "governance workflow tick failed; the next one continues");
         }
     }
 }

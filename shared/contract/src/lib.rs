@@ -71,6 +71,7 @@ macro_rules! contract_suite {
                 verifications_and_review_queue,
                 graphs_are_versioned_per_scope,
                 proposals_lifecycle,
+                governed_write_is_atomic,
                 audit_newest_first_and_idempotency,
                 tenant_isolation_everywhere,
                 connector_status_transitions,

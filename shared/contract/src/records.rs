@@ -75,6 +75,7 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         decision_reason: None,
         proposed_by: id("u1"),
         source_session: None,
+        wait: None,
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         version: 1,
@@ -404,6 +405,65 @@ pub async fn proposals_lifecycle(r: Records) {
     stale.state = ProposalState::AwaitingApproval;
     assert_eq!(r.update_proposal(&stale).await.unwrap_err().code, ErrorCode::Conflict);
     assert_eq!(r.list_proposals(&t, None, &PageRequest::first(10)).await.unwrap().items.len(), 2);
+
+    // A wait is stored with the proposal and read back whole.
+    let mut waiting = p1.clone();
+    waiting.state = ProposalState::AwaitingApproval;
+    waiting.wait = Some(domain::proposal::Wait { token: "tok/1".into(), deadline: Timestamp(99) });
+    let waiting = r.update_proposal(&waiting).await.unwrap();
+    assert_eq!(r.get_proposal(&t, &id("p1")).await.unwrap().unwrap().wait, waiting.wait);
+    assert!(!format!("{:?}", waiting.wait).contains("tok/1"), "the token never reaches a log");
+    assert_eq!(waiting.clone().redacted().wait.unwrap().token, "", "nor a client");
+}
+
+/// The single writer's commit: proposal written, entry created, old entry superseded
+/// and the audit records — all or nothing.
+pub async fn governed_write_is_atomic(r: Records) {
+    let t = fresh_tenant("gov");
+    let old = r.put_memory(&memory(&t, "old", MemoryScope::Org), Expect::Absent).await.unwrap();
+    let mut p = proposal(&t, "gp");
+    p.state = ProposalState::Approved;
+    r.create_proposal(&p).await.unwrap();
+    let p = r.get_proposal(&t, &id("gp")).await.unwrap().unwrap();
+    let audit = |n: &str| AuditRecord {
+        tenant: t.clone(),
+        id: id(n),
+        at: Timestamp(5),
+        actor: "governance".into(),
+        action: "memory.write".into(),
+        target: Some("gp".into()),
+        outcome: "active".into(),
+        request_id: None,
+    };
+    let mut written = p.clone();
+    written.state = ProposalState::Written;
+    let mut entry = memory(&t, "gp", MemoryScope::Org);
+    entry.lineage.supersedes = Some(id("old"));
+    let mut superseded = old.clone();
+    superseded.state = GovernanceState::Superseded { by: id("gp") };
+
+    // A stale version of the superseded entry: nothing at all is written.
+    let mut stale = superseded.clone();
+    stale.version = old.version + 7;
+    let err = r.commit_governed_write(&written, &entry, Some(&stale), &[audit("a1")]).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Conflict);
+    assert_eq!(r.get_proposal(&t, &id("gp")).await.unwrap().unwrap().state, ProposalState::Approved);
+    assert_eq!(r.get_memory(&t, &id("gp")).await.unwrap(), None);
+    assert_eq!(r.get_memory(&t, &id("old")).await.unwrap().unwrap().state, GovernanceState::Active);
+    assert!(r.list_audit(&t, &PageRequest::first(10)).await.unwrap().items.is_empty());
+
+    let stored = r.commit_governed_write(&written, &entry, Some(&superseded), &[audit("a1"), audit("a2")]).await.unwrap();
+    assert_eq!(stored.state, ProposalState::Written);
+    assert_eq!(r.get_memory(&t, &id("gp")).await.unwrap().unwrap().lineage.supersedes, Some(id("old")));
+    assert_eq!(r.get_memory(&t, &id("old")).await.unwrap().unwrap().state, GovernanceState::Superseded { by: id("gp") });
+    assert_eq!(r.list_audit(&t, &PageRequest::first(10)).await.unwrap().items.len(), 2);
+    let written_list = r.list_proposals(&t, Some(ProposalState::Written), &PageRequest::first(10)).await.unwrap();
+    assert_eq!(written_list.items.len(), 1);
+    assert!(r.list_proposals(&t, Some(ProposalState::Approved), &PageRequest::first(10)).await.unwrap().items.is_empty());
+    // Committing again (a retried write) conflicts and changes nothing.
+    let again = r.commit_governed_write(&written, &entry, None, &[audit("a3")]).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::Conflict);
+    assert_eq!(r.list_audit(&t, &PageRequest::first(10)).await.unwrap().items.len(), 2);
 }
 
 pub async fn audit_newest_first_and_idempotency(r: Records) {

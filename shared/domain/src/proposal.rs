@@ -6,7 +6,9 @@ use crate::ids::{Id, TenantId, Timestamp};
 use crate::tenant::string_enum;
 
 string_enum! {
-    /// Lifecycle: `pending → scored → auto_approved | awaiting_approval | rejected → approved → written | failed`.
+    /// Lifecycle: `pending → scored → auto_approved | awaiting_approval | rejected → approved → written | failed`;
+    /// `expired` when nobody decided within the tenant's approval timeout (escalated,
+    /// never auto-approved; a new proposal can be made).
     ProposalState, "state" {
         Pending = "pending",
         Scored = "scored",
@@ -16,6 +18,7 @@ string_enum! {
         Rejected = "rejected",
         Written = "written",
         Failed = "failed",
+        Expired = "expired",
     }
 }
 
@@ -29,13 +32,31 @@ impl ProposalState {
                 | (Pending, Failed)
                 | (Scored, AutoApproved | AwaitingApproval | Rejected | Failed)
                 | (AutoApproved, Written | Failed)
-                | (AwaitingApproval, Approved | Rejected | Failed)
+                | (AwaitingApproval, Approved | Rejected | Expired | Failed)
                 | (Approved, Written | Failed)
         )
     }
 
     pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Written | Self::Rejected | Self::Failed)
+        matches!(self, Self::Written | Self::Rejected | Self::Failed | Self::Expired)
+    }
+}
+
+/// A proposal's wait for a person (SPEC §6.3): the workflow's task token and when the
+/// wait times out. Stored with the proposal so a restart keeps it; never shown to
+/// anyone ([`Proposal::redacted`]).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+pub struct Wait {
+    /// The token the decision is sent with (`SendTaskSuccess`/`SendTaskFailure`, or the
+    /// embedded runner's).
+    pub token: String,
+    /// When the wait escalates if nobody decided.
+    pub deadline: Timestamp,
+}
+
+impl std::fmt::Debug for Wait {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Wait").field("token", &"[redacted]").field("deadline", &self.deadline).finish()
     }
 }
 
@@ -71,9 +92,24 @@ pub struct Proposal {
     pub decision_reason: Option<String>,
     pub proposed_by: Id,
     pub source_session: Option<String>,
+    /// Set while the proposal awaits a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Wait>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub version: u64,
+}
+
+impl Proposal {
+    /// The proposal as shown to people and clients: the wait's token removed (its
+    /// deadline kept).
+    #[must_use]
+    pub fn redacted(mut self) -> Self {
+        if let Some(w) = &mut self.wait {
+            w.token.clear();
+        }
+        self
+    }
 }
 
 #[cfg(test)]

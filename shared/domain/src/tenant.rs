@@ -135,16 +135,41 @@ pub struct TriagePolicy {
     pub weights: [f64; 5],
     pub auto_approve: f64,
     pub reject_below: f64,
+    /// How long a proposal waits for a person before it is escalated (never
+    /// auto-approved), in seconds (SPEC §6.3: the wait's `TimeoutSeconds`).
+    #[serde(default = "default_approval_timeout")]
+    pub approval_timeout_secs: u64,
+}
+
+/// Seven days.
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+
+fn default_approval_timeout() -> u64 {
+    DEFAULT_APPROVAL_TIMEOUT_SECS
 }
 
 impl Default for TriagePolicy {
     fn default() -> Self {
-        Self { weights: [0.3, 0.2, 0.15, 0.15, 0.2], auto_approve: 0.85, reject_below: 0.60 }
+        Self {
+            weights: [0.3, 0.2, 0.15, 0.15, 0.2],
+            auto_approve: 0.85,
+            reject_below: 0.60,
+            approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
+        }
     }
 }
 
 impl TriagePolicy {
-    /// Weights in [0, 1] summing to 1 (± 0.001); `0 ≤ reject_below < auto_approve ≤ 1`.
+    /// The wait's heartbeat interval: the hourly maintenance job proves every stored
+    /// wait is still there by sending a heartbeat, so a wait lost from the store
+    /// escalates after two missed beats (or at the timeout, if sooner). Always below
+    /// the timeout, as Step Functions requires.
+    pub fn approval_heartbeat_secs(&self) -> u64 {
+        (2 * 3600 + 600).min(self.approval_timeout_secs - 1).max(1)
+    }
+
+    /// Weights in [0, 1] summing to 1 (± 0.001); `0 ≤ reject_below < auto_approve ≤ 1`;
+    /// an approval timeout between 2 s and 365 days.
     ///
     /// # Errors
     /// `INVALID_REQUEST` naming what is wrong.
@@ -158,6 +183,9 @@ impl TriagePolicy {
         }
         if !(0.0 <= self.reject_below && self.reject_below < self.auto_approve && self.auto_approve <= 1.0) {
             return Err(Error::invalid_field("triage", "thresholds must satisfy 0 ≤ reject_below < auto_approve ≤ 1"));
+        }
+        if !(2..=365 * 24 * 3600).contains(&self.approval_timeout_secs) {
+            return Err(Error::invalid_field("triage.approval_timeout_secs", "must lie between 2 seconds and 365 days"));
         }
         Ok(())
     }

@@ -24,6 +24,7 @@ pub mod records;
 pub mod search;
 pub mod signer;
 pub mod vault;
+pub mod workflow;
 
 use std::sync::Arc;
 
@@ -36,6 +37,7 @@ pub use ratelimit::{Rate, RateDecision, RateLimiter};
 pub use records::Records;
 pub use search::{Embedder, SearchIndex};
 pub use signer::{PublicJwk, Signature, TokenSigner};
+pub use workflow::Workflow;
 
 /// Everything a service needs from a backend, wired once in each binary's `main`.
 #[derive(Clone)]
@@ -56,6 +58,9 @@ pub struct Backend {
     pub search: Arc<dyn SearchIndex>,
     /// The embedder whose vectors `search` holds.
     pub embedder: Arc<dyn Embedder>,
+    /// The triage workflow engine: Step Functions on AWS; `None` runs the embedded
+    /// runner (`services::governance::EmbeddedRunner`) in process over `records`.
+    pub workflow: Option<Arc<dyn Workflow>>,
     pub clock: Arc<dyn Clock>,
     /// `embedded` or `aws`, for start-up messages and `/healthz`.
     pub name: &'static str,

@@ -203,6 +203,20 @@ pub trait ProposalStore: Send + Sync {
     /// # Errors
     /// `CONFLICT` on a version mismatch or an illegal state move; `NOT_FOUND`; `UNAVAILABLE`.
     async fn update_proposal(&self, proposal: &Proposal) -> Result<Proposal>;
+    /// The single writer's one atomic commit (SPEC §6.1 step 5): `proposal` moves to
+    /// `written` (from its stored version), `entry` is created, and `superseded` — the
+    /// active entry it replaces, already marked `superseded` by the caller — is written
+    /// over its stored version, with the audit records of it. All of it, or nothing.
+    ///
+    /// # Errors
+    /// `CONFLICT` when any version does not match or `entry` exists; `UNAVAILABLE`.
+    async fn commit_governed_write(
+        &self,
+        proposal: &Proposal,
+        entry: &MemoryEntry,
+        superseded: Option<&MemoryEntry>,
+        audit: &[AuditRecord],
+    ) -> Result<Proposal>;
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest)
@@ -959,6 +973,56 @@ impl ProposalStore for Records {
             });
         }
         writes.push(put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), next.version, body, Condition::None));
+        self.items.write(writes).await?;
+        Ok(next)
+    }
+
+    async fn commit_governed_write(
+        &self,
+        p: &Proposal,
+        entry: &MemoryEntry,
+        superseded: Option<&MemoryEntry>,
+        audit: &[AuditRecord],
+    ) -> Result<Proposal> {
+        let t = p.tenant.as_str();
+        if p.state != ProposalState::Written {
+            return Err(Error::conflict(format!("proposal {} must be committed as written, not {}", p.id, p.state)));
+        }
+        let current: Proposal =
+            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
+        if !current.state.can_move_to(p.state) {
+            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
+        }
+        let mut next = p.clone();
+        next.version = p.version + 1;
+        let body = encode(&next)?;
+        let mut writes = vec![
+            put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version)),
+            Write::Delete {
+                tenant: t.to_owned(),
+                part: "proposal_by_state".into(),
+                sk: format!("{}#{}", current.state, p.id),
+                condition: Condition::None,
+            },
+            put(t, "proposal_by_state", format!("{}#{}", next.state, p.id), next.version, body, Condition::None),
+        ];
+        for (m, expect) in std::iter::once((entry, Expect::Absent)).chain(superseded.map(|o| (o, Expect::Version(o.version)))) {
+            if m.tenant != p.tenant {
+                return Err(Error::invalid_field("tenant", "a governed write stays inside one tenant"));
+            }
+            let (version, condition) = versioned(expect);
+            let mut stored = m.clone();
+            stored.version = version;
+            let body = encode(&stored)?;
+            writes.push(put(t, "memory", m.id.to_string(), version, body.clone(), condition));
+            writes.push(put(t, "memory_by_scope", format!("{}#{}", m.scope.storage_key(), m.id), version, body, Condition::None));
+        }
+        for r in audit {
+            if r.tenant != p.tenant {
+                return Err(Error::invalid_field("tenant", "a governed write stays inside one tenant"));
+            }
+            writes.push(put(t, "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent));
+        }
         self.items.write(writes).await?;
         Ok(next)
     }

@@ -47,7 +47,13 @@ pub struct MaintenanceReport {
     pub audit_pruned: usize,
     pub sessions_expired: usize,
     pub oauth_pruned: usize,
+    /// The governance workflow moved along ([`MaintenanceService::workflow`]).
+    pub workflow: crate::governance::Resumed,
 }
+
+/// A proposal idle this long on its way through triage is moved along by the hourly
+/// run (a crash or an outage stopped it).
+pub const WORKFLOW_IDLE: Duration = Duration::from_secs(300);
 
 fn before(now: Timestamp, d: Duration) -> Timestamp {
     Timestamp(now.0.saturating_sub(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)))
@@ -79,6 +85,7 @@ impl MaintenanceService {
             report.sessions_expired += sessions;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
+        report.workflow = self.workflow(WORKFLOW_IDLE).await?;
         tracing::info!(
             tenants = report.tenants,
             audit_pruned = report.audit_pruned,
@@ -120,6 +127,32 @@ impl MaintenanceService {
             backup_files_merged = total.backup_files_merged,
             "daily run"
         );
+        Ok(total)
+    }
+
+    /// The governance workflow's upkeep over every tenant
+    /// ([`crate::governance::GovernanceService::resume`]): proposals idle for `idle` on
+    /// their way are moved along, waits get their heartbeat (Step Functions) or, past
+    /// their deadline, are escalated (embedded runner). Hourly with [`Self::run`];
+    /// `continuity serve` also runs it every few seconds, which is the embedded runner's
+    /// timer.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn workflow(&self, idle: Duration) -> Result<crate::governance::Resumed> {
+        let governance = crate::governance::GovernanceService::new(self.backend.clone());
+        let idle_before = before(self.backend.clock.now(), idle);
+        let mut total = crate::governance::Resumed::default();
+        for tenant in self.tenants().await? {
+            let r = governance.resume(&tenant, idle_before).await?;
+            total.restarted += r.restarted;
+            total.resent += r.resent;
+            total.heartbeats += r.heartbeats;
+            total.escalated += r.escalated;
+        }
+        if total != crate::governance::Resumed::default() {
+            tracing::info!(?total, "governance workflow resumed");
+        }
         Ok(total)
     }
 

@@ -391,6 +391,7 @@ impl Tools<'_> {
             decision_reason: None,
             proposed_by: caller.principal.clone(),
             source_session: None,
+            wait: None,
             created_at: now,
             updated_at: now,
             version: 1,

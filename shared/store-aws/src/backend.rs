@@ -37,7 +37,8 @@ impl LambdaEnv {
     /// optional `CONTINUITY_VAULT_KMS_KEY` (the symmetric key of the Spine vault),
     /// optional `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_OPENSEARCH_SERVICE` (`aoss`),
     /// `CONTINUITY_OPENSEARCH_INDEX` (`continuity`), `CONTINUITY_EMBEDDER` (`hashing` or
-    /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`,
+    /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`, optional
+    /// `CONTINUITY_TRIAGE_STATE_MACHINE` (the triage state machine's ARN),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`.
     ///
@@ -72,6 +73,7 @@ impl LambdaEnv {
                     embedder: optional("CONTINUITY_EMBEDDER").unwrap_or_else(|| "hashing".into()),
                     bedrock_endpoint: optional("CONTINUITY_BEDROCK_ENDPOINT"),
                 },
+                triage_state_machine: optional("CONTINUITY_TRIAGE_STATE_MACHINE").filter(|s| !s.trim().is_empty()),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
             allowed_hosts: optional("CONTINUITY_ALLOWED_HOSTS")

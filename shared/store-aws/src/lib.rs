@@ -7,6 +7,7 @@
 //! - [`sqs`]: [`SqsQueue`], the work queue over an SQS queue whose `RedrivePolicy` sends
 //!   poison messages to a dead-letter queue.
 //! - [`s3`]: [`S3Blobs`], the blob store over one S3 bucket, keyed `{tenant}/{path}`.
+//! - [`sfn`]: [`StepFunctionsWorkflow`], the triage workflow on Step Functions.
 //! - [`cache`]: [`RedisCache`], the hot cache over Redis: a single node, or a cluster with
 //!   TLS such as ElastiCache Serverless.
 //!
@@ -29,6 +30,7 @@ pub mod kms;
 pub mod s3;
 pub mod search;
 pub mod settings;
+pub mod sfn;
 pub mod signed;
 pub mod sqs;
 
@@ -40,6 +42,7 @@ pub use kms::KmsSigner;
 pub use s3::S3Blobs;
 pub use search::OpenSearchIndex;
 pub use settings::{AwsSettings, SearchSettings, aws_config_for};
+pub use sfn::StepFunctionsWorkflow;
 pub use signed::SignedHttp;
 pub use sqs::SqsQueue;
 
@@ -118,6 +121,10 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
             .fortress_table
             .as_ref()
             .map(|t| vault(Records::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t))))),
+        workflow: settings
+            .triage_state_machine
+            .as_ref()
+            .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(&sdk), arn)) as Arc<dyn ports::Workflow>),
         clock,
         name: "aws",
     })

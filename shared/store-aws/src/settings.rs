@@ -41,6 +41,9 @@ pub struct AwsSettings {
     pub vault_kms_key: Option<String>,
     /// The search index and the embedder.
     pub search: SearchSettings,
+    /// The triage state machine (`statemachines/triage.asl.json`) proposals run on;
+    /// `None` runs the embedded runner in process over the table (tests, local runs).
+    pub triage_state_machine: Option<String>,
 }
 
 /// Where hybrid search lives on AWS.
@@ -121,6 +124,11 @@ pub fn kms_client(config: &SdkConfig) -> aws_sdk_kms::Client {
 /// An SQS client for `config`.
 pub fn sqs_client(config: &SdkConfig) -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(config)
+}
+
+/// A Step Functions client for `config`.
+pub fn sfn_client(config: &SdkConfig) -> aws_sdk_sfn::Client {
+    aws_sdk_sfn::Client::new(config)
 }
 
 /// An S3 client for `config`. A local endpoint cannot serve virtual-hosted buckets

@@ -74,6 +74,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
         limiter: Arc::new(MemoryLimiter::new()),
         search,
         embedder,
+        workflow: None,
         clock,
         name: "embedded",
     })

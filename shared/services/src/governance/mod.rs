@@ -1,28 +1,34 @@
 //! Governance (SPEC §6): nothing becomes organisational truth without passing it.
 //!
-//! [`GovernanceService::triage`] runs the triage states for one proposal — Score →
-//! Choice → AutoApprove → Write | AwaitApproval | Reject → RecordRejection — with the
-//! deterministic scorer of [`triage`]. Each state is a lifecycle step stored on the
-//! proposal (a versioned write), so a proposal waiting for a person waits in the store
-//! and survives any restart. [`GovernanceService::decide`] is the only way out of
-//! `awaiting_approval`, and needs `approvals:decide` — which no MCP client is granted.
-//! The single writer ([`GovernanceService::write`]) makes org entries `active`, or
-//! supersedes an entry with lineage both ways; nothing is deleted. Every step goes to
-//! the audit ledger.
+//! A proposal runs the triage workflow (SPEC §6.3) — Score → Route → AutoApprove →
+//! Write | AwaitApproval | Reject → RecordRejection, with retries and a recorded
+//! failure — on Step Functions (`statemachines/triage.asl.json`, AWS) or the embedded
+//! runner ([`EmbeddedRunner`], `continuity serve`), both running the task code of
+//! [`tasks`] with the deterministic scorer of [`triage`]. Each step is a versioned write
+//! of the proposal and an audit record; a proposal waiting for a person waits in the
+//! store (its task token and deadline with it), so it survives any restart.
+//! [`GovernanceService::decide`] is the only way out of `awaiting_approval`: it needs
+//! `approvals:decide` — which no MCP client is granted — and sends the wait's token.
+//! The single writer ([`tasks::Tasks::write`]) makes org entries `active`, or supersedes
+//! an entry with lineage both ways, in one atomic commit; nothing is deleted.
 
+pub mod runner;
+pub mod tasks;
 pub mod triage;
 
-use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::memory::MemoryEntry;
 use domain::principal::{CallerContext, Scope};
 use domain::proposal::{Proposal, ProposalState};
-use domain::{Error, ErrorCode, Id, PageRequest, Result, TenantId};
+use domain::{Error, ErrorCode, Id, PageRequest, Result, TenantId, Timestamp};
 use ports::Backend;
-use ports::records::{AuditLog, Expect, MemoryStore, ProposalStore, TenantStore};
+use ports::records::{MemoryStore, ProposalStore};
+use ports::workflow::{REJECTED, Workflow};
+use serde_json::json;
 
-/// Most active org entries triage compares a proposal against.
-const MAX_COMPARED: usize = 5_000;
+pub use runner::EmbeddedRunner;
+pub use tasks::Tasks;
 
 /// A proposal in the approvers' queue, with the active entries it conflicts with.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -31,104 +37,61 @@ pub struct Waiting {
     pub conflicts: Vec<MemoryEntry>,
 }
 
+/// What one [`GovernanceService::resume`] pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Resumed {
+    /// Proposals whose workflow was (re)started: pending or scored and idle.
+    pub restarted: usize,
+    /// Approved proposals whose decision was sent again (or written).
+    pub resent: usize,
+    /// Waits told they are still held (Step Functions heartbeats).
+    pub heartbeats: usize,
+    /// Waits past their deadline, escalated (embedded runner).
+    pub escalated: usize,
+}
+
 #[derive(Clone)]
 pub struct GovernanceService {
     backend: Backend,
+    tasks: Tasks,
+    workflow: Arc<dyn Workflow>,
+    runner: Option<EmbeddedRunner>,
 }
 
 impl GovernanceService {
+    /// Runs proposals on `backend.workflow` (Step Functions), or on the embedded runner
+    /// when the backend has none.
     pub fn new(backend: Backend) -> Self {
-        Self { backend }
-    }
-
-    async fn audit(&self, tenant: &TenantId, actor: &str, action: &str, target: &Id, outcome: &str) -> Result<()> {
-        let record = domain::audit::AuditRecord {
-            tenant: tenant.clone(),
-            id: crate::new_id(&self.backend),
-            at: self.backend.clock.now(),
-            actor: actor.to_owned(),
-            action: action.to_owned(),
-            target: Some(target.to_string()),
-            outcome: outcome.to_owned(),
-            request_id: None,
-        };
-        self.backend.records.append_audit(&record).await
-    }
-
-    /// Moves `p` to `to` (a legal lifecycle step), stored with a versioned write.
-    async fn step(&self, mut p: Proposal, to: ProposalState, actor: &str, outcome: &str) -> Result<Proposal> {
-        if !p.state.can_move_to(to) {
-            return Err(Error::conflict(format!("proposal {} cannot move from {} to {}", p.id, p.state, to)));
-        }
-        p.state = to;
-        p.updated_at = self.backend.clock.now();
-        let stored = self.backend.records.update_proposal(&p).await?;
-        self.audit(&stored.tenant, actor, &format!("proposal.{}", to.as_str()), &stored.id, outcome).await?;
-        Ok(stored)
-    }
-
-    async fn active_org(&self, tenant: &TenantId) -> Result<Vec<MemoryEntry>> {
-        let mut out = Vec::new();
-        let mut page = PageRequest::first(500);
-        loop {
-            let p = self.backend.records.list_memory(tenant, &MemoryScope::Org, &page).await?;
-            out.extend(p.items.into_iter().filter(|m| m.state == GovernanceState::Active));
-            match p.next_cursor {
-                Some(c) if out.len() < MAX_COMPARED => page = PageRequest::after(500, c),
-                _ => break,
+        let tasks = Tasks::new(backend.clone());
+        let (workflow, runner): (Arc<dyn Workflow>, _) = match &backend.workflow {
+            Some(w) => (w.clone(), None),
+            None => {
+                let r = EmbeddedRunner::new(tasks.clone());
+                (Arc::new(r.clone()), Some(r))
             }
-        }
-        Ok(out)
+        };
+        Self { backend, tasks, workflow, runner }
     }
 
-    /// Runs triage for a `pending` proposal and returns it in the state it reached:
-    /// `written` (auto-approved), `awaiting_approval` or `rejected` (with the reason).
+    /// `step-functions` or `embedded`.
+    pub fn workflow_name(&self) -> &'static str {
+        self.workflow.name()
+    }
+
+    /// The task code, for the `continuity-triage` Lambda.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// Starts triage for a stored `pending` proposal and returns it as it stands: on the
+    /// embedded runner triage has run (`written`, `awaiting_approval`, `rejected`); on
+    /// Step Functions it is usually still `pending`, the execution under way.
     ///
     /// # Errors
-    /// `NOT_FOUND`; `CONFLICT` when the proposal is not pending; `UNAVAILABLE`.
+    /// `NOT_FOUND`; `UNAVAILABLE`.
     pub async fn triage(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
-        let records = &self.backend.records;
-        let p = records.get_proposal(tenant, id).await?.ok_or_else(|| Error::not_found(format!("proposal {id}")))?;
-        let t = records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
-        let schema = adk::resolve::schema_for(t.department, t.industry);
-        let vocabulary: BTreeSet<String> = schema
-            .entity_types
-            .values()
-            .flat_map(|s| std::iter::once(s.name.clone()).chain(s.fields.keys().cloned()))
-            .flat_map(|n| n.split('_').map(str::to_owned).collect::<Vec<_>>())
-            .filter(|w| w.len() > 2)
-            .collect();
-        let active = self.active_org(tenant).await?;
-        let input = triage::Input {
-            title: &p.title,
-            body: &p.body,
-            has_source_session: p.source_session.is_some(),
-            supersedes: p.supersedes.as_ref(),
-            active: &active,
-            vocabulary: &vocabulary,
-        };
-        // The tenant's own weights and thresholds, else the defaults (SPEC §6.2).
-        let policy = t.triage.as_ref().map_or_else(triage::Policy::default, triage::Policy::from);
-        let (score, route) = triage::score(&input, &policy);
-        let mut scored = p;
-        scored.score = Some(score.clone());
-        let scored = self.step(scored, ProposalState::Scored, "governance", &format!("score {:.2}", score.total)).await?;
-        match route {
-            triage::Route::AutoApprove => {
-                let approved = self.step(scored, ProposalState::AutoApproved, "governance", "auto-approved").await?;
-                self.write(approved, "governance").await
-            }
-            triage::Route::Human { supersede } => {
-                let mut waiting = scored;
-                waiting.suggested_supersede = supersede;
-                self.step(waiting, ProposalState::AwaitingApproval, "governance", "awaiting a person").await
-            }
-            triage::Route::Reject { reason } => {
-                let mut rejected = scored;
-                rejected.decision_reason = Some(reason.clone());
-                self.step(rejected, ProposalState::Rejected, "governance", &reason).await
-            }
-        }
+        self.workflow.start(tenant, id).await?;
+        Ok(self.tasks.load(tenant, id).await?.redacted())
     }
 
     /// The approvers' queue: proposals awaiting a person, oldest first, each with its
@@ -152,18 +115,22 @@ impl GovernanceService {
                     conflicts.push(m);
                 }
             }
-            items.push(Waiting { proposal, conflicts });
+            items.push(Waiting { proposal: proposal.redacted(), conflicts });
         }
         Ok(domain::Page { items, next_cursor: p.next_cursor })
     }
 
-    /// An approver's decision on a proposal awaiting approval. Approving writes it (and,
-    /// when triage found a contradiction, supersedes that entry); rejecting keeps the
-    /// reason.
+    /// An approver's decision on a proposal awaiting approval, recorded (a versioned
+    /// write: of two concurrent decisions one wins, the other is `CONFLICT`) and sent to
+    /// the workflow with the wait's token. Approving writes it (superseding, when triage
+    /// found a contradiction, that entry); rejecting keeps the reason. On the embedded
+    /// runner the write has happened when this returns; on Step Functions the `Write`
+    /// state does it moments later (the proposal is `approved` until then).
     ///
     /// # Errors
     /// `FORBIDDEN` without `approvals:decide`; `INVALID_REQUEST` for a rejection without
-    /// a reason; `NOT_FOUND`; `CONFLICT` when it is not awaiting approval; `UNAVAILABLE`.
+    /// a reason; `NOT_FOUND`; `CONFLICT` when it is not awaiting approval or its wait has
+    /// timed out; `UNAVAILABLE`.
     pub async fn decide(&self, caller: &CallerContext, id: &Id, approve: bool, reason: Option<String>) -> Result<Proposal> {
         caller.scopes.require(Scope::ApprovalsDecide)?;
         let reason = reason.map(|r| r.trim().to_owned()).filter(|r| !r.is_empty());
@@ -173,99 +140,105 @@ impl GovernanceService {
         if reason.as_ref().is_some_and(|r| r.chars().count() > 2000) {
             return Err(Error::invalid_field("reason", "at most 2000 characters"));
         }
-        let mut p = self
-            .backend
-            .records
-            .get_proposal(&caller.tenant, id)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("proposal {id}")))?;
+        let mut p = self.tasks.load(&caller.tenant, id).await?;
         if p.state != ProposalState::AwaitingApproval {
             return Err(Error::conflict(format!("proposal {id} is {}, not awaiting approval", p.state)));
         }
+        let Some(wait) = p.wait.clone() else {
+            return Err(Error::conflict(format!("proposal {id}: its wait is being registered; try again in a moment")));
+        };
+        if wait.deadline <= self.backend.clock.now() {
+            return Err(Error::conflict(format!("proposal {id}: nobody decided in time; it is expired and escalated")));
+        }
         let actor = format!("approver:{}", caller.principal);
         p.decision_reason = reason;
-        if approve {
-            let approved = self.step(p, ProposalState::Approved, &actor, "approved").await?;
-            self.write(approved, &actor).await
+        let decided = if approve {
+            self.tasks.step(p, ProposalState::Approved, &actor, "approved").await?
         } else {
             let outcome = p.decision_reason.clone().unwrap_or_default();
-            self.step(p, ProposalState::Rejected, &actor, &outcome).await
+            self.tasks.step(p, ProposalState::Rejected, &actor, &outcome).await?
+        };
+        let sent = if approve {
+            self.workflow.send_success(&wait.token, &json!({ "decision": "approved", "by": caller.principal.as_str() })).await
+        } else {
+            self.workflow.send_failure(&wait.token, REJECTED, decided.decision_reason.as_deref().unwrap_or_default()).await
+        };
+        match sent {
+            Ok(()) => {}
+            // The decision is stored; the resume job sends it again, and an execution
+            // that timed out meanwhile writes an approved proposal in `Escalate`.
+            Err(e) => tracing::warn!(code = ?e.code, proposal = %id, "decision stored; the workflow was not told yet"),
         }
+        Ok(self.tasks.load(&caller.tenant, id).await?.redacted())
     }
 
-    /// The single writer: an approved (or auto-approved) memory proposal becomes an
-    /// active org entry; an entry it supersedes becomes `superseded` with a link to it,
-    /// and the new entry's lineage names both the proposal and the entry it replaces.
-    /// Nothing is deleted. Other proposal kinds are recorded as written.
-    async fn write(&self, p: Proposal, actor: &str) -> Result<Proposal> {
+    /// Moves every proposal of `tenant` that stopped on its way (a crash, an outage)
+    /// along, and keeps waits alive: pending or scored proposals idle since `idle_before`
+    /// are started again (idempotent on both engines); approved ones are sent again;
+    /// Step Functions waits get a heartbeat (a wait lost from the store stops getting
+    /// them and escalates); embedded waits past their deadline are escalated.
+    /// `continuity serve` runs it every few seconds, the maintenance Lambda hourly.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn resume(&self, tenant: &TenantId, idle_before: Timestamp) -> Result<Resumed> {
         let records = &self.backend.records;
-        let kind = p.kind.strip_prefix("memory:").map(str::to_owned);
-        if let Some(kind) = kind {
-            let now = self.backend.clock.now();
-            let replaces = p.supersedes.clone().or_else(|| p.suggested_supersede.clone());
-            let entry = MemoryEntry {
-                tenant: p.tenant.clone(),
-                id: crate::new_id(&self.backend),
-                memory_type: MemoryType::Org,
-                scope: MemoryScope::Org,
-                kind,
-                title: p.title.clone(),
-                body: p.body.clone(),
-                state: GovernanceState::Active,
-                lineage: Lineage { proposal: Some(p.id.clone()), supersedes: replaces.clone(), source_turns: Vec::new() },
-                created_by: p.proposed_by.clone(),
-                created_at: now,
-                updated_at: now,
-                version: 0,
-            };
-            let stored = records.put_memory(&entry, Expect::Absent).await?;
-            self.audit(&p.tenant, actor, "memory.write", &stored.id, "active").await?;
-            // Into the search index, proven retrievable (or into the review queue).
-            let search = crate::search::SearchService::new(self.backend.clone());
-            let indexed = search
-                .index(crate::search::IndexRequest {
-                    tenant: &stored.tenant,
-                    scope: &stored.scope,
-                    kind: ports::search::DocKind::Memory,
-                    doc: &stored.id,
-                    title: &stored.title,
-                    body: &stored.body,
-                    at: now,
-                })
-                .await;
-            match indexed {
-                Ok(Some(v)) => {
-                    let outcome = if v.verified { "verified".to_owned() } else { format!("review: {}", v.reason) };
-                    self.audit(&p.tenant, actor, "memory.index", &stored.id, &outcome).await?;
-                }
-                Ok(None) => {}
-                // The entry is written; the daily reindex indexes and verifies it.
-                Err(e) => tracing::warn!(code = ?e.code, "could not record the index verification; the reindex job retries"),
-            }
-            if let Some(old_id) = replaces {
-                for attempt in 0..3 {
-                    let Some(mut old) = records.get_memory(&p.tenant, &old_id).await? else { break };
-                    if old.state != GovernanceState::Active {
-                        break;
+        let mut out = Resumed::default();
+        for state in [ProposalState::Pending, ProposalState::Scored, ProposalState::AutoApproved, ProposalState::Approved] {
+            let stuck =
+                crate::all_pages(
+                    10_000,
+                    |page: PageRequest| async move { records.list_proposals(tenant, Some(state), &page).await },
+                )
+                .await?
+                .0;
+            for p in stuck.into_iter().filter(|p| p.updated_at <= idle_before) {
+                let done = match (state, &p.wait) {
+                    (ProposalState::Approved, Some(w)) => {
+                        out.resent += 1;
+                        self.workflow.send_success(&w.token, &json!({ "decision": "approved" })).await
                     }
-                    old.state = GovernanceState::Superseded { by: stored.id.clone() };
-                    old.updated_at = now;
-                    match records.put_memory(&old, Expect::Version(old.version)).await {
-                        Ok(_) => {
-                            self.audit(&p.tenant, actor, "memory.supersede", &old_id, &format!("superseded by {}", stored.id))
-                                .await?;
-                            // Superseded entries stay readable by id, not in search.
-                            if let Err(e) = search.unindex(&p.tenant, &MemoryScope::Org, &old_id).await {
-                                tracing::warn!(code = ?e.code, "could not take a superseded entry out of the index");
-                            }
-                            break;
-                        }
-                        Err(e) if e.code == ErrorCode::Conflict && attempt < 2 => {}
+                    // An auto-approval stopped before its write (the embedded runner;
+                    // a Step Functions execution carries on by itself).
+                    (ProposalState::AutoApproved, _) if self.runner.is_some() => {
+                        out.resent += 1;
+                        self.tasks.write(tenant, &p.id, "governance").await.map(|_| ())
+                    }
+                    (ProposalState::Pending | ProposalState::Scored, _) => {
+                        out.restarted += 1;
+                        self.workflow.start(tenant, &p.id).await
+                    }
+                    _ => Ok(()),
+                };
+                match done {
+                    Ok(()) => {}
+                    // A Step Functions wait that ended: its `Escalate` state handled it.
+                    Err(e) if e.code == ErrorCode::Conflict && p.state == ProposalState::Approved => {
+                        self.tasks.escalate(tenant, &p.id).await?;
+                    }
+                    Err(e) if e.code == ErrorCode::Unavailable => return Err(e),
+                    Err(e) => tracing::warn!(code = ?e.code, proposal = %p.id, "could not resume a proposal"),
+                }
+            }
+        }
+        match &self.runner {
+            Some(r) => out.escalated = r.expire(tenant).await?,
+            None => {
+                let waiting = crate::all_pages(100_000, |page: PageRequest| async move {
+                    records.list_proposals(tenant, Some(ProposalState::AwaitingApproval), &page).await
+                })
+                .await?
+                .0;
+                for w in waiting.iter().filter_map(|p| p.wait.as_ref()) {
+                    match self.workflow.send_heartbeat(&w.token).await {
+                        Ok(()) => out.heartbeats += 1,
+                        // Timed out: its execution is escalating it.
+                        Err(e) if e.code == ErrorCode::Conflict => {}
                         Err(e) => return Err(e),
                     }
                 }
             }
         }
-        self.step(p, ProposalState::Written, actor, "written").await
+        Ok(out)
     }
 }

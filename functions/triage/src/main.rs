@@ -1,0 +1,27 @@
+//! Lambda `continuity-triage`: the Task states of the triage state machine invoke it
+//! directly, and the approval-waits queue through an SQS event source (see `lib.rs`).
+//! Environment as for `continuity-mcp` (table, cache, search).
+//!
+//! Locally: `cargo lambda watch` then
+//! `cargo lambda invoke continuity-triage --data-file events/triage-score.json` (or
+//! `events/triage-wait-sqs.json`).
+
+use std::sync::Arc;
+
+use lambda_runtime::{LambdaEvent, service_fn};
+use ports::SystemClock;
+use services::Services;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    gateway::lambda::init_logging();
+    let settings = store_aws::LambdaEnv::from_env()?;
+    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
+    let services = Services::new(backend);
+    let tasks = services.governance.tasks().clone();
+    lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        let tasks = tasks.clone();
+        async move { continuity_triage::handle(&tasks, event.payload).await }
+    }))
+    .await
+}

@@ -1,0 +1,469 @@
+//! The triage workflow's task code (SPEC §6.3), one function per Task state of
+//! `statemachines/triage.asl.json`. Step Functions runs them in the `continuity-triage`
+//! Lambda ([`Tasks::run`] takes the state's payload); the embedded runner
+//! ([`super::EmbeddedRunner`]) calls the same functions in process.
+//!
+//! Every task is idempotent — a retried task, or a redelivered wait, finds its work done
+//! and answers the same — and refuses (`CONFLICT`) a proposal in a state it cannot move.
+
+use std::collections::BTreeSet;
+
+use domain::audit::AuditRecord;
+use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::proposal::{Proposal, ProposalState, Wait};
+use domain::{Error, ErrorCode, Id, PageRequest, Result, TenantId, Timestamp};
+use ports::Backend;
+use ports::records::{AuditLog, MemoryStore, ProposalStore, TenantStore};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::triage;
+
+/// Most active org entries triage compares a proposal against when the tenant has no
+/// search index to find the closest ones.
+const MAX_SCANNED: usize = 5_000;
+/// Active entries (closest first, from the search index) triage compares against.
+const CANDIDATES: usize = 24;
+
+/// Where the `Score` task sends a proposal: the `Route` Choice state reads `route`, the
+/// `AwaitApproval` state its timeout and heartbeat.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Scored {
+    /// `auto_approve`, `human` or `reject`.
+    pub route: String,
+    pub timeout_seconds: u64,
+    pub heartbeat_seconds: u64,
+}
+
+/// A Task state's payload (`{"task": "score", "tenant": "…", "proposal": "…"}`;
+/// `RecordFailure` adds the caught `error`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskInput {
+    pub task: String,
+    pub tenant: String,
+    pub proposal: String,
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// The message `AwaitApproval` sends to the approval-waits queue
+/// (`sqs:sendMessage.waitForTaskToken`), which [`Tasks::register_wait`] stores.
+#[derive(Debug, Deserialize)]
+pub struct WaitMessage {
+    pub tenant: String,
+    pub proposal: String,
+    pub token: String,
+    pub timeout_seconds: u64,
+}
+
+#[derive(Clone)]
+pub struct Tasks {
+    backend: Backend,
+}
+
+impl Tasks {
+    pub fn new(backend: Backend) -> Self {
+        Self { backend }
+    }
+
+    pub(crate) fn backend(&self) -> &Backend {
+        &self.backend
+    }
+
+    /// Runs the task a state machine payload names and returns its output.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an unknown task or a malformed payload; the task's own.
+    pub async fn run(&self, payload: Value) -> Result<Value> {
+        let input: TaskInput = serde_json::from_value(payload).map_err(|e| Error::invalid_field("task", e.to_string()))?;
+        let tenant = TenantId::new(input.tenant)?;
+        let id = Id::new(input.proposal)?;
+        let state = |p: Proposal| json!({ "proposal": p.id.as_str(), "state": p.state.as_str() });
+        Ok(match input.task.as_str() {
+            "score" => serde_json::to_value(self.score(&tenant, &id).await?).map_err(|e| Error::internal(e.to_string()))?,
+            "auto_approve" => state(self.auto_approve(&tenant, &id).await?),
+            "write" => state(self.write(&tenant, &id, "governance").await?),
+            "record_rejection" => state(self.record_rejection(&tenant, &id).await?),
+            "escalate" => state(self.escalate(&tenant, &id).await?),
+            "record_failure" => {
+                let cause = input.error.as_ref().map_or_else(|| "unknown error".to_owned(), failure_cause);
+                state(self.record_failure(&tenant, &id, &cause).await?)
+            }
+            other => return Err(Error::invalid_field("task", format!("unknown task {other:?}"))),
+        })
+    }
+
+    pub(crate) async fn audit(&self, tenant: &TenantId, actor: &str, action: &str, target: &Id, outcome: &str) -> Result<()> {
+        self.backend.records.append_audit(&self.audit_record(tenant, actor, action, target, outcome)).await
+    }
+
+    fn audit_record(&self, tenant: &TenantId, actor: &str, action: &str, target: &Id, outcome: &str) -> AuditRecord {
+        AuditRecord {
+            tenant: tenant.clone(),
+            id: crate::new_id(&self.backend),
+            at: self.backend.clock.now(),
+            actor: actor.to_owned(),
+            action: action.to_owned(),
+            target: Some(target.to_string()),
+            outcome: outcome.to_owned(),
+            request_id: None,
+        }
+    }
+
+    pub(crate) async fn load(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
+        self.backend.records.get_proposal(tenant, id).await?.ok_or_else(|| Error::not_found(format!("proposal {id}")))
+    }
+
+    /// Moves `p` to `to` (a legal lifecycle step), stored with a versioned write.
+    pub(crate) async fn step(&self, mut p: Proposal, to: ProposalState, actor: &str, outcome: &str) -> Result<Proposal> {
+        if !p.state.can_move_to(to) {
+            return Err(Error::conflict(format!("proposal {} cannot move from {} to {}", p.id, p.state, to)));
+        }
+        p.state = to;
+        p.updated_at = self.backend.clock.now();
+        let stored = self.backend.records.update_proposal(&p).await?;
+        self.audit(&stored.tenant, actor, &format!("proposal.{}", to.as_str()), &stored.id, outcome).await?;
+        Ok(stored)
+    }
+
+    fn policy(t: &domain::tenant::Tenant) -> domain::tenant::TriagePolicy {
+        t.triage.unwrap_or_default()
+    }
+
+    /// The active org entries a proposal is compared against: the closest ones by the
+    /// tenant's search index (org partition), else a scan of the org scope.
+    async fn compared(&self, tenant: &TenantId, p: &Proposal) -> Result<Vec<MemoryEntry>> {
+        let records = &self.backend.records;
+        if self.backend.search.name() != "none" {
+            // The query port takes at most 512 bytes without control characters.
+            let mut query = String::new();
+            for c in format!("{} {}", p.title, p.body).chars() {
+                if query.len() + c.len_utf8() > 500 {
+                    break;
+                }
+                query.push(if c.is_control() { ' ' } else { c });
+            }
+            let hits = self
+                .backend
+                .search
+                .search(&ports::search::SearchQuery {
+                    tenant: tenant.clone(),
+                    scopes: vec![MemoryScope::Org],
+                    kind: Some(ports::search::DocKind::Memory),
+                    text: query.trim().to_owned(),
+                    vector: None,
+                    embedder: self.backend.embedder.name().to_owned(),
+                    mode: ports::search::SearchMode::Keyword,
+                    k: CANDIDATES,
+                })
+                .await;
+            match hits {
+                Ok(hits) => {
+                    let mut out = Vec::with_capacity(hits.len());
+                    let mut seen = BTreeSet::new();
+                    for h in hits {
+                        if seen.insert(h.doc.clone())
+                            && let Some(m) = records.get_memory(tenant, &h.doc).await?
+                            && m.state == GovernanceState::Active
+                        {
+                            out.push(m);
+                        }
+                    }
+                    // The entry it names to supersede is compared even if the index missed it.
+                    if let Some(id) = &p.supersedes
+                        && !seen.contains(id)
+                        && let Some(m) = records.get_memory(tenant, id).await?
+                        && m.state == GovernanceState::Active
+                    {
+                        out.push(m);
+                    }
+                    return Ok(out);
+                }
+                Err(e) => tracing::warn!(code = ?e.code, "triage: search index unavailable; scanning org memory instead"),
+            }
+        }
+        let mut out = Vec::new();
+        let mut page = PageRequest::first(500);
+        loop {
+            let got = records.list_memory(tenant, &MemoryScope::Org, &page).await?;
+            out.extend(got.items.into_iter().filter(|m| m.state == GovernanceState::Active));
+            match got.next_cursor {
+                Some(c) if out.len() < MAX_SCANNED => page = PageRequest::after(500, c),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Scores the proposal against the tenant's policy (factors, reasons, a rejection
+    /// reason or a supersede suggestion stored with it) and says where it goes.
+    ///
+    /// # Errors
+    /// `NOT_FOUND`; `CONFLICT` unless the proposal is pending (or scored: a retry);
+    /// `UNAVAILABLE`.
+    pub async fn score(&self, tenant: &TenantId, id: &Id) -> Result<Scored> {
+        let records = &self.backend.records;
+        let p = self.load(tenant, id).await?;
+        if !matches!(p.state, ProposalState::Pending | ProposalState::Scored) {
+            return Err(Error::conflict(format!("proposal {id} is {}, not pending", p.state)));
+        }
+        let t = records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        let schema = adk::resolve::schema_for(t.department, t.industry);
+        let vocabulary: BTreeSet<String> = schema
+            .entity_types
+            .values()
+            .flat_map(|s| std::iter::once(s.name.clone()).chain(s.fields.keys().cloned()))
+            .flat_map(|n| n.split('_').map(str::to_owned).collect::<Vec<_>>())
+            .filter(|w| w.len() > 2)
+            .collect();
+        let active = self.compared(tenant, &p).await?;
+        let input = triage::Input {
+            title: &p.title,
+            body: &p.body,
+            has_source_session: p.source_session.is_some(),
+            supersedes: p.supersedes.as_ref(),
+            active: &active,
+            vocabulary: &vocabulary,
+        };
+        let policy = Self::policy(&t);
+        let (score, route) = triage::score(&input, &triage::Policy::from(&policy));
+        let out = |route: &str| Scored {
+            route: route.to_owned(),
+            timeout_seconds: policy.approval_timeout_secs,
+            heartbeat_seconds: policy.approval_heartbeat_secs(),
+        };
+        let name = match &route {
+            triage::Route::AutoApprove => "auto_approve",
+            triage::Route::Human { .. } => "human",
+            triage::Route::Reject { .. } => "reject",
+        };
+        if p.state == ProposalState::Scored {
+            // A retried Score: stored already; the route is recomputed, not rewritten.
+            return Ok(out(name));
+        }
+        let mut scored = p;
+        match route {
+            triage::Route::Human { supersede } => scored.suggested_supersede = supersede,
+            triage::Route::Reject { reason } => scored.decision_reason = Some(reason),
+            triage::Route::AutoApprove => {}
+        }
+        let total = score.total;
+        scored.score = Some(score);
+        self.step(scored, ProposalState::Scored, "governance", &format!("score {total:.2}: {name}")).await?;
+        Ok(out(name))
+    }
+
+    /// `AutoApprove`: scored → auto_approved.
+    ///
+    /// # Errors
+    /// As [`Self::score`].
+    pub async fn auto_approve(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
+        let p = self.load(tenant, id).await?;
+        match p.state {
+            ProposalState::AutoApproved | ProposalState::Written => Ok(p),
+            _ => self.step(p, ProposalState::AutoApproved, "governance", "auto-approved").await,
+        }
+    }
+
+    /// `AwaitApproval`'s wait, stored: scored → awaiting_approval with the task token and
+    /// its deadline. A redelivered message for the same wait changes nothing.
+    ///
+    /// # Errors
+    /// As [`Self::score`].
+    pub async fn register_wait(&self, tenant: &TenantId, id: &Id, token: &str, timeout_secs: u64) -> Result<Proposal> {
+        if token.is_empty() || token.len() > 8192 {
+            return Err(Error::invalid_field("token", "must be 1-8192 characters"));
+        }
+        let mut p = self.load(tenant, id).await?;
+        if p.wait.as_ref().is_some_and(|w| w.token == token) {
+            return Ok(p);
+        }
+        let deadline = Timestamp(
+            self.backend.clock.now().0.saturating_add(i64::try_from(timeout_secs.saturating_mul(1000)).unwrap_or(i64::MAX)),
+        );
+        p.wait = Some(Wait { token: token.to_owned(), deadline });
+        if p.state == ProposalState::AwaitingApproval {
+            // A new wait for the same proposal (the execution restarted): the newest token.
+            p.updated_at = self.backend.clock.now();
+            return self.backend.records.update_proposal(&p).await;
+        }
+        self.step(p, ProposalState::AwaitingApproval, "governance", "awaiting a person").await
+    }
+
+    /// `Write`: the single writer. An approved (or auto-approved) memory proposal becomes
+    /// an active org entry — superseding the entry it names, or the one triage found it
+    /// contradicts, with lineage both ways — in one atomic commit with the proposal's
+    /// `written` state and the audit records. Nothing is deleted. Then the entry is
+    /// indexed (proven retrievable, or queued for review) and the superseded one leaves
+    /// the index. Other proposal kinds are recorded as written.
+    ///
+    /// # Errors
+    /// `CONFLICT` unless approved; `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn write(&self, tenant: &TenantId, id: &Id, actor: &str) -> Result<Proposal> {
+        let records = &self.backend.records;
+        for attempt in 0..4 {
+            let p = self.load(tenant, id).await?;
+            match p.state {
+                ProposalState::Written => return Ok(p),
+                ProposalState::Approved | ProposalState::AutoApproved => {}
+                other => return Err(Error::conflict(format!("proposal {id} is {other}, not approved"))),
+            }
+            let actor = if p.state == ProposalState::Approved && actor == "governance" {
+                "governance (approved by a person)"
+            } else {
+                actor
+            };
+            let Some(kind) = p.kind.strip_prefix("memory:").map(str::to_owned) else {
+                return self.step(p, ProposalState::Written, actor, "written").await;
+            };
+            let now = self.backend.clock.now();
+            let replaces = p.supersedes.clone().or_else(|| p.suggested_supersede.clone());
+            let old = match &replaces {
+                Some(old_id) => records.get_memory(tenant, old_id).await?.filter(|m| m.state == GovernanceState::Active),
+                None => None,
+            };
+            // The entry's id is the proposal's: a retried write finds it, never a twin.
+            let entry = MemoryEntry {
+                tenant: p.tenant.clone(),
+                id: p.id.clone(),
+                memory_type: MemoryType::Org,
+                scope: MemoryScope::Org,
+                kind,
+                title: p.title.clone(),
+                body: p.body.clone(),
+                state: GovernanceState::Active,
+                lineage: Lineage {
+                    proposal: Some(p.id.clone()),
+                    supersedes: old.as_ref().map(|o| o.id.clone()),
+                    source_turns: Vec::new(),
+                },
+                created_by: p.proposed_by.clone(),
+                created_at: now,
+                updated_at: now,
+                version: 0,
+            };
+            let superseded = old.map(|mut o| {
+                o.state = GovernanceState::Superseded { by: entry.id.clone() };
+                o.updated_at = now;
+                o
+            });
+            let mut written = p.clone();
+            written.state = ProposalState::Written;
+            written.updated_at = now;
+            let mut audits = vec![self.audit_record(tenant, actor, "memory.write", &entry.id, "active")];
+            if let Some(o) = &superseded {
+                audits.push(self.audit_record(tenant, actor, "memory.supersede", &o.id, &format!("superseded by {}", entry.id)));
+            }
+            audits.push(self.audit_record(tenant, actor, "proposal.written", &p.id, "written"));
+            match records.commit_governed_write(&written, &entry, superseded.as_ref(), &audits).await {
+                Ok(stored) => {
+                    self.index(&entry, superseded.as_ref(), actor).await;
+                    return Ok(stored);
+                }
+                // Someone moved first (a concurrent retry, an edit of the superseded
+                // entry): read again and redo, or find it done.
+                Err(e) if e.code == ErrorCode::Conflict && attempt < 3 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::conflict(format!("proposal {id}: the write kept conflicting; retry")))
+    }
+
+    async fn index(&self, entry: &MemoryEntry, superseded: Option<&MemoryEntry>, actor: &str) {
+        let search = crate::search::SearchService::new(self.backend.clone());
+        let indexed = search
+            .index(crate::search::IndexRequest {
+                tenant: &entry.tenant,
+                scope: &entry.scope,
+                kind: ports::search::DocKind::Memory,
+                doc: &entry.id,
+                title: &entry.title,
+                body: &entry.body,
+                at: entry.created_at,
+            })
+            .await;
+        match indexed {
+            Ok(Some(v)) => {
+                let outcome = if v.verified { "verified".to_owned() } else { format!("review: {}", v.reason) };
+                if let Err(e) = self.audit(&entry.tenant, actor, "memory.index", &entry.id, &outcome).await {
+                    tracing::warn!(code = ?e.code, "could not audit the index verification");
+                }
+            }
+            Ok(None) => {}
+            // The entry is written; the daily reindex indexes and verifies it.
+            Err(e) => tracing::warn!(code = ?e.code, "could not record the index verification; the reindex job retries"),
+        }
+        if let Some(old) = superseded
+            && let Err(e) = search.unindex(&old.tenant, &MemoryScope::Org, &old.id).await
+        {
+            // Superseded entries stay readable by id, not in search; the reindex retries.
+            tracing::warn!(code = ?e.code, "could not take a superseded entry out of the index");
+        }
+    }
+
+    /// `RecordRejection`: a proposal triage rejected (scored, with the reason) becomes
+    /// `rejected`; one a person rejected already is.
+    ///
+    /// # Errors
+    /// As [`Self::score`].
+    pub async fn record_rejection(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
+        let p = self.load(tenant, id).await?;
+        match p.state {
+            ProposalState::Rejected => Ok(p),
+            _ => {
+                let reason = p.decision_reason.clone().unwrap_or_else(|| "rejected by triage".to_owned());
+                self.step(p, ProposalState::Rejected, "governance", &reason).await
+            }
+        }
+    }
+
+    /// `Escalate`: nobody decided in time. A proposal still waiting becomes `expired` —
+    /// never auto-approved — and the escalation is audited for the tenant's admins. One
+    /// a person approved just before the timeout is written; one rejected stays so.
+    ///
+    /// # Errors
+    /// As [`Self::score`].
+    pub async fn escalate(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
+        let mut p = self.load(tenant, id).await?;
+        match p.state {
+            ProposalState::AwaitingApproval => {
+                let waited = p.wait.as_ref().map_or(0, |w| (w.deadline.0 - p.updated_at.0).max(0) / 1000);
+                p.decision_reason =
+                    Some(format!("no decision within {waited} s: escalated to the tenant's admins; never auto-approved"));
+                let expired = self.step(p, ProposalState::Expired, "governance", "expired").await?;
+                self.audit(tenant, "governance", "proposal.escalated", id, "no approver decided in time").await?;
+                Ok(expired)
+            }
+            ProposalState::Approved => self.write(tenant, id, "governance").await,
+            _ => Ok(p),
+        }
+    }
+
+    /// `RecordFailure`: the workflow caught an error it could not retry past; the
+    /// proposal becomes `failed` with the cause (a finished one is left as it is).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn record_failure(&self, tenant: &TenantId, id: &Id, cause: &str) -> Result<Proposal> {
+        let mut p = self.load(tenant, id).await?;
+        if p.state.is_terminal() {
+            return Ok(p);
+        }
+        let cause: String = cause.chars().take(500).collect();
+        p.decision_reason = Some(format!("workflow failure: {cause}"));
+        self.step(p, ProposalState::Failed, "governance", &cause).await
+    }
+}
+
+/// A readable cause from a Step Functions error object (`{"Error": …, "Cause": …}`).
+fn failure_cause(error: &Value) -> String {
+    let name = error.get("Error").and_then(Value::as_str).unwrap_or("error");
+    let cause = error.get("Cause").and_then(Value::as_str).unwrap_or("");
+    // A Lambda's cause is its own JSON error ({"errorMessage": …}); show the message.
+    let message = serde_json::from_str::<Value>(cause)
+        .ok()
+        .and_then(|v| v.get("errorMessage").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| cause.to_owned());
+    if message.is_empty() { name.to_owned() } else { format!("{name}: {message}") }
+}
