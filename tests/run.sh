@@ -203,6 +203,11 @@ if [ -z "$ONLY_SERVICES" ]; then
 fi
 # npm fetches Node 22, the MCP conformance suite and the TypeScript SDK.
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# Headless Chromium and its WebDriver for the approvals-console browser test.
+if [ -z "$ONLY_SERVICES" ]; then
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   say "    installing: ${missing[*]}"
   as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
@@ -281,6 +286,9 @@ else
   printf '%s\n' "$mcp_hash" >"$mcp_marker"
 fi
 export CONTINUITY_TEST_PYTHON="$MCP_VENV/bin/python"
+# Test artifacts (the approvals console's screenshot), kept outside the clone.
+export CONTINUITY_TEST_ARTIFACTS="$CACHE/artifacts"
+mkdir -p "$CONTINUITY_TEST_ARTIFACTS"
 end_step
 
 if [ -z "$ONLY_SERVICES" ]; then
@@ -479,7 +487,8 @@ else
   esac
   run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
     --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer --bin continuity-oauth \
-    --bin continuity-ingest --bin continuity-pipeline --bin continuity-maintenance
+    --bin continuity-ingest --bin continuity-pipeline --bin continuity-maintenance \
+    --bin continuity-triage --bin continuity-approvals
 fi
 
 summary

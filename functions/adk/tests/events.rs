@@ -118,4 +118,22 @@ async fn approvers_list_and_reject_from_events() {
     // The same event again: the proposal is no longer waiting.
     let (status, _, v) = invoke(&s, serde_json::from_str(&text).unwrap()).await;
     assert_eq!(status, 409, "{v}");
+
+    // The console (continuity-approvals serves the same router): a browser without a
+    // session gets the sign-in page, with its CSRF cookie, and no authorizer involved.
+    let req = lambda_http::request::from_str(&event("approvals-console.json").to_string()).unwrap();
+    let app = gateway::lambda::app(s.clone(), String::new());
+    let resp = app.oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let cookie = resp.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
+    assert!(
+        cookie.starts_with("__Host-ctn_console_login=") && cookie.contains("Secure") && cookie.contains("HttpOnly"),
+        "{cookie}"
+    );
+    let html = String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(html.contains("Approver key"), "{html}");
+    assert!(
+        html.contains("action=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/approvals/login\""),
+        "forms post to the stage's URL: {html}"
+    );
 }

@@ -3,64 +3,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod common;
+
+use std::process::Command;
+
+use common::{Server, call_tool, cli, client, rpc, spawn};
 
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_continuity");
-
-struct Server {
-    child: Child,
-    base: String,
-    key: String,
-    home: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(home: &Path) -> Server {
-    let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
-        .arg(home)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start continuity serve");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let (mut url, mut key_path) = (None, None);
-    while url.is_none() || key_path.is_none() {
-        let line = lines.next().expect("serve exited before printing its URL").expect("read stdout");
-        if let Some(u) = line.strip_prefix("MCP URL:") {
-            url = Some(u.trim().trim_end_matches("/mcp").to_owned());
-        }
-        if let Some(k) = line.strip_prefix("Owner key:") {
-            key_path = Some(k.trim().split(' ').next().expect("key path").to_owned());
-        }
-    }
-    // Keep draining stdout so the child never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
-    let key_path = key_path.expect("key path");
-    let meta = std::fs::metadata(&key_path).expect("key file exists");
-    use std::os::unix::fs::PermissionsExt as _;
-    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "the owner key file is private");
-    let key = std::fs::read_to_string(&key_path).expect("read key").trim().to_owned();
-    Server { child, base: url.expect("url"), key, home: home.to_owned() }
-}
-
-fn cli(home: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
-    assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).expect("utf8")
-}
 
 /// The 20 canonical MCP tools (SPEC §7.1), in registry order.
 fn adk_names() -> Vec<&'static str> {
@@ -98,23 +47,6 @@ fn sse_message(body: &str) -> Value {
         .unwrap_or_else(|| panic!("no JSON-RPC message in {body:?}"))
 }
 
-fn client() -> reqwest::Client {
-    reqwest::Client::new()
-}
-
-async fn rpc(base: &str, key: Option<&str>, body: Value) -> reqwest::Response {
-    let mut req = client()
-        .post(format!("{base}/mcp"))
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .json(&body);
-    if let Some(k) = key {
-        req = req.bearer_auth(k);
-    }
-    req.send().await.expect("send")
-}
-
 /// The status of a `tools/list` POST carrying one extra (hostile) header.
 async fn tools_list_with(s: &Server, header: &str, value: &str) -> u16 {
     client()
@@ -129,14 +61,6 @@ async fn tools_list_with(s: &Server, header: &str, value: &str) -> u16 {
         .unwrap()
         .status()
         .as_u16()
-}
-
-async fn call_tool(base: &str, key: &str, name: &str, args: Value) -> Value {
-    let resp =
-        rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
-    assert_eq!(resp.status(), 200);
-    let v: Value = resp.json().await.expect("json");
-    v["result"].clone()
 }
 
 async fn try_seed(base: &str, key: &str, ty: &str, id: &str, name: &str) -> reqwest::Result<reqwest::Response> {

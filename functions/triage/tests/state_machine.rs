@@ -425,3 +425,51 @@ fn triage_state_machine_matches_the_runner() {
         );
     }
 }
+
+/// `events/triage-score.json` and `events/triage-wait-sqs.json` through the handler, on
+/// the embedded backend: Score answers the route, the wait message puts the proposal in
+/// the approvers' queue, a malformed wait is reported for redelivery, and a task error
+/// carries the taxonomy code as its `errorType` (what the state machine's Retry reads).
+#[tokio::test]
+async fn sample_events_drive_the_handler() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
+    let s = Services::new(backend);
+    let t = TenantId::new("demo").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let id = pending(&s, &t, WAITS[0].0, WAITS[0].1, None).await;
+    let tasks = s.governance.tasks();
+    let score = continuity_tests::event("triage-score.json").to_string().replace("PROPOSAL_ID", id.as_str());
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&score).unwrap()).await.unwrap();
+    assert_eq!(out, json!({"route": "human", "timeout_seconds": 604_800, "heartbeat_seconds": 7800}));
+    let wait = continuity_tests::event("triage-wait-sqs.json").to_string().replace("PROPOSAL_ID", id.as_str());
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&wait).unwrap()).await.unwrap();
+    assert_eq!(out["batchItemFailures"], json!([]), "{out}");
+    let p = state(&s, &t, &id).await;
+    assert_eq!(p.state, ProposalState::AwaitingApproval);
+    assert_eq!(p.wait.unwrap().token, "AQB8AAAAKgAAAAMAAAAAAAAAAexampletasktoken");
+    // The same message again (SQS delivers at least once): nothing changes.
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&wait).unwrap()).await.unwrap();
+    assert_eq!(out["batchItemFailures"], json!([]));
+    assert_eq!(state(&s, &t, &id).await.version, p.version);
+    // A wait for a proposal that does not exist is reported, not dropped.
+    let bad = wait.replace(id.as_str(), "no-such-proposal");
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&bad).unwrap()).await.unwrap();
+    assert_eq!(out["batchItemFailures"][0]["itemIdentifier"], "5b1e1a0c-7a2f-4f1b-9c3e-2d9a0f6b7c11");
+    // Scoring it again is CONFLICT (it is waiting): the error type the machine catches.
+    let e = continuity_triage::handle(tasks, serde_json::from_str(&score).unwrap()).await.unwrap_err();
+    assert_eq!(e.error_type, "CONFLICT");
+    let e = continuity_triage::handle(tasks, json!({"task": "nope", "tenant": "demo", "proposal": "x"})).await.unwrap_err();
+    assert_eq!(e.error_type, "INVALID_REQUEST");
+    // RecordFailure with a Step Functions error object keeps a readable cause.
+    let other = pending(&s, &t, WAITS[1].0, WAITS[1].1, None).await;
+    let failed = continuity_triage::handle(
+        tasks,
+        json!({"task": "record_failure", "tenant": "demo", "proposal": other.as_str(),
+               "error": {"Error": "UNAVAILABLE", "Cause": "{\"errorMessage\": \"table unreachable\", \"errorType\": \"UNAVAILABLE\"}"}}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(failed["state"], "failed");
+    assert_eq!(state(&s, &t, &other).await.decision_reason.as_deref(), Some("workflow failure: UNAVAILABLE: table unreachable"));
+}

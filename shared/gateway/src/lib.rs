@@ -17,6 +17,7 @@ pub mod approvals;
 pub mod auth;
 pub mod body;
 pub mod capabilities;
+pub mod console;
 pub mod error;
 pub mod ingest;
 pub mod lambda;

@@ -35,7 +35,7 @@ pub fn base_of(state: &AppState, req_base: Option<&BaseUrl>) -> String {
     }
 }
 
-fn no_store(mut resp: Response) -> Response {
+pub(crate) fn no_store(mut resp: Response) -> Response {
     let h = resp.headers_mut();
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
@@ -186,7 +186,7 @@ pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Byt
 
 // ---- the pages ----------------------------------------------------------------------
 
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -131,9 +131,16 @@ pub fn router(state: AppState) -> Router {
         .route("/oauth/authorize", get(crate::oauth::authorize_get).post(crate::oauth::authorize_post))
         .route("/oauth/token", post(crate::oauth::token))
         .route("/oauth/revoke", post(crate::oauth::revoke));
+    // The approvals console signs its own users in (an approver key, then a session).
+    let console = Router::new()
+        .route("/approvals", get(crate::console::show))
+        .route("/approvals/login", post(crate::console::login))
+        .route("/approvals/logout", post(crate::console::logout))
+        .route("/approvals/{id}/decide", post(crate::console::decide));
     Router::new()
         .route("/healthz", get(healthz))
         .merge(oauth)
+        .merge(console)
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(limit_body))

@@ -120,6 +120,60 @@ impl Authenticator {
         })
     }
 
+    /// Opens an approvals-console session (SPEC §6.4) with an approver key: an API key
+    /// holding `approvals:decide`. Returns the signed session and the approver.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for anything but a valid, unrevoked API key; `FORBIDDEN` for a
+    /// key without `approvals:decide`; `UNAVAILABLE`.
+    pub async fn console_login(&self, key: &str, base: &str) -> Result<(String, CallerContext)> {
+        let key = key.trim();
+        if !key.starts_with(KEY_PREFIX) {
+            return Err(Error::unauthenticated("sign in with an approver key (ctn_…)"));
+        }
+        let caller = self.authenticate_token(key, base).await?;
+        caller.scopes.require(domain::principal::Scope::ApprovalsDecide)?;
+        let (_, key_id, _) = parse_key(key).ok_or_else(|| Error::unauthenticated("invalid, expired or revoked credentials"))?;
+        let (token, _) = self.tokens.issue_console(base, &caller.tenant, &caller.principal, &key_id).await?;
+        Ok((token, caller))
+    }
+
+    /// The approver behind a console session and the session's CSRF secret. The key it
+    /// was opened with is read again: revoked, or without `approvals:decide`, the
+    /// session is over.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for an invalid or expired session or a revoked key; `UNAVAILABLE`.
+    pub async fn console_session(&self, token: &str, base: &str) -> Result<(CallerContext, String)> {
+        let invalid = || Error::unauthenticated("the session has ended; sign in again");
+        let c = self
+            .tokens
+            .verify_console(token, base)
+            .await
+            .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
+        let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
+        let key_id = Id::new(c.key).map_err(|_| invalid())?;
+        let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+        if record.revoked_at.is_some()
+            || record.principal.as_str() != c.sub
+            || record.scopes.require(domain::principal::Scope::ApprovalsDecide).is_err()
+        {
+            return Err(invalid());
+        }
+        let tenant_cfg = self.tenant_config(&tenant).await?.ok_or_else(invalid)?;
+        let caller = CallerContext {
+            tenant,
+            principal: record.principal,
+            scopes: record.scopes,
+            plan: tenant_cfg.plan,
+            teams: record.teams,
+            projects: record.projects,
+            credential: format!("console:{key_id}"),
+            toolsets: record.toolsets,
+        };
+        Ok((caller, c.csrf))
+    }
+
     async fn authenticate_jwt(&self, token: &str, base: &str) -> Result<CallerContext> {
         let v = self.tokens.verify(token, base).await?;
         // The tenant must still exist; its plan is read fresh (cached 5 min), never from the token.

@@ -68,6 +68,35 @@ pub struct AccessClaims {
     pub toolsets: Vec<String>,
 }
 
+/// The approvals console's session (SPEC §6.4): a JWT of its own type
+/// (`console+jwt`, so it can never pass as an access token, nor one as it), audience
+/// `{base}/approvals`, eight hours. It names the approver key it was opened with, which
+/// is checked again on every request (a revoked key ends the session), and carries the
+/// session's CSRF secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub nbf: i64,
+    pub tid: String,
+    /// The approver key's id.
+    pub key: String,
+    pub csrf: String,
+}
+
+/// `typ` of console sessions.
+const CONSOLE_TYP: &str = "console+jwt";
+/// How long a console session lasts.
+pub const CONSOLE_SESSION_SECS: i64 = 8 * 3600;
+
+/// The console's audience for a base URL.
+pub fn console_audience_of(base: &str) -> String {
+    format!("{}/approvals", base.trim_end_matches('/'))
+}
+
 /// A verified access token, ready to become a caller.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedToken {
@@ -157,6 +186,58 @@ impl TokenService {
             return Err(Error::unavailable("the signing key changed while signing; retry"));
         }
         Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.bytes)))
+    }
+
+    /// Signs a console session for `principal` of `tenant`, opened with approver key
+    /// `key_id`; returns the token and its CSRF secret.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the key store cannot sign.
+    pub async fn issue_console(&self, base: &str, tenant: &TenantId, principal: &Id, key_id: &Id) -> Result<(String, String)> {
+        let now = self.backend.clock.now().0 / 1000;
+        let csrf = crate::random_token(24);
+        let claims = ConsoleClaims {
+            iss: issuer_of(base),
+            sub: principal.to_string(),
+            aud: console_audience_of(base),
+            exp: now + CONSOLE_SESSION_SECS,
+            iat: now,
+            nbf: now,
+            tid: tenant.to_string(),
+            key: key_id.to_string(),
+            csrf: csrf.clone(),
+        };
+        let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, CONSOLE_TYP).await?;
+        Ok((token, csrf))
+    }
+
+    /// Verifies a console session presented at `base` (same rules as access tokens:
+    /// RS256 pinned, our key by kid, `exp`/`nbf`/`iss`/`aud` checked, its own `typ`).
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for anything but a valid session; `UNAVAILABLE`.
+    pub async fn verify_console(&self, token: &str, base: &str) -> Result<ConsoleClaims> {
+        if token.len() > MAX_TOKEN_LEN || token.bytes().filter(|b| *b == b'.').count() != 2 {
+            return Err(invalid());
+        }
+        let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
+        if header.alg != Algorithm::RS256 || header.typ.as_deref() != Some(CONSOLE_TYP) {
+            return Err(invalid());
+        }
+        let kid = header.kid.ok_or_else(invalid)?;
+        let key = self.key(&kid).await?.ok_or_else(invalid)?;
+        let mut v = Validation::new(Algorithm::RS256);
+        v.leeway = LEEWAY_SECS;
+        v.validate_nbf = true;
+        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        v.set_issuer(&[issuer_of(base)]);
+        v.set_audience(&[console_audience_of(base)]);
+        let c = jsonwebtoken::decode::<ConsoleClaims>(token, &key, &v).map_err(|_| invalid())?.claims;
+        #[allow(clippy::cast_possible_wrap)]
+        if c.iat > self.backend.clock.now().0 / 1000 + LEEWAY_SECS as i64 {
+            return Err(invalid());
+        }
+        Ok(c)
     }
 
     /// Our JWK Set, for `/.well-known/jwks.json`.

@@ -1,0 +1,331 @@
+//! The approvals loop through `continuity serve` (SPEC §6.3, §6.4): a wait survives a
+//! restart and is decided afterwards; a wait nobody decides expires (never approved);
+//! the console's sign-in, session and CSRF checks over HTTP; and a real headless
+//! Chromium (Debian's `chromium` + `chromedriver`, driven over the W3C WebDriver HTTP
+//! protocol) that signs in as an approver, approves one proposal and rejects another
+//! with a reason. The browser's screenshot is kept under `$CONTINUITY_TEST_ARTIFACTS`
+//! (`tests/run.sh` sets it; default: the system temp folder).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Server, call_tool, cli, client, spawn};
+use serde_json::{Value, json};
+
+/// Proposals triage sends to a person (hedged, so between the bars).
+const WAITING: [(&str, &str); 3] = [
+    ("Onboarding kickoff owner", "Maybe the onboarding kickoff should be run by the account owner rather than support."),
+    ("Renewal call timing", "Maybe renewal calls should happen a quarter before the contract ends, not a month before."),
+    (
+        "Business review deck",
+        "Perhaps the quarterly business review deck should be prepared by the account owner instead of the CSM.",
+    ),
+];
+
+async fn propose(s: &Server, (title, body): (&str, &str)) -> String {
+    let r = call_tool(&s.base, &s.key, "memory.propose", json!({"title": title, "body": body, "kind": "decision"})).await;
+    let p = &r["structuredContent"]["proposal"];
+    assert_eq!(p["state"], "awaiting_approval", "{r}");
+    p["id"].as_str().unwrap().to_owned()
+}
+
+async fn status(s: &Server, id: &str) -> Value {
+    call_tool(&s.base, &s.key, "proposal.status", json!({"id": id})).await["structuredContent"]["proposal"].clone()
+}
+
+fn approver(s: &Server) -> String {
+    cli(&s.home, &["key", "create", "--tenant", "local", "--scopes", "approvals:decide tenant:read"]).trim().to_owned()
+}
+
+async fn decide(s: &Server, key: &str, id: &str, verb: &str, reason: Option<&str>) -> (u16, Value) {
+    let body = match reason {
+        Some(r) => json!({"reason": r}),
+        None => json!({}),
+    };
+    let r = client().post(format!("{}/v1/approvals/{id}/{verb}", s.base)).bearer_auth(key).json(&body).send().await.unwrap();
+    (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_wait_survives_a_restart_and_one_nobody_decides_expires() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let s = spawn(&home);
+    let key = approver(&s);
+    let id = propose(&s, WAITING[0]).await;
+
+    // Killed (no graceful shutdown) and started again on the same home.
+    drop(s);
+    let s = spawn(&home);
+    let listed: Value =
+        client().get(format!("{}/v1/approvals", s.base)).bearer_auth(&key).send().await.unwrap().json().await.unwrap();
+    let waiting = &listed["approvals"][0]["proposal"];
+    assert_eq!(waiting["id"], id.as_str(), "the wait is still there: {listed}");
+    assert_eq!(waiting["wait"]["token"], "", "the task token never leaves the server");
+    let (code, v) = decide(&s, &key, &id, "approve", Some("Owners know the account")).await;
+    assert_eq!(code, 200, "{v}");
+    assert_eq!(v["proposal"]["state"], "written");
+    let found = call_tool(&s.base, &s.key, "memory.search_org", json!({"query": "onboarding kickoff owner"})).await;
+    assert_eq!(found["structuredContent"]["entries"][0]["title"], "Onboarding kickoff owner", "{found}");
+
+    // A 2-second approval timeout: the embedded runner's timer escalates it.
+    cli(&s.home, &["tenant", "set", "local", "--approval-timeout", "2"]);
+    let id = propose(&s, WAITING[1]).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let p = loop {
+        let p = status(&s, &id).await;
+        if p["state"] != "awaiting_approval" || Instant::now() > deadline {
+            break p;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(p["state"], "expired", "{p}");
+    assert!(p["decision_reason"].as_str().unwrap().contains("never auto-approved"), "{p}");
+    let (code, v) = decide(&s, &key, &id, "approve", None).await;
+    assert_eq!(code, 409, "an expired proposal cannot be decided: {v}");
+    let found = call_tool(&s.base, &s.key, "memory.search_org", json!({"query": "renewal call timing"})).await;
+    assert!(
+        found["structuredContent"]["entries"].as_array().unwrap().iter().all(|e| e["title"] != "Renewal call timing"),
+        "{found}"
+    );
+    let decisions = call_tool(&s.base, &s.key, "memory.list_decisions", json!({})).await;
+    let expired =
+        decisions["structuredContent"]["decisions"].as_array().unwrap().iter().find(|d| d["id"] == id.as_str()).cloned();
+    assert_eq!(expired.map(|d| d["state"].clone()), Some(json!("expired")), "listed as expired: {decisions}");
+}
+
+/// `name=value` of a `Set-Cookie` header naming `name`.
+fn set_cookie(r: &reqwest::Response, name: &str) -> Option<String> {
+    r.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find_map(|c| {
+        let first = c.split(';').next()?;
+        first.starts_with(&format!("{name}=")).then(|| first.to_owned())
+    })
+}
+
+fn csrf_of(html: &str) -> String {
+    let at = html.find("name=csrf value=\"").expect("a csrf field") + "name=csrf value=\"".len();
+    html[at..].split('"').next().unwrap().to_owned()
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
+}
+
+#[tokio::test]
+async fn console_sign_in_sessions_and_csrf() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let key = approver(&s);
+    let agent = cli(&s.home, &["key", "create", "--tenant", "local", "--scopes", "mcp:tools memory:write"]).trim().to_owned();
+    let id = propose(&s, WAITING[0]).await;
+    let http = no_redirects();
+    let url = format!("{}/approvals", s.base);
+
+    let page = http.get(&url).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'none'"));
+    let login_cookie = set_cookie(&page, "ctn_console_login").unwrap();
+    let html = page.text().await.unwrap();
+    assert!(html.contains("Approver key"));
+    let csrf = csrf_of(&html);
+    let login = |cookie: Option<String>, csrf: String, key: String| {
+        let mut req = http.post(format!("{url}/login")).form(&[("csrf", csrf), ("key", key)]);
+        if let Some(c) = cookie {
+            req = req.header("cookie", c);
+        }
+        req.send()
+    };
+    // Forged: no cookie, or a csrf that does not match it.
+    assert_eq!(login(None, csrf.clone(), key.clone()).await.unwrap().status(), 403);
+    assert_eq!(login(Some(login_cookie.clone()), "0".repeat(32), key.clone()).await.unwrap().status(), 403);
+    // A key without approvals:decide, and a wrong key.
+    let r = login(Some(login_cookie.clone()), csrf.clone(), agent).await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("needs the approvals:decide scope"));
+    assert_eq!(login(Some(login_cookie.clone()), csrf.clone(), "ctn_local.nope.nope".into()).await.unwrap().status(), 401);
+    // The approver signs in: a session cookie, HttpOnly and SameSite=Strict.
+    let r = login(Some(login_cookie.clone()), csrf.clone(), key.clone()).await.unwrap();
+    assert_eq!(r.status(), 303);
+    let raw = r.headers().get_all("set-cookie").iter().map(|v| v.to_str().unwrap().to_owned()).collect::<Vec<_>>().join("\n");
+    assert!(raw.contains("HttpOnly") && raw.contains("SameSite=Strict"), "{raw}");
+    let session = set_cookie(&r, "ctn_console").unwrap();
+    assert!(!session.contains(&key), "the key is not in the cookie");
+
+    let page = http.get(&url).header("cookie", &session).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains(&format!("id=\"p-{id}\"")) && page.contains("confidence") && page.contains("hedged"), "{page}");
+    let token = csrf_of(&page);
+    let post = |form: Vec<(&'static str, String)>| {
+        http.post(format!("{url}/{id}/decide")).header("cookie", session.clone()).form(&form).send()
+    };
+    // No csrf, a wrong one, or a rejection without a reason: refused, nothing decided.
+    let r = post(vec![("decision", "reject".into()), ("reason", "no".into())]).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = post(vec![("csrf", "x".repeat(48)), ("decision", "reject".into()), ("reason", "no".into())]).await.unwrap();
+    assert_eq!(r.status(), 403);
+    let r = post(vec![("csrf", token.clone()), ("decision", "reject".into()), ("reason", " ".into())]).await.unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("a rejection needs a reason"));
+    assert_eq!(status(&s, &id).await["state"], "awaiting_approval", "nothing was decided");
+    // Without the session the decision form is refused too.
+    let r = http
+        .post(format!("{url}/{id}/decide"))
+        .form(&[("csrf", token.clone()), ("decision", "approve".into())])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    // Revoking the approver key ends its console sessions at once.
+    let key_id = key.split('.').nth(1).unwrap();
+    cli(&s.home, &["key", "revoke", "--tenant", "local", key_id]);
+    let page = http.get(&url).header("cookie", &session).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("Approver key"), "back to the sign-in page");
+    assert_eq!(status(&s, &id).await["state"], "awaiting_approval");
+}
+
+// ------------------------------------------------------------------ the browser test
+
+struct Driver {
+    child: Child,
+    url: String,
+    session: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Driver {
+    async fn start() -> Self {
+        let port = free_port();
+        let child = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver (Debian package chromium-driver; tests/run.sh installs it)");
+        let url = format!("http://127.0.0.1:{port}");
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http.get(format!("{url}/status")).send().await.is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--disable-background-networking", "--disable-extensions", "--no-first-run", "--window-size=1280,1800"]
+        }}}});
+        let v: Value = http.post(format!("{url}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
+        let session = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {v}")).to_owned();
+        Self { child, url, session, http }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut req = self.http.request(method, format!("{}/session/{}{path}", self.url, self.session));
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let v: Value = req.send().await.unwrap().json().await.unwrap();
+        assert!(v["value"].get("error").is_none(), "WebDriver {path}: {v}");
+        v["value"].clone()
+    }
+
+    async fn go(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
+    }
+
+    async fn find(&self, css: &str) -> String {
+        let v = self.call(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
+        v.as_object().unwrap().values().next().unwrap().as_str().unwrap().to_owned()
+    }
+
+    async fn type_into(&self, css: &str, text: &str) {
+        let e = self.find(css).await;
+        self.call(reqwest::Method::POST, &format!("/element/{e}/value"), Some(json!({"text": text}))).await;
+    }
+
+    async fn click(&self, css: &str) {
+        let e = self.find(css).await;
+        self.call(reqwest::Method::POST, &format!("/element/{e}/click"), Some(json!({}))).await;
+    }
+
+    async fn source(&self) -> String {
+        self.call(reqwest::Method::GET, "/source", None).await.as_str().unwrap().to_owned()
+    }
+
+    /// The page once it contains every one of `needles` (a click that submits a form
+    /// returns before the next page has loaded), or fails after 20 s showing the page.
+    async fn wait_for(&self, needles: &[&str]) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let page = self.source().await;
+            if needles.iter().all(|n| page.contains(n)) {
+                return page;
+            }
+            assert!(Instant::now() < deadline, "the page never showed {needles:?}: {page}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn screenshot(&self) -> Vec<u8> {
+        let b64 = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64.as_str().unwrap()).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_browser_approves_one_proposal_and_rejects_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let key = approver(&s);
+    let approve_id = propose(&s, WAITING[0]).await;
+    let reject_id = propose(&s, WAITING[2]).await;
+
+    let browser = Driver::start().await;
+    browser.go(&format!("{}/approvals", s.base)).await;
+    browser.type_into("#key", &key).await;
+    browser.click("#sign-in").await;
+    // Signed in: both proposals, with their factors and triage's reasons.
+    browser.wait_for(&["Onboarding kickoff owner", "Business review deck", "confidence", "hedged", "Sign out"]).await;
+    let artifacts = std::env::var("CONTINUITY_TEST_ARTIFACTS").map_or_else(|_| std::env::temp_dir(), std::path::PathBuf::from);
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let keep = |name: &str, png: &[u8]| {
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        let path = artifacts.join(name);
+        std::fs::write(&path, png).unwrap();
+        eprintln!("screenshot: {}", path.display());
+    };
+    keep("approvals-console.png", &browser.screenshot().await);
+
+    browser.type_into(&format!("#ar-{approve_id}"), "Owners know the account best").await;
+    browser.click(&format!("#p-{approve_id} button.approve")).await;
+    let page = browser.wait_for(&["Approved:"]).await;
+    assert!(!page.contains(&format!("p-{approve_id}")), "no longer waiting");
+    browser.type_into(&format!("#rr-{reject_id}"), "The CSM owns the deck this year").await;
+    browser.click(&format!("#p-{reject_id} button.reject")).await;
+    browser.wait_for(&["Rejected:", "Nothing is waiting"]).await;
+
+    keep("approvals-console-decided.png", &browser.screenshot().await);
+
+    // What the browser did, seen through the API.
+    let approved = status(&s, &approve_id).await;
+    assert_eq!(approved["state"], "written", "{approved}");
+    assert_eq!(approved["decision_reason"], "Owners know the account best");
+    let rejected = status(&s, &reject_id).await;
+    assert_eq!(rejected["state"], "rejected");
+    assert_eq!(rejected["decision_reason"], "The CSM owns the deck this year");
+    let read = call_tool(&s.base, &s.key, "memory.read_org", json!({"id": approve_id})).await;
+    assert_eq!(read["structuredContent"]["entry"]["state"], "active", "{read}");
+}

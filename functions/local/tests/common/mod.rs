@@ -1,0 +1,88 @@
+//! Helpers shared by the end-to-end tests of `continuity serve`: start the real binary
+//! on port 0, run the admin CLI against its home, speak MCP over HTTP.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_continuity");
+
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub key: String,
+    pub home: PathBuf,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn spawn(home: &Path) -> Server {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg(home)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start continuity serve");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    let (mut url, mut key_path) = (None, None);
+    while url.is_none() || key_path.is_none() {
+        let line = lines.next().expect("serve exited before printing its URL").expect("read stdout");
+        if let Some(u) = line.strip_prefix("MCP URL:") {
+            url = Some(u.trim().trim_end_matches("/mcp").to_owned());
+        }
+        if let Some(k) = line.strip_prefix("Owner key:") {
+            key_path = Some(k.trim().split(' ').next().expect("key path").to_owned());
+        }
+    }
+    // Keep draining stdout so the child never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    let key_path = key_path.expect("key path");
+    let meta = std::fs::metadata(&key_path).expect("key file exists");
+    use std::os::unix::fs::PermissionsExt as _;
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "the owner key file is private");
+    let key = std::fs::read_to_string(&key_path).expect("read key").trim().to_owned();
+    Server { child, base: url.expect("url"), key, home: home.to_owned() }
+}
+
+pub fn cli(home: &Path, args: &[&str]) -> String {
+    let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
+    assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+pub async fn rpc(base: &str, key: Option<&str>, body: Value) -> reqwest::Response {
+    let mut req = client()
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body);
+    if let Some(k) = key {
+        req = req.bearer_auth(k);
+    }
+    req.send().await.expect("send")
+}
+
+pub async fn call_tool(base: &str, key: &str, name: &str, args: Value) -> Value {
+    let resp =
+        rpc(base, Some(key), json!({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":name,"arguments":args}})).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.expect("json");
+    v["result"].clone()
+}

@@ -1,0 +1,400 @@
+//! The approvals console (SPEC §6.4): a web page where an approver signs in, sees the
+//! proposals waiting for a person — score, the five factors, triage's reasons, the
+//! active entries they conflict with — and approves or rejects each with a reason.
+//!
+//! - `GET /approvals`: the waiting list for a signed-in approver, else the sign-in form.
+//! - `POST /approvals/login`: sign in with an approver key (an API key with
+//!   `approvals:decide`, `continuity key create --scopes approvals:decide`). The session
+//!   is a signed cookie (`console+jwt`, 8 h, `HttpOnly; SameSite=Strict`, `__Host-` and
+//!   `Secure` over https); the key itself is never stored in the browser, and it is
+//!   read again on every request, so revoking it ends the session.
+//! - `POST /approvals/{id}/decide` (`decision=approve|reject`, `reason`): the same
+//!   `GovernanceService::decide` as the approver API — it sends the wait's task token.
+//! - `POST /approvals/logout`.
+//!
+//! Every form carries a CSRF token: the session's own secret (decisions, sign-out) or a
+//! double-submit cookie (sign-in), compared in constant time. Pages are plain HTML with no
+//! script, served with a CSP that forbids scripts and framing; everything shown is
+//! escaped.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::{Html, IntoResponse, Response};
+use domain::principal::CallerContext;
+use domain::{Error, ErrorCode, Id, PageRequest};
+use http::{HeaderValue, StatusCode, header};
+use serde::Deserialize;
+use services::governance::Waiting;
+use services::oauth::Params;
+use subtle::ConstantTimeEq;
+
+use crate::oauth::{BaseUrl, base_of, esc, no_store};
+use crate::router::AppState;
+
+const SESSION_COOKIE: &str = "ctn_console";
+const LOGIN_COOKIE: &str = "ctn_console_login";
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    cursor: Option<String>,
+    done: Option<String>,
+}
+
+fn cookie_name(base: &str, name: &str) -> String {
+    if base.starts_with("https://") { format!("__Host-{name}") } else { name.to_owned() }
+}
+
+fn cookie(headers: &HeaderMap, base: &str, name: &str) -> Option<String> {
+    let name = cookie_name(base, name);
+    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
+        let (k, v) = kv.trim().split_once('=')?;
+        (k == name).then(|| v.to_owned())
+    })
+}
+
+fn set_cookie(resp: &mut Response, base: &str, name: &str, value: &str, max_age: i64) {
+    let secure = base.starts_with("https://");
+    let c = format!(
+        "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
+        cookie_name(base, name),
+        if secure { "; Secure" } else { "" }
+    );
+    if let Ok(v) = HeaderValue::from_str(&c) {
+        resp.headers_mut().append(header::SET_COOKIE, v);
+    }
+}
+
+fn same(a: &str, b: &str) -> bool {
+    !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\">\
+         <title>{t} · Continuity</title><style>\
+         body{{font:15px system-ui,sans-serif;max-width:58rem;margin:2rem auto;padding:0 1rem;color:#222}}\
+         header{{display:flex;justify-content:space-between;align-items:center;border-bottom:1px solid #ddd;margin-bottom:1rem}}\
+         section.p{{border:1px solid #ccc;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}}\
+         table{{border-collapse:collapse}}td,th{{padding:.15rem .6rem;text-align:left;border-bottom:1px solid #eee}}\
+         .total{{font-size:1.3rem;font-weight:600}}.conflict{{background:#fff6e0;padding:.4rem .6rem;border-left:3px solid #e0a000}}\
+         .ok{{color:#070}}.err{{color:#a00}}label{{display:block;margin:.4rem 0 .1rem}}\
+         input,textarea{{width:100%;padding:.4rem;box-sizing:border-box}}textarea{{height:3.2rem}}\
+         .forms{{display:grid;grid-template-columns:1fr 1fr;gap:1rem}}button{{margin-top:.4rem;padding:.45rem 1rem}}\
+         code{{background:#eee;padding:0 .2rem}}small{{color:#666}}</style>{body}</html>",
+        t = esc(title)
+    );
+    let mut resp = (status, Html(html)).into_response();
+    let h = resp.headers_mut();
+    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    no_store(resp)
+}
+
+fn status_of(e: &Error) -> StatusCode {
+    StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+/// A message for a person: ours, never a backend's internals.
+fn message_of(e: &Error) -> String {
+    match e.code {
+        ErrorCode::Unavailable | ErrorCode::Internal => "The service is unavailable; try again in a moment.".to_owned(),
+        _ => e.message.clone(),
+    }
+}
+
+fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
+    let csrf = services::random_hex(16);
+    let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
+    let mut resp = page(
+        status,
+        "Approvals — sign in",
+        &format!(
+            "<h1>Approvals</h1><p>Sign in with an approver key: an API key with the <code>approvals:decide</code> scope \
+             (<code>continuity key create --tenant T --scopes approvals:decide</code>).</p>{msg}\
+             <form method=post action=\"{b}/approvals/login\" style=\"max-width:28rem\">\
+             <input type=hidden name=csrf value=\"{csrf}\">\
+             <label for=key>Approver key</label><input id=key name=key type=password required autocomplete=off>\
+             <button type=submit id=sign-in>Sign in</button></form>",
+            b = esc(base),
+        ),
+    );
+    set_cookie(&mut resp, base, LOGIN_COOKIE, &csrf, 1800);
+    resp
+}
+
+fn factor_rows(w: &Waiting) -> String {
+    let Some(s) = &w.proposal.score else { return String::new() };
+    let rows = [
+        ("confidence", s.confidence, "higher is better"),
+        ("relevance", s.relevance, "higher is better"),
+        ("risk", s.risk, "0 = none"),
+        ("conflict", s.conflict, "0 = none"),
+        ("quality", s.quality, "higher is better"),
+    ]
+    .iter()
+    .map(|(n, v, hint)| format!("<tr><th>{n}</th><td>{v:.2}</td><td><small>{hint}</small></td></tr>"))
+    .collect::<String>();
+    let reasons: String = s.reasons.iter().map(|r| format!("<li>{}</li>", esc(r))).collect();
+    format!("<p class=total>score {:.2}</p><table class=factors>{rows}</table><ul class=reasons>{reasons}</ul>", s.total)
+}
+
+fn card(base: &str, csrf: &str, w: &Waiting) -> String {
+    let p = &w.proposal;
+    let id = esc(p.id.as_str());
+    let deadline = p.wait.as_ref().map(|w| format!(" · decide before {}", w.deadline.to_rfc3339())).unwrap_or_default();
+    let conflicts: String = w
+        .conflicts
+        .iter()
+        .map(|m| {
+            let suggested = p.suggested_supersede.as_ref() == Some(&m.id) || p.supersedes.as_ref() == Some(&m.id);
+            format!(
+                "<div class=conflict><strong>Conflicts with active entry {mid}</strong>{note}<br>“{t}” — {b}</div>",
+                mid = esc(m.id.as_str()),
+                note = if suggested { " — approving supersedes it (its lineage will link both ways)" } else { "" },
+                t = esc(&m.title),
+                b = esc(&m.body)
+            )
+        })
+        .collect();
+    format!(
+        "<section class=p id=\"p-{id}\"><h2>{title}</h2><p><small>{kind} · proposal <code>{id}</code> · by {by} · {at}{deadline}</small></p>\
+         <blockquote>{body}</blockquote>{factors}{conflicts}\
+         <div class=forms>\
+         <form method=post action=\"{b}/approvals/{id}/decide\"><input type=hidden name=csrf value=\"{csrf}\">\
+         <input type=hidden name=decision value=approve><label for=\"ar-{id}\">Reason (optional)</label>\
+         <textarea id=\"ar-{id}\" name=reason maxlength=2000></textarea><button type=submit class=approve>Approve</button></form>\
+         <form method=post action=\"{b}/approvals/{id}/decide\"><input type=hidden name=csrf value=\"{csrf}\">\
+         <input type=hidden name=decision value=reject><label for=\"rr-{id}\">Reason (required)</label>\
+         <textarea id=\"rr-{id}\" name=reason required maxlength=2000></textarea><button type=submit class=reject>Reject</button></form>\
+         </div></section>",
+        title = esc(&p.title),
+        kind = esc(&p.kind),
+        by = esc(p.proposed_by.as_str()),
+        at = p.created_at.to_rfc3339(),
+        body = esc(&p.body),
+        factors = factor_rows(w),
+        b = esc(base),
+        csrf = esc(csrf),
+    )
+}
+
+async fn list_page(
+    state: &AppState,
+    base: &str,
+    caller: &CallerContext,
+    csrf: &str,
+    cursor: Option<String>,
+    status: StatusCode,
+    notice: Option<(bool, String)>,
+) -> Response {
+    let page_req = match cursor {
+        Some(c) => PageRequest::after(20, c),
+        None => PageRequest::first(20),
+    };
+    let waiting = match state.services.governance.waiting(caller, &page_req).await {
+        Ok(w) => w,
+        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    };
+    let notice = notice
+        .map(|(ok, m)| format!("<p class={} role=status id=notice>{}</p>", if ok { "ok" } else { "err" }, esc(&m)))
+        .unwrap_or_default();
+    let cards: String = waiting.items.iter().map(|w| card(base, csrf, w)).collect();
+    let empty = if waiting.items.is_empty() { "<p id=empty>Nothing is waiting for a decision.</p>" } else { "" };
+    let more = waiting
+        .next_cursor
+        .map(|c| format!("<p><a href=\"{}/approvals?cursor={}\">More…</a></p>", esc(base), esc(&c)))
+        .unwrap_or_default();
+    page(
+        status,
+        "Approvals",
+        &format!(
+            "<header><h1>Approvals</h1><form method=post action=\"{b}/approvals/logout\"><small>{who} · workspace {tenant}</small> \
+             <input type=hidden name=csrf value=\"{csrf}\"><button type=submit>Sign out</button></form></header>\
+             {notice}<p>Proposals wait here when triage scored them between the tenant's bars, or found them contradicting \
+             an active entry. Nothing is ever approved by waiting: a proposal nobody decides expires and is escalated.</p>\
+             {empty}{cards}{more}",
+            b = esc(base),
+            who = esc(caller.principal.as_str()),
+            tenant = esc(caller.tenant.as_str()),
+            csrf = esc(csrf),
+        ),
+    )
+}
+
+async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
+    let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
+    state.services.auth.console_session(&token, base).await
+}
+
+fn base(state: &AppState, b: Option<Extension<BaseUrl>>) -> String {
+    base_of(state, b.as_ref().map(|b| &b.0))
+}
+
+fn redirect(to: &str) -> Response {
+    let mut resp = StatusCode::SEE_OTHER.into_response();
+    if let Ok(v) = HeaderValue::from_str(to) {
+        resp.headers_mut().insert(header::LOCATION, v);
+    }
+    no_store(resp)
+}
+
+/// `GET /approvals`.
+pub async fn show(
+    State(state): State<AppState>,
+    b: Option<Extension<BaseUrl>>,
+    headers: HeaderMap,
+    Query(q): Query<ListQuery>,
+) -> Response {
+    let base = base(&state, b);
+    match session(&state, &base, &headers).await {
+        Ok((caller, csrf)) => {
+            // The outcome of the decision just made (a fixed text per outcome: nothing
+            // from the query string is shown).
+            let notice = match q.done.as_deref() {
+                Some("approved") => {
+                    Some((true, "Approved: the entry is written (or being written) as organisational memory.".into()))
+                }
+                Some("rejected") => Some((true, "Rejected: the reason is kept with the proposal.".into())),
+                _ => None,
+            };
+            list_page(&state, &base, &caller, &csrf, q.cursor, StatusCode::OK, notice).await
+        }
+        Err(e) if e.code == ErrorCode::Unauthenticated => login_page(&base, StatusCode::OK, None),
+        Err(e) => page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    }
+}
+
+fn form(body: &Bytes) -> Option<Params> {
+    Params::parse(body).ok()
+}
+
+/// `POST /approvals/login`.
+pub async fn login(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
+    let base = base(&state, b);
+    let Some(f) = form(&body) else { return login_page(&base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
+    let expected = cookie(&headers, &base, LOGIN_COOKIE).unwrap_or_default();
+    if !same(f.get("csrf").unwrap_or_default(), &expected) {
+        return login_page(&base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
+    }
+    match state.services.auth.console_login(f.get("key").unwrap_or_default(), &base).await {
+        Ok((token, caller)) => {
+            tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "approvals console: signed in");
+            let mut resp = redirect(&format!("{base}/approvals"));
+            set_cookie(&mut resp, &base, SESSION_COOKIE, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
+            set_cookie(&mut resp, &base, LOGIN_COOKIE, "", 0);
+            resp
+        }
+        Err(e) if e.code == ErrorCode::Forbidden => login_page(
+            &base,
+            StatusCode::FORBIDDEN,
+            Some("This key cannot decide approvals: it needs the approvals:decide scope."),
+        ),
+        Err(e) if e.code == ErrorCode::Unauthenticated => {
+            login_page(&base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
+        }
+        Err(e) => login_page(&base, status_of(&e), Some(&message_of(&e))),
+    }
+}
+
+/// `POST /approvals/logout`.
+pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
+    let base = base(&state, b);
+    if let Ok((_, csrf)) = session(&state, &base, &headers).await
+        && !form(&body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
+    {
+        return page(StatusCode::FORBIDDEN, "Approvals", "<p class=err role=alert>The form expired. Reload the page.</p>");
+    }
+    let mut resp = redirect(&format!("{base}/approvals"));
+    set_cookie(&mut resp, &base, SESSION_COOKIE, "", 0);
+    resp
+}
+
+/// `POST /approvals/{id}/decide`.
+pub async fn decide(
+    State(state): State<AppState>,
+    b: Option<Extension<BaseUrl>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let base = base(&state, b);
+    let (caller, csrf) = match session(&state, &base, &headers).await {
+        Ok(s) => s,
+        Err(e) if e.code == ErrorCode::Unauthenticated => {
+            return login_page(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again."));
+        }
+        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    };
+    let Some(f) = form(&body) else {
+        return list_page(
+            &state,
+            &base,
+            &caller,
+            &csrf,
+            None,
+            StatusCode::BAD_REQUEST,
+            Some((false, "The form was malformed.".into())),
+        )
+        .await;
+    };
+    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
+        return list_page(
+            &state,
+            &base,
+            &caller,
+            &csrf,
+            None,
+            StatusCode::FORBIDDEN,
+            Some((false, "The form expired: nothing was decided. Try again.".into())),
+        )
+        .await;
+    }
+    let approve = match f.get("decision") {
+        Some("approve") => true,
+        Some("reject") => false,
+        _ => {
+            return list_page(
+                &state,
+                &base,
+                &caller,
+                &csrf,
+                None,
+                StatusCode::BAD_REQUEST,
+                Some((false, "Choose approve or reject.".into())),
+            )
+            .await;
+        }
+    };
+    let decided = match Id::new(id) {
+        Ok(id) => state.services.governance.decide(&caller, &id, approve, f.get("reason").map(str::to_owned)).await,
+        Err(e) => Err(e),
+    };
+    match decided {
+        Ok(p) => {
+            tracing::info!(proposal = %p.id, state = %p.state, "approvals console: decided");
+            redirect(&format!("{base}/approvals?done={}", if approve { "approved" } else { "rejected" }))
+        }
+        Err(e) => {
+            let status = status_of(&e);
+            list_page(
+                &state,
+                &base,
+                &caller,
+                &csrf,
+                None,
+                status,
+                Some((false, format!("Nothing was decided: {}", message_of(&e)))),
+            )
+            .await
+        }
+    }
+}
