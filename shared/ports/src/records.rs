@@ -203,6 +203,12 @@ pub trait ProposalStore: Send + Sync {
     /// # Errors
     /// `CONFLICT` on a version mismatch or an illegal state move; `NOT_FOUND`; `UNAVAILABLE`.
     async fn update_proposal(&self, proposal: &Proposal) -> Result<Proposal>;
+    /// [`Self::update_proposal`] and `audit` appended, in one atomic write (one commit:
+    /// every triage step is one).
+    ///
+    /// # Errors
+    /// As [`Self::update_proposal`]; `INVALID_REQUEST` for an audit record of another tenant.
+    async fn update_proposal_audited(&self, proposal: &Proposal, audit: &AuditRecord) -> Result<Proposal>;
     /// The single writer's one atomic commit (SPEC §6.1 step 5): `proposal` moves to
     /// `written` (from its stored version), `entry` is created, and `superseded` — the
     /// active entry it replaces, already marked `superseded` by the caller — is written
@@ -934,6 +940,35 @@ impl MemoryStore for Records {
     }
 }
 
+impl Records {
+    /// A proposal's versioned update (and its state index), with `extra` writes in the
+    /// same atomic write.
+    async fn write_proposal(&self, p: &Proposal, extra: Vec<Write>) -> Result<Proposal> {
+        let t = p.tenant.as_str();
+        let current: Proposal =
+            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
+        if current.state != p.state && !current.state.can_move_to(p.state) {
+            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
+        }
+        let mut next = p.clone();
+        next.version = p.version + 1;
+        let body = encode(&next)?;
+        let mut writes = vec![put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version))];
+        if current.state != p.state {
+            writes.push(Write::Delete {
+                tenant: t.to_owned(),
+                part: "proposal_by_state".into(),
+                sk: format!("{}#{}", current.state, p.id),
+                condition: Condition::None,
+            });
+        }
+        writes.push(put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), next.version, body, Condition::None));
+        writes.extend(extra);
+        self.items.write(writes).await?;
+        Ok(next)
+    }
+}
+
 #[async_trait]
 impl ProposalStore for Records {
     async fn create_proposal(&self, p: &Proposal) -> Result<()> {
@@ -954,27 +989,16 @@ impl ProposalStore for Records {
     }
 
     async fn update_proposal(&self, p: &Proposal) -> Result<Proposal> {
-        let t = p.tenant.as_str();
-        let current: Proposal =
-            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
-        if current.state != p.state && !current.state.can_move_to(p.state) {
-            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
+        self.write_proposal(p, Vec::new()).await
+    }
+
+    async fn update_proposal_audited(&self, p: &Proposal, audit: &AuditRecord) -> Result<Proposal> {
+        if audit.tenant != p.tenant {
+            return Err(Error::invalid_field("tenant", "an audit record stays inside its tenant"));
         }
-        let mut next = p.clone();
-        next.version = p.version + 1;
-        let body = encode(&next)?;
-        let mut writes = vec![put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version))];
-        if current.state != p.state {
-            writes.push(Write::Delete {
-                tenant: t.to_owned(),
-                part: "proposal_by_state".into(),
-                sk: format!("{}#{}", current.state, p.id),
-                condition: Condition::None,
-            });
-        }
-        writes.push(put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), next.version, body, Condition::None));
-        self.items.write(writes).await?;
-        Ok(next)
+        let record =
+            put(p.tenant.as_str(), "audit", format!("{}#{}", pad(audit.at.0), audit.id), 1, encode(audit)?, Condition::Absent);
+        self.write_proposal(p, vec![record]).await
     }
 
     async fn commit_governed_write(

@@ -22,8 +22,10 @@ use super::triage;
 /// Most active org entries triage compares a proposal against when the tenant has no
 /// search index to find the closest ones.
 const MAX_SCANNED: usize = 5_000;
-/// Active entries (closest first, from the search index) triage compares against.
-const CANDIDATES: usize = 24;
+/// Active entries (closest first, from the search index) triage compares against: a
+/// near-duplicate or a contradiction shares most of its words with the proposal, so it
+/// ranks at the top of a keyword search.
+const CANDIDATES: usize = 12;
 
 /// Where the `Score` task sends a proposal: the `Route` Choice state reads `route`, the
 /// `AwaitApproval` state its timeout and heartbeat.
@@ -122,9 +124,8 @@ impl Tasks {
         }
         p.state = to;
         p.updated_at = self.backend.clock.now();
-        let stored = self.backend.records.update_proposal(&p).await?;
-        self.audit(&stored.tenant, actor, &format!("proposal.{}", to.as_str()), &stored.id, outcome).await?;
-        Ok(stored)
+        let audit = self.audit_record(&p.tenant, actor, &format!("proposal.{}", to.as_str()), &p.id, outcome);
+        self.backend.records.update_proposal_audited(&p, &audit).await
     }
 
     fn policy(t: &domain::tenant::Tenant) -> domain::tenant::TriagePolicy {
@@ -209,14 +210,7 @@ impl Tasks {
             return Err(Error::conflict(format!("proposal {id} is {}, not pending", p.state)));
         }
         let t = records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
-        let schema = adk::resolve::schema_for(t.department, t.industry);
-        let vocabulary: BTreeSet<String> = schema
-            .entity_types
-            .values()
-            .flat_map(|s| std::iter::once(s.name.clone()).chain(s.fields.keys().cloned()))
-            .flat_map(|n| n.split('_').map(str::to_owned).collect::<Vec<_>>())
-            .filter(|w| w.len() > 2)
-            .collect();
+        let vocabulary = vocabulary(t.department, t.industry);
         let active = self.compared(tenant, &p).await?;
         let input = triage::Input {
             title: &p.title,
@@ -224,7 +218,7 @@ impl Tasks {
             has_source_session: p.source_session.is_some(),
             supersedes: p.supersedes.as_ref(),
             active: &active,
-            vocabulary: &vocabulary,
+            vocabulary: vocabulary.as_ref(),
         };
         let policy = Self::policy(&t);
         let (score, route) = triage::score(&input, &triage::Policy::from(&policy));
@@ -454,6 +448,32 @@ impl Tasks {
         p.decision_reason = Some(format!("workflow failure: {cause}"));
         self.step(p, ProposalState::Failed, "governance", &cause).await
     }
+}
+
+/// The words of a tenant schema's entity types and field names (relevance), built once
+/// per (department, industry).
+fn vocabulary(department: domain::tenant::Department, industry: domain::tenant::Industry) -> std::sync::Arc<BTreeSet<String>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Key = (domain::tenant::Department, domain::tenant::Industry);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<BTreeSet<String>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Mutex::default);
+    if let Some(v) = cache.lock().ok().and_then(|c| c.get(&(department, industry)).cloned()) {
+        return v;
+    }
+    let schema = adk::resolve::schema_for(department, industry);
+    let words: BTreeSet<String> = schema
+        .entity_types
+        .values()
+        .flat_map(|s| std::iter::once(s.name.clone()).chain(s.fields.keys().cloned()))
+        .flat_map(|n| n.split('_').map(str::to_owned).collect::<Vec<_>>())
+        .filter(|w| w.len() > 2)
+        .collect();
+    let words = Arc::new(words);
+    if let Ok(mut c) = cache.lock() {
+        c.insert((department, industry), words.clone());
+    }
+    words
 }
 
 /// A readable cause from a Step Functions error object (`{"Error": …, "Cause": …}`).
