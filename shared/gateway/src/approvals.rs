@@ -7,8 +7,9 @@
 //!   (superseding what it replaces, with lineage).
 //! - `POST /v1/approvals/{id}/reject` (`{"reason": "…"}` required) records the rejection.
 //!
-//! A decision on a proposal that is not waiting (decided already, rejected, written) is
-//! `409 CONFLICT` and changes nothing; a rejection without a reason is `400`.
+//! A decision on a proposal that is not waiting (decided already, rejected, written,
+//! expired) is `409 CONFLICT` and changes nothing; a rejection without a reason is `400`.
+//! A decision sends the wait's task token to the workflow (`GovernanceService::decide`).
 
 use axum::extract::{Path, Query, State};
 use axum::response::{IntoResponse, Response};

@@ -21,7 +21,7 @@ use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use domain::principal::CallerContext;
 use domain::{Error, ErrorCode, Id, PageRequest};
 use http::{HeaderValue, StatusCode, header};
@@ -30,7 +30,7 @@ use services::governance::Waiting;
 use services::oauth::Params;
 use subtle::ConstantTimeEq;
 
-use crate::oauth::{BaseUrl, base_of, esc, no_store};
+use crate::oauth::{BaseUrl, base_of, esc, locked_down_page, no_store};
 use crate::router::AppState;
 
 const SESSION_COOKIE: &str = "ctn_console";
@@ -85,18 +85,11 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
          code{{background:#eee;padding:0 .2rem}}small{{color:#666}}</style>{body}</html>",
         t = esc(title)
     );
-    let mut resp = (status, Html(html)).into_response();
-    let h = resp.headers_mut();
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-        ),
-    );
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    no_store(resp)
+    locked_down_page(
+        status,
+        html,
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    )
 }
 
 fn status_of(e: &Error) -> StatusCode {
@@ -334,45 +327,19 @@ pub async fn decide(
         }
         Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
     };
-    let Some(f) = form(&body) else {
-        return list_page(
-            &state,
-            &base,
-            &caller,
-            &csrf,
-            None,
-            StatusCode::BAD_REQUEST,
-            Some((false, "The form was malformed.".into())),
-        )
-        .await;
+    // A refused form shows the list again with why; nothing was decided.
+    let refuse = |status: StatusCode, message: String| {
+        let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
+        async move { list_page(state, base, caller, csrf, None, status, Some((false, message))).await }
     };
+    let Some(f) = form(&body) else { return refuse(StatusCode::BAD_REQUEST, "The form was malformed.".into()).await };
     if !same(f.get("csrf").unwrap_or_default(), &csrf) {
-        return list_page(
-            &state,
-            &base,
-            &caller,
-            &csrf,
-            None,
-            StatusCode::FORBIDDEN,
-            Some((false, "The form expired: nothing was decided. Try again.".into())),
-        )
-        .await;
+        return refuse(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.".into()).await;
     }
     let approve = match f.get("decision") {
         Some("approve") => true,
         Some("reject") => false,
-        _ => {
-            return list_page(
-                &state,
-                &base,
-                &caller,
-                &csrf,
-                None,
-                StatusCode::BAD_REQUEST,
-                Some((false, "Choose approve or reject.".into())),
-            )
-            .await;
-        }
+        _ => return refuse(StatusCode::BAD_REQUEST, "Choose approve or reject.".into()).await,
     };
     let decided = match Id::new(id) {
         Ok(id) => state.services.governance.decide(&caller, &id, approve, f.get("reason").map(str::to_owned)).await,
@@ -383,18 +350,6 @@ pub async fn decide(
             tracing::info!(proposal = %p.id, state = %p.state, "approvals console: decided");
             redirect(&format!("{base}/approvals?done={}", if approve { "approved" } else { "rejected" }))
         }
-        Err(e) => {
-            let status = status_of(&e);
-            list_page(
-                &state,
-                &base,
-                &caller,
-                &csrf,
-                None,
-                status,
-                Some((false, format!("Nothing was decided: {}", message_of(&e)))),
-            )
-            .await
-        }
+        Err(e) => refuse(status_of(&e), format!("Nothing was decided: {}", message_of(&e))).await,
     }
 }

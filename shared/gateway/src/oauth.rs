@@ -210,13 +210,16 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
          ul{{padding-left:1.2rem}}</style><h1>{t}</h1>{body}</html>",
         t = esc(title)
     );
+    locked_down_page(status, html, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+}
+
+/// A page for a person: no framing, the given CSP (no scripts), no referrer, no sniffing,
+/// never cached.
+pub(crate) fn locked_down_page(status: StatusCode, html: String, csp: &'static str) -> Response {
     let mut resp = (status, Html(html)).into_response();
     let h = resp.headers_mut();
     h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'"),
-    );
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
     h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     no_store(resp)

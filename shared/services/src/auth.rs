@@ -107,7 +107,16 @@ impl Authenticator {
         if !matches || record.revoked_at.is_some() {
             return Err(invalid());
         }
-        let tenant_cfg = self.tenant_config(&tenant).await?.ok_or_else(invalid)?;
+        self.key_caller(tenant, record, format!("api_key:{key_id}")).await
+    }
+
+    /// The caller an API key stands for; the tenant must still exist, its plan read
+    /// fresh (cached 5 min).
+    async fn key_caller(&self, tenant: TenantId, record: ApiKeyRecord, credential: String) -> Result<CallerContext> {
+        let tenant_cfg = self
+            .tenant_config(&tenant)
+            .await?
+            .ok_or_else(|| Error::unauthenticated("invalid, expired or revoked credentials"))?;
         Ok(CallerContext {
             tenant,
             principal: record.principal,
@@ -115,7 +124,7 @@ impl Authenticator {
             plan: tenant_cfg.plan,
             teams: record.teams,
             projects: record.projects,
-            credential: format!("api_key:{key_id}"),
+            credential,
             toolsets: record.toolsets,
         })
     }
@@ -160,17 +169,10 @@ impl Authenticator {
         {
             return Err(invalid());
         }
-        let tenant_cfg = self.tenant_config(&tenant).await?.ok_or_else(invalid)?;
-        let caller = CallerContext {
-            tenant,
-            principal: record.principal,
-            scopes: record.scopes,
-            plan: tenant_cfg.plan,
-            teams: record.teams,
-            projects: record.projects,
-            credential: format!("console:{key_id}"),
-            toolsets: record.toolsets,
-        };
+        let caller = self
+            .key_caller(tenant, record, format!("console:{key_id}"))
+            .await
+            .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
         Ok((caller, c.csrf))
     }
 

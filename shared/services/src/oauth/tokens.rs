@@ -217,27 +217,46 @@ impl TokenService {
     /// # Errors
     /// `UNAUTHENTICATED` for anything but a valid session; `UNAVAILABLE`.
     pub async fn verify_console(&self, token: &str, base: &str) -> Result<ConsoleClaims> {
+        let c: ConsoleClaims = self.decode_ours(token, CONSOLE_TYP, base, &[console_audience_of(base)]).await?;
+        #[allow(clippy::cast_possible_wrap)]
+        if c.iat > self.backend.clock.now().0 / 1000 + LEEWAY_SECS as i64 {
+            return Err(invalid());
+        }
+        Ok(c)
+    }
+
+    /// The claims of a JWT we signed: size and shape first; only the header is read
+    /// before the signature is checked, and only to pin the algorithm and `typ` and find
+    /// our key by kid; then `exp`, `nbf`, `iss` (ours for `base`) and `aud` (one of
+    /// `audiences`).
+    async fn decode_ours<C: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        typ: &str,
+        base: &str,
+        audiences: &[String],
+    ) -> Result<C> {
         if token.len() > MAX_TOKEN_LEN || token.bytes().filter(|b| *b == b'.').count() != 2 {
             return Err(invalid());
         }
         let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
-        if header.alg != Algorithm::RS256 || header.typ.as_deref() != Some(CONSOLE_TYP) {
+        if header.alg != Algorithm::RS256 || header.typ.as_deref() != Some(typ) {
             return Err(invalid());
         }
         let kid = header.kid.ok_or_else(invalid)?;
         let key = self.key(&kid).await?.ok_or_else(invalid)?;
         let mut v = Validation::new(Algorithm::RS256);
         v.leeway = LEEWAY_SECS;
+        v.validate_exp = true;
         v.validate_nbf = true;
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         v.set_issuer(&[issuer_of(base)]);
-        v.set_audience(&[console_audience_of(base)]);
-        let c = jsonwebtoken::decode::<ConsoleClaims>(token, &key, &v).map_err(|_| invalid())?.claims;
-        #[allow(clippy::cast_possible_wrap)]
-        if c.iat > self.backend.clock.now().0 / 1000 + LEEWAY_SECS as i64 {
-            return Err(invalid());
-        }
-        Ok(c)
+        v.set_audience(audiences);
+        let data = jsonwebtoken::decode::<C>(token, &key, &v).map_err(|e| {
+            tracing::debug!(reason = %e, typ, "token refused");
+            invalid()
+        })?;
+        Ok(data.claims)
     }
 
     /// Our JWK Set, for `/.well-known/jwks.json`.
@@ -291,30 +310,8 @@ impl TokenService {
     /// `UNAUTHENTICATED` (always the same message) for anything but a valid token;
     /// `UNAVAILABLE` when our key store cannot be read.
     pub async fn verify(&self, token: &str, base: &str) -> Result<VerifiedToken> {
-        if token.len() > MAX_TOKEN_LEN || token.bytes().filter(|b| *b == b'.').count() != 2 {
-            return Err(invalid());
-        }
-        // Only the header is read before the signature is checked, and only to pin the
-        // algorithm and find our key by kid.
-        let header = jsonwebtoken::decode_header(token).map_err(|_| invalid())?;
-        if header.alg != Algorithm::RS256 || header.typ.as_deref() != Some(TYP) {
-            return Err(invalid());
-        }
-        let kid = header.kid.ok_or_else(invalid)?;
-        let key = self.key(&kid).await?.ok_or_else(invalid)?;
-        let mut v = Validation::new(Algorithm::RS256);
-        v.leeway = LEEWAY_SECS;
-        v.validate_exp = true;
-        v.validate_nbf = true;
-        v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        v.set_issuer(&[issuer_of(base)]);
         let b = base.trim_end_matches('/');
-        v.set_audience(&[mcp_resource_of(base), b.to_owned(), format!("{b}/")]);
-        let data = jsonwebtoken::decode::<AccessClaims>(token, &key, &v).map_err(|e| {
-            tracing::debug!(reason = %e, "access token refused");
-            invalid()
-        })?;
-        let c = data.claims;
+        let c: AccessClaims = self.decode_ours(token, TYP, base, &[mcp_resource_of(base), b.to_owned(), format!("{b}/")]).await?;
         let now = self.backend.clock.now().0 / 1000;
         #[allow(clippy::cast_possible_wrap)]
         if c.iat > now + LEEWAY_SECS as i64 {
