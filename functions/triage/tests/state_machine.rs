@@ -472,4 +472,21 @@ async fn sample_events_drive_the_handler() {
     .unwrap();
     assert_eq!(failed["state"], "failed");
     assert_eq!(state(&s, &t, &other).await.decision_reason.as_deref(), Some("workflow failure: UNAVAILABLE: table unreachable"));
+
+    // A wait whose message never reached the store times out while the proposal is
+    // still `scored`: Escalate records it as failed (never approved).
+    let lost = pending(&s, &t, WAITS[2].0, WAITS[2].1, None).await;
+    let scored =
+        continuity_triage::handle(tasks, json!({"task": "score", "tenant": "demo", "proposal": lost.as_str()})).await.unwrap();
+    assert_eq!(scored["route"], "human");
+    let out =
+        continuity_triage::handle(tasks, json!({"task": "escalate", "tenant": "demo", "proposal": lost.as_str()})).await.unwrap();
+    assert_eq!(out["state"], "failed");
+    // Its message arriving late changes nothing and is not retried.
+    let late = wait.replace(id.as_str(), lost.as_str());
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&late).unwrap()).await.unwrap();
+    assert_eq!(out["batchItemFailures"], json!([]));
+    let p = state(&s, &t, &lost).await;
+    assert_eq!(p.state, ProposalState::Failed);
+    assert!(p.wait.is_none());
 }

@@ -273,6 +273,12 @@ impl Tasks {
         if p.wait.as_ref().is_some_and(|w| w.token == token) {
             return Ok(p);
         }
+        if !matches!(p.state, ProposalState::Scored | ProposalState::AwaitingApproval) {
+            // A late (redelivered) wait for a proposal decided, expired or failed since:
+            // nothing to wait for any more.
+            tracing::info!(proposal = %id, state = %p.state, "stale wait ignored");
+            return Ok(p);
+        }
         let deadline = Timestamp(
             self.backend.clock.now().0.saturating_add(i64::try_from(timeout_secs.saturating_mul(1000)).unwrap_or(i64::MAX)),
         );
@@ -414,7 +420,8 @@ impl Tasks {
 
     /// `Escalate`: nobody decided in time. A proposal still waiting becomes `expired` —
     /// never auto-approved — and the escalation is audited for the tenant's admins. One
-    /// a person approved just before the timeout is written; one rejected stays so.
+    /// a person approved just before the timeout is written; one rejected stays so; one
+    /// whose wait was never stored (still `scored`) is recorded as failed.
     ///
     /// # Errors
     /// As [`Self::score`].
@@ -430,6 +437,12 @@ impl Tasks {
                 Ok(expired)
             }
             ProposalState::Approved => self.write(tenant, id, "governance").await,
+            // The wait message never reached the store (dead-lettered): nobody could
+            // decide it. Recorded as failed, so the proposer can make it again.
+            ProposalState::Scored => {
+                self.record_failure(tenant, id, "the approval wait was never stored, so nobody could decide; propose it again")
+                    .await
+            }
             _ => Ok(p),
         }
     }
