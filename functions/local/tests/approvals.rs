@@ -2,8 +2,8 @@
 //! restart and is decided afterwards; a wait nobody decides expires (never approved);
 //! the console's sign-in, session and CSRF checks over HTTP; and a real headless
 //! Chromium (Debian's `chromium` + `chromedriver`, driven over the W3C WebDriver HTTP
-//! protocol) that signs in as an approver, approves one proposal and rejects another
-//! with a reason. The browser's screenshot is kept under `$CONTINUITY_TEST_ARTIFACTS`
+//! protocol) that signs in as an approver user (workspace, e-mail, password), approves
+//! one proposal and rejects another with a reason. The browser's screenshot is kept under `$CONTINUITY_TEST_ARTIFACTS`
 //! (`tests/run.sh` sets it; default: the system temp folder).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,7 +13,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Server, call_tool, cli, client, spawn};
+use common::{Server, call_tool, cli, cli_with_stdin, client, spawn};
 use serde_json::{Value, json};
 
 /// Proposals triage sends to a person (hedged, so between the bars).
@@ -35,6 +35,18 @@ async fn propose(s: &Server, (title, body): (&str, &str)) -> String {
 
 async fn status(s: &Server, id: &str) -> Value {
     call_tool(&s.base, &s.key, "proposal.status", json!({"id": id})).await["structuredContent"]["proposal"].clone()
+}
+
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A user who signs in on the console with a password.
+fn user(s: &Server, email: &str, role: &str) {
+    let out = cli_with_stdin(
+        &s.home,
+        &["user", "add", "--tenant", "local", "--email", email, "--role", role],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(out.contains(&format!("added user {email}")), "{out}");
 }
 
 fn approver(s: &Server) -> String {
@@ -178,6 +190,29 @@ async fn console_sign_in_sessions_and_csrf() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+    // A user signs in with a password: an approver may, a member may not, a wrong
+    // password is the one generic refusal.
+    user(&s, "ada@example.com", "approver");
+    user(&s, "bob@example.com", "member");
+    let user_login = |email: &'static str, password: &'static str| {
+        http.post(format!("{url}/login"))
+            .header("cookie", login_cookie.clone())
+            .form(&[("csrf", csrf.as_str()), ("tenant", "local"), ("email", email), ("password", password)])
+            .send()
+    };
+    let r = user_login("bob@example.com", PASSWORD).await.unwrap();
+    assert_eq!(r.status(), 403);
+    assert!(r.text().await.unwrap().contains("Your role cannot decide approvals"));
+    let r = user_login("ada@example.com", "not the password").await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert!(r.text().await.unwrap().contains("Unknown workspace, e-mail or password."));
+    let r = user_login("ada@example.com", PASSWORD).await.unwrap();
+    assert_eq!(r.status(), 303);
+    let ada = set_cookie(&r, "ctn_console").unwrap();
+    let page = http.get(&url).header("cookie", &ada).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains(&format!("id=\"p-{id}\"")), "the approver user sees the queue");
+    assert!(!page.contains(PASSWORD));
+
     // Revoking the approver key ends its console sessions at once.
     let key_id = key.split('.').nth(1).unwrap();
     cli(&s.home, &["key", "revoke", "--tenant", "local", key_id]);
@@ -289,14 +324,16 @@ impl Driver {
 async fn a_browser_approves_one_proposal_and_rejects_another() {
     let dir = tempfile::tempdir().unwrap();
     let s = spawn(&dir.path().join("home"));
-    let key = approver(&s);
     let approve_id = propose(&s, WAITING[0]).await;
     let reject_id = propose(&s, WAITING[2]).await;
 
+    user(&s, "ada@example.com", "approver");
     let browser = Driver::start().await;
     browser.go(&format!("{}/approvals", s.base)).await;
-    browser.type_into("#key", &key).await;
-    browser.click("#sign-in").await;
+    browser.type_into("#tenant", "local").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("#sign-in-user").await;
     // Signed in: both proposals, with their factors and triage's reasons.
     browser.wait_for(&["Onboarding kickoff owner", "Business review deck", "confidence", "hedged", "Sign out"]).await;
     let artifacts = std::env::var("CONTINUITY_TEST_ARTIFACTS").map_or_else(|_| std::env::temp_dir(), std::path::PathBuf::from);

@@ -3,11 +3,13 @@
 //! active entries they conflict with — and approves or rejects each with a reason.
 //!
 //! - `GET /approvals`: the waiting list for a signed-in approver, else the sign-in form.
-//! - `POST /approvals/login`: sign in with an approver key (an API key with
-//!   `approvals:decide`, `continuity key create --scopes approvals:decide`). The session
-//!   is a signed cookie (`console+jwt`, 8 h, `HttpOnly; SameSite=Strict`, `__Host-` and
-//!   `Secure` over https); the key itself is never stored in the browser, and it is
-//!   read again on every request, so revoking it ends the session.
+//! - `POST /approvals/login`: sign in as a user (workspace, e-mail, password; the
+//!   OAuth pages' users, 10 attempts a minute) whose role may decide — owner, admin,
+//!   approver — or with an approver key (an API key with `approvals:decide`). The
+//!   session is a signed cookie (`console+jwt`, 8 h, `HttpOnly; SameSite=Strict`,
+//!   `__Host-` and `Secure` over https); neither password nor key is kept in the
+//!   browser, and the key or the user (enabled, role) is read again on every request, so
+//!   revoking the key, disabling the user or lowering the role ends the session.
 //! - `POST /approvals/{id}/decide` (`decision=approve|reject`, `reason`): the same
 //!   `GovernanceService::decide` as the approver API — it sends the wait's task token.
 //! - `POST /approvals/logout`.
@@ -111,12 +113,18 @@ fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response
         status,
         "Approvals — sign in",
         &format!(
-            "<h1>Approvals</h1><p>Sign in with an approver key: an API key with the <code>approvals:decide</code> scope \
-             (<code>continuity key create --tenant T --scopes approvals:decide</code>).</p>{msg}\
-             <form method=post action=\"{b}/approvals/login\" style=\"max-width:28rem\">\
-             <input type=hidden name=csrf value=\"{csrf}\">\
+            "<h1>Approvals</h1><p>Sign in as a user whose role may decide approvals (owner, admin or approver: \
+             <code>continuity user add --role approver</code>), or with an approver key (an API key with the \
+             <code>approvals:decide</code> scope: <code>continuity key create --tenant T --scopes approvals:decide</code>).</p>{msg}\
+             <div class=forms>\
+             <form method=post action=\"{b}/approvals/login\"><input type=hidden name=csrf value=\"{csrf}\">\
+             <label for=tenant>Workspace</label><input id=tenant name=tenant required autocomplete=organization>\
+             <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
+             <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
+             <button type=submit id=sign-in-user>Sign in</button></form>\
+             <form method=post action=\"{b}/approvals/login\"><input type=hidden name=csrf value=\"{csrf}\">\
              <label for=key>Approver key</label><input id=key name=key type=password required autocomplete=off>\
-             <button type=submit id=sign-in>Sign in</button></form>",
+             <button type=submit id=sign-in>Sign in with the key</button></form></div>",
             b = esc(base),
         ),
     );
@@ -278,21 +286,31 @@ pub async fn login(State(state): State<AppState>, b: Option<Extension<BaseUrl>>,
     if !same(f.get("csrf").unwrap_or_default(), &expected) {
         return login_page(&base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
     }
-    match state.services.auth.console_login(f.get("key").unwrap_or_default(), &base).await {
-        Ok((token, caller)) => {
-            tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "approvals console: signed in");
+    let signed_in = match f.get("key") {
+        Some(key) => state.services.auth.console_login(key, &base).await.map(|(token, _)| token),
+        None => {
+            let (tenant, email, password) =
+                (f.get("tenant").unwrap_or_default(), f.get("email").unwrap_or_default(), f.get("password").unwrap_or_default());
+            state.services.oauth.console_login_user(&base, tenant, email, password).await
+        }
+    };
+    match signed_in {
+        Ok(token) => {
             let mut resp = redirect(&format!("{base}/approvals"));
             set_cookie(&mut resp, &base, SESSION_COOKIE, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
             set_cookie(&mut resp, &base, LOGIN_COOKIE, "", 0);
             resp
         }
-        Err(e) if e.code == ErrorCode::Forbidden => login_page(
+        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => login_page(
             &base,
             StatusCode::FORBIDDEN,
             Some("This key cannot decide approvals: it needs the approvals:decide scope."),
         ),
-        Err(e) if e.code == ErrorCode::Unauthenticated => {
+        Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
             login_page(&base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
+        }
+        Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
+            login_page(&base, status_of(&e), Some(&e.message))
         }
         Err(e) => login_page(&base, status_of(&e), Some(&message_of(&e))),
     }

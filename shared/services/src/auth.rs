@@ -16,6 +16,7 @@ use domain::tenant::Tenant;
 use domain::{Error, Id, Result, TenantId};
 
 use crate::oauth::tokens::TokenService;
+use ports::oauth::OAuthStore;
 use ports::records::{PrincipalStore, TenantStore};
 use ports::{Backend, CacheKey};
 use subtle::ConstantTimeEq;
@@ -143,7 +144,7 @@ impl Authenticator {
         let caller = self.authenticate_token(key, base).await?;
         caller.scopes.require(domain::principal::Scope::ApprovalsDecide)?;
         let (_, key_id, _) = parse_key(key).ok_or_else(|| Error::unauthenticated("invalid, expired or revoked credentials"))?;
-        let (token, _) = self.tokens.issue_console(base, &caller.tenant, &caller.principal, &key_id).await?;
+        let (token, _) = self.tokens.issue_console(base, &caller.tenant, &caller.principal, &format!("key:{key_id}")).await?;
         Ok((token, caller))
     }
 
@@ -161,18 +162,36 @@ impl Authenticator {
             .await
             .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
         let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
-        let key_id = Id::new(c.key).map_err(|_| invalid())?;
-        let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
-        if record.revoked_at.is_some()
-            || record.principal.as_str() != c.sub
-            || record.scopes.require(domain::principal::Scope::ApprovalsDecide).is_err()
-        {
+        let decide = domain::principal::Scope::ApprovalsDecide;
+        let caller = if let Some(key_id) = c.via.strip_prefix("key:") {
+            let key_id = Id::new(key_id).map_err(|_| invalid())?;
+            let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+            if record.revoked_at.is_some() || record.principal.as_str() != c.sub || record.scopes.require(decide).is_err() {
+                return Err(invalid());
+            }
+            self.key_caller(tenant, record, format!("console:key:{key_id}")).await
+        } else if let Some(email) = c.via.strip_prefix("user:") {
+            // A user: still enabled, still this principal, still a role that may decide.
+            let login = self.backend.records.get_login(&tenant, email).await?.ok_or_else(invalid)?;
+            let principal = self.backend.records.get_principal(&tenant, &login.principal).await?.ok_or_else(invalid)?;
+            if login.disabled || login.principal.as_str() != c.sub || !principal.role.allowed_scopes().contains(decide) {
+                return Err(invalid());
+            }
+            let plan = self.tenant_config(&tenant).await?.ok_or_else(invalid)?.plan;
+            Ok(CallerContext {
+                tenant,
+                principal: login.principal,
+                scopes: domain::principal::Scopes([decide].into_iter().collect()),
+                plan,
+                teams: Vec::new(),
+                projects: Vec::new(),
+                credential: format!("console:user:{}", principal.id),
+                toolsets: domain::principal::Toolsets::default(),
+            })
+        } else {
             return Err(invalid());
         }
-        let caller = self
-            .key_caller(tenant, record, format!("console:{key_id}"))
-            .await
-            .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
+        .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
         Ok((caller, c.csrf))
     }
 

@@ -56,6 +56,25 @@ pub fn spawn(home: &Path) -> Server {
     Server { child, base: url.expect("url"), key, home: home.to_owned() }
 }
 
+/// [`cli`] with `stdin` written to the command (a password for `user add`).
+pub fn cli_with_stdin(home: &Path, args: &[&str], stdin: &str) -> String {
+    use std::io::Write as _;
+    let mut child = Command::new(BIN)
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run cli");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("cli output");
+    assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("utf8")
+}
+
 pub fn cli(home: &Path, args: &[&str]) -> String {
     let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
     assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));

@@ -170,6 +170,18 @@ pub struct PendingView {
     pub csrf: Option<String>,
 }
 
+/// The outcome of checking a user's workspace, e-mail and password.
+#[derive(Debug)]
+pub enum PasswordCheck {
+    Ok(UserLogin),
+    /// Unknown workspace or e-mail, disabled, or a wrong password (one answer for all).
+    Wrong,
+    /// Too many attempts for this e-mail: retry after this many seconds.
+    Limited(u64),
+    /// The attempt limiter is down: refused (fail closed).
+    Unavailable,
+}
+
 /// What a sign-in attempt produced.
 #[derive(Debug, Clone)]
 pub enum LoginOutcome {
@@ -660,6 +672,76 @@ impl OAuthService {
         Ok((p, v))
     }
 
+    /// Checks a user's password (argon2id, on the blocking pool; a dummy hash is
+    /// verified for an unknown user so timing says nothing), at most
+    /// `LOGIN_ATTEMPTS_PER_MINUTE` attempts a minute per workspace and e-mail. Used by
+    /// the OAuth sign-in page and the approvals console.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be read; `INTERNAL` if the check cannot run.
+    pub async fn check_password(&self, tenant: &str, email: &str, password_given: &str) -> Result<PasswordCheck> {
+        let email = email.trim().to_ascii_lowercase();
+        let limit_key = format!("login:{}", sha256_hex(&format!("{}\n{email}", tenant.trim())));
+        match self.backend.limiter.acquire(&limit_key, Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE)).await {
+            Ok(d) if !d.allowed => {
+                return Ok(PasswordCheck::Limited(d.retry_after_secs));
+            }
+            Ok(_) => {}
+            // Fail closed: without the limiter, password guessing would be unbounded.
+            Err(e) => {
+                tracing::warn!(error = %e, "login rate limiter unavailable; sign-in refused");
+                return Ok(PasswordCheck::Unavailable);
+            }
+        }
+        let login = match TenantId::new(tenant.trim()) {
+            Ok(t) => self.backend.records.get_login(&t, &email).await?,
+            Err(_) => None,
+        };
+        let given = password_given.to_owned();
+        let stored = login.as_ref().filter(|l| !l.disabled).map(|l| l.password_hash.clone());
+        let ok = tokio::task::spawn_blocking(move || match stored {
+            Some(hash) => password::verify(&given, &hash),
+            None => {
+                password::verify_dummy(&given);
+                false
+            }
+        })
+        .await
+        .map_err(|e| Error::internal(format!("password check: {e}")))?;
+        Ok(match login.filter(|_| ok) {
+            Some(l) => PasswordCheck::Ok(l),
+            None => PasswordCheck::Wrong,
+        })
+    }
+
+    /// Opens an approvals-console session (SPEC §6.4) for a user who signs in with their
+    /// workspace, e-mail and password and whose role may decide approvals (owner, admin,
+    /// approver). Returns the signed session.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` (one message) for an unknown workspace or e-mail, a disabled
+    /// user or a wrong password; `FORBIDDEN` for a role that cannot decide (member);
+    /// `RATE_LIMITED` after too many attempts; `UNAVAILABLE`.
+    pub async fn console_login_user(&self, base: &str, tenant: &str, email: &str, password: &str) -> Result<String> {
+        let login = match self.check_password(tenant, email, password).await? {
+            PasswordCheck::Ok(l) => l,
+            PasswordCheck::Wrong => return Err(Error::unauthenticated("Unknown workspace, e-mail or password.")),
+            PasswordCheck::Limited(secs) => {
+                return Err(Error::new(domain::ErrorCode::RateLimited, format!("Too many attempts. Wait {secs} seconds."))
+                    .with_retry_after(secs));
+            }
+            PasswordCheck::Unavailable => return Err(Error::unavailable("the sign-in limiter is unavailable")),
+        };
+        let role = self.backend.records.get_principal(&login.tenant, &login.principal).await?.map(|p| p.role);
+        if !role.is_some_and(|r| r.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide)) {
+            return Err(Error::forbidden("Your role cannot decide approvals (it takes owner, admin or approver)."));
+        }
+        tracing::info!(tenant = %login.tenant, principal = %login.principal, "approvals console: user signed in");
+        let (token, _) =
+            self.tokens.issue_console(base, &login.tenant, &login.principal, &format!("user:{}", login.email)).await?;
+        Ok(token)
+    }
+
     /// Checks a sign-in on the login page. Bounded three ways before any password is
     /// hashed: 10 attempts a minute per e-mail, and 5 failures per login page (then it
     /// must be started again); argon2 runs on the blocking pool.
@@ -684,38 +766,17 @@ impl OAuthService {
                 "too many failed sign-ins; start again from your app",
             )));
         }
-        let email = email.trim().to_ascii_lowercase();
-        let limit_key = format!("login:{}", sha256_hex(&format!("{}\n{email}", tenant.trim())));
-        match self.backend.limiter.acquire(&limit_key, Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE)).await {
-            Ok(d) if !d.allowed => {
-                return Ok(LoginOutcome::Retry(
-                    view(p),
-                    format!("Too many attempts. Wait {} seconds and try again.", d.retry_after_secs),
-                ));
+        let login = match self.check_password(tenant, email, password_given).await? {
+            PasswordCheck::Limited(secs) => {
+                return Ok(LoginOutcome::Retry(view(p), format!("Too many attempts. Wait {secs} seconds and try again.")));
             }
-            Ok(_) => {}
-            // Fail closed: without the limiter, password guessing would be unbounded.
-            Err(e) => {
-                tracing::warn!(error = %e, "login rate limiter unavailable; sign-in refused");
+            PasswordCheck::Unavailable => {
                 return Ok(LoginOutcome::Retry(view(p), "Sign-in is briefly unavailable. Try again in a few seconds.".into()));
             }
-        }
-        let login = match TenantId::new(tenant.trim()) {
-            Ok(t) => self.backend.records.get_login(&t, &email).await?,
-            Err(_) => None,
+            PasswordCheck::Wrong => None,
+            PasswordCheck::Ok(login) => Some(login),
         };
-        let given = password_given.to_owned();
-        let stored = login.as_ref().filter(|l| !l.disabled).map(|l| l.password_hash.clone());
-        let ok = tokio::task::spawn_blocking(move || match stored {
-            Some(hash) => password::verify(&given, &hash),
-            None => {
-                password::verify_dummy(&given);
-                false
-            }
-        })
-        .await
-        .map_err(|e| AuthorizeError::from(Error::internal(format!("password check: {e}"))))?;
-        let Some(login) = login.filter(|_| ok) else {
+        let Some(login) = login else {
             tracing::info!("sign-in refused");
             p.failed_logins += 1;
             let failed = p.failed_logins;

@@ -70,9 +70,9 @@ pub struct AccessClaims {
 
 /// The approvals console's session (SPEC §6.4): a JWT of its own type
 /// (`console+jwt`, so it can never pass as an access token, nor one as it), audience
-/// `{base}/approvals`, eight hours. It names the approver key it was opened with, which
-/// is checked again on every request (a revoked key ends the session), and carries the
-/// session's CSRF secret.
+/// `{base}/approvals`, eight hours. It names how it was opened — an approver key, or a
+/// user's sign-in — which is checked again on every request (a revoked key, a disabled
+/// user or a changed role ends the session), and carries the session's CSRF secret.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsoleClaims {
     pub iss: String,
@@ -82,8 +82,8 @@ pub struct ConsoleClaims {
     pub iat: i64,
     pub nbf: i64,
     pub tid: String,
-    /// The approver key's id.
-    pub key: String,
+    /// `key:{key id}` or `user:{e-mail}`.
+    pub via: String,
     pub csrf: String,
 }
 
@@ -188,12 +188,13 @@ impl TokenService {
         Ok(format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.bytes)))
     }
 
-    /// Signs a console session for `principal` of `tenant`, opened with approver key
-    /// `key_id`; returns the token and its CSRF secret.
+    /// Signs a console session for `principal` of `tenant`, opened `via` an approver key
+    /// (`key:{id}`) or a user's sign-in (`user:{e-mail}`); returns the token and its CSRF
+    /// secret.
     ///
     /// # Errors
     /// `UNAVAILABLE` when the key store cannot sign.
-    pub async fn issue_console(&self, base: &str, tenant: &TenantId, principal: &Id, key_id: &Id) -> Result<(String, String)> {
+    pub async fn issue_console(&self, base: &str, tenant: &TenantId, principal: &Id, via: &str) -> Result<(String, String)> {
         let now = self.backend.clock.now().0 / 1000;
         let csrf = crate::random_token(24);
         let claims = ConsoleClaims {
@@ -204,7 +205,7 @@ impl TokenService {
             iat: now,
             nbf: now,
             tid: tenant.to_string(),
-            key: key_id.to_string(),
+            via: via.to_owned(),
             csrf: csrf.clone(),
         };
         let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, CONSOLE_TYP).await?;
