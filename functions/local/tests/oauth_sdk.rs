@@ -10,12 +10,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
+mod common;
+
+use common::cli_with_stdin as cli;
+
+use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_continuity");
+use common::BIN;
 const PASSWORD: &str = "a long enough password 42";
 
 struct Server(Child);
@@ -25,23 +29,6 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn cli(home: &std::path::Path, args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(BIN)
-        .arg("--home")
-        .arg(home)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "continuity {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
