@@ -65,5 +65,5 @@ async fn decide(
 ) -> Result<Response, ApiError> {
     let id = Id::new(id)?;
     let p = state.services.governance.decide(caller, &id, approve, reason).await?;
-    Ok(Json(json!({ "proposal": p.redacted() })).into_response())
+    Ok(Json(json!({ "proposal": p })).into_response())
 }

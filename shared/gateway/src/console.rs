@@ -107,7 +107,7 @@ fn message_of(e: &Error) -> String {
 }
 
 fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
-    let csrf = services::random_hex(16);
+    let csrf = services::random_token(16);
     let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
     let mut resp = page(
         status,

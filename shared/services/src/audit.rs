@@ -85,16 +85,7 @@ impl AuditService {
     }
 
     fn make(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) -> AuditRecord {
-        AuditRecord {
-            tenant: tenant.clone(),
-            id: crate::new_id(&self.backend),
-            at: self.backend.clock.now(),
-            actor: actor.to_owned(),
-            action: action.to_owned(),
-            target,
-            outcome: outcome.to_owned(),
-            request_id: None,
-        }
+        record(&self.backend, tenant, actor, action, target, outcome)
     }
 
     /// Records the audit record of a read: queued for the next group write, without
@@ -125,5 +116,27 @@ impl AuditService {
         if let Err(e) = result {
             tracing::error!(tenant = %tenant, action, error = %e, "audit record lost");
         }
+    }
+}
+
+/// A new audit record, stamped now with a fresh id: the one place records are built (the
+/// ledger's writer, the governance tasks and the maintenance job all use it).
+pub(crate) fn record(
+    backend: &ports::Backend,
+    tenant: &domain::TenantId,
+    actor: &str,
+    action: &str,
+    target: Option<String>,
+    outcome: &str,
+) -> AuditRecord {
+    AuditRecord {
+        tenant: tenant.clone(),
+        id: crate::new_id(backend),
+        at: backend.clock.now(),
+        actor: actor.to_owned(),
+        action: action.to_owned(),
+        target,
+        outcome: outcome.to_owned(),
+        request_id: None,
     }
 }

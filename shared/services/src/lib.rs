@@ -97,13 +97,9 @@ pub fn sha256_hex(s: &str) -> String {
     hex::encode(Sha256::digest(s.as_bytes()))
 }
 
-/// `bytes` random bytes as lower-case hex (CSRF secrets of pages outside this crate).
-pub fn random_hex(bytes: usize) -> String {
-    random_token(bytes)
-}
-
-/// `bytes` random bytes as lower-case hex: secrets, codes, tokens, opaque ids.
-pub(crate) fn random_token(bytes: usize) -> String {
+/// `bytes` random bytes as lower-case hex: secrets, codes, tokens, opaque ids (and the
+/// console's sign-in CSRF secret).
+pub fn random_token(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     rand::fill(&mut buf[..]);
     hex::encode(buf)

@@ -144,11 +144,7 @@ impl MaintenanceService {
         let idle_before = before(self.backend.clock.now(), idle);
         let mut total = crate::governance::Resumed::default();
         for tenant in self.tenants().await? {
-            let r = governance.resume(&tenant, idle_before).await?;
-            total.restarted += r.restarted;
-            total.resent += r.resent;
-            total.heartbeats += r.heartbeats;
-            total.escalated += r.escalated;
+            total += governance.resume(&tenant, idle_before).await?;
         }
         if total != crate::governance::Resumed::default() {
             tracing::info!(?total, "governance workflow resumed");
@@ -168,17 +164,8 @@ impl MaintenanceService {
         let sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
         if audit > 0 {
             // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).
-            let id = crate::new_id(&self.backend);
-            let record = domain::audit::AuditRecord {
-                tenant: tenant.clone(),
-                id,
-                at: now,
-                actor: "maintenance".into(),
-                action: "audit.prune".into(),
-                target: Some(format!("{audit} records older than {} days", AUDIT_RETENTION.as_secs() / 86_400)),
-                outcome: "ok".into(),
-                request_id: None,
-            };
+            let target = format!("{audit} records older than {} days", AUDIT_RETENTION.as_secs() / 86_400);
+            let record = crate::audit::record(&self.backend, tenant, "maintenance", "audit.prune", Some(target), "ok");
             ports::records::AuditLog::append_audit(records, &record).await?;
         }
         Ok((audit, sessions))

@@ -50,6 +50,15 @@ pub struct Resumed {
     pub escalated: usize,
 }
 
+impl std::ops::AddAssign for Resumed {
+    fn add_assign(&mut self, r: Self) {
+        self.restarted += r.restarted;
+        self.resent += r.resent;
+        self.heartbeats += r.heartbeats;
+        self.escalated += r.escalated;
+    }
+}
+
 #[derive(Clone)]
 pub struct GovernanceService {
     backend: Backend,

@@ -101,16 +101,7 @@ impl Tasks {
     }
 
     fn audit_record(&self, tenant: &TenantId, actor: &str, action: &str, target: &Id, outcome: &str) -> AuditRecord {
-        AuditRecord {
-            tenant: tenant.clone(),
-            id: crate::new_id(&self.backend),
-            at: self.backend.clock.now(),
-            actor: actor.to_owned(),
-            action: action.to_owned(),
-            target: Some(target.to_string()),
-            outcome: outcome.to_owned(),
-            request_id: None,
-        }
+        crate::audit::record(&self.backend, tenant, actor, action, Some(target.to_string()), outcome)
     }
 
     pub(crate) async fn load(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
