@@ -62,11 +62,11 @@ async fn flow(backend: Backend) {
         .await
         .unwrap();
     let (id, csrf) = (view.pending.id.to_string(), view.csrf.clone().unwrap());
-    let LoginOutcome::Retry(..) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", "wrong password").await.unwrap()
+    let LoginOutcome::Retry(..) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", "wrong password", None).await.unwrap()
     else {
         panic!("a wrong password must not sign in")
     };
-    let LoginOutcome::Consent(_) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password).await.unwrap() else {
+    let LoginOutcome::Consent(_) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password, None).await.unwrap() else {
         panic!("sign-in failed")
     };
     let to = s.oauth.consent(BASE, &id, &csrf, true).await.unwrap();
@@ -102,7 +102,7 @@ async fn flow(backend: Backend) {
             .await
             .unwrap();
         let (id, csrf) = (view.pending.id.to_string(), view.csrf.unwrap());
-        s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password).await.unwrap();
+        s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password, None).await.unwrap();
         let q = query(&s.oauth.consent(BASE, &id, &csrf, true).await.unwrap());
         let p = params(&[
             ("grant_type", "authorization_code"),

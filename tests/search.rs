@@ -221,7 +221,7 @@ async fn isolation_under_random_queries_aws() {
     // No OpenSearch locally: the AWS backend here has no index and kb.search scans the
     // tenant's documents in DynamoDB (moto). The OpenSearch adapter's filters are
     // asserted request by request in store-aws's tests.
-    isolation(Services::new(continuity_tests::aws::backend().await)).await;
+    isolation(Services::new(continuity_tests::aws::backend_in_own_table("iso").await)).await;
 }
 
 // ---- readback --------------------------------------------------------------------

@@ -29,6 +29,12 @@ pub async fn signing_key() -> String {
     .clone()
 }
 
+/// A new symmetric KMS key (another vault key than [`vault_key`]).
+pub async fn new_vault_key(label: &str) -> String {
+    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    store_aws::kms::KmsKeyWrapper::create_key(&kms_client(&sdk), label).await.unwrap_or_else(|e| panic!("kms key: {e}"))
+}
+
 /// One symmetric KMS key wrapping the vault's data keys, for this test process.
 pub async fn vault_key() -> String {
     static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
@@ -44,6 +50,20 @@ pub async fn vault_key() -> String {
 
 /// A whole AWS backend (table, fortress table, a fresh queue + DLQ, bucket, Redis).
 pub async fn backend() -> Backend {
+    backend_with_vault_key(vault_key().await).await
+}
+
+/// [`backend`] whose record store is a table of its own: for tests that write a lot, so
+/// they do not slow every other test's queries on the shared table (moto answers a
+/// DynamoDB query by scanning the whole table).
+pub async fn backend_in_own_table(label: &str) -> Backend {
+    let (table, _) = fresh_table(label).await;
+    let records = sealed_records(&table, &vault_key().await).await;
+    Backend { records, fortress: None, ..backend().await }
+}
+
+/// [`backend`] whose vault wraps data keys with the KMS key `vault_key`.
+pub async fn backend_with_vault_key(vault_key: String) -> Backend {
     let moto = env("CONTINUITY_TEST_MOTO_URL");
     let sdk = aws_config_for(Some(&moto), REGION).await;
     for t in [TABLE, FORTRESS_TABLE] {
@@ -62,7 +82,7 @@ pub async fn backend() -> Backend {
         bucket: BUCKET.into(),
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![signing_key().await],
-        vault_kms_key: Some(vault_key().await),
+        vault_kms_key: Some(vault_key),
         search: store_aws::SearchSettings::default(),
         triage_state_machine: None,
     };
@@ -82,4 +102,13 @@ pub async fn fresh_table(label: &str) -> (String, ports::Records) {
     let items = DynamoItems::new(dynamo_client(&sdk), &table);
     items.create_table_if_missing().await.unwrap_or_else(|e| panic!("table {table}: {e}"));
     (table, ports::Records::new(Arc::new(items)))
+}
+
+/// The record store over `table` (made by [`fresh_table`]), its entities sealed by the
+/// vault with the KMS key `vault_key`.
+pub async fn sealed_records(table: &str, vault_key: &str) -> ports::Records {
+    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let wrapper = store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk), vault_key.to_owned());
+    ports::Records::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), table)))
+        .with_vault(Arc::new(ports::vault::Vault::new(Arc::new(wrapper))))
 }

@@ -51,6 +51,13 @@ enum Command {
         /// Externally visible base URL, when behind a proxy.
         #[arg(long)]
         public_url: Option<String>,
+        /// Most connections open at once; at the cap the most stalled one (still sending
+        /// its request, or idle) is closed to make room.
+        #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        max_connections: u32,
+        /// Seconds a client has to send a whole request head.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+        header_timeout: u64,
     },
     /// Serve MCP over stdio on this home (for clients that start a local command).
     /// The first use initialises the home, as `serve` does. Logs go to stderr.
@@ -254,6 +261,11 @@ struct TenantSetArgs {
     /// auto-approved); default 604800 (7 days), at least 2.
     #[arg(long)]
     approval_timeout: Option<u64>,
+    /// An org proposal holding personal data (a card number, a national id, an e-mail
+    /// address) never auto-approves: `human` (default) sends it to a person, who sees it
+    /// masked; `reject` rejects it naming the kind.
+    #[arg(long, value_parser = ["human", "reject"])]
+    personal_data: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -309,8 +321,9 @@ enum EntityCommand {
     },
 }
 
+/// A service error for the person at the terminal: the message and what actually failed.
 fn domain_err(e: domain::Error) -> anyhow::Error {
-    anyhow!("{}", e)
+    anyhow!("{}", e.for_operator())
 }
 
 /// The durability and maintenance commands: the same on the embedded home and, with
@@ -406,7 +419,7 @@ async fn durability(s: &services::Services, command: Command) -> anyhow::Result<
 /// The AWS backend named by the same environment the Lambdas read
 /// (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`, …).
 async fn aws_services() -> anyhow::Result<services::Services> {
-    let env = store_aws::LambdaEnv::from_env().map_err(|e| anyhow!("--backend aws: {}", e.message))?;
+    let env = store_aws::LambdaEnv::from_env().map_err(|e| anyhow!("--backend aws: {}", e.for_operator()))?;
     let backend = store_aws::backend(&env.aws, std::sync::Arc::new(ports::SystemClock)).await.map_err(domain_err)?;
     Ok(services::Services::new(backend))
 }
@@ -420,7 +433,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let home = home::open(home_path, &cli.embedder).await?;
     let s = &home.services;
     match cli.command {
-        Command::Serve { addr, public_url } => serve::run(home, ServeSettings { addr, public_url }).await,
+        Command::Serve { addr, public_url, max_connections, header_timeout } => {
+            let limits = gateway::server::Limits {
+                max_connections: max_connections as usize,
+                header_read_timeout: std::time::Duration::from_secs(header_timeout),
+            };
+            serve::run(home, ServeSettings { addr, public_url, limits }).await
+        }
         Command::Stdio { tenant, principal, toolsets } => {
             let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
@@ -473,11 +492,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("rate limit:    {}/min for the tenant", t.effective_rate_limit());
             let policy = t.triage.unwrap_or_default();
             println!(
-                "triage:        weights {:?}, auto-approve ≥ {}, reject < {}, approval timeout {} s{}",
+                "triage:        weights {:?}, auto-approve ≥ {}, reject < {}, approval timeout {} s, personal data: {}{}",
                 policy.weights,
                 policy.auto_approve,
                 policy.reject_below,
                 policy.approval_timeout_secs,
+                policy.personal_data,
                 if t.triage.is_none() { " (defaults)" } else { "" }
             );
             for idp in &t.trusted_idps {
@@ -499,6 +519,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 || changes.auto_approve.is_some()
                 || changes.reject_below.is_some()
                 || changes.approval_timeout.is_some()
+                || changes.personal_data.is_some()
             {
                 let current = s.admin.show_tenant(&tenant_id).await.map_err(domain_err)?.triage.unwrap_or_default();
                 let weights = match &changes.triage_weights {
@@ -510,6 +531,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                     auto_approve: changes.auto_approve.unwrap_or(current.auto_approve),
                     reject_below: changes.reject_below.unwrap_or(current.reject_below),
                     approval_timeout_secs: changes.approval_timeout.unwrap_or(current.approval_timeout_secs),
+                    personal_data: match changes.personal_data.as_deref() {
+                        Some(rule) => domain::tenant::PersonalDataRule::parse(rule).map_err(domain_err)?,
+                        None => current.personal_data,
+                    },
                 })
             } else {
                 None

@@ -66,9 +66,10 @@ pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
     }
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
     let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec)?)
-        .map_err(|e| anyhow::anyhow!("opening the home: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("opening the home {}: {}", path.display(), e.for_operator()))?;
     let services = Services::new(backend);
-    let issued = services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {e}"))?;
+    let issued =
+        services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {}", e.for_operator()))?;
     let created_key = issued.is_some();
     if let Some(key) = issued {
         let key_path = path.join(OWNER_KEY_FILE);

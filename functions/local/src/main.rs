@@ -4,7 +4,8 @@
 //! home folder (`--home`, else `$CONTINUITY_HOME`, else `./.continuity`). The admin
 //! commands (`tenant`, `key`, `entity`) work on the same home directly.
 //!
-//! Logs are JSON lines on stderr (`RUST_LOG` filters, default `info`); what a person
+//! Logs are JSON lines on stderr (`RUST_LOG` filters, default `info`; content never
+//! reaches them, see `gateway::observe::log_filter`); what a person
 //! needs — the MCP URL, the key file — is printed on stdout.
 
 mod cli;
@@ -19,11 +20,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .json()
-        .with_writer(std::io::stderr)
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
-        .init();
+    tracing_subscriber::fmt().json().with_writer(std::io::stderr).with_env_filter(gateway::observe::log_filter()).init();
     match cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

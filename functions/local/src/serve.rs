@@ -1,5 +1,6 @@
-//! `continuity serve`: one axum server with every router, on the embedded backend,
-//! with graceful shutdown on Ctrl-C / SIGTERM (in-flight requests finish first).
+//! `continuity serve`: one server with every router, on the embedded backend, hardened
+//! against slow clients (`gateway::server`), with graceful shutdown on Ctrl-C / SIGTERM
+//! (in-flight requests finish first).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,9 +16,13 @@ pub struct ServeSettings {
     pub addr: SocketAddr,
     /// Overrides the URL printed and advertised (behind a proxy).
     pub public_url: Option<String>,
+    /// Connection cap and header read timeout.
+    pub limits: gateway::server::Limits,
 }
 
 pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
+    let open_files = gateway::server::raise_open_files_limit();
+    tracing::info!(open_files, max_connections = settings.limits.max_connections, "connection limits");
     let listener = tokio::net::TcpListener::bind(settings.addr).await.with_context(|| format!("binding {}", settings.addr))?;
     let local = listener.local_addr()?;
     let public_url = settings.public_url.unwrap_or_else(|| format!("http://{local}"));
@@ -63,14 +68,12 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     let workflow = tokio::spawn(run_workflow(home.services.clone(), shutdown.clone()));
 
     let signal_token = shutdown.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            wait_for_signal().await;
-            tracing::info!("shutting down: draining in-flight requests");
-            signal_token.cancel();
-        })
-        .await
-        .context("serving")?;
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down: draining in-flight requests");
+        signal_token.cancel();
+    });
+    gateway::server::run(listener, app, settings.limits, shutdown.clone()).await.context("serving")?;
     shutdown.cancel();
     let _ = pipeline.await;
     let _ = maintenance.await;

@@ -154,13 +154,22 @@ fn tenant_set_changes_the_triage_policy_and_refuses_a_bad_one() {
     cli(&home, &["tenant", "create", "strict", "--plan", "pro", "--department", "customer_success", "--industry", "saas"]);
     assert!(
         cli(&home, &["tenant", "show", "strict"])
-            .contains("auto-approve ≥ 0.85, reject < 0.6, approval timeout 604800 s (defaults)")
+            .contains("auto-approve ≥ 0.85, reject < 0.6, approval timeout 604800 s, personal data: human (defaults)")
     );
     cli(&home, &["tenant", "set", "strict", "--auto-approve", "0.95", "--triage-weights", "0.4,0.2,0.1,0.1,0.2"]);
     let shown = cli(&home, &["tenant", "show", "strict"]);
     assert!(shown.contains("weights [0.4, 0.2, 0.1, 0.1, 0.2], auto-approve ≥ 0.95, reject < 0.6"), "{shown}");
     cli(&home, &["tenant", "set", "strict", "--approval-timeout", "3600"]);
     assert!(cli(&home, &["tenant", "show", "strict"]).contains("approval timeout 3600 s"));
+    cli(&home, &["tenant", "set", "strict", "--personal-data", "reject"]);
+    assert!(cli(&home, &["tenant", "show", "strict"]).contains("personal data: reject"));
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(&home)
+        .args(["tenant", "set", "strict", "--personal-data", "maybe"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "only human or reject");
     let out =
         Command::new(BIN).arg("--home").arg(&home).args(["tenant", "set", "strict", "--approval-timeout", "1"]).output().unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("approval_timeout_secs"));

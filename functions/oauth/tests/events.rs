@@ -76,3 +76,25 @@ async fn discovery_registration_and_client_credentials_from_events() {
     let verified = s.oauth.tokens.verify(token, API).await.unwrap();
     assert_eq!(verified.tenant.as_str(), "demo");
 }
+
+/// Registration is open to anyone, so it is limited per client address — API Gateway's
+/// `sourceIp` (203.0.113.7 in the sample) — to 20 a minute: the 21st is 429 with
+/// `Retry-After`, and another address is unaffected.
+#[tokio::test]
+async fn registration_is_limited_per_source_address() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap();
+    let s = Services::new(backend);
+    let ev = event("oauth-register.json");
+    assert_eq!(ev["requestContext"]["identity"]["sourceIp"], "203.0.113.7");
+    for i in 0..20 {
+        let (status, v) = invoke(&s, &ev).await;
+        assert_eq!(status, 201, "registration {i}: {v}");
+    }
+    let (status, v) = invoke(&s, &ev).await;
+    assert_eq!((status, v["error"].as_str()), (429, Some("too_many_requests")), "{v}");
+    let mut other = ev.clone();
+    other["requestContext"]["identity"]["sourceIp"] = Value::String("198.51.100.20".into());
+    let (status, v) = invoke(&s, &other).await;
+    assert_eq!(status, 201, "{v}");
+}

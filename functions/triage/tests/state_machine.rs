@@ -222,6 +222,7 @@ async fn pending(s: &Services, t: &TenantId, title: &str, body: &str, session: O
         proposed_by: Id::new("agent-1").unwrap(),
         source_session: session.map(str::to_owned),
         wait: None,
+        detected: Vec::new(),
         created_at: now,
         updated_at: now,
         version: 1,
@@ -340,20 +341,22 @@ async fn triage_state_machine_runs_on_moto() {
     assert_eq!(state(s, &t, &hitl).await.decision_reason.as_deref(), Some("Escalations go to the account owner"));
 
     // 5. Nobody decides: the wait times out into Escalate — never auto-approved.
-    let strict = TriagePolicy { approval_timeout_secs: 4, ..TriagePolicy::default() };
+    // (8 s, a 7 s heartbeat: slack for a loaded machine, where moto answers slowly.)
+    let strict = TriagePolicy { approval_timeout_secs: 8, ..TriagePolicy::default() };
     s.admin.set_tenant(&t, services::admin::TenantChanges { triage: Some(strict), ..Default::default() }).await.unwrap();
     let hitl = pending(s, &t, WAITS[2].0, WAITS[2].1, None).await;
     let scored = rig.task("score", &t, &hitl).await;
     assert_eq!(scored["route"], "human", "{scored}");
-    assert_eq!((scored["timeout_seconds"].as_u64(), scored["heartbeat_seconds"].as_u64()), (Some(4), Some(3)));
-    rig.queue_results(&[scored]).await;
+    assert_eq!((scored["timeout_seconds"].as_u64(), scored["heartbeat_seconds"].as_u64()), (Some(8), Some(7)));
+    // Escalate's answer is queued with Score's, before the wait starts: the execution
+    // reaches Escalate by itself, whenever the timeout fires.
+    let expected = json!({"proposal": hitl.as_str(), "state": "expired"});
+    rig.queue_results(&[scored, expected.clone()]).await;
     let execution = rig.start(&t, &hitl).await;
     rig.consume_wait(&hitl).await;
     // The resume job's heartbeat reaches the wait (SendTaskHeartbeat accepted).
     let resumed = s.governance.resume(&t, domain::Timestamp(0)).await.unwrap();
     assert!(resumed.heartbeats >= 1, "{resumed:?}");
-    let expected = json!({"proposal": hitl.as_str(), "state": "expired"});
-    rig.queue_results(std::slice::from_ref(&expected)).await;
     let (status, entered, output) = rig.finished(&execution).await;
     assert_eq!(status, ExecutionStatus::Succeeded, "{entered:?}");
     assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Escalate"]);

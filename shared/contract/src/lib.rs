@@ -129,7 +129,13 @@ macro_rules! contract_suite {
         $crate::contract_tests!(
             limiter,
             $make,
-            [burst_then_refuse, keys_are_independent, buckets_refill, concurrent_requests_never_exceed_capacity]
+            [
+                burst_then_refuse,
+                keys_are_independent,
+                buckets_refill,
+                concurrent_requests_never_exceed_capacity,
+                peek_looks_without_taking
+            ]
         );
     };
 }

@@ -56,3 +56,17 @@ pub async fn concurrent_requests_never_exceed_capacity(l: Arc<dyn RateLimiter>) 
     // A token refills every 6 s; 25 calls finish long before, so exactly 10 pass.
     assert_eq!(allowed, 10);
 }
+
+pub async fn peek_looks_without_taking(l: Arc<dyn RateLimiter>) {
+    let k = key("peek");
+    let rate = Rate { capacity: 2, per_minute: 2 };
+    for _ in 0..5 {
+        assert!(l.peek(&k, rate).await.unwrap().allowed, "looking takes nothing");
+    }
+    assert!(l.acquire(&k, rate).await.unwrap().allowed);
+    assert!(l.acquire(&k, rate).await.unwrap().allowed);
+    let d = l.peek(&k, rate).await.unwrap();
+    assert!(!d.allowed, "the bucket is empty");
+    assert!(d.retry_after_secs >= 1);
+    assert!(!l.acquire(&k, rate).await.unwrap().allowed);
+}

@@ -76,6 +76,7 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         proposed_by: id("u1"),
         source_session: None,
         wait: None,
+        detected: Vec::new(),
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         version: 1,

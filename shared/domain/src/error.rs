@@ -164,6 +164,15 @@ impl Error {
         e
     }
 
+    /// The error as an operator should read it (the CLI, a start-up failure): the
+    /// client-safe message followed by what actually failed, when that is known.
+    pub fn for_operator(&self) -> String {
+        match &self.internal {
+            Some(detail) if !self.message.contains(detail.as_str()) => format!("{}: {} ({detail})", self.code, self.message),
+            _ => self.to_string(),
+        }
+    }
+
     pub fn with_retry_after(mut self, secs: u64) -> Self {
         self.payload.retry_after_secs = Some(secs);
         self
@@ -197,5 +206,6 @@ mod tests {
         let e = Error::internal("disk /var/x exploded");
         assert!(!e.message.contains("disk"));
         assert!(!e.to_string().contains("disk"));
+        assert!(e.for_operator().contains("disk /var/x exploded"), "the operator sees the cause");
     }
 }

@@ -168,6 +168,19 @@ pub struct CallerContext {
     pub toolsets: Toolsets,
 }
 
+impl CallerContext {
+    /// Who owns what this caller opens (an MCP session): the tenant, the principal and
+    /// the credential without its per-token part — the API key, or the OAuth client
+    /// (`jwt:{client}:{jti}` → `jwt:{client}`), so a refreshed token keeps its sessions.
+    pub fn session_owner(&self) -> String {
+        let credential = match self.credential.strip_prefix("jwt:") {
+            Some(rest) => format!("jwt:{}", rest.rsplit_once(':').map_or(rest, |(client, _)| client)),
+            None => self.credential.clone(),
+        };
+        format!("{}\n{}\n{credential}", self.tenant, self.principal)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -69,7 +69,30 @@ pub struct TriageScore {
     pub conflict: f64,
     pub quality: f64,
     pub total: f64,
+    /// The reasons, naming the active entries a proposal conflicts with and counting
+    /// the words it shares with org memory: for callers who may read org memory.
     pub reasons: Vec<String>,
+    /// The same reasons without entry ids, titles or counts: what a caller who may not
+    /// read org memory (`memory:read`) is shown, so triage is no oracle for it.
+    #[serde(default)]
+    pub public_reasons: Vec<String>,
+}
+
+/// A secret found in a proposal when it was made. The value itself is never stored: the
+/// text holds `[redacted: {kind} #{fingerprint}]` in its place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Detected {
+    /// `an AWS secret access key`.
+    pub kind: String,
+    /// The detector's rule (`aws-secret-access-key`).
+    pub rule: String,
+    /// `title` or `body`.
+    pub field: String,
+    /// Where it began in that field as proposed, in characters.
+    pub at: usize,
+    /// The first 12 hex digits of SHA-256 of `{tenant}\n{value}`: enough to recognise a
+    /// known credential, not to recover it.
+    pub fingerprint: String,
 }
 
 /// A governed change proposal.
@@ -95,6 +118,9 @@ pub struct Proposal {
     /// Set while the proposal awaits a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<Wait>,
+    /// Secrets found (and redacted) when the proposal was made.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub detected: Vec<Detected>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub version: u64,

@@ -139,6 +139,27 @@ pub struct TriagePolicy {
     /// auto-approved), in seconds (SPEC §6.3: the wait's `TimeoutSeconds`).
     #[serde(default = "default_approval_timeout")]
     pub approval_timeout_secs: u64,
+    /// What happens to an org proposal holding personal data (a card number, a national
+    /// id, an e-mail address): it never auto-approves; a person decides (seeing it
+    /// redacted), or it is rejected.
+    #[serde(default)]
+    pub personal_data: PersonalDataRule,
+}
+
+string_enum! {
+    /// The tenant's rule for personal data in org proposals (SPEC §6.2).
+    PersonalDataRule, "personal_data" {
+        Human = "human",
+        Reject = "reject",
+    }
+}
+
+// `string_enum!` declares the variants, so `#[default]` cannot be put on one.
+#[allow(clippy::derivable_impls)]
+impl Default for PersonalDataRule {
+    fn default() -> Self {
+        Self::Human
+    }
 }
 
 /// Seven days.
@@ -155,6 +176,7 @@ impl Default for TriagePolicy {
             auto_approve: 0.85,
             reject_below: 0.60,
             approval_timeout_secs: DEFAULT_APPROVAL_TIMEOUT_SECS,
+            personal_data: PersonalDataRule::Human,
         }
     }
 }

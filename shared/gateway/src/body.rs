@@ -11,10 +11,13 @@ use crate::error::ApiError;
 
 /// The largest request body any route accepts (SPEC §10).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// How long a client has to send a whole request body once its head has arrived.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// Buffers the body up to [`MAX_BODY_BYTES`]; anything larger is refused with 413
-/// `PAYLOAD_TOO_LARGE` (400 `invalid_request` on the OAuth endpoints, as RFC 6749 clients
-/// expect) before a handler (or rmcp) sees a byte of it.
+/// Buffers the body up to [`MAX_BODY_BYTES`] within [`BODY_READ_TIMEOUT`]; anything
+/// larger is refused with 413 `PAYLOAD_TOO_LARGE` (400 `invalid_request` on the OAuth
+/// endpoints, as RFC 6749 clients expect) before a handler (or rmcp) sees a byte of it,
+/// and a body that does not arrive in time with 408.
 pub async fn limit_body(req: Request, next: Next) -> Response {
     let oauth = req.uri().path().starts_with("/oauth/");
     let too_big = || {
@@ -32,7 +35,21 @@ pub async fn limit_body(req: Request, next: Next) -> Response {
         return too_big();
     }
     let (parts, body) = req.into_parts();
-    match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+    let read = match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
+        Ok(read) => read,
+        // A client trickling its body holds a connection open; it gets a bounded time.
+        Err(_) => {
+            let message = format!("the request body did not arrive within {} s", BODY_READ_TIMEOUT.as_secs());
+            let mut r = ApiError::from(Error::invalid(message)).into_response();
+            *r.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
+            r.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+            return r;
+        }
+    };
+    if let Some(phase) = parts.extensions.get::<crate::server::ConnPhase>() {
+        phase.body_received();
+    }
+    match read {
         Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
         Err(_) => too_big(),
     }

@@ -279,7 +279,13 @@ fn form(body: &Bytes) -> Option<Params> {
 }
 
 /// `POST /approvals/login`.
-pub async fn login(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
+pub async fn login(
+    State(state): State<AppState>,
+    b: Option<Extension<BaseUrl>>,
+    addr: Option<Extension<crate::server::ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let base = base(&state, b);
     let Some(f) = form(&body) else { return login_page(&base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
     let expected = cookie(&headers, &base, LOGIN_COOKIE).unwrap_or_default();
@@ -291,7 +297,7 @@ pub async fn login(State(state): State<AppState>, b: Option<Extension<BaseUrl>>,
         None => {
             let (tenant, email, password) =
                 (f.get("tenant").unwrap_or_default(), f.get("email").unwrap_or_default(), f.get("password").unwrap_or_default());
-            state.services.oauth.console_login_user(&base, tenant, email, password).await
+            state.services.oauth.console_login_user(&base, tenant, email, password, addr.map(|a| a.0.0)).await
         }
     };
     match signed_in {

@@ -52,10 +52,19 @@ pub fn api_base_url(host: &str, stage: Option<&str>) -> String {
 }
 
 async fn from_api_gateway(mut req: Request, next: Next) -> Response {
-    let (caller, stage) = match req.request_context_ref() {
-        Some(RequestContext::ApiGatewayV1(ctx)) => (caller_from_authorizer(&ctx.authorizer.fields), ctx.stage.clone()),
-        _ => (None, None),
+    let (caller, stage, source) = match req.request_context_ref() {
+        Some(RequestContext::ApiGatewayV1(ctx)) => (
+            caller_from_authorizer(&ctx.authorizer.fields),
+            ctx.stage.clone(),
+            ctx.identity.source_ip.as_deref().and_then(|ip| ip.parse::<std::net::IpAddr>().ok()),
+        ),
+        _ => (None, None, None),
     };
+    // The client's address as API Gateway saw it (per-address limits, sign-in limits).
+    req.extensions_mut().remove::<crate::server::ClientAddr>();
+    if let Some(ip) = source {
+        req.extensions_mut().insert(crate::server::ClientAddr(ip));
+    }
     // Without a configured public URL, the base is the URL the client used:
     // `https://{Host}/{stage}` (what the authorizer derives too).
     if let Some(host) = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()) {
@@ -108,9 +117,5 @@ pub fn app_with_hosts(services: Services, public_url: String, allowed_hosts: Vec
 
 /// JSON logs for a Lambda (CloudWatch adds the time): `RUST_LOG` filters, default `info`.
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .json()
-        .without_time()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,rmcp=warn".into()))
-        .init();
+    tracing_subscriber::fmt().json().without_time().with_env_filter(crate::observe::log_filter()).init();
 }

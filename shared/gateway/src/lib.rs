@@ -12,6 +12,9 @@
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
 //! - [`observe`]: one structured log line per request, with request id and tenant.
+//! - [`server`]: the hardened HTTP server of `continuity serve` (header and body read
+//!   timeouts, a connection cap that sheds stalled connections first, graceful shutdown).
+//! - [`throttle`]: per-address limits on the routes callable without a credential.
 
 pub mod approvals;
 pub mod auth;
@@ -24,5 +27,7 @@ pub mod lambda;
 pub mod oauth;
 pub mod observe;
 pub mod router;
+pub mod server;
+pub mod throttle;
 
 pub use router::{AppState, GatewaySettings, router};

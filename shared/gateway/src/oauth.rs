@@ -367,6 +367,7 @@ pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Resp
                     form.get("tenant").unwrap_or(""),
                     form.get("email").unwrap_or(""),
                     form.get("password").unwrap_or(""),
+                    parts.extensions.get::<crate::server::ClientAddr>().map(|a| a.0),
                 )
                 .await;
             match res {

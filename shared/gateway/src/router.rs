@@ -66,14 +66,13 @@ fn mcp_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, NeverSe
     StreamableHttpService::new(move || Ok(ContinuityMcp::new(services.clone())), Arc::new(NeverSessionManager::default()), config)
 }
 
-fn mcp_session_service(state: &AppState) -> StreamableHttpService<ContinuityMcp, LocalSessionManager> {
+fn mcp_session_service(
+    state: &AppState,
+    manager: Arc<LocalSessionManager>,
+) -> StreamableHttpService<ContinuityMcp, LocalSessionManager> {
     let services = state.services.clone();
     let config = mcp_config(&state.settings).with_legacy_session_mode(true);
-    StreamableHttpService::new(
-        move || Ok(ContinuityMcp::for_session(services.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
+    StreamableHttpService::new(move || Ok(ContinuityMcp::for_session(services.clone())), manager, config)
 }
 
 /// Whether a request belongs to a session: it names one (`Mcp-Session-Id`), opens or
@@ -86,19 +85,99 @@ fn wants_session(req: &Request) -> bool {
         || req.extensions().get::<crate::body::JsonRpcMethod>().is_some_and(|m| m.0.as_deref() == Some("initialize"))
 }
 
+/// Which credential opened each MCP session (SPEC §10): a session belongs to the
+/// credential that opened it — the same API key, or the same OAuth client for the same
+/// user — and any other caller naming its id gets the same 404 as for an unknown one, so
+/// a leaked session id reads nothing, deletes nothing and confirms nothing.
+#[derive(Default)]
+struct SessionOwners {
+    owners: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+/// Owners kept before the ones whose session has ended are dropped.
+const MAX_SESSION_OWNERS: usize = 100_000;
+
+impl SessionOwners {
+    fn owner_of(&self, session: &str) -> Option<String> {
+        self.owners.lock().ok().and_then(|o| o.get(session).cloned())
+    }
+
+    async fn insert(&self, session: String, owner: String, live: &LocalSessionManager) {
+        let full = self.owners.lock().is_ok_and(|o| o.len() >= MAX_SESSION_OWNERS);
+        if full {
+            let alive: std::collections::HashSet<String> = live.sessions.read().await.keys().map(ToString::to_string).collect();
+            if let Ok(mut o) = self.owners.lock() {
+                o.retain(|s, _| alive.contains(s));
+            }
+        }
+        if let Ok(mut o) = self.owners.lock() {
+            o.insert(session, owner);
+        }
+    }
+
+    fn remove(&self, session: &str) {
+        if let Ok(mut o) = self.owners.lock() {
+            o.remove(session);
+        }
+    }
+}
+
+/// rmcp's own answer for a session it does not know, byte for byte.
+fn unknown_session() -> Response {
+    let mut r = Response::new(axum::body::Body::from("Not Found: Session not found"));
+    *r.status_mut() = http::StatusCode::NOT_FOUND;
+    r
+}
+
+/// Serves a request that belongs to a session, checking it is the caller's session.
+async fn session_request(
+    session: StreamableHttpService<ContinuityMcp, LocalSessionManager>,
+    manager: Arc<LocalSessionManager>,
+    owners: Arc<SessionOwners>,
+    req: Request,
+) -> Response {
+    let Some(owner) = req.extensions().get::<CallerContext>().map(CallerContext::session_owner) else {
+        return unknown_session();
+    };
+    let named = req.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    if let Some(id) = &named
+        && owners.owner_of(id).as_deref() != Some(owner.as_str())
+    {
+        return unknown_session();
+    }
+    let deleting = req.method() == http::Method::DELETE;
+    let response = match session.oneshot(req).await {
+        Ok(r) => r.map(axum::body::Body::new),
+        Err(never) => match never {},
+    };
+    match named {
+        Some(id) if deleting && response.status().is_success() => owners.remove(&id),
+        Some(_) => {}
+        // A new session: remember who opened it.
+        None => {
+            if let Some(id) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+                owners.insert(id.to_owned(), owner, &manager).await;
+            }
+        }
+    }
+    response
+}
+
 pub fn router(state: AppState) -> Router {
     let stateless = mcp_service(&state);
-    let session = state.settings.sessions.then(|| mcp_session_service(&state));
+    let session = state.settings.sessions.then(|| {
+        let manager = Arc::new(LocalSessionManager::default());
+        (mcp_session_service(&state, manager.clone()), manager, Arc::new(SessionOwners::default()))
+    });
     let mcp = axum::routing::any(move |req: Request| {
         let (stateless, session) = (stateless.clone(), session.clone());
         async move {
-            let response = match session {
-                Some(session) if wants_session(&req) => session.oneshot(req).await,
-                _ => stateless.oneshot(req).await,
-            };
-            match response {
-                Ok(r) => r.map(axum::body::Body::new),
-                Err(never) => match never {},
+            match session {
+                Some((session, manager, owners)) if wants_session(&req) => session_request(session, manager, owners, req).await,
+                _ => match stateless.oneshot(req).await {
+                    Ok(r) => r.map(axum::body::Body::new),
+                    Err(never) => match never {},
+                },
             }
         }
     });
@@ -144,12 +223,33 @@ pub fn router(state: AppState) -> Router {
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(limit_body))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::throttle::per_source))
         .layer(middleware::from_fn(crate::observe::log_requests))
         .with_state(state)
 }
 
+/// Readiness (SPEC §9): 200 when every check passes, else 503; each check is `ok` or
+/// `failed` — what failed and what to do is logged for the operator (this route is
+/// public, so it names no path, tenant or cause).
 async fn healthz(State(state): State<AppState>) -> Response {
-    Json(json!({ "status": "ok", "backend": state.services.backend.name, "version": env!("CARGO_PKG_VERSION") })).into_response()
+    let checks = state.services.readiness().await;
+    let ready = checks.iter().all(|c| c.ok);
+    for c in checks.iter().filter(|c| !c.ok) {
+        tracing::warn!(check = c.name, detail = %c.detail, "not ready");
+    }
+    let body = json!({
+        "status": if ready { "ok" } else { "unavailable" },
+        "backend": state.services.backend.name,
+        "version": env!("CARGO_PKG_VERSION"),
+        "checks": checks
+            .iter()
+            .map(|c| (c.name.to_owned(), json!(if c.ok { "ok" } else { "failed" })))
+            .collect::<serde_json::Map<_, _>>(),
+    });
+    let status = if ready { http::StatusCode::OK } else { http::StatusCode::SERVICE_UNAVAILABLE };
+    let mut r = (status, Json(body)).into_response();
+    r.headers_mut().insert(http::header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+    r
 }
 
 async fn not_found() -> ApiError {

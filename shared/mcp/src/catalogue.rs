@@ -119,9 +119,12 @@ fn memory_entry() -> Value {
 fn proposal() -> Value {
     out(
         json!({
-            "id": {"type": "string"}, "kind": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"},
-            "state": {"type": "string", "enum": ["pending", "scored", "auto_approved", "awaiting_approval", "approved", "rejected", "written", "failed"]},
+            "id": {"type": "string"}, "kind": {"type": "string"}, "title": {"type": "string"},
+            "body": {"type": ["string", "null"], "description": "Null without the memory:read scope. Personal data is masked; secrets were never stored."},
+            "state": {"type": "string", "enum": ["pending", "scored", "auto_approved", "awaiting_approval", "approved", "rejected", "written", "failed", "expired"]},
             "supersedes": nullable("string"), "score": nullable("object"), "decision_reason": nullable("string"),
+            "redacted": {"type": "array", "description": "Secrets found and redacted when it was proposed: kind, field, character position, fingerprint (never the value).",
+                "items": out(json!({"kind": {"type": "string"}, "field": {"type": "string"}, "at": {"type": "integer"}, "fingerprint": {"type": "string"}}), &["kind", "field", "at"])},
             "proposed_by": {"type": "string"}, "source_session": nullable("string"),
             "created_at": {"type": "string"}, "updated_at": {"type": "string"}
         }),
@@ -243,7 +246,7 @@ fn get_context_output() -> Value {
             "relationships": {"type": "array", "items": relationship()},
             "signals": {"type": "array", "items": signal()},
             "session": {"type": "object"},
-            "memory": {"type": "array", "items": memory_entry()}
+            "memory": {"type": ["array", "null"], "items": memory_entry(), "description": "Null without the memory:read scope."}
         }),
         &["memory"],
     )
@@ -256,7 +259,7 @@ fn list_recent_input() -> Value {
 }
 fn list_recent_output() -> Value {
     out(
-        json!({"sessions": {"type": "array", "items": out(json!({"session": {"type": "string"}, "turns": {"type": "integer"}, "title": {"type": "string"}, "first_at": {"type": "string"}, "last_at": {"type": "string"}}), &["session", "turns", "last_at"])}}),
+        json!({"sessions": {"type": "array", "items": out(json!({"session": {"type": "string"}, "turns": {"type": "integer"}, "title": {"type": ["string", "null"], "description": "Null without the memory:read scope."}, "first_at": {"type": "string"}, "last_at": {"type": "string"}}), &["session", "turns", "last_at"])}}),
         &["sessions"],
     )
 }

@@ -8,6 +8,10 @@
 //!   so both backends share one key layout and cannot drift apart.
 //! - [`cache`], [`queue`], [`blob`]: the hot cache, the work queue and the blob store.
 //! - [`clock`]: time as a port, so tests can move it.
+//! - [`health`]: the backend's own readiness checks (disk, cache) for `/healthz`.
+//! - [`ratelimit`], [`signer`], [`vault`], [`search`], [`workflow`], [`graph`],
+//!   [`oauth`]: rate limits, token signing, the Spine vault, hybrid search, the triage
+//!   workflow, knowledge graphs and the authorization server's records.
 //!
 //! Every method documents its `# Errors`; all errors are [`domain::Error`] taxonomy values.
 //! Architecture Invariant: this crate names no backend technology.
@@ -16,6 +20,7 @@ pub mod blob;
 pub mod cache;
 pub mod clock;
 pub mod graph;
+pub mod health;
 pub mod items;
 pub mod oauth;
 pub mod queue;
@@ -62,6 +67,8 @@ pub struct Backend {
     /// runner (`services::governance::EmbeddedRunner`) in process over `records`.
     pub workflow: Option<Arc<dyn Workflow>>,
     pub clock: Arc<dyn Clock>,
+    /// The backend's own readiness checks (`/healthz`).
+    pub readiness: Arc<dyn health::Readiness>,
     /// `embedded` or `aws`, for start-up messages and `/healthz`.
     pub name: &'static str,
 }

@@ -40,4 +40,11 @@ pub trait RateLimiter: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE` when the shared limiter cannot be reached (callers fail open).
     async fn acquire(&self, key: &str, rate: Rate) -> Result<RateDecision>;
+
+    /// Whether `key`'s bucket has a token, without taking it: for limits that count
+    /// only failures (a sign-in checks first, and takes a token only when it fails).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the shared limiter cannot be reached.
+    async fn peek(&self, key: &str, rate: Rate) -> Result<RateDecision>;
 }

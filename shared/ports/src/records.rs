@@ -518,6 +518,18 @@ impl Records {
         self
     }
 
+    /// Whether the vault (if any) can open `tenant`'s data key; see
+    /// [`crate::vault::Vault::check`].
+    ///
+    /// # Errors
+    /// As [`crate::vault::Vault::check`].
+    pub async fn check_vault(&self, tenant: &TenantId) -> Result<()> {
+        match &self.vault {
+            Some(v) => v.check(self.items.as_ref(), tenant).await,
+            None => Ok(()),
+        }
+    }
+
     /// An entity's stored body: JSON, sealed by the vault when there is one.
     async fn entity_body(&self, e: &Entity, sk: &str) -> Result<Vec<u8>> {
         let json = encode(e)?;

@@ -79,6 +79,22 @@ impl Vault {
         Ok(key)
     }
 
+    /// Whether `tenant`'s data key, if it has one, opens with the key store: the vault can
+    /// read what it sealed. Creates nothing.
+    ///
+    /// # Errors
+    /// `INTERNAL` when the stored data key does not unwrap (a different master key);
+    /// `UNAVAILABLE` when the store or the key store cannot be reached.
+    pub async fn check(&self, items: &dyn ItemStore, tenant: &TenantId) -> Result<()> {
+        if self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(tenant) {
+            return Ok(());
+        }
+        match items.get(tenant.as_str(), DEK_PART, DEK_SK).await? {
+            Some(_) => self.key(items, tenant).await.map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     /// Encrypts `plaintext`, bound to the item address `aad`.
     ///
     /// # Errors

@@ -132,6 +132,7 @@ fn main() {
                         proposed_by: Id::new("agent").unwrap(),
                         source_session: (k % 2 == 0).then(|| "s1".to_owned()),
                         wait: None,
+                        detected: Vec::new(),
                         created_at: now,
                         updated_at: now,
                         version: 1,
@@ -246,6 +247,7 @@ fn main() {
                     body: &p.body,
                     has_source_session: p.source_session.is_some(),
                     supersedes: None,
+                    detected: &p.detected,
                     active,
                     vocabulary: &vocabulary,
                 };

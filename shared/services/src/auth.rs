@@ -209,7 +209,7 @@ impl Authenticator {
             plan: tenant_cfg.plan,
             teams: v.teams,
             projects: v.projects,
-            credential: format!("jwt:{}", v.jti),
+            credential: format!("jwt:{}:{}", v.client_id, v.jti),
             toolsets: v.toolsets,
         })
     }

@@ -275,7 +275,30 @@ impl CapabilityService {
                 let text = entity_text(&v);
                 (json!({ "entity": v }), text)
             }
-            "spine.entity.search" | "spine.entity.list" => {
+            "spine.entity.list" => {
+                // Entities (of one type, or all), paged by an opaque cursor.
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields)]
+                struct A {
+                    #[serde(rename = "type")]
+                    entity_type: Option<String>,
+                    limit: Option<u32>,
+                    cursor: Option<String>,
+                }
+                let a: A = parse_args(&args)?;
+                let entity_type = a.entity_type.map(EntityType::new).transpose()?;
+                let size = a.limit.unwrap_or(50).clamp(1, 200);
+                let page = match a.cursor {
+                    Some(c) if c.len() <= 1024 => PageRequest::after(size, c),
+                    Some(_) => return Err(Error::invalid_field("cursor", "not a cursor this API returned")),
+                    None => PageRequest::first(size),
+                };
+                let p = self.entities.list(caller, entity_type.as_ref(), &page).await?;
+                let list: Vec<Value> = p.items.iter().filter_map(|e| visible_entity(e, schema)).collect();
+                let text = format!("{} entities{}", list.len(), if p.next_cursor.is_some() { " (more follow)" } else { "" });
+                (json!({ "entities": list, "count": list.len(), "next_cursor": p.next_cursor }), text)
+            }
+            "spine.entity.search" => {
                 #[derive(Deserialize)]
                 #[serde(deny_unknown_fields)]
                 struct A {

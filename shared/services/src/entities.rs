@@ -184,12 +184,29 @@ impl EntityService {
     /// # Errors
     /// `FORBIDDEN` without `tenant:read`; `INVALID_REQUEST` for an over-long query;
     /// `UNAVAILABLE`.
+    /// A page of the tenant's entities (of one type, or all), in key order, with the
+    /// cursor of the next page.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `tenant:read`; `INVALID_REQUEST` for a cursor the store did not
+    /// issue; `UNAVAILABLE`.
+    pub async fn list(
+        &self,
+        caller: &CallerContext,
+        entity_type: Option<&EntityType>,
+        page: &PageRequest,
+    ) -> Result<domain::Page<Entity>> {
+        caller.scopes.require(Scope::TenantRead)?;
+        self.backend.records.list_entities(&caller.tenant, entity_type, page).await
+    }
+
     pub async fn search(&self, caller: &CallerContext, q: &SearchQuery) -> Result<SearchResult> {
         caller.scopes.require(Scope::TenantRead)?;
         if q.text.len() > MAX_QUERY_LEN {
             return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_LEN} characters")));
         }
         let terms: Vec<String> = q.text.split_whitespace().map(str::to_lowercase).collect();
+        let whole = terms.join(" ");
         let limit = usize::try_from(q.limit.unwrap_or(20).clamp(1, MAX_SEARCH_RESULTS)).unwrap_or(20);
         let mut scored: Vec<(u8, Entity)> = Vec::new();
         let mut scanned = 0usize;
@@ -202,13 +219,17 @@ impl EntityService {
                 let text = e.search_text().to_lowercase();
                 if terms.iter().all(|t| text.contains(t.as_str())) {
                     let id = e.id.as_str().to_lowercase();
-                    let label = e.label().to_lowercase();
-                    let rank = if terms.len() == 1 && terms[0] == id {
+                    let label = e.label().split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase();
+                    // The entity named exactly (by id or whole name) first, then names that
+                    // start with the query, then names holding every term, then the rest.
+                    let rank = if (terms.len() == 1 && terms[0] == id) || label == whole {
                         0
-                    } else if terms.iter().all(|t| label.contains(t.as_str())) {
+                    } else if label.starts_with(&whole) {
                         1
-                    } else {
+                    } else if terms.iter().all(|t| label.contains(t.as_str())) {
                         2
+                    } else {
+                        3
                     };
                     scored.push((rank, e));
                 }

@@ -442,11 +442,15 @@ impl SearchService {
             Some(id) => Id::new(id)?,
             None => crate::new_id(&self.backend),
         };
-        // An id names one document: moving it to another scope is refused, not copied.
+        // An id names one document: moving it to another scope is refused, not copied. Where
+        // it lives is said only to a caller who may read that scope.
         if let Some(old) = self.backend.records.get_kb_document(&caller.tenant, &id).await?
             && old.scope != scope
         {
-            return Err(Error::conflict(format!("document {id} is in scope {}", old.scope.storage_key())));
+            if old.scope.readable_by(caller) {
+                return Err(Error::conflict(format!("document {id} is in scope {}", old.scope.storage_key())));
+            }
+            return Err(Error::conflict(format!("the id {id} is taken; choose another")));
         }
         let doc = KbDocument {
             tenant: caller.tenant.clone(),

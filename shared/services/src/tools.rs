@@ -18,7 +18,7 @@
 use domain::memory::{
     ConversationTurn, GovernanceState, MemoryEntry, MemoryScope, MemoryType, OrgKind, SessionSummary, TurnRole,
 };
-use domain::principal::CallerContext;
+use domain::principal::{CallerContext, Scope};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{EntityRef, Relationship, Signal};
 use domain::{EntityType, Error, ErrorCode, Id, PageRequest, Result, Timestamp};
@@ -135,18 +135,40 @@ fn memory_json(m: &MemoryEntry) -> Value {
     v
 }
 
-fn proposal_json(p: &Proposal) -> Value {
+/// Whether the caller may read memory (`memory:read`): every path that returns memory —
+/// org entries, turns, proposals' bodies, triage's comparisons with org memory — asks this.
+fn reads_memory(caller: &CallerContext) -> bool {
+    caller.scopes.contains(Scope::MemoryRead)
+}
+
+/// A proposal as `caller` may see it: personal data masked for everyone (secrets were
+/// never stored). A caller without `memory:read` sees no body and only the reasons and
+/// factors that say nothing about org memory (no entry ids or titles, no counts, no
+/// relevance, conflict or total from which they could be worked out).
+fn proposal_json(p: &Proposal, caller: &CallerContext) -> Value {
+    let p = crate::governance::redaction::view(p.clone());
+    let reader = reads_memory(caller);
+    let redacted: Vec<Value> =
+        p.detected.iter().map(|d| json!({"kind": d.kind, "field": d.field, "at": d.at, "fingerprint": d.fingerprint})).collect();
+    let score = p.score.as_ref().map(|s| {
+        if reader {
+            json!({
+                "total": s.total, "confidence": s.confidence, "relevance": s.relevance, "risk": s.risk,
+                "conflict": s.conflict, "quality": s.quality, "reasons": s.reasons,
+            })
+        } else {
+            json!({"confidence": s.confidence, "risk": s.risk, "quality": s.quality, "reasons": s.public_reasons})
+        }
+    });
     json!({
         "id": p.id.as_str(),
         "kind": p.kind,
         "title": p.title,
-        "body": p.body,
+        "body": if reader { json!(p.body) } else { Value::Null },
         "state": p.state.as_str(),
         "supersedes": p.supersedes.as_ref().map(Id::as_str),
-        "score": p.score.as_ref().map(|s| json!({
-            "total": s.total, "confidence": s.confidence, "relevance": s.relevance, "risk": s.risk,
-            "conflict": s.conflict, "quality": s.quality, "reasons": s.reasons,
-        })),
+        "score": score,
+        "redacted": redacted,
         "decision_reason": p.decision_reason,
         "proposed_by": p.proposed_by.as_str(),
         "source_session": p.source_session,
@@ -159,9 +181,11 @@ fn turn_json(t: &ConversationTurn) -> Value {
     json!({"seq": t.seq, "role": t.role.as_str(), "content": t.content, "at": t.at.to_rfc3339()})
 }
 
-fn session_json(s: &SessionSummary) -> Value {
+/// A session in a listing; its title is the first words of a turn, so memory: only for
+/// a caller with `memory:read`.
+fn session_json(s: &SessionSummary, reader: bool) -> Value {
     json!({
-        "session": s.session, "turns": s.turns, "title": s.title,
+        "session": s.session, "turns": s.turns, "title": if reader { json!(s.title) } else { Value::Null },
         "first_at": s.first_at.to_rfc3339(), "last_at": s.last_at.to_rfc3339(),
     })
 }
@@ -342,20 +366,26 @@ impl Tools<'_> {
         Ok((json!({"entry": memory_json(&m), "verification": v}), text))
     }
 
-    async fn new_proposal(&self, p: Proposal) -> Result<(Value, String)> {
+    async fn new_proposal(&self, caller: &CallerContext, mut p: Proposal) -> Result<(Value, String)> {
+        // A secret never reaches the store or the answer: only its kind, place and
+        // fingerprint (triage then rejects the proposal).
+        crate::governance::redaction::redact_secrets(&mut p);
         self.backend.records.create_proposal(&p).await?;
         // Triage runs now (the embedded runner of the triage states): the answer says
         // where the proposal went. A proposal waiting for a person waits in the store.
         let p = crate::governance::GovernanceService::new(self.backend.clone()).triage(&p.tenant, &p.id).await?;
-        let total = p.score.as_ref().map_or(0.0, |s| s.total);
+        let scored = match p.score.as_ref() {
+            Some(s) if reads_memory(caller) => format!(" scored {:.2} and", s.total),
+            _ => String::new(),
+        };
         let text = match p.state {
-            ProposalState::Written => {
-                format!("Proposal {} scored {total:.2} and was approved by triage: it is now active org memory.", p.id)
+            ProposalState::Written if p.kind.starts_with("memory:") => {
+                format!("Proposal {}{scored} was approved by triage: it is now active org memory.", p.id)
             }
-            ProposalState::AwaitingApproval => format!(
-                "Proposal {} scored {total:.2} and waits for a person to decide (never in chat). Check it with proposal.status.",
-                p.id
-            ),
+            ProposalState::Written => format!("Proposal {}{scored} was approved by triage.", p.id),
+            ProposalState::AwaitingApproval => {
+                format!("Proposal {}{scored} waits for a person to decide (never in chat). Check it with proposal.status.", p.id)
+            }
             ProposalState::Rejected => format!(
                 "Proposal {} was rejected by triage: {}",
                 p.id,
@@ -363,7 +393,7 @@ impl Tools<'_> {
             ),
             other => format!("Proposal {} is {}. Check it with proposal.status.", p.id, other.as_str()),
         };
-        Ok((json!({"proposal": proposal_json(&p)}), text))
+        Ok((json!({"proposal": proposal_json(&p, caller)}), text))
     }
 
     fn proposal(&self, caller: &CallerContext, kind: &str, title: String, body: String) -> Result<Proposal> {
@@ -392,6 +422,7 @@ impl Tools<'_> {
             proposed_by: caller.principal.clone(),
             source_session: None,
             wait: None,
+            detected: Vec::new(),
             created_at: now,
             updated_at: now,
             version: 1,
@@ -419,7 +450,7 @@ impl Tools<'_> {
             p.supersedes = Some(id);
         }
         p.source_session = a.session.map(|s| own_session(caller, &s)).transpose()?;
-        self.new_proposal(p).await
+        self.new_proposal(caller, p).await
     }
 
     async fn read_conversational(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
@@ -536,12 +567,12 @@ impl Tools<'_> {
         let p = self.backend.records.list_proposals(&caller.tenant, a.state, &page).await?;
         let mut text = format!("{} proposals", p.items.len());
         for x in &p.items {
-            text.push_str(&format!("\n- [{}] {} — {}", x.id, x.title, x.state));
+            text.push_str(&format!("\n- [{}] {} — {}", x.id, crate::governance::redaction::mask_personal(&x.title), x.state));
             if let Some(r) = &x.decision_reason {
                 text.push_str(&format!(" ({r})"));
             }
         }
-        let list: Vec<Value> = p.items.iter().map(proposal_json).collect();
+        let list: Vec<Value> = p.items.iter().map(|x| proposal_json(x, caller)).collect();
         Ok((json!({"decisions": list, "next_cursor": p.next_cursor}), text))
     }
 
@@ -558,6 +589,12 @@ impl Tools<'_> {
         let a: A = parse(args)?;
         if a.entity.is_none() && a.session.is_none() && a.query.is_none() {
             return Err(Error::invalid("give an entity, a session or a query"));
+        }
+        // Turns and org memory are memory: they need `memory:read` like every other path
+        // that returns memory; the entity part needs only what the tool needs.
+        let reader = reads_memory(caller);
+        if !reader && (a.session.is_some() || a.entity.is_none()) {
+            return Err(Error::missing_scope(Scope::MemoryRead.as_str()));
         }
         let mut data = json!({});
         let mut text = String::new();
@@ -592,6 +629,11 @@ impl Tools<'_> {
             let recent: Vec<Value> = turns.iter().rev().take(20).rev().map(turn_json).collect();
             text.push_str(&format!("\nSession {session}: {} turns (showing the last {})", turns.len(), recent.len()));
             data["session"] = json!({"session": session, "recent_turns": recent});
+        }
+        if !reader {
+            text.push_str("\n(Org memory is left out: it needs the memory:read scope.)");
+            data["memory"] = Value::Null;
+            return Ok((data, text.trim_start().to_owned()));
         }
         let memory = if memory_query.split_whitespace().next().is_some() {
             self.org_matches(caller, &memory_query, None, 5).await?.0
@@ -640,7 +682,7 @@ impl Tools<'_> {
             a.title.unwrap_or_else(|| format!("Session {}", session.split_once('.').map_or(session.as_str(), |(_, n)| n)));
         let mut p = self.proposal(caller, "memory:learning", title, body)?;
         p.source_session = Some(session);
-        self.new_proposal(p).await
+        self.new_proposal(caller, p).await
     }
 
     async fn list_recent(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
@@ -657,11 +699,15 @@ impl Tools<'_> {
                 .await?;
         all.sort_by_key(|s| std::cmp::Reverse(s.last_at));
         all.truncate(max);
+        let reader = reads_memory(caller);
         let mut text = format!("{} recent sessions", all.len());
         for s in &all {
-            text.push_str(&format!("\n- {} ({} turns, last {}): {}", s.session, s.turns, s.last_at.to_rfc3339(), s.title));
+            text.push_str(&format!("\n- {} ({} turns, last {})", s.session, s.turns, s.last_at.to_rfc3339()));
+            if reader {
+                text.push_str(&format!(": {}", s.title));
+            }
         }
-        Ok((json!({"sessions": all.iter().map(session_json).collect::<Vec<_>>()}), text))
+        Ok((json!({"sessions": all.iter().map(|s| session_json(s, reader)).collect::<Vec<_>>()}), text))
     }
 
     // ---- tool channel ------------------------------------------------------------
@@ -751,9 +797,11 @@ impl Tools<'_> {
             body.push_str(&format!("\n\nConcerns: {r}"));
         }
         let p = self.proposal(caller, "action", a.title, body)?;
-        self.new_proposal(p).await
+        self.new_proposal(caller, p).await
     }
 
+    /// A proposal's state: any proposal for a caller who may read memory, else only the
+    /// caller's own (others' are memory it may not read: `FORBIDDEN`, naming the scope).
     async fn proposal_status(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
         let id = id_arg(args)?;
         let p = self
@@ -762,11 +810,14 @@ impl Tools<'_> {
             .get_proposal(&caller.tenant, &id)
             .await?
             .ok_or_else(|| Error::not_found(format!("proposal {id}")))?;
-        let mut text = format!("Proposal {} \"{}\" is {}", p.id, p.title, p.state);
+        if !reads_memory(caller) && p.proposed_by != caller.principal {
+            return Err(Error::missing_scope(Scope::MemoryRead.as_str()));
+        }
+        let mut text = format!("Proposal {} \"{}\" is {}", p.id, crate::governance::redaction::mask_personal(&p.title), p.state);
         if let Some(r) = &p.decision_reason {
             text.push_str(&format!(": {r}"));
         }
-        Ok((json!({"proposal": proposal_json(&p)}), text))
+        Ok((json!({"proposal": proposal_json(&p, caller)}), text))
     }
 
     async fn book(&self, caller: &CallerContext, args: &Value) -> Result<(Value, String)> {
@@ -884,14 +935,22 @@ impl Tools<'_> {
         }
         let a: A = parse(args)?;
         text_field("goal", &a.goal, MAX_TITLE_LEN * 5)?;
-        let mut ctx_args = json!({"query": a.goal});
+        // The context a caller may read: org memory matching the goal needs `memory:read`.
+        let mut ctx_args = json!({});
+        if reads_memory(caller) {
+            ctx_args["query"] = json!(a.goal);
+        }
         if let Some(e) = &a.entity {
             ctx_args["entity"] = json!({"type": e.entity_type, "id": e.id});
         }
         if let Some(s) = &a.session {
             ctx_args["session"] = json!(s);
         }
-        let (context, _) = self.get_context(caller, &ctx_args).await?;
+        let context = if ctx_args.as_object().is_some_and(|o| !o.is_empty()) {
+            self.get_context(caller, &ctx_args).await?.0
+        } else {
+            json!({})
+        };
         let mut steps = Vec::new();
         if let Some(e) = context.get("entity") {
             steps.push(json!({"action": "review_entity", "entity": {"type": e["type"], "id": e["id"]},
@@ -928,10 +987,18 @@ impl Tools<'_> {
     pub async fn prompt_project_handoff(&self, caller: &CallerContext, project: &str) -> Result<String> {
         Id::new(project).map_err(|_| Error::invalid_field("project", "1-128 printable characters without spaces, # or /"))?;
         let records = &self.backend.records;
+        let reader = reads_memory(caller);
         let entries = records.list_book_entries(&caller.tenant, Some(project), &PageRequest::first(50)).await?.items;
-        let (memory, _, _) = self.org_matches(caller, project, None, 10).await?;
-        let open =
-            records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
+        let (memory, open) = if reader {
+            let (memory, _, _) = self.org_matches(caller, project, None, 10).await?;
+            let open = records
+                .list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10))
+                .await?
+                .items;
+            (memory, open)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let mut text = format!(
             "Write a handoff summary of the project \"{project}\" for the person taking it over: where it stands, what was decided, \
              what is open, and what to do first. Use only the facts below and say plainly what is unknown.\n"
@@ -944,73 +1011,80 @@ impl Tools<'_> {
             text.push_str(&format!("- {} ({}): {}\n", e.title, e.created_at.to_rfc3339(), e.body));
         }
         text.push_str("\n## Organisational memory mentioning the project\n");
-        if memory.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for m in &memory {
-            text.push_str(&format!("- [{}] {}: {}\n", m.id, m.title, m.body));
-        }
+        section(&mut text, reader, memory.iter().map(|m| format!("[{}] {}: {}", m.id, m.title, m.body)));
         text.push_str("\n## Open proposals (not decided yet)\n");
-        if open.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for p in &open {
-            text.push_str(&format!("- [{}] {}\n", p.id, p.title));
-        }
+        section(
+            &mut text,
+            reader,
+            open.iter().map(|p| format!("[{}] {}", p.id, crate::governance::redaction::mask_personal(&p.title))),
+        );
         Ok(text)
     }
 
     /// `morning_brief`: recent signals, open proposals, the caller's recent sessions and
-    /// the newest org memory.
+    /// the newest org memory (the last three need `memory:read`).
     pub async fn prompt_morning_brief(&self, caller: &CallerContext) -> Result<String> {
         let records = &self.backend.records;
+        let reader = reads_memory(caller);
         let signals = records.list_signals(&caller.tenant, None, &PageRequest::first(20)).await?.items;
-        let open =
-            records.list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10)).await?.items;
-        let (mut sessions, _) =
-            crate::all_pages(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await })
-                .await?;
-        sessions.sort_by_key(|s| std::cmp::Reverse(s.last_at));
-        sessions.truncate(5);
-        let (mut memory, _) =
-            crate::all_pages(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await })
-                .await?;
-        memory.retain(|m| m.state == GovernanceState::Active);
-        memory.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
-        memory.truncate(5);
+        let (mut open, mut sessions, mut memory) = (Vec::new(), Vec::new(), Vec::new());
+        if reader {
+            open = records
+                .list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10))
+                .await?
+                .items;
+            sessions =
+                crate::all_pages(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await })
+                    .await?
+                    .0;
+            sessions.sort_by_key(|s| std::cmp::Reverse(s.last_at));
+            sessions.truncate(5);
+            memory =
+                crate::all_pages(MAX_SCAN, |p| async move { records.list_memory(&caller.tenant, &MemoryScope::Org, &p).await })
+                    .await?
+                    .0;
+            memory.retain(|m| m.state == GovernanceState::Active);
+            memory.sort_by_key(|m| std::cmp::Reverse(m.updated_at));
+            memory.truncate(5);
+        }
         let mut text = String::from(
             "Write a short morning brief: what changed (signals), what waits for a decision, where I left off, and what the organisation \
              recently decided. Use only the facts below; group and prioritise them.\n",
         );
         text.push_str("\n## Recent signals (newest first)\n");
-        if signals.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for s in &signals {
-            text.push_str(&format!("- {} on {} at {}\n", s.kind, s.entity, s.at.to_rfc3339()));
-        }
+        section(&mut text, true, signals.iter().map(|s| format!("{} on {} at {}", s.kind, s.entity, s.at.to_rfc3339())));
         text.push_str("\n## Waiting for a decision\n");
-        if open.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for p in &open {
-            text.push_str(&format!("- [{}] {}\n", p.id, p.title));
-        }
+        section(
+            &mut text,
+            reader,
+            open.iter().map(|p| format!("[{}] {}", p.id, crate::governance::redaction::mask_personal(&p.title))),
+        );
         text.push_str("\n## My recent sessions\n");
-        if sessions.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for s in &sessions {
-            text.push_str(&format!("- {} ({} turns, last {}): {}\n", s.session, s.turns, s.last_at.to_rfc3339(), s.title));
-        }
+        section(
+            &mut text,
+            reader,
+            sessions.iter().map(|s| format!("{} ({} turns, last {}): {}", s.session, s.turns, s.last_at.to_rfc3339(), s.title)),
+        );
         text.push_str("\n## Newest organisational memory\n");
-        if memory.is_empty() {
-            text.push_str("(none)\n");
-        }
-        for m in &memory {
-            text.push_str(&format!("- [{}] {}\n", m.id, m.title));
-        }
+        section(&mut text, reader, memory.iter().map(|m| format!("[{}] {}", m.id, m.title)));
         Ok(text)
+    }
+}
+
+/// One prompt section: its lines, `(none)`, or — for memory the caller may not read — a
+/// note saying so.
+fn section(text: &mut String, allowed: bool, lines: impl Iterator<Item = String>) {
+    if !allowed {
+        text.push_str("(left out: reading memory needs the memory:read scope)\n");
+        return;
+    }
+    let mut any = false;
+    for l in lines {
+        any = true;
+        text.push_str(&format!("- {l}\n"));
+    }
+    if !any {
+        text.push_str("(none)\n");
     }
 }
 

@@ -340,9 +340,29 @@ impl Cache for RedisCache {
     }
 }
 
+/// Readiness of the AWS backend beyond what every backend checks: the cache (the Spine
+/// Cache and the rate limiter) answers `PING`. A cache that is down slows reads and lets
+/// requests through unlimited, so it fails the check: the operator should know.
+pub struct CacheReadiness(pub std::sync::Arc<RedisCache>);
+
+#[async_trait]
+impl ports::health::Readiness for CacheReadiness {
+    async fn check(&self) -> Vec<ports::health::Check> {
+        let pong: Result<String> = self.0.run("PING", redis::cmd("PING")).await;
+        vec![match pong {
+            Ok(_) => ports::health::Check::ok("cache"),
+            Err(e) => ports::health::Check::failed(
+                "cache",
+                format!("the cache does not answer: {}", e.internal.as_deref().unwrap_or(&e.message)),
+            ),
+        }]
+    }
+}
+
 /// The token bucket as one atomic script: refill by elapsed time (Redis's own clock, so
-/// every Lambda agrees), take a token if there is one, and expire idle buckets once
-/// they would be full again. Returns `{allowed, tokens_left_x1000, wait_ms}`.
+/// every Lambda agrees), take a token if there is one (only look when `ARGV[3]` is 0),
+/// and expire idle buckets once they would be full again. Returns
+/// `{allowed, tokens_left_x1000, wait_ms}`.
 const TOKEN_BUCKET: &str = r"
 local cap = tonumber(ARGV[1])
 local per_ms = tonumber(ARGV[2]) / 60000
@@ -355,7 +375,7 @@ if now > at then tokens = math.min(cap, tokens + (now - at) * per_ms) end
 local allowed = 0
 local wait = 0
 if tokens >= 1 then
-  tokens = tokens - 1
+  if ARGV[3] == '1' then tokens = tokens - 1 end
   allowed = 1
 else
   wait = math.ceil((1 - tokens) / per_ms)
@@ -368,10 +388,24 @@ return {allowed, math.floor(tokens * 1000), wait}
 #[async_trait]
 impl RateLimiter for RedisCache {
     async fn acquire(&self, key: &str, rate: Rate) -> Result<RateDecision> {
+        self.bucket(key, rate, true).await
+    }
+
+    async fn peek(&self, key: &str, rate: Rate) -> Result<RateDecision> {
+        self.bucket(key, rate, false).await
+    }
+}
+
+impl RedisCache {
+    async fn bucket(&self, key: &str, rate: Rate, take: bool) -> Result<RateDecision> {
         // The key is its own hash tag: one bucket, one slot.
         let redis_key = format!("ratelimit:{{{key}}}");
         let mut cmd = redis::cmd("EVAL");
-        cmd.arg(TOKEN_BUCKET).arg(1).arg(&redis_key).arg(rate.capacity.max(1)).arg(rate.per_minute.max(1));
+        cmd.arg(TOKEN_BUCKET).arg(1).arg(&redis_key).arg(rate.capacity.max(1)).arg(rate.per_minute.max(1)).arg(if take {
+            "1"
+        } else {
+            "0"
+        });
         let (allowed, left_milli, wait_ms): (i64, i64, i64) = self.run("rate limit", cmd).await?;
         let remaining = u32::try_from(left_milli / 1000).unwrap_or(0);
         let retry_after_secs = u64::try_from(wait_ms).unwrap_or(0).div_ceil(1000).max(1);

@@ -112,6 +112,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         records: vault(Records::new(Arc::new(items))),
         search,
         embedder,
+        readiness: Arc::new(cache::CacheReadiness(redis.clone())),
         cache: redis.clone(),
         limiter: redis,
         signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),

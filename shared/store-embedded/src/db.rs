@@ -78,10 +78,52 @@ pub struct Db {
     conn: Arc<Mutex<Connection>>,
     readers: Arc<Vec<Mutex<Connection>>>,
     next_reader: Arc<std::sync::atomic::AtomicUsize>,
+    path: Arc<std::path::PathBuf>,
+    /// Set once SQLite reported the file damaged: `/healthz` says so until a restart.
+    damaged: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// What a client is told when SQLite finds the database file damaged: not "retry
+/// shortly", which would never help.
+pub const DAMAGED: &str = "the database is damaged; an operator must restore it (continuity restore)";
+
+fn is_damage(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase))
 }
 
 pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
+    if is_damage(&e) {
+        let mut err = Error::new(domain::ErrorCode::Unavailable, DAMAGED);
+        err.internal = Some(format!("sqlite: {e}"));
+        return err;
+    }
+    if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+        let mut err = Error::unavailable(format!("sqlite: {e}"));
+        err.message = "the server's disk is full; nothing was written".into();
+        return err;
+    }
     Error::unavailable(format!("sqlite: {e}"))
+}
+
+/// Creates the database file readable by its owner only (0600), or narrows an existing
+/// one's permissions to that; SQLite gives its `-wal` and `-shm` files the same.
+fn owner_only(path: &Path) -> Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    let io = |e: std::io::Error| Error::unavailable(format!("{}: {e}", path.display()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            for p in [path.to_path_buf(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
+                match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(io(e)),
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(io(e)),
+    }
 }
 
 impl Db {
@@ -93,11 +135,28 @@ impl Db {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::unavailable(format!("creating {}: {e}", dir.display())))?;
         }
-        let mut conn = Connection::open(path).map_err(sql_err)?;
-        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql_err)?;
-        conn.pragma_update(None, "synchronous", "FULL").map_err(sql_err)?;
-        conn.pragma_update(None, "busy_timeout", 5000).map_err(sql_err)?;
-        migrate(&mut conn)?;
+        owner_only(path)?;
+        // Where it went wrong, for the operator reading the start-up error.
+        let at = |e: Error| {
+            let mut e = e;
+            let what = if e.message == DAMAGED {
+                format!(
+                    "{} is damaged ({}). Restore the home folder from a backup, or move the file aside and run \
+                     `continuity restore` to rebuild the Spine from the blob backups",
+                    path.display(),
+                    e.internal.as_deref().unwrap_or("unreadable")
+                )
+            } else {
+                format!("{}: {}", path.display(), e.internal.as_deref().unwrap_or(&e.message))
+            };
+            e.internal = Some(what);
+            e
+        };
+        let mut conn = Connection::open(path).map_err(sql_err).map_err(at)?;
+        conn.pragma_update(None, "journal_mode", "WAL").map_err(sql_err).map_err(at)?;
+        conn.pragma_update(None, "synchronous", "FULL").map_err(sql_err).map_err(at)?;
+        conn.pragma_update(None, "busy_timeout", 5000).map_err(sql_err).map_err(at)?;
+        migrate(&mut conn).map_err(at)?;
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let r = Connection::open_with_flags(
@@ -108,7 +167,56 @@ impl Db {
             r.pragma_update(None, "busy_timeout", 5000).map_err(sql_err)?;
             readers.push(Mutex::new(r));
         }
-        Ok(Self { conn: Arc::new(Mutex::new(conn)), readers: Arc::new(readers), next_reader: Arc::default() })
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            readers: Arc::new(readers),
+            next_reader: Arc::default(),
+            path: Arc::new(path.to_path_buf()),
+            damaged: Arc::default(),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether SQLite has reported the file damaged since it was opened.
+    pub fn is_damaged(&self) -> bool {
+        self.damaged.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Remembers a damaged-file error on its way out.
+    fn note<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r
+            && e.message == DAMAGED
+        {
+            if !self.is_damaged() {
+                tracing::error!(
+                    file = %self.path.display(),
+                    "the database is damaged: restore the home from a backup or rebuild it with `continuity restore`"
+                );
+            }
+            self.damaged.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// Whether any tenant's data key is stored: then the data is sealed under the vault's
+    /// master key, which must be the one it was sealed with. Returns one
+    /// `(tenant, wrapped key)` to test the master key with.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the database cannot be read.
+    pub fn sealed_sample(&self) -> Result<Option<(String, Vec<u8>)>> {
+        let conn = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut stmt =
+            conn.prepare("SELECT tenant, body FROM items WHERE part = 'vault' AND sk = 'dek' LIMIT 1").map_err(sql_err)?;
+        let mut rows = stmt.query([]).map_err(sql_err)?;
+        match rows.next().map_err(sql_err)? {
+            Some(r) => Ok(Some((r.get(0).map_err(sql_err)?, r.get(1).map_err(sql_err)?))),
+            None => Ok(None),
+        }
     }
 
     /// Runs a read-only `f` on one of the reader connections (round robin), on the
@@ -123,12 +231,13 @@ impl Db {
     {
         let readers = self.readers.clone();
         let i = self.next_reader.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % READERS;
-        tokio::task::spawn_blocking(move || {
+        let r = tokio::task::spawn_blocking(move || {
             let guard = readers[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&guard)
         })
         .await
-        .map_err(|e| Error::internal(format!("sqlite reader: {e}")))?
+        .map_err(|e| Error::internal(format!("sqlite reader: {e}")))?;
+        self.note(r)
     }
 
     /// Runs a short read-only `f` (one keyed point read: microseconds, from SQLite's page
@@ -146,7 +255,7 @@ impl Db {
     {
         for reader in self.readers.iter() {
             if let Ok(guard) = reader.try_lock() {
-                return f(&guard);
+                return self.note(f(&guard));
             }
         }
         self.read(f).await
@@ -162,14 +271,15 @@ impl Db {
         F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     {
         let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
+        let r = tokio::task::spawn_blocking(move || {
             // A poisoned lock only means another call panicked mid-way; SQLite rolled
             // its transaction back, so the connection itself is still sound.
             let mut guard = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             f(&mut guard)
         })
         .await
-        .map_err(|e| Error::internal(format!("sqlite worker: {e}")))?
+        .map_err(|e| Error::internal(format!("sqlite worker: {e}")))?;
+        self.note(r)
     }
 }
 
@@ -177,10 +287,12 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     let current: usize =
         conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).map_err(sql_err)?.try_into().unwrap_or(0);
     if current > MIGRATIONS.len() {
-        return Err(Error::unavailable(format!(
+        let mut e = Error::unavailable(format!(
             "the database is at schema version {current}, newer than this binary knows ({}); upgrade continuity",
             MIGRATIONS.len()
-        )));
+        ));
+        e.message = "the database was written by a newer version of continuity; upgrade continuity".into();
+        return Err(e);
     }
     for (i, sql) in MIGRATIONS.iter().enumerate().skip(current) {
         let tx = conn.transaction().map_err(sql_err)?;
@@ -208,6 +320,30 @@ mod tests {
         assert_eq!(mode, "wal");
         c.pragma_update(None, "user_version", 99).unwrap();
         drop(c);
-        assert!(Db::open(&path).is_err());
+        let e = Db::open(&path).err().unwrap();
+        assert!(e.message.contains("newer version"), "{e}");
+    }
+
+    #[test]
+    fn the_file_is_the_owners_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        drop(Db::open(&path).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        drop(Db::open(&path).unwrap());
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "narrowed on open");
+    }
+
+    #[test]
+    fn a_damaged_file_is_named_with_the_way_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.db");
+        std::fs::write(&path, vec![0x5a; 8192]).unwrap();
+        let e = Db::open(&path).err().unwrap();
+        assert_eq!(e.message, DAMAGED);
+        let detail = e.internal.unwrap();
+        assert!(detail.contains("x.db") && detail.contains("continuity restore"), "{detail}");
     }
 }

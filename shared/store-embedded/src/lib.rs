@@ -6,12 +6,16 @@
 //!   redelivery and a dead-letter table.
 //! - [`cache`]: [`MemoryCache`], an in-process TTL cache with bounded size.
 //! - [`blobs`]: [`FileBlobs`], blobs as files under the home folder.
+//! - [`limiter`], [`signer`], [`vault`], [`search`]: token buckets in process, the RSA
+//!   signing keys and the vault's master key as files, the search index.
+//! - [`health`]: readiness — free disk space and whether the database file is damaged.
 //!
 //! Architecture Invariant: this is the only crate that names SQLite.
 
 pub mod blobs;
 pub mod cache;
 pub mod db;
+pub mod health;
 pub mod items;
 pub mod limiter;
 pub mod queue;
@@ -53,6 +57,16 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
 /// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
 pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn ports::Embedder>) -> domain::Result<Backend> {
     let db = Db::open(&home.join("continuity.db"))?;
+    let fortress_db = Db::open(&home.join("fortress.db"))?;
+    // Data sealed under the vault's master key needs that key and no other: a missing or
+    // replaced `keys/vault.key` stops the start instead of failing every read later.
+    let sample = match db.sealed_sample()? {
+        Some(s) => Some(s),
+        None => fortress_db.sealed_sample()?,
+    };
+    let sample = sample.and_then(|(t, w)| domain::TenantId::new(t).ok().map(|t| (t, w)));
+    let wrapper: Arc<dyn ports::vault::KeyWrapper> = Arc::new(FileKeyWrapper::open_for(&home.join("keys"), sample)?);
+    let readiness = Arc::new(health::EmbeddedReadiness::new(db.clone(), home.to_path_buf()));
     let items = Arc::new(SqliteItems::new(db.clone()));
     let search = Arc::new(SqliteSearch::new(db.clone(), embedder.name(), embedder.dim()));
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
@@ -61,9 +75,8 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     // The Spine vault: entity payloads encrypted with per-tenant data keys wrapped by
     // `keys/vault.key`. Each database keeps its own wrapped data keys, so each gets its
     // own vault (key cache) over the one master key.
-    let wrapper: Arc<dyn ports::vault::KeyWrapper> = Arc::new(FileKeyWrapper::open(&home.join("keys"))?);
     let vault = || Arc::new(ports::vault::Vault::new(wrapper.clone()));
-    let fortress = Records::new(Arc::new(SqliteItems::new(Db::open(&home.join("fortress.db"))?))).with_vault(vault());
+    let fortress = Records::new(Arc::new(SqliteItems::new(fortress_db))).with_vault(vault());
     Ok(Backend {
         records: Records::new(items).with_vault(vault()),
         cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),
@@ -75,6 +88,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
         search,
         embedder,
         workflow: None,
+        readiness,
         clock,
         name: "embedded",
     })

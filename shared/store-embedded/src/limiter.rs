@@ -25,6 +25,17 @@ impl MemoryLimiter {
 #[async_trait]
 impl RateLimiter for MemoryLimiter {
     async fn acquire(&self, key: &str, rate: Rate) -> Result<RateDecision> {
+        self.bucket(key, rate, true)
+    }
+
+    async fn peek(&self, key: &str, rate: Rate) -> Result<RateDecision> {
+        self.bucket(key, rate, false)
+    }
+}
+
+impl MemoryLimiter {
+    /// Refills `key`'s bucket and, when `take`, takes a token if there is one.
+    fn bucket(&self, key: &str, rate: Rate, take: bool) -> Result<RateDecision> {
         let now = Instant::now();
         let cap = f64::from(rate.capacity.max(1));
         let per_ms = f64::from(rate.per_minute.max(1)) / 60_000.0;
@@ -37,7 +48,7 @@ impl RateLimiter for MemoryLimiter {
         let refilled = (*tokens + now.duration_since(*at).as_secs_f64() * 1000.0 * per_ms).min(cap);
         *at = now;
         if refilled >= 1.0 {
-            *tokens = refilled - 1.0;
+            *tokens = if take { refilled - 1.0 } else { refilled };
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let remaining = tokens.floor() as u32;
             Ok(RateDecision { allowed: true, remaining, retry_after_secs: 0 })

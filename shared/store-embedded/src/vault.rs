@@ -8,7 +8,7 @@ use std::path::Path;
 
 use async_trait::async_trait;
 use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use domain::{Error, Result, TenantId};
+use domain::{Error, ErrorCode, Result, TenantId};
 use ports::vault::KeyWrapper;
 
 pub struct FileKeyWrapper {
@@ -21,12 +21,58 @@ impl FileKeyWrapper {
     /// # Errors
     /// `UNAVAILABLE` when the file cannot be created or read, or is not a 32-byte key.
     pub fn open(dir: &Path) -> Result<Self> {
+        Self::open_with(dir, true)
+    }
+
+    /// Opens the master key file in `dir` for data already sealed under it (`sample`: a
+    /// tenant and its wrapped data key from the store): the file must exist — a new key
+    /// would silently make every sealed entity unreadable — and must unwrap the sample.
+    /// Without a sample (nothing sealed yet) it is created if needed.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`, with an operator's message naming the file and the way back, when
+    /// the key is missing or is not the one the data was sealed with.
+    pub fn open_for(dir: &Path, sample: Option<(TenantId, Vec<u8>)>) -> Result<Self> {
+        let path = dir.join("vault.key");
+        let Some((tenant, wrapped)) = sample else { return Self::open(dir) };
+        let refuse = |what: String| {
+            let mut e = Error::unavailable(what);
+            e.message = "the vault key does not match the data; the server cannot start".into();
+            e
+        };
+        let wrapper = match Self::open_with(dir, false) {
+            Ok(w) => w,
+            Err(e) if e.code == ErrorCode::NotFound => {
+                return Err(refuse(format!(
+                    "{} is missing, but this home's data is sealed under it. Put the file back from your backup of the \
+                     home (keys/vault.key, mode 0600) and start again. Without it the sealed entities cannot be read: \
+                     to start over, move continuity.db and fortress.db aside and run `continuity restore` to rebuild \
+                     the Spine from the blob backups",
+                    path.display()
+                )));
+            }
+            Err(e) => return Err(e),
+        };
+        if wrapper.unwrap_sync(&tenant, &wrapped).is_err() {
+            return Err(refuse(format!(
+                "{} is not the key this home's data was sealed with (it was replaced?). Put the original file back \
+                 from your backup of the home and start again; nothing was changed",
+                path.display()
+            )));
+        }
+        Ok(wrapper)
+    }
+
+    fn open_with(dir: &Path, create: bool) -> Result<Self> {
         use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
         let io = |what: &str, e: std::io::Error| Error::unavailable(format!("vault key {what}: {e}"));
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io("folder", e))?;
         let path = dir.join("vault.key");
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => {
+                return Err(Error::not_found(path.display().to_string()));
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0u8; 32];
                 rand::fill(&mut key[..]);
@@ -43,8 +89,26 @@ impl FileKeyWrapper {
             }
             Err(e) => return Err(io("read", e)),
         };
-        let unbound = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| Error::unavailable("vault.key is not a 32-byte key"))?;
+        let unbound = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| {
+            let mut e = Error::unavailable(format!("{} is not a 32-byte key", path.display()));
+            e.message = "the vault key does not match the data; the server cannot start".into();
+            e
+        })?;
         Ok(Self { master: LessSafeKey::new(unbound) })
+    }
+
+    fn unwrap_sync(&self, tenant: &TenantId, wrapped: &[u8]) -> Result<Vec<u8>> {
+        if wrapped.len() < NONCE_LEN + 16 {
+            return Err(Error::internal("a wrapped data key is truncated"));
+        }
+        let (nonce, sealed) = wrapped.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::internal("bad nonce"))?;
+        let mut buf = sealed.to_vec();
+        let plain = self
+            .master
+            .open_in_place(nonce, Aad::from(tenant.as_str().as_bytes()), &mut buf)
+            .map_err(|_| Error::internal("a wrapped data key failed authentication"))?;
+        Ok(plain.to_vec())
     }
 }
 
@@ -65,16 +129,6 @@ impl KeyWrapper for FileKeyWrapper {
     }
 
     async fn unwrap_data_key(&self, tenant: &TenantId, wrapped: &[u8]) -> Result<Vec<u8>> {
-        if wrapped.len() < NONCE_LEN + 16 {
-            return Err(Error::internal("a wrapped data key is truncated"));
-        }
-        let (nonce, sealed) = wrapped.split_at(NONCE_LEN);
-        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| Error::internal("bad nonce"))?;
-        let mut buf = sealed.to_vec();
-        let plain = self
-            .master
-            .open_in_place(nonce, Aad::from(tenant.as_str().as_bytes()), &mut buf)
-            .map_err(|_| Error::internal("a wrapped data key failed authentication"))?;
-        Ok(plain.to_vec())
+        self.unwrap_sync(tenant, wrapped)
     }
 }

@@ -12,6 +12,7 @@
 //! The single writer ([`tasks::Tasks::write`]) makes org entries `active`, or supersedes
 //! an entry with lineage both ways, in one atomic commit; nothing is deleted.
 
+pub mod redaction;
 pub mod runner;
 pub mod tasks;
 pub mod triage;
@@ -100,12 +101,13 @@ impl GovernanceService {
     /// `NOT_FOUND`; `UNAVAILABLE`.
     pub async fn triage(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
         self.workflow.start(tenant, id).await?;
-        Ok(self.tasks.load(tenant, id).await?.redacted())
+        Ok(redaction::view(self.tasks.load(tenant, id).await?))
     }
 
     /// The approvers' queue: proposals awaiting a person, oldest first, each with its
     /// score (factors and reasons) and the active entries it conflicts with (the one it
-    /// names to supersede, and the one triage found it contradicts).
+    /// names to supersede, and the one triage found it contradicts). Personal data is
+    /// masked: the approver decides on the redacted view.
     ///
     /// # Errors
     /// `FORBIDDEN` without `approvals:decide`; `INVALID_REQUEST` for a bad cursor;
@@ -124,7 +126,7 @@ impl GovernanceService {
                     conflicts.push(m);
                 }
             }
-            items.push(Waiting { proposal: proposal.redacted(), conflicts });
+            items.push(Waiting { proposal: redaction::view(proposal), conflicts });
         }
         Ok(domain::Page { items, next_cursor: p.next_cursor })
     }
@@ -178,7 +180,7 @@ impl GovernanceService {
             // that timed out meanwhile writes an approved proposal in `Escalate`.
             Err(e) => tracing::warn!(code = ?e.code, proposal = %id, "decision stored; the workflow was not told yet"),
         }
-        Ok(self.tasks.load(&caller.tenant, id).await?.redacted())
+        Ok(redaction::view(self.tasks.load(&caller.tenant, id).await?))
     }
 
     /// Moves every proposal of `tenant` that stopped on its way (a crash, an outage)

@@ -208,6 +208,7 @@ impl Tasks {
             body: &p.body,
             has_source_session: p.source_session.is_some(),
             supersedes: p.supersedes.as_ref(),
+            detected: &p.detected,
             active: &active,
             vocabulary: vocabulary.as_ref(),
         };
@@ -247,7 +248,13 @@ impl Tasks {
         let p = self.load(tenant, id).await?;
         match p.state {
             ProposalState::AutoApproved | ProposalState::Written => Ok(p),
-            _ => self.step(p, ProposalState::AutoApproved, "governance", "auto-approved").await,
+            _ => {
+                // The scorer never routes these here; this is the invariant, checked again.
+                if let Some(why) = super::redaction::needs_a_person(&p) {
+                    return Err(Error::conflict(format!("proposal {id} cannot be approved without a person: {why}")));
+                }
+                self.step(p, ProposalState::AutoApproved, "governance", "auto-approved").await
+            }
         }
     }
 
@@ -299,6 +306,11 @@ impl Tasks {
                 ProposalState::Written => return Ok(p),
                 ProposalState::Approved | ProposalState::AutoApproved => {}
                 other => return Err(Error::conflict(format!("proposal {id} is {other}, not approved"))),
+            }
+            // Governance's last line: only a person's approval writes a proposal holding a
+            // secret or personal data, or one that replaces an entry.
+            if let Some(why) = super::redaction::needs_a_person(&p) {
+                return Err(Error::conflict(format!("proposal {id} cannot be written without a person's approval: {why}")));
             }
             let actor = if p.state == ProposalState::Approved && actor == "governance" {
                 "governance (approved by a person)"
@@ -399,10 +411,17 @@ impl Tasks {
     /// # Errors
     /// As [`Self::score`].
     pub async fn record_rejection(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
-        let p = self.load(tenant, id).await?;
+        let mut p = self.load(tenant, id).await?;
         match p.state {
-            ProposalState::Rejected => Ok(p),
+            ProposalState::Rejected if !super::redaction::has_personal(&p) => Ok(p),
+            // A person rejected it: kept, but without the personal data it held.
+            ProposalState::Rejected => {
+                super::redaction::mask_for_keeping(&mut p);
+                p.updated_at = self.backend.clock.now();
+                self.backend.records.update_proposal(&p).await
+            }
             _ => {
+                super::redaction::mask_for_keeping(&mut p);
                 let reason = p.decision_reason.clone().unwrap_or_else(|| "rejected by triage".to_owned());
                 self.step(p, ProposalState::Rejected, "governance", &reason).await
             }
@@ -423,6 +442,7 @@ impl Tasks {
                 let waited = p.wait.as_ref().map_or(0, |w| (w.deadline.0 - p.updated_at.0).max(0) / 1000);
                 p.decision_reason =
                     Some(format!("no decision within {waited} s: escalated to the tenant's admins; never auto-approved"));
+                super::redaction::mask_for_keeping(&mut p);
                 let expired = self.step(p, ProposalState::Expired, "governance", "expired").await?;
                 self.audit(tenant, "governance", "proposal.escalated", id, "no approver decided in time").await?;
                 Ok(expired)
@@ -450,6 +470,7 @@ impl Tasks {
         }
         let cause: String = cause.chars().take(500).collect();
         p.decision_reason = Some(format!("workflow failure: {cause}"));
+        super::redaction::mask_for_keeping(&mut p);
         self.step(p, ProposalState::Failed, "governance", &cause).await
     }
 }

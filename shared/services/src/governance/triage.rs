@@ -6,18 +6,29 @@
 //! - **relevance** — overlap with the tenant's schema vocabulary and its existing org
 //!   memory.
 //! - **risk** — hazard, 0 = none: secrets (always rejected), personal data, destructive
-//!   intent.
-//! - **conflict** — 0 = none: a near-duplicate of an active entry (0.5) or a
-//!   contradiction of one (1.0: a person decides, with a supersede suggestion).
+//!   intent — found by the `sensitive` detector.
+//! - **conflict** — 0 = none: a near-duplicate of an active entry (0.5), a declared
+//!   supersession (0.2) or a contradiction of an active entry (1.0).
 //! - **quality** — specificity and length.
 //!
 //! `total = w_c·confidence + w_rel·relevance + w_risk·(1 − risk) + w_con·(1 − conflict) +
 //! w_q·quality`, with per-tenant weights ([`Policy`]).
+//!
+//! The score never overrides the rules that keep org truth governed, whatever the
+//! weights: a secret is always rejected; personal data, any supersession (declared or
+//! found) and any contradiction never auto-approve — a person decides (or, for personal
+//! data, the tenant's rule rejects it).
+//!
+//! Every reason comes in two forms: the full one (naming conflicting entries, counting
+//! words shared with org memory) for callers who may read org memory, and a public one
+//! without entry ids, titles or counts for callers who may only write, so triage is no
+//! oracle for memory they cannot read.
 
 use std::collections::BTreeSet;
 
 use domain::memory::MemoryEntry;
-use domain::proposal::TriageScore;
+use domain::proposal::{Detected, TriageScore};
+use domain::tenant::PersonalDataRule;
 use serde::{Deserialize, Serialize};
 
 /// Per-tenant weights and thresholds (defaults: SPEC §6.1).
@@ -28,6 +39,8 @@ pub struct Policy {
     pub auto_approve: f64,
     /// Below: rejected with the reason.
     pub reject_below: f64,
+    /// Personal data: a person decides, or rejected.
+    pub personal_data: PersonalDataRule,
 }
 
 impl Default for Policy {
@@ -38,7 +51,7 @@ impl Default for Policy {
 
 impl From<&domain::tenant::TriagePolicy> for Policy {
     fn from(p: &domain::tenant::TriagePolicy) -> Self {
-        Self { weights: p.weights, auto_approve: p.auto_approve, reject_below: p.reject_below }
+        Self { weights: p.weights, auto_approve: p.auto_approve, reject_below: p.reject_below, personal_data: p.personal_data }
     }
 }
 
@@ -46,7 +59,8 @@ impl From<&domain::tenant::TriagePolicy> for Policy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     AutoApprove,
-    /// A person decides; `supersede` names the active entry a contradiction would replace.
+    /// A person decides; `supersede` names the active entry approving it replaces (the
+    /// one the proposer named, or the one triage found it contradicts).
     Human {
         supersede: Option<domain::Id>,
     },
@@ -62,6 +76,8 @@ pub struct Input<'a> {
     pub has_source_session: bool,
     /// The entry the proposer says it supersedes.
     pub supersedes: Option<&'a domain::Id>,
+    /// Secrets found (and redacted) when the proposal was made.
+    pub detected: &'a [Detected],
     /// Active org entries of the tenant.
     pub active: &'a [MemoryEntry],
     /// The tenant schema's entity types and field names.
@@ -118,109 +134,58 @@ fn numbers(s: &str) -> BTreeSet<String> {
     words(s).into_iter().filter(|w| w.chars().any(|c| c.is_ascii_digit())).collect()
 }
 
-/// A secret in the text, named by kind (never echoing it).
-pub fn find_secret(s: &str) -> Option<&'static str> {
-    let lower = s.to_lowercase();
-    if s.contains("-----BEGIN") && s.contains("PRIVATE KEY") {
-        return Some("a private key");
-    }
-    let tokens: Vec<&str> = s.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | ',' | ';' | '(' | ')')).collect();
-    for t in &tokens {
-        let t = t.trim_matches(|c: char| !c.is_ascii_alphanumeric());
-        if (t.starts_with("AKIA") || t.starts_with("ASIA"))
-            && t.len() == 20
-            && t.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-        {
-            return Some("an AWS access key");
-        }
-        if ["sk_live_", "rk_live_", "ghp_", "gho_", "xoxb-", "xoxp-", "ctn_", "glpat-"].iter().any(|p| t.starts_with(p))
-            && t.len() >= 20
-        {
-            return Some("an API token");
-        }
-        if t.starts_with("eyJ") && t.matches('.').count() == 2 && t.len() > 40 {
-            return Some("a bearer token (JWT)");
-        }
-    }
-    for key in ["password=", "password:", "passwd=", "secret=", "api_key=", "apikey=", "client_secret="] {
-        if let Some(i) = lower.find(key) {
-            let rest = lower[i + key.len()..].trim_start();
-            if rest.chars().take_while(|c| !c.is_whitespace()).count() >= 6 {
-                return Some("a password or secret value");
-            }
-        }
-    }
-    None
-}
-
-fn luhn(digits: &[u32]) -> bool {
-    let sum: u32 = digits
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, d)| if i % 2 == 1 { if d * 2 > 9 { d * 2 - 9 } else { d * 2 } } else { *d })
-        .sum();
-    sum.is_multiple_of(10)
-}
-
-/// Personal data in the text, by kind.
-pub fn find_pii(s: &str) -> Option<&'static str> {
-    for t in s.split_whitespace() {
-        let t = t.trim_matches(|c: char| !(c.is_alphanumeric() || c == '@' || c == '.' || c == '-' || c == '_' || c == '+'));
-        if let Some((local, domain)) = t.split_once('@')
-            && !local.is_empty()
-            && domain.contains('.')
-            && !domain.starts_with('.')
-        {
-            return Some("an e-mail address");
-        }
-    }
-    // Digit runs, allowing single spaces or dashes between groups (card formatting).
-    let chars: Vec<char> = s.chars().collect();
-    let mut run: Vec<u32> = Vec::new();
-    for (i, c) in chars.iter().enumerate() {
-        if let Some(d) = c.to_digit(10) {
-            run.push(d);
-            continue;
-        }
-        let joins = matches!(c, ' ' | '-')
-            && !run.is_empty()
-            && chars.get(i + 1).is_some_and(char::is_ascii_digit)
-            && chars.get(i.wrapping_sub(1)).is_some_and(char::is_ascii_digit);
-        if !joins {
-            if (13..=19).contains(&run.len()) && luhn(&run) {
-                return Some("a payment card number");
-            }
-            run.clear();
-        }
-    }
-    if (13..=19).contains(&run.len()) && luhn(&run) {
-        return Some("a payment card number");
-    }
-    let lower = s.to_lowercase();
-    if ["ssn", "social security", "passport number", "date of birth"].iter().any(|k| lower.contains(k)) {
-        return Some("a personal identifier");
-    }
-    None
-}
-
 fn clamp(x: f64) -> f64 {
     x.clamp(0.0, 1.0)
+}
+
+/// A reason in its two forms (see the module docs).
+struct Reasons {
+    full: Vec<String>,
+    public: Vec<String>,
+}
+
+impl Reasons {
+    /// A reason that says nothing about org memory: the same for everyone.
+    fn both(&mut self, r: String) {
+        self.public.push(r.clone());
+        self.full.push(r);
+    }
+
+    fn split(&mut self, full: String, public: &str) {
+        self.full.push(full);
+        self.public.push(public.to_owned());
+    }
+}
+
+/// "an AWS secret access key (body, character 12)", for each secret.
+fn secret_list(detected: &[Detected]) -> String {
+    detected.iter().map(|d| format!("{} ({}, character {})", d.kind, d.field, d.at + 1)).collect::<Vec<_>>().join("; ")
+}
+
+/// Kinds of personal data in the text, each once, in order of appearance.
+fn personal_kinds(text: &str) -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = Vec::new();
+    for f in sensitive::personal(text) {
+        if !kinds.contains(&f.kind) {
+            kinds.push(f.kind);
+        }
+    }
+    kinds
 }
 
 /// Scores a proposal and routes it.
 pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
     let text = format!("{}\n{}", input.title, input.body);
     let lower = text.to_lowercase();
-    let mut reasons = Vec::new();
+    let mut reasons = Reasons { full: Vec::new(), public: Vec::new() };
 
     // Confidence.
     let mut confidence: f64 = 0.55;
     if input.has_source_session {
         confidence += 0.25;
-        reasons.push("confidence: grounded in a recorded session".to_owned());
+        reasons.both("confidence: grounded in a recorded session".to_owned());
     } else {
-        reasons.push("confidence: no source session cited".to_owned());
+        reasons.both("confidence: no source session cited".to_owned());
     }
     let concrete = !numbers(&text).is_empty();
     if concrete {
@@ -229,7 +194,7 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
     let hedged: Vec<&str> = HEDGES.iter().copied().filter(|h| lower.contains(h)).collect();
     if !hedged.is_empty() {
         confidence -= 0.45;
-        reasons.push(format!("confidence: hedged (\"{}\")", hedged.join("\", \"")));
+        reasons.both(format!("confidence: hedged (\"{}\")", hedged.join("\", \"")));
     }
     let confidence = clamp(confidence);
 
@@ -242,56 +207,86 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
     let memory_hits = cw.iter().filter(|w| memory_vocab.contains(*w)).count();
     #[allow(clippy::cast_precision_loss)]
     let relevance = clamp(0.55 + 0.15 * vocab_hits.min(2) as f64 + 0.075 * memory_hits.min(2) as f64);
-    reasons.push(format!("relevance: {vocab_hits} terms of the workspace's schema, {memory_hits} shared with its memory"));
+    reasons.split(
+        format!("relevance: {vocab_hits} terms of the workspace's schema, {memory_hits} shared with its memory"),
+        "relevance: compared with the workspace's schema and memory",
+    );
 
-    // Risk.
-    let secret = find_secret(&text);
-    let pii = find_pii(&text);
+    // Risk. Secrets were redacted when the proposal was made (`detected`); the text is
+    // scanned again in case one slipped in some other way.
+    let mut secrets: Vec<Detected> = input.detected.to_vec();
+    for (field, value) in [("title", input.title), ("body", input.body)] {
+        for f in sensitive::secrets(value) {
+            secrets.push(Detected {
+                kind: f.kind.to_owned(),
+                rule: f.rule.to_owned(),
+                field: field.to_owned(),
+                at: value[..f.start].chars().count(),
+                fingerprint: String::new(),
+            });
+        }
+    }
+    let personal = personal_kinds(&text);
     let destructive: Vec<&str> = DESTRUCTIVE.iter().copied().filter(|d| lower.contains(d)).collect();
     let mut risk: f64 = 0.0;
-    if let Some(kind) = secret {
+    if !secrets.is_empty() {
         risk = 1.0;
-        reasons.push(format!("risk: contains {kind}; secrets never become organisational memory"));
+        reasons.both(format!("risk: contains {}; secrets never become organisational memory", secret_list(&secrets)));
     }
-    if let Some(kind) = pii {
+    if !personal.is_empty() {
         risk = risk.max(0.6);
-        reasons.push(format!("risk: contains {kind} (personal data)"));
+        reasons.both(format!("risk: contains personal data ({})", personal.join(", ")));
     }
     if !destructive.is_empty() {
         risk = risk.max(0.8);
-        reasons.push(format!("risk: destructive intent (\"{}\")", destructive.join("\", \"")));
+        reasons.both(format!("risk: destructive intent (\"{}\")", destructive.join("\", \"")));
     }
     if risk == 0.0 {
-        reasons.push("risk: no secret, personal data or destructive intent found".to_owned());
+        reasons.both("risk: no secret, personal data or destructive intent found".to_owned());
     }
 
-    // Conflict: near-duplicates and contradictions of active entries.
+    // Conflict: a declared supersession, near-duplicates and contradictions of active entries.
     let mut conflict: f64 = 0.0;
-    let mut supersede = None;
+    let mut contradicts = None;
+    let mut near_duplicate = false;
     for m in input.active {
-        let other = format!("{} {}", m.title, m.body);
-        let sim = jaccard(&cw, &content_words(&other));
-        let declared = input.supersedes == Some(&m.id);
-        if declared {
+        if input.supersedes == Some(&m.id) {
             conflict = conflict.max(0.2);
-            reasons.push(format!("conflict: replaces {} as declared (its lineage will link both ways)", m.id));
+            reasons.split(
+                format!("conflict: replaces {} as declared (a person decides; its lineage will link both ways)", m.id),
+                "conflict: replaces the entry it names; a person decides",
+            );
             continue;
         }
+        let other = format!("{} {}", m.title, m.body);
+        let sim = jaccard(&cw, &content_words(&other));
         if sim >= 0.5 && (negated(&text) != negated(&other) || (numbers(&text) != numbers(&other) && !numbers(&other).is_empty()))
         {
             conflict = 1.0;
-            supersede = Some(m.id.clone());
-            reasons.push(format!(
-                "conflict: contradicts active entry {} (\"{}\"); a person decides whether it supersedes it",
-                m.id, m.title
-            ));
+            contradicts.get_or_insert_with(|| m.id.clone());
+            reasons.split(
+                format!(
+                    "conflict: contradicts active entry {} (\"{}\"); a person decides whether it supersedes it",
+                    m.id, m.title
+                ),
+                "conflict: may contradict active org memory; a person decides",
+            );
         } else if sim >= 0.8 {
             conflict = conflict.max(0.5);
-            reasons.push(format!("conflict: near-duplicate of active entry {} (\"{}\")", m.id, m.title));
+            near_duplicate = true;
+            reasons.split(
+                format!("conflict: near-duplicate of active entry {} (\"{}\")", m.id, m.title),
+                "conflict: overlaps active org memory",
+            );
         }
     }
+    if input.supersedes.is_some() && conflict < 0.2 {
+        // Named, but not (or no longer) an active entry triage was shown.
+        conflict = 0.2;
+        reasons.both("conflict: replaces the entry it names; a person decides".to_owned());
+    }
     if conflict == 0.0 {
-        reasons.push("conflict: no overlapping active entry".to_owned());
+        reasons.split("conflict: no overlapping active entry".to_owned(), "conflict: compared with active org memory");
     }
 
     // Quality.
@@ -309,40 +304,51 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
         quality -= 0.2;
     }
     let quality = clamp(quality);
-    reasons.push(format!("quality: {len} characters{}", if concrete { ", with concrete details" } else { "" }));
+    reasons.both(format!("quality: {len} characters{}", if concrete { ", with concrete details" } else { "" }));
 
     let w = policy.weights;
     let sum: f64 = w.iter().sum::<f64>().max(f64::EPSILON);
     let total =
         clamp((w[0] * confidence + w[1] * relevance + w[2] * (1.0 - risk) + w[3] * (1.0 - conflict) + w[4] * quality) / sum);
     let total = (total * 1000.0).round() / 1000.0;
-    let score = TriageScore { confidence, relevance, risk, conflict, quality, total, reasons };
 
-    let route = if let Some(kind) = secret {
-        Route::Reject { reason: format!("contains {kind}; secrets are always rejected") }
-    } else if supersede.is_some() {
+    // The rules first, then the score: nothing below decides by weights alone what must
+    // be rejected or what a person must see.
+    let supersede = input.supersedes.cloned().or(contradicts);
+    let route = if !secrets.is_empty() {
+        Route::Reject { reason: format!("contains {}; secrets are always rejected", secret_list(&secrets)) }
+    } else if !personal.is_empty() && policy.personal_data == PersonalDataRule::Reject {
+        Route::Reject {
+            reason: format!(
+                "contains personal data ({}); this workspace rejects personal data in organisational memory",
+                personal.join(", ")
+            ),
+        }
+    } else if total < policy.reject_below {
+        let why: Vec<&str> = reasons
+            .public
+            .iter()
+            .map(String::as_str)
+            .filter(|r| r.starts_with("risk: contains") || r.contains("hedged") || r.starts_with("risk: destructive"))
+            .chain(near_duplicate.then_some("conflict: overlaps active org memory"))
+            .collect();
+        Route::Reject { reason: format!("score {total:.2} is below {:.2}: {}", policy.reject_below, why.join("; ")) }
+    } else if supersede.is_some() || !personal.is_empty() {
         Route::Human { supersede }
     } else if total >= policy.auto_approve {
         Route::AutoApprove
-    } else if total < policy.reject_below {
-        Route::Reject {
-            reason: format!(
-                "score {total:.2} is below {:.2}: {}",
-                policy.reject_below,
-                score
-                    .reasons
-                    .iter()
-                    .filter(|r| r.starts_with("risk: contains")
-                        || r.contains("hedged")
-                        || r.starts_with("risk: destructive")
-                        || r.starts_with("conflict: near"))
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        }
     } else {
         Route::Human { supersede: None }
+    };
+    let score = TriageScore {
+        confidence,
+        relevance,
+        risk,
+        conflict,
+        quality,
+        total,
+        reasons: reasons.full,
+        public_reasons: reasons.public,
     };
     (score, route)
 }
@@ -351,15 +357,108 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
 mod tests {
     use super::*;
 
+    fn entry(id: &str, title: &str, body: &str) -> MemoryEntry {
+        let now = domain::Timestamp(0);
+        MemoryEntry {
+            tenant: domain::TenantId::new("tn").unwrap(),
+            id: domain::Id::new(id).unwrap(),
+            memory_type: domain::memory::MemoryType::Org,
+            scope: domain::memory::MemoryScope::Org,
+            kind: "decision".into(),
+            title: title.into(),
+            body: body.into(),
+            state: domain::memory::GovernanceState::Active,
+            lineage: domain::memory::Lineage::default(),
+            created_by: domain::Id::new("p").unwrap(),
+            created_at: now,
+            updated_at: now,
+            version: 1,
+        }
+    }
+
+    fn run(
+        title: &str,
+        body: &str,
+        supersedes: Option<&domain::Id>,
+        active: &[MemoryEntry],
+        policy: &Policy,
+    ) -> (TriageScore, Route) {
+        let vocabulary = BTreeSet::new();
+        score(
+            &Input { title, body, has_source_session: true, supersedes, detected: &[], active, vocabulary: &vocabulary },
+            policy,
+        )
+    }
+
+    const GOOD: &str = "Enterprise renewals are negotiated 90 days before the contract end date by the account owner.";
+
     #[test]
-    fn secrets_and_pii_are_found_by_kind() {
-        assert_eq!(find_secret("use AKIAABCDEFGHIJKLMNOP for the bucket"), Some("an AWS access key"));
-        assert_eq!(find_secret("the token is sk_live_51Habcdefghijklmnop"), Some("an API token"));
-        assert_eq!(find_secret("db password= hunter22 for prod"), Some("a password or secret value"));
-        assert_eq!(find_secret("-----BEGIN RSA PRIVATE KEY-----\nMII"), Some("a private key"));
-        assert_eq!(find_secret("we rotate passwords quarterly"), None);
-        assert_eq!(find_pii("mail ada@acme.example about it"), Some("an e-mail address"));
-        assert_eq!(find_pii("card 4111 1111 1111 1111 on file"), Some("a payment card number"));
-        assert_eq!(find_pii("renewals are due 30 days before 2026-12-01"), None);
+    fn a_clean_specific_proposal_is_auto_approved() {
+        let (s, route) = run("Renewal lead time", GOOD, None, &[], &Policy::default());
+        assert_eq!(route, Route::AutoApprove, "{s:?}");
+    }
+
+    #[test]
+    fn a_declared_supersession_always_waits_for_a_person() {
+        let old = entry("m1", "Renewal lead time", "Renewals are negotiated 60 days before the end date.");
+        // Even with weights that ignore conflict entirely and a bar anyone clears.
+        let lax = Policy { weights: [0.5, 0.5, 0.0, 0.0, 0.0], auto_approve: 0.01, reject_below: 0.0, ..Policy::default() };
+        let (s, route) = run("Renewal lead time", GOOD, Some(&old.id), std::slice::from_ref(&old), &lax);
+        assert_eq!(route, Route::Human { supersede: Some(old.id.clone()) }, "{s:?}");
+        // Named but not among the entries compared: still a person.
+        let (_, route) = run("Renewal lead time", GOOD, Some(&old.id), &[], &lax);
+        assert_eq!(route, Route::Human { supersede: Some(old.id) });
+    }
+
+    #[test]
+    fn a_contradiction_waits_for_a_person_with_a_supersede_suggestion() {
+        let old = entry(
+            "m1",
+            "Renewal lead time",
+            "Enterprise renewals are negotiated 60 days before the contract end date by the account owner.",
+        );
+        let lax = Policy { auto_approve: 0.01, reject_below: 0.0, ..Policy::default() };
+        let (s, route) = run("Renewal lead time", GOOD, None, std::slice::from_ref(&old), &lax);
+        assert_eq!(route, Route::Human { supersede: Some(old.id.clone()) });
+        assert!(s.reasons.iter().any(|r| r.contains("m1")));
+        assert!(s.public_reasons.iter().all(|r| !r.contains("m1") && !r.contains("Renewal lead")), "{:?}", s.public_reasons);
+    }
+
+    #[test]
+    fn personal_data_never_auto_approves_and_the_tenant_may_reject_it() {
+        let body = format!("{GOOD} The customer's card is 4111 1111 1111 1111.");
+        let lax = Policy { auto_approve: 0.01, reject_below: 0.0, ..Policy::default() };
+        let (_, route) = run("Renewal lead time", &body, None, &[], &lax);
+        assert_eq!(route, Route::Human { supersede: None });
+        let strict = Policy { personal_data: PersonalDataRule::Reject, ..lax };
+        let (_, route) = run("Renewal lead time", &body, None, &[], &strict);
+        assert!(matches!(route, Route::Reject { reason } if reason.contains("payment card") && !reason.contains("4111")));
+    }
+
+    #[test]
+    fn a_secret_is_always_rejected_naming_kind_and_place_only() {
+        let body = format!("{GOOD} aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY");
+        let lax = Policy { weights: [1.0, 0.0, 0.0, 0.0, 0.0], auto_approve: 0.01, reject_below: 0.0, ..Policy::default() };
+        let (s, route) = run("Renewal lead time", &body, None, &[], &lax);
+        let Route::Reject { reason } = route else { panic!("{s:?}") };
+        assert!(reason.contains("secret") && reason.contains("body, character"), "{reason}");
+        assert!(!reason.contains("wJalr"));
+    }
+
+    #[test]
+    fn public_reasons_name_no_entry_and_count_nothing() {
+        let a = entry("m-alpha", "Churn playbook", "Churn risk accounts get a success plan within 5 days.");
+        let b = entry(
+            "m-beta",
+            "Renewal lead time",
+            "Enterprise renewals are negotiated 90 days before the contract end date by the account owner.",
+        );
+        let (s, _) = run("Renewal lead time", GOOD, None, &[a, b], &Policy::default());
+        for r in &s.public_reasons {
+            assert!(!r.contains("m-alpha") && !r.contains("m-beta") && !r.contains("Churn"), "{r}");
+            // Counts of anything in org memory are digits; only the proposal's own length is.
+            assert!(r.starts_with("quality") || !r.chars().any(|c| c.is_ascii_digit()), "{r}");
+        }
+        assert!(s.reasons.iter().any(|r| r.contains("m-beta")), "{:?}", s.reasons);
     }
 }

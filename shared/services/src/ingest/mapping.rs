@@ -181,6 +181,9 @@ pub fn canonical_id(source: &str, entity_type: &str, native: &str) -> Id {
     Id::new(format!("{entity_type}-{short}")).unwrap_or_else(|_| Id::new(short).unwrap_or_else(|_| unreachable!()))
 }
 
+/// How far ahead of our clock a source's modification time may be (its clock's skew).
+pub const MAX_SOURCE_CLOCK_SKEW_MS: i64 = 5 * 60 * 1000;
+
 /// Parses a source timestamp: RFC 3339 (also with a `+0000` offset, as Salesforce and
 /// Jira write it) or Unix seconds / milliseconds.
 pub fn parse_time(v: &Json) -> Option<Timestamp> {
@@ -258,12 +261,14 @@ impl SourceMapping {
     }
 
     /// Checks that `record` is something this source's mapping recognises: an object of
-    /// a known kind with an id and a modification time. This is the ingest API's shape
-    /// check; the normalizer does the rest in the pipeline.
+    /// a known kind with an id and a modification time no later than `latest` (now plus
+    /// the clock skew a source may have: a record dated in the future would win every
+    /// freshness comparison for ever). This is the ingest API's shape check; the
+    /// normalizer does the rest in the pipeline.
     ///
     /// # Errors
     /// `INVALID_REQUEST` saying what is wrong with the record.
-    pub fn check_shape(&self, source: &str, record: &Json) -> Result<()> {
+    pub fn check_shape(&self, source: &str, record: &Json, latest: Timestamp) -> Result<()> {
         if !record.is_object() {
             return Err(Error::invalid("a record must be a JSON object"));
         }
@@ -277,9 +282,19 @@ impl SourceMapping {
         present(at(object, &o.id))
             .and_then(scalar_text)
             .ok_or_else(|| Error::invalid_field(&o.id, "the record's id is missing"))?;
-        present(at(record, &o.updated_at))
+        let updated = present(at(record, &o.updated_at))
             .and_then(parse_time)
             .ok_or_else(|| Error::invalid_field(&o.updated_at, "the record's modification time is missing or not a time"))?;
+        if updated > latest {
+            return Err(Error::invalid_field(
+                &o.updated_at,
+                format!(
+                    "the record's modification time {} is in the future (a source's clock may be at most {} s ahead)",
+                    updated.to_rfc3339(),
+                    MAX_SOURCE_CLOCK_SKEW_MS / 1000
+                ),
+            ));
+        }
         Ok(())
     }
 
@@ -288,7 +303,8 @@ impl SourceMapping {
     /// # Errors
     /// `INVALID_REQUEST` naming the canonical field or source path at fault.
     pub fn normalize(&self, source: &str, record: &Json) -> Result<Normalized> {
-        self.check_shape(source, record)?;
+        // Its time was bounded when the ingest API accepted it.
+        self.check_shape(source, record, Timestamp(i64::MAX))?;
         let o = self.object_for(record).ok_or_else(|| Error::invalid("unknown record kind"))?;
         let object = o.unwrap.as_deref().and_then(|p| at(record, p)).unwrap_or(record);
         let native = present(at(object, &o.id)).and_then(scalar_text).unwrap_or_default();
@@ -386,12 +402,16 @@ mod tests {
     #[test]
     fn shapes_are_checked_with_clear_errors() {
         let m = mapping("jira").unwrap();
-        assert!(m.check_shape("jira", &json!([1])).unwrap_err().message.contains("JSON object"));
-        assert!(m.check_shape("jira", &json!({"key": "X-1"})).unwrap_err().message.contains("not a record kind"));
+        let latest = Timestamp(i64::MAX);
+        assert!(m.check_shape("jira", &json!([1]), latest).unwrap_err().message.contains("JSON object"));
+        assert!(m.check_shape("jira", &json!({"key": "X-1"}), latest).unwrap_err().message.contains("not a record kind"));
         let no_time = json!({"id": "1", "key": "X-1", "fields": {"issuetype": {"name": "Bug"}, "summary": "s"}});
-        assert!(m.check_shape("jira", &no_time).is_err());
+        assert!(m.check_shape("jira", &no_time, latest).is_err());
         let ok = json!({"id": "1", "key": "X-1", "fields": {"issuetype": {"name": "Bug"}, "summary": "s", "updated": "2026-01-01T00:00:00.000+0000"}});
-        m.check_shape("jira", &ok).unwrap();
+        m.check_shape("jira", &ok, latest).unwrap();
+        // Dated beyond the allowed skew: refused, naming the field.
+        let e = m.check_shape("jira", &ok, Timestamp(0)).unwrap_err();
+        assert!(e.message.contains("in the future"), "{}", e.message);
         let bad_int = json!({"objectType": "companies", "id": "1", "updatedAt": "2026-01-01T00:00:00Z", "properties": {"name": "A", "numberofemployees": "many"}});
         let e = mapping("hubspot").unwrap().normalize("hubspot", &bad_int).unwrap_err();
         assert_eq!(e.payload.field_errors.first().map(|f| f.field.as_str()), Some("employee_count"), "{e:?}");

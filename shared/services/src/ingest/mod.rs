@@ -29,7 +29,7 @@ use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, Ingest
 use domain::principal::{CallerContext, Scope};
 use domain::spine::{Entity, EntityRef, Relationship, Signal};
 use domain::tenant::Tenant;
-use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
+use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use ports::blob::BlobKey;
 use ports::queue::{Delivery, QueueMessage};
 use ports::records::{ConnectorStore, EntityStore, Expect, IngestFailureStore, SpineWrite, TenantStore};
@@ -280,12 +280,13 @@ impl IngestService {
         }
         let mut rejected = Vec::new();
         let mut good: Vec<(usize, Json, usize)> = Vec::new();
+        let latest = Timestamp(self.backend.clock.now().0.saturating_add(mapping::MAX_SOURCE_CLOCK_SKEW_MS));
         for (i, r) in records.into_iter().enumerate() {
             let size = serde_json::to_vec(&r).map(|v| v.len()).unwrap_or(usize::MAX);
             let verdict = if size > MAX_RECORD_BYTES {
                 Err(Error::new(ErrorCode::PayloadTooLarge, format!("record of {size} bytes; at most {MAX_RECORD_BYTES}")))
             } else {
-                map.check_shape(source, &r)
+                map.check_shape(source, &r, latest)
             };
             match verdict {
                 Ok(()) => good.push((i, r, size)),

@@ -38,8 +38,18 @@ pub const MAX_REDIRECT_URIS: usize = 10;
 const MAX_URI_LEN: usize = 2000;
 const MAX_NAME_LEN: usize = 200;
 const MAX_STATE_LEN: usize = 1024;
-/// Sign-in attempts per e-mail address and minute.
-pub const LOGIN_ATTEMPTS_PER_MINUTE: u32 = 10;
+/// Failed sign-ins one source may make for one e-mail address before it must wait: 5,
+/// then one more a minute.
+pub const FAILURES_PER_EMAIL_AND_SOURCE: Rate = Rate { capacity: 5, per_minute: 1 };
+/// Failed sign-ins one source may make across all e-mail addresses (spraying): 30, then
+/// 10 a minute.
+pub const FAILURES_PER_SOURCE: Rate = Rate { capacity: 30, per_minute: 10 };
+/// Failed sign-ins for one e-mail address from all sources: beyond 10 (then 5 a minute),
+/// every attempt for it waits [`SIGN_IN_BACKOFF`] first — a slow-down, never a refusal,
+/// so nobody can lock a user out from elsewhere.
+pub const FAILURES_PER_EMAIL: Rate = Rate { capacity: 10, per_minute: 5 };
+/// The wait before checking a password of an e-mail address under attack.
+pub const SIGN_IN_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a registration gets when it asks for no scope, and a user when a client asks for none.
 pub const DEFAULT_SCOPES: &str = "mcp:tools mcp:resources tenant:read memory:read";
@@ -176,7 +186,8 @@ pub enum PasswordCheck {
     Ok(UserLogin),
     /// Unknown workspace or e-mail, disabled, or a wrong password (one answer for all).
     Wrong,
-    /// Too many attempts for this e-mail: retry after this many seconds.
+    /// Too many failures from this source (for this e-mail, or in all): retry after this
+    /// many seconds.
     Limited(u64),
     /// The attempt limiter is down: refused (fail closed).
     Unavailable,
@@ -247,8 +258,62 @@ fn valid_redirect_uri(uri: &str) -> bool {
     let scheme_ok = scheme.len() >= 2
         && scheme.bytes().next().is_some_and(|b| b.is_ascii_alphabetic())
         && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'));
-    scheme_ok && !rest.is_empty() && !matches!(lower.as_str(), "javascript" | "data" | "file" | "vbscript" | "blob" | "about")
+    scheme_ok && !rest.is_empty() && !NOT_PRIVATE_USE.contains(&lower.as_str())
 }
+
+/// Schemes that are not an app's private-use scheme (RFC 8252 §7.1): script and local
+/// content, and network protocols a browser or the OS would hand the code to someone
+/// else (`ftp:`, `ws:`, `mailto:`…).
+const NOT_PRIVATE_USE: &[&str] = &[
+    "javascript",
+    "data",
+    "file",
+    "vbscript",
+    "blob",
+    "about",
+    "filesystem",
+    "view-source",
+    "ftp",
+    "ftps",
+    "sftp",
+    "tftp",
+    "ws",
+    "wss",
+    "mailto",
+    "tel",
+    "sms",
+    "smsto",
+    "mms",
+    "fax",
+    "callto",
+    "gopher",
+    "ldap",
+    "ldaps",
+    "smtp",
+    "imap",
+    "pop",
+    "telnet",
+    "ssh",
+    "git",
+    "svn",
+    "irc",
+    "ircs",
+    "news",
+    "nntp",
+    "rtsp",
+    "rtmp",
+    "sip",
+    "sips",
+    "xmpp",
+    "magnet",
+    "urn",
+    "jar",
+    "chrome",
+    "chrome-extension",
+    "moz-extension",
+    "resource",
+    "intent",
+];
 
 /// Whether errors may be sent to this redirect URI before the user did anything
 /// (RFC 9700 §4.11.2): yes for loopback and private-use schemes, which no third party
@@ -673,23 +738,48 @@ impl OAuthService {
     }
 
     /// Checks a user's password (argon2id, on the blocking pool; a dummy hash is
-    /// verified for an unknown user so timing says nothing), at most
-    /// `LOGIN_ATTEMPTS_PER_MINUTE` attempts a minute per workspace and e-mail. Used by
-    /// the OAuth sign-in page and the approvals console.
+    /// verified for an unknown user so timing says nothing). Only failures count, per
+    /// source and e-mail ([`FAILURES_PER_EMAIL_AND_SOURCE`]) and per source
+    /// ([`FAILURES_PER_SOURCE`]): past either, that source is refused for a while. Failures
+    /// from other sources only slow a correct password down ([`FAILURES_PER_EMAIL`],
+    /// [`SIGN_IN_BACKOFF`]) — they never refuse it. `source` is the client's address
+    /// (`None`: unknown, all such callers share one budget). Used by the OAuth sign-in
+    /// page and the approvals console.
     ///
     /// # Errors
     /// `UNAVAILABLE` when the store cannot be read; `INTERNAL` if the check cannot run.
-    pub async fn check_password(&self, tenant: &str, email: &str, password_given: &str) -> Result<PasswordCheck> {
+    pub async fn check_password(
+        &self,
+        tenant: &str,
+        email: &str,
+        password_given: &str,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<PasswordCheck> {
         let email = email.trim().to_ascii_lowercase();
-        let limit_key = format!("login:{}", sha256_hex(&format!("{}\n{email}", tenant.trim())));
-        match self.backend.limiter.acquire(&limit_key, Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE)).await {
-            Ok(d) if !d.allowed => {
-                return Ok(PasswordCheck::Limited(d.retry_after_secs));
+        let who = sha256_hex(&format!("{}\n{email}", tenant.trim()));
+        let from = source.map_or_else(|| "unknown".to_owned(), |ip| ip.to_string());
+        let mine = [
+            (format!("signin-fail:{who}:{from}"), FAILURES_PER_EMAIL_AND_SOURCE),
+            (format!("signin-fail:source:{from}"), FAILURES_PER_SOURCE),
+        ];
+        let everyone = format!("signin-fail:{who}");
+        let limiter = &self.backend.limiter;
+        for (key, rate) in &mine {
+            match limiter.peek(key, *rate).await {
+                Ok(d) if !d.allowed => return Ok(PasswordCheck::Limited(d.retry_after_secs)),
+                Ok(_) => {}
+                // Fail closed: without the limiter, password guessing would be unbounded.
+                Err(e) => {
+                    tracing::warn!(error = %e, "sign-in limiter unavailable; sign-in refused");
+                    return Ok(PasswordCheck::Unavailable);
+                }
             }
+        }
+        match limiter.peek(&everyone, FAILURES_PER_EMAIL).await {
+            Ok(d) if !d.allowed => tokio::time::sleep(SIGN_IN_BACKOFF).await,
             Ok(_) => {}
-            // Fail closed: without the limiter, password guessing would be unbounded.
             Err(e) => {
-                tracing::warn!(error = %e, "login rate limiter unavailable; sign-in refused");
+                tracing::warn!(error = %e, "sign-in limiter unavailable; sign-in refused");
                 return Ok(PasswordCheck::Unavailable);
             }
         }
@@ -708,10 +798,15 @@ impl OAuthService {
         })
         .await
         .map_err(|e| Error::internal(format!("password check: {e}")))?;
-        Ok(match login.filter(|_| ok) {
-            Some(l) => PasswordCheck::Ok(l),
-            None => PasswordCheck::Wrong,
-        })
+        if let Some(l) = login.filter(|_| ok) {
+            return Ok(PasswordCheck::Ok(l));
+        }
+        for (key, rate) in mine.iter().chain(std::iter::once(&(everyone, FAILURES_PER_EMAIL))) {
+            if let Err(e) = limiter.acquire(key, *rate).await {
+                tracing::warn!(error = %e, "a failed sign-in was not counted");
+            }
+        }
+        Ok(PasswordCheck::Wrong)
     }
 
     /// Opens an approvals-console session (SPEC §6.4) for a user who signs in with their
@@ -722,8 +817,15 @@ impl OAuthService {
     /// `UNAUTHENTICATED` (one message) for an unknown workspace or e-mail, a disabled
     /// user or a wrong password; `FORBIDDEN` for a role that cannot decide (member);
     /// `RATE_LIMITED` after too many attempts; `UNAVAILABLE`.
-    pub async fn console_login_user(&self, base: &str, tenant: &str, email: &str, password: &str) -> Result<String> {
-        let login = match self.check_password(tenant, email, password).await? {
+    pub async fn console_login_user(
+        &self,
+        base: &str,
+        tenant: &str,
+        email: &str,
+        password: &str,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<String> {
+        let login = match self.check_password(tenant, email, password, source).await? {
             PasswordCheck::Ok(l) => l,
             PasswordCheck::Wrong => return Err(Error::unauthenticated("Unknown workspace, e-mail or password.")),
             PasswordCheck::Limited(secs) => {
@@ -742,9 +844,9 @@ impl OAuthService {
         Ok(token)
     }
 
-    /// Checks a sign-in on the login page. Bounded three ways before any password is
-    /// hashed: 10 attempts a minute per e-mail, and 5 failures per login page (then it
-    /// must be started again); argon2 runs on the blocking pool.
+    /// Checks a sign-in on the login page: the failure limits of [`Self::check_password`]
+    /// and 5 failures per login page (then it must be started again); argon2 runs on the
+    /// blocking pool.
     ///
     /// # Errors
     /// [`AuthorizeError::Page`] for an expired, forged or used-up form.
@@ -755,6 +857,7 @@ impl OAuthService {
         tenant: &str,
         email: &str,
         password_given: &str,
+        source: Option<std::net::IpAddr>,
     ) -> std::result::Result<LoginOutcome, AuthorizeError> {
         let (mut p, v) = self.pending(pending_id, csrf).await?;
         let client_name = self.client_name(&p.client_id).await?;
@@ -766,7 +869,7 @@ impl OAuthService {
                 "too many failed sign-ins; start again from your app",
             )));
         }
-        let login = match self.check_password(tenant, email, password_given).await? {
+        let login = match self.check_password(tenant, email, password_given, source).await? {
             PasswordCheck::Limited(secs) => {
                 return Ok(LoginOutcome::Retry(view(p), format!("Too many attempts. Wait {secs} seconds and try again.")));
             }
@@ -1238,6 +1341,10 @@ mod tests {
             "JavaScript:alert(1)",
             "data:text/html,x",
             "file:///etc/passwd",
+            "ftp://files.example.com/cb",
+            "FTP://files.example.com/cb",
+            "wss://socket.example.com/cb",
+            "mailto:attacker@example.com",
             "",
             "nocolon",
             "https://a b",

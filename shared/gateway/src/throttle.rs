@@ -1,0 +1,90 @@
+//! Per-address limits on the routes anyone may call without a credential (SPEC §10):
+//! dynamic client registration, the token and revocation endpoints, and the two sign-in
+//! forms. Authenticated routes are limited per tenant instead (`auth::rate_limit`).
+//!
+//! The address is the request's [`ClientAddr`] (the TCP peer on `continuity serve`, API
+//! Gateway's `sourceIp` on Lambda); an IPv6 client is counted by its /64, which one host
+//! usually holds whole. A request without an address (an in-process call) is not limited
+//! here. A limiter that cannot be reached lets the request through (logged): the
+//! sign-in's own failure limits fail closed.
+
+use std::net::IpAddr;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use ports::Rate;
+
+use crate::error::ApiError;
+use crate::router::AppState;
+use crate::server::ClientAddr;
+
+/// The limited routes: (path, name, requests a minute per address).
+const LIMITS: &[(&str, &str, u32)] = &[
+    ("/oauth/register", "register", 20),
+    ("/oauth/token", "token", 300),
+    ("/oauth/revoke", "revoke", 300),
+    ("/oauth/authorize", "sign-in", 60),
+    ("/approvals/login", "console-sign-in", 30),
+];
+
+/// The bucket an address counts in: itself, or its /64 for IPv6.
+fn source_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => {
+                let s = v6.segments();
+                format!("{:x}:{:x}:{:x}:{:x}::/64", s[0], s[1], s[2], s[3])
+            }
+        },
+    }
+}
+
+/// Middleware: POSTs to the routes of [`LIMITS`] take a token from their address's bucket.
+pub async fn per_source(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let limit =
+        (req.method() == http::Method::POST).then(|| LIMITS.iter().find(|(path, _, _)| *path == req.uri().path())).flatten();
+    let (Some((path, name, per_minute)), Some(addr)) = (limit, req.extensions().get::<ClientAddr>().copied()) else {
+        return next.run(req).await;
+    };
+    let key = format!("source:{name}:{}", source_key(addr.0));
+    match state.services.backend.limiter.acquire(&key, Rate::per_minute(*per_minute)).await {
+        Ok(d) if d.allowed => next.run(req).await,
+        Ok(d) => {
+            let message = format!("too many requests from this address; retry in {} s", d.retry_after_secs);
+            if path.starts_with("/oauth/") {
+                // OAuth clients read RFC 6749-style errors.
+                let body = serde_json::json!({ "error": "too_many_requests", "error_description": message });
+                let mut r = (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+                if let Ok(v) = http::HeaderValue::from_str(&d.retry_after_secs.to_string()) {
+                    r.headers_mut().insert(http::header::RETRY_AFTER, v);
+                }
+                return r;
+            }
+            ApiError::from(domain::Error::new(domain::ErrorCode::RateLimited, message).with_retry_after(d.retry_after_secs))
+                .into_response()
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, route = name, "per-address limiter unavailable; request allowed");
+            next.run(req).await
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ipv6_clients_count_by_their_64() {
+        let a: IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: IpAddr = "2001:db8:1:2:bbbb::9".parse().unwrap();
+        let c: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(source_key(a), source_key(b));
+        assert_ne!(source_key(a), source_key(c));
+        assert_eq!(source_key("::ffff:10.0.0.1".parse().unwrap()), "10.0.0.1");
+        assert_eq!(source_key("10.0.0.1".parse().unwrap()), "10.0.0.1");
+    }
+}
