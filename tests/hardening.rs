@@ -537,12 +537,13 @@ async fn triage_tells_writers_nothing_aws() {
 // ---- 9. sign-in cannot lock a user out ----------------------------------------------
 
 async fn sign_in_limits(backend: Backend) {
-    use services::oauth::{NewUser, PasswordCheck};
+    use services::admin::NewUser;
+    use services::oauth::PasswordCheck;
     let s = Services::new(backend);
     let t = tenant(&s, "signin").await;
     let password = "correct horse battery staple 42";
     for email in ["ada@example.com", "bob@example.com"] {
-        s.oauth
+        s.admin
             .add_user(NewUser { tenant: t.clone(), email: email.into(), role: Role::Member, password: password.into() })
             .await
             .unwrap();

@@ -15,7 +15,8 @@ use domain::tenant::{Department, Industry, PlanTier};
 use ports::{Backend, SystemClock};
 use serde_json::json;
 use services::Services;
-use services::oauth::{ClientCredentials, LoginOutcome, NewServiceClient, NewUser, Params};
+use services::admin::{NewServiceClient, NewUser};
+use services::oauth::{ClientCredentials, LoginOutcome, Params};
 use sha2::Digest as _;
 
 const BASE: &str = "https://continuity.example.com";
@@ -37,7 +38,7 @@ async fn flow(backend: Backend) {
     let t = contract::fresh_tenant("oauth");
     s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     let password = "a long enough password 42";
-    s.oauth
+    s.admin
         .add_user(NewUser { tenant: t.clone(), email: "ada@example.com".into(), role: Role::Member, password: password.into() })
         .await
         .unwrap();
@@ -120,7 +121,7 @@ async fn flow(backend: Backend) {
 
     // client_credentials.
     let c = s
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: t.clone(),
             name: "etl".into(),
@@ -140,12 +141,12 @@ async fn flow(backend: Backend) {
         "the client's toolsets ride in its token"
     );
     // An operator narrows them: the next token carries the change.
-    s.oauth.set_client_toolsets(&c.client_id, domain::principal::Toolsets::default()).await.unwrap();
+    s.admin.set_client_toolsets(&c.client_id, domain::principal::Toolsets::default()).await.unwrap();
     let tok2 = s.oauth.token(BASE, &params(&[("grant_type", "client_credentials")]), &creds).await.unwrap();
     let caller2 = s.auth.authenticate_header(Some(&format!("Bearer {}", tok2.access_token)), BASE).await.unwrap();
     assert_eq!(caller2.toolsets, domain::principal::Toolsets::default());
     assert_eq!(
-        s.oauth.set_client_toolsets(&domain::Id::new("no-such-client").unwrap(), Default::default()).await.unwrap_err().code,
+        s.admin.set_client_toolsets(&domain::Id::new("no-such-client").unwrap(), Default::default()).await.unwrap_err().code,
         domain::ErrorCode::NotFound
     );
     assert!(

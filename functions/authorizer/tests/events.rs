@@ -109,11 +109,12 @@ async fn everything_else_is_denied_never_an_error() {
 /// context when issued for this API, denied otherwise.
 #[tokio::test]
 async fn access_tokens_are_verified_by_the_same_library() {
-    use services::oauth::{ClientCredentials, NewServiceClient, Params};
+    use services::admin::NewServiceClient;
+    use services::oauth::{ClientCredentials, Params};
     let dir = tempfile::tempdir().unwrap();
     let (s, _) = setup(dir.path()).await;
     let c = s
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: TenantId::new("demo").unwrap(),
             name: "etl".into(),

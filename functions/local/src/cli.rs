@@ -321,6 +321,11 @@ enum EntityCommand {
     },
 }
 
+/// Who the audit ledger names for an admin command: `cli:<login name>`.
+fn cli_actor() -> String {
+    format!("cli:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
+}
+
 /// A service error for the person at the terminal: the message and what actually failed.
 fn domain_err(e: domain::Error) -> anyhow::Error {
     anyhow!("{}", e.for_operator())
@@ -359,7 +364,7 @@ async fn durability(s: &services::Services, command: Command) -> anyhow::Result<
                 .map_err(domain_err)?;
             println!(
                 "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
-                s.backend.embedder.name(),
+                s.embedder_name(),
                 r.indexed,
                 r.verified,
                 r.kept,
@@ -432,6 +437,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     let home_path = home::resolve(cli.home);
     let home = home::open(home_path, &cli.embedder).await?;
     let s = &home.services;
+    // Every change an admin command makes is audited with who ran it.
+    let admin = s.admin.acting_as(cli_actor());
     match cli.command {
         Command::Serve { addr, public_url, max_connections, header_timeout } => {
             let limits = gateway::server::Limits {
@@ -443,7 +450,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Stdio { tenant, principal, toolsets } => {
             let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            let t = s.admin.show_tenant(&tenant).await.map_err(domain_err)?;
+            let t = admin.show_tenant(&tenant).await.map_err(domain_err)?;
             // The person at this terminal, as an MCP client: never `admin` or
             // `approvals:decide`, which no MCP client is granted (walls 4 and 5).
             let scopes = domain::principal::Scopes(
@@ -469,8 +476,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tenant(TenantCommand::Create { slug, plan, department, industry }) => {
-            let t = s
-                .admin
+            let t = admin
                 .create_tenant(TenantId::new(slug).map_err(domain_err)?, plan, department, industry)
                 .await
                 .map_err(domain_err)?;
@@ -478,7 +484,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tenant(TenantCommand::Show { slug, schema }) => {
-            let t = s.admin.show_tenant(&TenantId::new(slug).map_err(domain_err)?).await.map_err(domain_err)?;
+            let t = admin.show_tenant(&TenantId::new(slug).map_err(domain_err)?).await.map_err(domain_err)?;
             if schema {
                 println!("{}", serde_json::to_string_pretty(&services::capabilities::schema_document(&t))?);
                 return Ok(());
@@ -508,7 +514,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Tenant(TenantCommand::List) => {
-            for t in s.admin.list_tenants().await.map_err(domain_err)? {
+            for t in admin.list_tenants().await.map_err(domain_err)? {
                 println!("{t}");
             }
             Ok(())
@@ -521,7 +527,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 || changes.approval_timeout.is_some()
                 || changes.personal_data.is_some()
             {
-                let current = s.admin.show_tenant(&tenant_id).await.map_err(domain_err)?.triage.unwrap_or_default();
+                let current = admin.show_tenant(&tenant_id).await.map_err(domain_err)?.triage.unwrap_or_default();
                 let weights = match &changes.triage_weights {
                     Some(w) => <[f64; 5]>::try_from(w.as_slice()).map_err(|_| anyhow!("--triage-weights takes five numbers"))?,
                     None => current.weights,
@@ -548,7 +554,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 display_name: changes.display_name,
                 rate_limit_per_minute: changes.rate_limit_per_minute,
             };
-            let t = s.admin.set_tenant(&TenantId::new(slug).map_err(domain_err)?, c).await.map_err(domain_err)?;
+            let t = admin.set_tenant(&TenantId::new(slug).map_err(domain_err)?, c).await.map_err(domain_err)?;
             println!(
                 "updated tenant {} (plan {}, {} × {}, storage {}, version {})",
                 t.id, t.plan, t.department, t.industry, t.storage_tier, t.version
@@ -564,20 +570,20 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 teams,
                 projects,
             };
-            let key = s.admin.create_key_with_toolsets(req, toolsets).await.map_err(domain_err)?;
+            let key = admin.create_key_with_toolsets(req, toolsets).await.map_err(domain_err)?;
             println!("{}", key.token);
             eprintln!("created key {} for tenant {}; this is the only time its secret is shown", key.key_id, key.tenant);
             Ok(())
         }
         Command::Key(KeyCommand::Revoke { tenant, key_id }) => {
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            s.admin.revoke_key(&tenant, &Id::new(key_id.clone()).map_err(domain_err)?).await.map_err(domain_err)?;
+            admin.revoke_key(&tenant, &Id::new(key_id.clone()).map_err(domain_err)?).await.map_err(domain_err)?;
             println!("revoked key {key_id} of tenant {tenant}");
             Ok(())
         }
         Command::Key(KeyCommand::List { tenant }) => {
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
-            for k in s.admin.list_keys(&tenant).await.map_err(domain_err)? {
+            for k in admin.list_keys(&tenant).await.map_err(domain_err)? {
                 let state = k.revoked_at.map_or_else(|| "active".to_owned(), |t| format!("revoked {}", t.to_rfc3339()));
                 println!("{}  {}  principal={}  scopes=\"{}\"", k.key_id, state, k.principal, k.scopes.to_oauth_string());
             }
@@ -587,7 +593,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let tenant = TenantId::new(tenant).map_err(domain_err)?;
             let attributes: Attributes =
                 serde_json::from_str(&attributes).map_err(|e| anyhow!("--attributes must be a JSON object: {e}"))?;
-            let operator = s.admin.operator(&tenant).await.map_err(domain_err)?;
+            let operator = admin.operator(&tenant).await.map_err(domain_err)?;
             let e = s
                 .entities
                 .put(
@@ -605,34 +611,34 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::User(UserCommand::Add { tenant, email, role }) => {
             let password = read_password(&format!("Password for {email}: "))?;
-            let user = services::oauth::NewUser {
+            let user = services::admin::NewUser {
                 tenant: TenantId::new(tenant).map_err(domain_err)?,
                 email: email.clone(),
                 role,
                 password,
             };
             let tenant = user.tenant.clone();
-            let id = s.oauth.add_user(user).await.map_err(domain_err)?;
+            let id = admin.add_user(user).await.map_err(domain_err)?;
             println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
             Ok(())
         }
         Command::Client(ClientCommand::Toolsets { client_id, toolsets }) => {
             let toolsets = domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?;
             let id = domain::Id::new(client_id).map_err(domain_err)?;
-            s.oauth.set_client_toolsets(&id, toolsets.clone()).await.map_err(domain_err)?;
+            admin.set_client_toolsets(&id, toolsets.clone()).await.map_err(domain_err)?;
             let names: Vec<&str> = toolsets.0.iter().map(|t| t.as_str()).collect();
             println!("client {id} is offered the toolsets {} from its next sign-in or refresh", names.join(","));
             Ok(())
         }
         Command::Client(ClientCommand::Create { tenant, name, scopes, jwt_bearer, toolsets }) => {
-            let req = services::oauth::NewServiceClient {
+            let req = services::admin::NewServiceClient {
                 tenant: TenantId::new(tenant).map_err(domain_err)?,
                 name,
                 scopes: Scopes::parse(&scopes).map_err(domain_err)?,
                 jwt_bearer,
                 toolsets: domain::principal::Toolsets::parse(&toolsets).map_err(domain_err)?,
             };
-            let c = s.oauth.create_service_client(req).await.map_err(domain_err)?;
+            let c = admin.create_service_client(req).await.map_err(domain_err)?;
             println!("client_id={}", c.client_id);
             println!("client_secret={}", c.client_secret);
             eprintln!("this is the only time the client secret is shown");
@@ -644,9 +650,10 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Compact { .. }
         | Command::Restore { .. } => durability(s, cli.command).await,
         Command::SigningKey(cmd) => {
-            let signer = store_embedded::FileSigner::open(&home.path.join("keys"), s.backend.clock.now()).map_err(domain_err)?;
+            let signer = store_embedded::FileSigner::open(&home.path.join("keys"), ports::Clock::now(&ports::SystemClock))
+                .map_err(domain_err)?;
             if matches!(cmd, SigningKeyCommand::Rotate) {
-                let kid = signer.rotate(s.backend.clock.now()).map_err(domain_err)?;
+                let kid = signer.rotate(ports::Clock::now(&ports::SystemClock)).map_err(domain_err)?;
                 println!("new signing key {kid}; restart `continuity serve` to sign with it");
             }
             for kid in signer.kids() {
@@ -663,12 +670,12 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 None => None,
             };
             let idp = TrustedIdp { issuer: issuer.clone(), jwks_uri, jwks };
-            let t = s.admin.trust_idp(&TenantId::new(tenant).map_err(domain_err)?, idp).await.map_err(domain_err)?;
+            let t = admin.trust_idp(&TenantId::new(tenant).map_err(domain_err)?, idp).await.map_err(domain_err)?;
             println!("tenant {} now trusts {issuer} ({} trusted IdPs)", t.id, t.trusted_idps.len());
             Ok(())
         }
         Command::Tenant(TenantCommand::Idp(IdpCommand::Remove { tenant, issuer })) => {
-            let t = s.admin.distrust_idp(&TenantId::new(tenant).map_err(domain_err)?, &issuer).await.map_err(domain_err)?;
+            let t = admin.distrust_idp(&TenantId::new(tenant).map_err(domain_err)?, &issuer).await.map_err(domain_err)?;
             println!("tenant {} no longer trusts {issuer}", t.id);
             Ok(())
         }

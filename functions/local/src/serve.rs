@@ -53,7 +53,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
 
     println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
     println!("MCP URL:   {public_url}/mcp");
-    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {}", home.services.backend.embedder.name());
+    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {}", home.services.embedder_name());
     println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());
     println!(
         "Owner key: {} ({})",

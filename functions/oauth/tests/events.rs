@@ -12,7 +12,7 @@ use domain::tenant::{Department, Industry, PlanTier};
 use http_body_util::BodyExt;
 use serde_json::Value;
 use services::Services;
-use services::oauth::NewServiceClient;
+use services::admin::NewServiceClient;
 use tower::ServiceExt;
 
 /// The API as the events call it, with no custom domain configured.
@@ -55,7 +55,7 @@ async fn discovery_registration_and_client_credentials_from_events() {
     assert_eq!((status, v["error"].as_str()), (401, Some("invalid_client")));
     // With a real client's credentials in its place, a token whose audience is this API.
     let c = s
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: demo,
             name: "etl".into(),

@@ -5,6 +5,10 @@
 //! `cargo nextest` lists e.g. `contract_embedded::records::entities_crud_and_pagination`
 //! next to `contract_aws::records::entities_crud_and_pagination`.
 //!
+//! The suites: [`items`] (the item port's ordering, conditions and atomic batches),
+//! [`records`] (the typed stores over it), [`oauth`] (the authorization server's
+//! records), [`cache`], [`queue`], [`blobs`], [`signer`], [`limiter`] and [`vault`].
+//!
 //! Every check uses fresh random tenant slugs, so suites can share one database, table
 //! or bucket without cleaning up and without seeing each other's data.
 

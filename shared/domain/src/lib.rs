@@ -10,6 +10,9 @@
 //! - [`connector`]: connector status (SPEC §4.5): the state machine of a tenant's link to a source tool.
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
 //! - [`page`]: cursor pagination shared by every list.
+//! - [`graph`]: the knowledge-graph toolset's entities, relations and observations.
+//! - [`oauth`]: OAuth clients, grants, codes, refresh tokens, users' logins, trusted IdPs.
+//! - [`value`]: the domain's own dynamic value (entity attributes), no wire type.
 //!
 //! Architecture Invariant: this crate performs no I/O and names no AWS SDK, no SQLite,
 //! no HTTP and no JSON wire type. It derives `serde` traits so adapters can store its

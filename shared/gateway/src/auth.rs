@@ -10,29 +10,6 @@ use domain::principal::CallerContext;
 use crate::error::ApiError;
 use crate::router::AppState;
 
-/// Per-tenant token bucket (SPEC §3.5): the tenant's `rate_limit_per_minute`, else its
-/// plan's default. A limiter that cannot be reached lets the request through (logged):
-/// losing rate limiting for a moment is better than losing the API.
-async fn rate_limit(state: &AppState, caller: &CallerContext) -> Result<(), Error> {
-    let per_minute = match state.services.auth.tenant_config(&caller.tenant).await {
-        Ok(Some(t)) => t.effective_rate_limit(),
-        _ => return Ok(()),
-    };
-    let key = format!("tenant:{}", caller.tenant);
-    match state.services.backend.limiter.acquire(&key, ports::Rate::per_minute(per_minute)).await {
-        Ok(d) if d.allowed => Ok(()),
-        Ok(d) => Err(Error::new(
-            domain::ErrorCode::RateLimited,
-            format!("the workspace's limit of {per_minute} requests a minute is reached"),
-        )
-        .with_retry_after(d.retry_after_secs)),
-        Err(e) => {
-            tracing::warn!(error = %e, "rate limiter unavailable; request allowed");
-            Ok(())
-        }
-    }
-}
-
 /// Where the caller's identity comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMode {
@@ -58,7 +35,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     };
     match result {
         Ok(caller) => {
-            if let Err(error) = rate_limit(&state, &caller).await {
+            if let Err(error) = state.services.auth.rate_limit(&caller).await {
                 return ApiError { error, resource_metadata: None }.into_response();
             }
             let tenant = caller.tenant.clone();

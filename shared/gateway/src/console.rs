@@ -94,8 +94,10 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
     )
 }
 
+/// The status of a failed console request; the failure is logged like any request's.
 fn status_of(e: &Error) -> StatusCode {
-    StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    services::log_failure(e, "console");
+    crate::error::status(e)
 }
 
 /// A message for a person: ours, never a backend's internals.

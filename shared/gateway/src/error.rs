@@ -21,6 +21,11 @@ impl From<Error> for ApiError {
     }
 }
 
+/// The HTTP status of a taxonomy error (SPEC §7.3), for the JSON API and the console pages.
+pub fn status(e: &Error) -> StatusCode {
+    StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
 pub fn error_body(e: &Error) -> Value {
     json!({ "error": mcp::render::error_fields(e) })
 }
@@ -28,14 +33,8 @@ pub fn error_body(e: &Error) -> Value {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let e = &self.error;
-        if let Some(internal) = &e.internal {
-            if e.code == ErrorCode::Internal {
-                tracing::error!(code = %e.code, detail = %internal, "request failed");
-            } else {
-                tracing::warn!(code = %e.code, detail = %internal, "request failed");
-            }
-        }
-        let status = StatusCode::from_u16(e.code.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        services::log_failure(e, "http");
+        let status = status(e);
         let mut resp = (status, Json(error_body(e))).into_response();
         let headers = resp.headers_mut();
         match e.code {

@@ -15,6 +15,10 @@
 //! - [`server`]: the hardened HTTP server of `continuity serve` (header and body read
 //!   timeouts, a connection cap that sheds stalled connections first, graceful shutdown).
 //! - [`throttle`]: per-address limits on the routes callable without a credential.
+//! - [`capabilities`]: the capability API (`GET /v1/capabilities`, `POST
+//!   /v1/capabilities/{name}`); [`ingest`]: the ingest API, connectors, the KB documents
+//!   and the review queue; [`approvals`]: the approver API; [`console`]: the approvals
+//!   console (its own sign-in, signed session, CSRF on every form).
 
 pub mod approvals;
 pub mod auth;

@@ -239,7 +239,7 @@ async fn healthz(State(state): State<AppState>) -> Response {
     }
     let body = json!({
         "status": if ready { "ok" } else { "unavailable" },
-        "backend": state.services.backend.name,
+        "backend": state.services.backend_name(),
         "version": env!("CARGO_PKG_VERSION"),
         "checks": checks
             .iter()
@@ -275,7 +275,7 @@ async fn server_info(
         "name": "continuity",
         "version": env!("CARGO_PKG_VERSION"),
         "mcp_url": mcp_url,
-        "backend": state.services.backend.name,
+        "backend": state.services.backend_name(),
         "protocol_versions": mcp::server::PROTOCOL_VERSIONS.iter().map(ToString::to_string).collect::<Vec<_>>(),
     }))
     .into_response()
@@ -306,12 +306,6 @@ async fn put_entity(
     let id = Id::new(id)?;
     let expect = body.expected_version.map_or(Expect::Any, Expect::Version);
     let put = state.services.entities.put_or_queue(&caller, entity_type, id, body.pole_class, body.attributes, expect).await?;
-    let (e, outcome) = match &put {
-        services::entities::Put::Stored(e) => (e, "ok"),
-        services::entities::Put::Queued(e) => (e, "queued"),
-    };
-    let target = Some(format!("{}:{}", e.entity_type, e.id));
-    state.services.audit.record(&caller.tenant, caller.principal.as_str(), "admin:entity.put", target, outcome).await;
     Ok(match put {
         services::entities::Put::Stored(e) => {
             Json(json!({ "type": e.entity_type.as_str(), "id": e.id.as_str(), "version": e.version })).into_response()

@@ -5,15 +5,15 @@
 //! The address is the request's [`ClientAddr`] (the TCP peer on `continuity serve`, API
 //! Gateway's `sourceIp` on Lambda); an IPv6 client is counted by its /64, which one host
 //! usually holds whole. A request without an address (an in-process call) is not limited
-//! here. A limiter that cannot be reached lets the request through (logged): the
-//! sign-in's own failure limits fail closed.
+//! here. The counting is the use case's (`Authenticator::limit_source`): a limiter that
+//! cannot be reached lets the request through (logged); the sign-in's own failure limits
+//! fail closed.
 
 use std::net::IpAddr;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use ports::Rate;
 
 use crate::error::ApiError;
 use crate::router::AppState;
@@ -49,27 +49,18 @@ pub async fn per_source(State(state): State<AppState>, req: Request, next: Next)
     let (Some((path, name, per_minute)), Some(addr)) = (limit, req.extensions().get::<ClientAddr>().copied()) else {
         return next.run(req).await;
     };
-    let key = format!("source:{name}:{}", source_key(addr.0));
-    match state.services.backend.limiter.acquire(&key, Rate::per_minute(*per_minute)).await {
-        Ok(d) if d.allowed => next.run(req).await,
-        Ok(d) => {
-            let message = format!("too many requests from this address; retry in {} s", d.retry_after_secs);
-            if path.starts_with("/oauth/") {
-                // OAuth clients read RFC 6749-style errors.
-                let body = serde_json::json!({ "error": "too_many_requests", "error_description": message });
-                let mut r = (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-                if let Ok(v) = http::HeaderValue::from_str(&d.retry_after_secs.to_string()) {
-                    r.headers_mut().insert(http::header::RETRY_AFTER, v);
-                }
-                return r;
+    match state.services.auth.limit_source(name, *per_minute, &source_key(addr.0)).await {
+        Ok(()) => next.run(req).await,
+        Err(e) if path.starts_with("/oauth/") => {
+            // OAuth clients read RFC 6749-style errors.
+            let body = serde_json::json!({ "error": "too_many_requests", "error_description": e.message });
+            let mut r = (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+            if let Some(v) = e.payload.retry_after_secs.and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok()) {
+                r.headers_mut().insert(http::header::RETRY_AFTER, v);
             }
-            ApiError::from(domain::Error::new(domain::ErrorCode::RateLimited, message).with_retry_after(d.retry_after_secs))
-                .into_response()
+            r
         }
-        Err(e) => {
-            tracing::warn!(error = %e, route = name, "per-address limiter unavailable; request allowed");
-            next.run(req).await
-        }
+        Err(e) => ApiError::from(e).into_response(),
     }
 }
 

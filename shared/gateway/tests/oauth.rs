@@ -20,7 +20,7 @@ use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use services::Services;
-use services::oauth::{NewServiceClient, NewUser};
+use services::admin::{NewServiceClient, NewUser};
 use sha2::Digest as _;
 use tower::ServiceExt;
 
@@ -100,7 +100,7 @@ impl Fixture {
 
     async fn user(&self, tenant: &str, email: &str, role: Role) -> Id {
         let u = NewUser { tenant: TenantId::new(tenant).unwrap(), email: email.into(), role, password: PASSWORD.into() };
-        self.services.oauth.add_user(u).await.unwrap()
+        self.services.admin.add_user(u).await.unwrap()
     }
 
     async fn send(&self, method: &str, uri: &str, headers: &[(&str, &str)], body: impl Into<Body>) -> Resp {
@@ -509,7 +509,7 @@ async fn client_credentials_for_confidential_service_clients() {
     let f = fixture().await;
     let c = f
         .services
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: TenantId::new("acme").unwrap(),
             name: "etl".into(),
@@ -808,7 +808,7 @@ async fn enterprise_sign_in_with_an_id_jag() {
         .unwrap();
     let c = f
         .services
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: acme.clone(),
             name: "agent platform".into(),
@@ -935,7 +935,7 @@ async fn no_secret_reaches_the_logs() {
     let f = fixture().await;
     let c = f
         .services
-        .oauth
+        .admin
         .create_service_client(NewServiceClient {
             tenant: TenantId::new("acme").unwrap(),
             name: "etl".into(),

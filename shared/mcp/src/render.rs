@@ -44,9 +44,7 @@ pub fn error_fields(e: &Error) -> Map<String, Value> {
 
 /// The taxonomy error as a tool result with `isError: true` and the code in structured content.
 pub fn error(e: &Error) -> CallToolResult {
-    if let Some(internal) = &e.internal {
-        tracing::error!(code = %e.code, detail = %internal, "tool call failed");
-    }
+    services::log_failure(e, "mcp");
     let body = error_fields(e);
     let text = format!("{}: {}", e.code, e.message);
     let mut r = CallToolResult::structured_error(Value::Object(body));

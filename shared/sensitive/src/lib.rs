@@ -24,7 +24,7 @@
 //! Context is never looked for further than a bounded window, so even adversarial inputs
 //! (64 KiB of one repeated token) stay in milliseconds.
 //!
-//! Layout: `secrets` and `personal` hold the detectors, `engine` runs them and resolves
+//! Layout: `rules` lists every rule (id, kind, class: [`RULES`]), `secrets` and `personal` hold the detectors, `engine` runs them and resolves
 //! overlaps, `checks` holds the check-digit algorithms, `placeholder` says which values are
 //! stand-ins rather than secrets, and `text` has the shared position and shape helpers.
 //!

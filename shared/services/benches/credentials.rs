@@ -12,7 +12,8 @@ use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use services::Services;
 use services::admin::KeyRequest;
-use services::oauth::{ClientCredentials, NewServiceClient, Params};
+use services::admin::NewServiceClient;
+use services::oauth::{ClientCredentials, Params};
 
 const BASE: &str = "http://127.0.0.1:8787";
 
@@ -54,7 +55,7 @@ fn main() {
             jwt_bearer: false,
             toolsets: Default::default(),
         };
-        let Ok(client) = s.oauth.create_service_client(req).await else { return };
+        let Ok(client) = s.admin.create_service_client(req).await else { return };
         let creds = ClientCredentials { basic: Some((client.client_id.to_string(), client.client_secret)) };
         let Ok(params) = Params::parse(b"grant_type=client_credentials") else { return };
         let Ok(token) = s.oauth.token(BASE, &params, &creds).await else { return };

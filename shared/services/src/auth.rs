@@ -214,6 +214,55 @@ impl Authenticator {
         })
     }
 
+    /// The tenant's request budget (SPEC §3.5): its `rate_limit_per_minute`, else its
+    /// plan's default, one token bucket per tenant. A limiter that cannot be reached lets
+    /// the request through (logged): losing rate limiting for a moment is better than
+    /// losing the API.
+    ///
+    /// # Errors
+    /// `RATE_LIMITED` with `Retry-After` when the tenant's budget is spent.
+    pub async fn rate_limit(&self, caller: &CallerContext) -> Result<()> {
+        let per_minute = match self.tenant_config(&caller.tenant).await {
+            Ok(Some(t)) => t.effective_rate_limit(),
+            _ => return Ok(()),
+        };
+        let key = format!("tenant:{}", caller.tenant);
+        match self.backend.limiter.acquire(&key, ports::Rate::per_minute(per_minute)).await {
+            Ok(d) if d.allowed => Ok(()),
+            Ok(d) => Err(Error::new(
+                domain::ErrorCode::RateLimited,
+                format!("the workspace's limit of {per_minute} requests a minute is reached"),
+            )
+            .with_retry_after(d.retry_after_secs)),
+            Err(e) => {
+                tracing::warn!(error = %e.for_operator(), "rate limiter unavailable; request allowed");
+                Ok(())
+            }
+        }
+    }
+
+    /// A request from `source` (a client address, as the edge keys it) to a route anyone
+    /// may call without a credential, counted in that route's bucket of `per_minute`.
+    /// A limiter that cannot be reached lets it through (logged).
+    ///
+    /// # Errors
+    /// `RATE_LIMITED` with `Retry-After` when the address's budget for the route is spent.
+    pub async fn limit_source(&self, route: &str, per_minute: u32, source: &str) -> Result<()> {
+        let key = format!("source:{route}:{source}");
+        match self.backend.limiter.acquire(&key, ports::Rate::per_minute(per_minute)).await {
+            Ok(d) if d.allowed => Ok(()),
+            Ok(d) => Err(Error::new(
+                domain::ErrorCode::RateLimited,
+                format!("too many requests from this address; retry in {} s", d.retry_after_secs),
+            )
+            .with_retry_after(d.retry_after_secs)),
+            Err(e) => {
+                tracing::warn!(error = %e.for_operator(), route, "per-address limiter unavailable; request allowed");
+                Ok(())
+            }
+        }
+    }
+
     /// Drops the cached configuration of `tenant` (it changed elsewhere).
     pub async fn forget_tenant_config(&self, tenant: &TenantId) {
         if let Err(e) = self.backend.cache.evict(&[tenant_config_key(tenant)]).await {

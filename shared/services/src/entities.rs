@@ -307,7 +307,18 @@ impl EntityService {
             }
         }
         self.written(&stored, true).await;
+        self.audit_put(caller, &stored, "ok").await;
         Ok(stored)
+    }
+
+    /// The audit record of an operator write, made here so every surface (HTTP, CLI) has it.
+    async fn audit_put(&self, caller: &CallerContext, e: &Entity, outcome: &str) {
+        let target = Some(format!("{}:{}", e.entity_type, e.id));
+        let record =
+            crate::audit::record(&self.backend, &caller.tenant, caller.principal.as_str(), "admin:entity.put", target, outcome);
+        if let Err(err) = ports::records::AuditLog::append_audit(&self.backend.records, &record).await {
+            tracing::error!(tenant = %caller.tenant, error = %err.for_operator(), "audit record lost");
+        }
     }
 
     /// [`Self::put`], but when the store is unreachable an unconditional write
@@ -351,6 +362,7 @@ impl EntityService {
                     })
                     .await?;
                 tracing::warn!(tenant = %caller.tenant, error = %e, "store unreachable; the write is queued");
+                self.audit_put(caller, &entity, "queued").await;
                 Ok(Put::Queued(entity))
             }
             Err(e) => Err(e),

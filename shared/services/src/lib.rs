@@ -3,11 +3,27 @@
 //! - [`auth`]: API-key issuance and verification into a [`domain::principal::CallerContext`].
 //! - [`capabilities`]: every capability call resolved through the ADK, then executed.
 //! - [`entities`]: reading Spine entities through the Spine Cache, keyword search.
-//! - [`admin`]: tenants, principals and keys for the `continuity` admin commands.
-//! - [`audit`]: the audit ledger helper.
+//! - [`admin`]: tenants, keys, users, service clients and trusted IdPs — every change
+//!   audited with who made it.
+//! - [`audit`]: the audit ledger, group-committed.
+//! - [`oauth`]: the authorization server (discovery, registration, sign-in and consent,
+//!   the grants, revocation), its one token library and the ID-JAG verifier.
+//! - [`tools`]: the canonical MCP tools beyond `spine.entity.*`, and the prompts.
+//! - [`graph`]: the `graph` toolset (knowledge graphs in personal and project scopes).
+//! - [`governance`]: triage, the workflow's task code, decisions, redaction of secrets
+//!   and personal data, the single writer of org memory.
+//! - [`search`]: hybrid search confined to the caller's scopes, verified indexing, KB
+//!   documents, the reindex.
+//! - [`ingest`]: connectors, the ingest API's checks and the pipeline (loader,
+//!   normalizer, writer).
+//! - [`backup`]: blob backups of the Spine, restore and compaction.
+//! - [`maintenance`]: retention (ledger, session memory, expired OAuth records) and the
+//!   scheduled jobs; [`changes`]: in-process change notices for MCP sessions.
 //!
-//! Services receive a [`ports::Backend`] and never know which backend it is.
-//! Architecture Invariant: no service names a transport (HTTP, MCP, Lambda) or a backend.
+//! Services receive a [`ports::Backend`] and never know which backend it is. They own
+//! their policy — audit, limits, error logging ([`log_failure`]) — so no edge can forget
+//! it. Architecture Invariant: no service names a backend; the one transport they know
+//! is the outbound HTTP call of the ID-JAG verifier (an IdP's JWKS).
 
 pub mod admin;
 pub mod audit;
@@ -91,6 +107,16 @@ impl Services {
 }
 
 impl ServiceSet {
+    /// `embedded` or `aws`, for banners and `/healthz`.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend.name
+    }
+
+    /// The embedder the search index holds vectors of (`local:…`, `hashing`, `bedrock:…`).
+    pub fn embedder_name(&self) -> &str {
+        self.backend.embedder.name()
+    }
+
     /// Whether this process can do its work (`/healthz`): the backend's own checks (disk
     /// and database file on embedded, the cache on AWS), the store answers a read, and
     /// the vault opens a tenant's data key. Each failed check says what is wrong.
@@ -113,6 +139,18 @@ impl ServiceSet {
             Err(e) => checks.push(Check::failed("store", detail(&e))),
         }
         checks
+    }
+}
+
+/// How every surface (HTTP, console, MCP, Lambda) logs a failed request: an `INTERNAL`
+/// error at `error` with its cause, any other error that carries a cause (a dependency's
+/// failure) at `warn`, a plain client error not at all. The client only ever sees the
+/// taxonomy code and message; the operator reads the cause here.
+pub fn log_failure(e: &domain::Error, surface: &'static str) {
+    match (&e.internal, e.code) {
+        (Some(cause), domain::ErrorCode::Internal) => tracing::error!(surface, code = %e.code, cause = %cause, "request failed"),
+        (Some(cause), _) => tracing::warn!(surface, code = %e.code, cause = %cause, "request failed"),
+        (None, _) => {}
     }
 }
 

@@ -21,7 +21,11 @@ pub struct LambdaEnv {
 fn var(name: &str) -> Result<String> {
     match std::env::var(name) {
         Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
-        _ => Err(Error::unavailable(format!("environment variable {name} is not set"))),
+        // A configuration error, not an outage: retrying cannot help, so say which variable.
+        _ => Err(Error::invalid_field(
+            name,
+            "this environment variable is not set (infra/template.yaml sets every one a function reads)",
+        )),
     }
 }
 

@@ -11,6 +11,11 @@
 //! - [`cache`]: [`RedisCache`], the hot cache over Redis: a single node, or a cluster with
 //!   TLS such as ElastiCache Serverless.
 //!
+//! - [`kms`]: [`KmsSigner`] (RS256 through KMS `Sign`) and the vault's `KmsKeyWrapper`.
+//! - [`search`]: `OpenSearchIndex`, hybrid search on an OpenSearch Serverless collection;
+//!   [`bedrock`]: `BedrockEmbedder` (Titan Text Embeddings V2); [`signed`]: `SignedHttp`,
+//!   SigV4-signed JSON over reqwest for those two.
+//!
 //! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`].
 //!
 //! Every backend failure is mapped to a `domain::Error` here, once: conditions that do not

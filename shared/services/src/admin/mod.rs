@@ -1,10 +1,19 @@
-//! Tenant administration: what `continuity tenant …` and `continuity key …` do.
+//! Administration: what `continuity tenant|key|user|client …` do — tenants, API keys,
+//! trusted IdPs ([`AdminService`]), users and service clients ([`identity`]).
+//!
+//! Every change is audited here, by the use case, with the acting operator
+//! ([`AdminService::acting_as`]: `cli:<user>` for the CLI), so no surface that asks for
+//! one can forget it.
+
+pub mod identity;
+
+pub use identity::{IssuedClient, NewServiceClient, NewUser};
 
 use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, Role, Scopes};
 use domain::tenant::{Department, Industry, PlanTier, StorageTier, Tenant};
 use domain::{Error, Id, PageRequest, Result, TenantId};
 use ports::Backend;
-use ports::records::{PrincipalStore, TenantStore};
+use ports::records::{AuditLog as _, PrincipalStore, TenantStore};
 
 use crate::auth::{IssuedKey, format_key};
 
@@ -36,11 +45,29 @@ pub struct KeyRequest {
 #[derive(Clone)]
 pub struct AdminService {
     backend: Backend,
+    /// Who the audit ledger names for the changes this handle makes.
+    actor: std::sync::Arc<str>,
 }
 
 impl AdminService {
     pub fn new(backend: Backend) -> Self {
-        Self { backend }
+        Self { backend, actor: "operator".into() }
+    }
+
+    /// The same service, recording `actor` in the audit ledger as the one who made each
+    /// change (`cli:alice`, `admin-api:<principal>`).
+    #[must_use]
+    pub fn acting_as(&self, actor: impl Into<String>) -> Self {
+        Self { backend: self.backend.clone(), actor: actor.into().into() }
+    }
+
+    /// One audit record for a change this service made. The change is done; a record
+    /// that cannot be written is logged as lost (the change is not undone).
+    async fn audited(&self, tenant: &TenantId, action: &str, target: &str, outcome: &str) {
+        let record = crate::audit::record(&self.backend, tenant, &self.actor, action, Some(target.to_owned()), outcome);
+        if let Err(e) = self.backend.records.append_audit(&record).await {
+            tracing::error!(tenant = %tenant, action, error = %e.for_operator(), "audit record lost");
+        }
     }
 
     /// # Errors
@@ -54,6 +81,7 @@ impl AdminService {
     ) -> Result<Tenant> {
         let t = Tenant::new(id, plan, department, industry, self.backend.clock.now());
         self.backend.records.create_tenant(&t).await?;
+        self.audited(&t.id, "admin:tenant.create", t.id.as_str(), &format!("plan {plan}")).await;
         Ok(t)
     }
 
@@ -84,7 +112,7 @@ impl AdminService {
     /// `NOT_FOUND`; `INVALID_REQUEST` for a storage-tier downgrade; `CONFLICT` when a
     /// concurrent change won; `UNAVAILABLE`.
     pub async fn set_tenant(&self, id: &TenantId, changes: TenantChanges) -> Result<Tenant> {
-        self.modify_tenant(id, |t| {
+        self.modify_tenant(id, "admin:tenant.set", id.as_str(), |t| {
             if let Some(p) = changes.plan {
                 t.plan = p;
             }
@@ -118,12 +146,19 @@ impl AdminService {
 
     /// Reads the tenant, applies `change`, writes it back under optimistic concurrency
     /// and evicts the cached configuration.
-    async fn modify_tenant(&self, id: &TenantId, change: impl FnOnce(&mut Tenant) -> Result<()>) -> Result<Tenant> {
+    async fn modify_tenant(
+        &self,
+        id: &TenantId,
+        action: &str,
+        target: &str,
+        change: impl FnOnce(&mut Tenant) -> Result<()>,
+    ) -> Result<Tenant> {
         let mut t = self.show_tenant(id).await?;
         change(&mut t)?;
         t.updated_at = self.backend.clock.now();
         let stored = self.backend.records.update_tenant(&t).await?;
         let _ = self.backend.cache.evict(&[crate::auth::tenant_config_key(id)]).await;
+        self.audited(id, action, target, &format!("version {}", stored.version)).await;
         Ok(stored)
     }
 
@@ -134,7 +169,8 @@ impl AdminService {
     /// `INVALID_REQUEST` for an invalid IdP; `NOT_FOUND`; `CONFLICT`; `UNAVAILABLE`.
     pub async fn trust_idp(&self, id: &TenantId, idp: domain::oauth::TrustedIdp) -> Result<Tenant> {
         idp.validate()?;
-        self.modify_tenant(id, |t| {
+        let issuer = idp.issuer.clone();
+        self.modify_tenant(id, "admin:idp.add", &issuer, |t| {
             t.trusted_idps.retain(|i| i.issuer != idp.issuer);
             if t.trusted_idps.len() >= 20 {
                 return Err(Error::invalid("a tenant trusts at most 20 identity providers"));
@@ -150,7 +186,7 @@ impl AdminService {
     /// # Errors
     /// `NOT_FOUND` for an unknown tenant or issuer; `CONFLICT`; `UNAVAILABLE`.
     pub async fn distrust_idp(&self, id: &TenantId, issuer: &str) -> Result<Tenant> {
-        self.modify_tenant(id, |t| {
+        self.modify_tenant(id, "admin:idp.remove", issuer, |t| {
             let before = t.trusted_idps.len();
             t.trusted_idps.retain(|i| i.issuer != issuer);
             if t.trusted_idps.len() == before {
@@ -213,14 +249,18 @@ impl AdminService {
             created_at: now,
             revoked_at: None,
         };
+        let scopes = record.scopes.to_oauth_string();
         self.backend.records.create_api_key(&record).await?;
+        self.audited(&req.tenant, "admin:key.create", key_id.as_str(), &format!("scopes {scopes}")).await;
         Ok(IssuedKey { token: format_key(&req.tenant, &key_id, &secret), key_id, tenant: req.tenant })
     }
 
     /// # Errors
     /// `NOT_FOUND`; `UNAVAILABLE`.
     pub async fn revoke_key(&self, tenant: &TenantId, key_id: &Id) -> Result<()> {
-        self.backend.records.revoke_api_key(tenant, key_id, self.backend.clock.now()).await
+        self.backend.records.revoke_api_key(tenant, key_id, self.backend.clock.now()).await?;
+        self.audited(tenant, "admin:key.revoke", key_id.as_str(), "revoked").await;
+        Ok(())
     }
 
     /// # Errors

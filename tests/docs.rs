@@ -1,0 +1,264 @@
+//! The documentation keeps its promises (issue #15): the README stays short enough to read
+//! in a few minutes, every "SPEC §n" reference in the repository names a section that
+//! exists in `docs/spec.md`, no document points at a file outside the repository, and
+//! `docs/README.md` indexes every document while every local link resolves.
+//!
+//! A plain scan over the files with the standard library: no regex, no markdown parser.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Most lines the README may have.
+const README_MAX_LINES: usize = 200;
+
+/// Folders never walked: build output, version control, installed packages.
+const SKIPPED_DIRS: [&str; 3] = ["target", ".git", "node_modules"];
+
+/// File kinds that may cite the specification.
+const CITING_EXTENSIONS: [&str; 6] = ["rs", "md", "toml", "yaml", "json", "sh"];
+
+/// Text that would point a reader outside the repository.
+const OUTSIDE_MARKERS: [&str; 3] = ["../shared/", "/work/", "seeds/"];
+
+/// The repository root: this crate lives in `tests/`.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the repository root")
+}
+
+fn read(path: &Path) -> String {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `path` relative to the repository root, for failure messages.
+fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).display().to_string()
+}
+
+/// Every file under `dir` whose extension is one of `extensions`, in a stable order.
+/// Symbolic links are not followed, so a link cannot make the walk loop.
+fn files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+        .map(|entry| entry.expect("a directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let kind = fs::symlink_metadata(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).file_type();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if kind.is_dir() {
+            if !SKIPPED_DIRS.contains(&name) {
+                files(&path, extensions, out);
+            }
+        } else if kind.is_file() && path.extension().and_then(|e| e.to_str()).is_some_and(|e| extensions.contains(&e)) {
+            out.push(path);
+        }
+    }
+}
+
+/// The `*.md` files directly in `docs/`.
+fn docs_pages(root: &Path) -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = fs::read_dir(root.join("docs"))
+        .expect("the docs folder")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// A section number at the start of `s` (`7` or `7.3`) and its length in bytes.
+fn section_at(s: &str) -> Option<(String, usize)> {
+    let major = s.bytes().take_while(u8::is_ascii_digit).count();
+    if major == 0 {
+        return None;
+    }
+    let minor = s[major..].strip_prefix('.').map_or(0, |after| after.bytes().take_while(u8::is_ascii_digit).count());
+    let len = if minor > 0 { major + 1 + minor } else { major };
+    Some((s[..len].to_owned(), len))
+}
+
+/// Where the clause that follows a reference ends: a closing bracket, a semicolon, a full
+/// stop that is not part of a number, or the next "SPEC".
+fn clause_end(s: &str) -> usize {
+    let b = s.as_bytes();
+    for (i, &c) in b.iter().enumerate() {
+        match c {
+            b')' | b']' | b';' => return i,
+            b'.' if !b.get(i + 1).is_some_and(u8::is_ascii_digit) => return i,
+            _ if b[i..].starts_with(b"SPEC") => return i,
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+/// The section numbers a line cites: each `SPEC §n` / `SPEC §n.m`, and the `§n` items of a
+/// list that follows one (`SPEC §3, §6, §10`; `SPEC §2.1 write path, §4.5`). A `§` that
+/// no "SPEC" introduces (an RFC's section, say) is not ours and is left alone.
+fn spec_references(line: &str) -> Vec<String> {
+    const MARK: &str = "SPEC §";
+    const LIST_ITEM: &str = ", §";
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(at) = line[from..].find(MARK) {
+        let start = from + at + MARK.len();
+        from = start;
+        let Some((number, len)) = section_at(&line[start..]) else { continue };
+        found.push(number);
+        let rest = &line[start + len..];
+        let clause = &rest[..clause_end(rest)];
+        let mut i = 0;
+        while let Some(k) = clause[i..].find(LIST_ITEM) {
+            i += k + LIST_ITEM.len();
+            if let Some((number, len)) = section_at(&clause[i..]) {
+                found.push(number);
+                i += len;
+            }
+        }
+        from = start + len;
+    }
+    found
+}
+
+/// Whether `docs/spec.md` has the heading of section `number`: `## 7. …` for a section,
+/// `### 7.3 …` for a subsection.
+fn has_heading(headings: &[&str], number: &str) -> bool {
+    let prefix = if number.contains('.') { format!("### {number}") } else { format!("## {number}.") };
+    headings.iter().any(|h| h.strip_prefix(prefix.as_str()).is_some_and(|rest| rest.is_empty() || rest.starts_with(' ')))
+}
+
+/// The targets of the markdown links of `text` — `[label](target)` — outside code: fenced
+/// blocks and inline code spans are skipped. A title after the target is dropped.
+fn link_targets(text: &str) -> Vec<(usize, String)> {
+    let mut targets = Vec::new();
+    let mut fenced = false;
+    for (n, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        // The line without its inline code spans.
+        let prose: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("](") {
+            rest = &rest[at + 2..];
+            let Some(end) = rest.find(')') else { break };
+            let target = rest[..end].split_whitespace().next().unwrap_or_default();
+            if !target.is_empty() {
+                targets.push((n + 1, target.to_owned()));
+            }
+            rest = &rest[end..];
+        }
+    }
+    targets
+}
+
+/// The local file a link target names, relative to `page`'s folder, without its `#anchor`;
+/// `None` for web links, mail links and anchors within the page.
+fn local_target(page: &Path, target: &str) -> Option<PathBuf> {
+    if target.starts_with('#') || target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let file = target.split('#').next().unwrap_or_default();
+    Some(page.parent().expect("a page's folder").join(file))
+}
+
+#[test]
+fn readme_is_short() {
+    let readme = read(&root().join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines; keep it at most {README_MAX_LINES} and move details to docs/"
+    );
+}
+
+#[test]
+fn spec_references_resolve() {
+    let root = root();
+    let spec = read(&root.join("docs/spec.md"));
+    let headings: Vec<&str> = spec.lines().filter(|l| l.starts_with('#')).collect();
+    assert!(has_heading(&headings, "1") && has_heading(&headings, "7.3"), "docs/spec.md lost its numbered headings");
+
+    let mut paths = Vec::new();
+    files(&root, &CITING_EXTENSIONS, &mut paths);
+    let mut cited = 0;
+    let mut failures = Vec::new();
+    for path in &paths {
+        for (n, line) in read(path).lines().enumerate() {
+            for number in spec_references(line) {
+                cited += 1;
+                if !has_heading(&headings, &number) {
+                    failures.push(format!("{}:{}: SPEC §{number} has no heading in docs/spec.md", shown(&root, path), n + 1));
+                }
+            }
+        }
+    }
+    assert!(cited > 0, "no SPEC reference found: is the walk looking at the repository?");
+    assert!(failures.is_empty(), "references to missing sections:\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_reference_scanner_reads_lists_and_ignores_other_sections() {
+    assert_eq!(spec_references("(SPEC §7.3)."), ["7.3"]);
+    assert_eq!(spec_references("// SPEC §3, §6, §10, wall 5"), ["3", "6", "10"]);
+    assert_eq!(spec_references("pipeline (SPEC §2.1 write path, §4.5): more, §9"), ["2.1", "4.5"]);
+    assert_eq!(spec_references("SPEC §6.3, §6.4; RFC 6749 §4.1.2, §5"), ["6.3", "6.4"]);
+    assert_eq!(spec_references("RFC 9700 §4.11.2 and the word SPEC §n"), Vec::<String>::new());
+    assert_eq!(spec_references("SPEC §9. SPEC §10)"), ["9", "10"]);
+}
+
+#[test]
+fn no_reference_outside_the_repo() {
+    let root = root();
+    let mut pages = Vec::new();
+    files(&root, &["md"], &mut pages);
+    assert!(pages.iter().any(|p| p.ends_with("README.md")), "no markdown file found");
+    let mut failures = Vec::new();
+    for page in &pages {
+        for (n, line) in read(page).lines().enumerate() {
+            for marker in OUTSIDE_MARKERS {
+                if line.contains(marker) {
+                    failures.push(format!("{}:{}: `{marker}` points outside the repository", shown(&root, page), n + 1));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "documents that point outside the repository (use docs/spec.md):\n{}", failures.join("\n"));
+}
+
+#[test]
+fn docs_index_lists_every_doc() {
+    let root = root();
+    let index = root.join("docs/README.md");
+    let linked: BTreeSet<PathBuf> = link_targets(&read(&index))
+        .iter()
+        .filter_map(|(_, target)| local_target(&index, target))
+        .filter_map(|p| p.canonicalize().ok())
+        .collect();
+    let pages = docs_pages(&root);
+    let mut failures: Vec<String> = pages
+        .iter()
+        .filter(|p| **p != index)
+        .filter(|p| !linked.contains(&p.canonicalize().expect("a docs page")))
+        .map(|p| format!("{} is not linked from docs/README.md", shown(&root, p)))
+        .collect();
+
+    for page in std::iter::once(root.join("README.md")).chain(pages) {
+        for (n, target) in link_targets(&read(&page)) {
+            if let Some(file) = local_target(&page, &target)
+                && !file.exists()
+            {
+                failures.push(format!("{}:{n}: the link to `{target}` names no file", shown(&root, &page)));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "documentation index and links:\n{}", failures.join("\n"));
+}
