@@ -486,9 +486,8 @@ else
     *) LAMBDA_ARCH=--x86-64 ;;
   esac
   run_step "cargo lambda build --release" cargo lambda build --release "$LAMBDA_ARCH" --compiler cargo \
-    --bin continuity-mcp --bin continuity-adk --bin continuity-authorizer --bin continuity-oauth \
-    --bin continuity-ingest --bin continuity-pipeline --bin continuity-maintenance \
-    --bin continuity-triage --bin continuity-approvals
+    --bin continuity-http --bin continuity-authorizer --bin continuity-pipeline \
+    --bin continuity-maintenance --bin continuity-triage
 fi
 
 summary

@@ -29,7 +29,7 @@ fn policy(effect: &str, resource: &str) -> Value {
 /// `https://{Host}/{stage}`.
 fn base_url_of(event: &ApiGatewayCustomAuthorizerRequestTypeRequest) -> String {
     let host = event.headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("localhost");
-    gateway::lambda::api_base_url(host, event.request_context.stage.as_deref())
+    lambda_support::api_base_url(host, event.request_context.stage.as_deref())
 }
 
 /// Decides one request. `public_url` is the API's base URL for `resource_metadata`.

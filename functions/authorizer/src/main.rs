@@ -1,5 +1,5 @@
 //! Lambda `continuity-authorizer`: API Gateway invokes it (REQUEST type) before every
-//! protected route. Environment as for `continuity-mcp` (it reads the table and cache).
+//! protected route. Environment as for `continuity-http` (it reads the table and cache).
 //!
 //! Locally: `cargo lambda watch` then
 //! `cargo lambda invoke continuity-authorizer --data-file events/authorizer-request.json`.
@@ -13,7 +13,7 @@ use services::Services;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    gateway::lambda::init_logging();
+    lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
     let services = Services::new(backend);

@@ -8,11 +8,8 @@
 //! reaches them, see `gateway::observe::log_filter`); what a person
 //! needs — the MCP URL, the key file — is printed on stdout.
 
-mod cli;
-mod home;
-mod serve;
-
 use clap::Parser;
+use continuity::cli;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -2,7 +2,6 @@
 //! against slow clients (`gateway::server`), with graceful shutdown on Ctrl-C / SIGTERM
 //! (in-flight requests finish first).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
@@ -13,20 +12,29 @@ use tokio_util::sync::CancellationToken;
 use crate::home::Home;
 
 pub struct ServeSettings {
-    pub addr: SocketAddr,
     /// Overrides the URL printed and advertised (behind a proxy).
     pub public_url: Option<String>,
     /// Connection cap and header read timeout.
     pub limits: gateway::server::Limits,
 }
 
-pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
+/// Serves `home` on `listener` until `shutdown` completes (Ctrl-C or SIGTERM in the
+/// binary, any future in a test): the HTTP server, the pipeline consumer, the maintenance
+/// jobs and the triage runner's timer, all stopped in order — in-flight requests finish.
+///
+/// # Errors
+/// When the listener fails for good.
+pub async fn run(
+    home: Home,
+    listener: tokio::net::TcpListener,
+    settings: ServeSettings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let open_files = gateway::server::raise_open_files_limit();
     tracing::info!(open_files, max_connections = settings.limits.max_connections, "connection limits");
-    let listener = tokio::net::TcpListener::bind(settings.addr).await.with_context(|| format!("binding {}", settings.addr))?;
     let local = listener.local_addr()?;
     let public_url = settings.public_url.unwrap_or_else(|| format!("http://{local}"));
-    let shutdown = CancellationToken::new();
+    let stop = CancellationToken::new();
     let host = local.ip().to_string();
     let gateway = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
@@ -47,7 +55,7 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
         ],
         auth_mode: AuthMode::Verify,
         sessions: true,
-        shutdown: shutdown.clone(),
+        shutdown: stop.clone(),
     };
     let app = gateway::router(AppState { services: home.services.clone(), settings: Arc::new(gateway) });
 
@@ -63,18 +71,18 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
 
-    let pipeline = tokio::spawn(run_pipeline(home.services.clone(), shutdown.clone()));
-    let maintenance = tokio::spawn(run_maintenance(home.services.clone(), shutdown.clone()));
-    let workflow = tokio::spawn(run_workflow(home.services.clone(), shutdown.clone()));
+    let pipeline = tokio::spawn(run_pipeline(home.services.clone(), stop.clone()));
+    let maintenance = tokio::spawn(run_maintenance(home.services.clone(), stop.clone()));
+    let workflow = tokio::spawn(run_workflow(home.services.clone(), stop.clone()));
 
-    let signal_token = shutdown.clone();
+    let signal_token = stop.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        shutdown.await;
         tracing::info!("shutting down: draining in-flight requests");
         signal_token.cancel();
     });
-    gateway::server::run(listener, app, settings.limits, shutdown.clone()).await.context("serving")?;
-    shutdown.cancel();
+    gateway::server::run(listener, app, settings.limits, stop.clone()).await.context("serving")?;
+    stop.cancel();
     let _ = pipeline.await;
     let _ = maintenance.await;
     let _ = workflow.await;
@@ -82,7 +90,8 @@ pub async fn run(home: Home, settings: ServeSettings) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn wait_for_signal() {
+/// Completes on Ctrl-C or SIGTERM.
+pub async fn wait_for_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

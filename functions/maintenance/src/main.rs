@@ -1,7 +1,7 @@
 //! Lambda `continuity-maintenance`: an EventBridge schedule (hourly, `infra/template.yaml`)
 //! invokes it with a scheduled event; it prunes the audit ledger beyond its retention,
 //! expires session-scope memory and deletes expired OAuth records. Environment as for
-//! `continuity-mcp`.
+//! `continuity-http`.
 //!
 //! Locally: `cargo lambda watch` then
 //! `cargo lambda invoke continuity-maintenance --data-file events/maintenance-schedule.json`.
@@ -14,7 +14,7 @@ use services::Services;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    gateway::lambda::init_logging();
+    lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
     let services = Services::new(backend);

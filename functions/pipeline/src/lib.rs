@@ -4,7 +4,7 @@
 //! only those messages and, after the redrive policy's `maxReceiveCount`, moves them to
 //! the dead-letter queue; the rest of the batch is deleted.
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use ports::queue::Delivery;
 use services::Services;
 
@@ -20,14 +20,14 @@ pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
                 // Not ours: retrying cannot help, but dropping it silently would lose it.
                 // Fail it so the redrive policy parks it in the DLQ for a person to read.
                 tracing::error!(message_id = %id, %reason, "a message that is not a Continuity envelope");
-                failures.push(failure(id));
+                failures.push(id);
                 continue;
             }
         };
         let kind = message.kind.clone();
         if !services::ingest::IngestService::handles(&kind) {
             tracing::error!(message_id = %id, %kind, "a message kind this consumer does not handle");
-            failures.push(failure(id));
+            failures.push(id);
             continue;
         }
         let delivery = Delivery { message, receipt: id.clone(), receive_count };
@@ -38,17 +38,9 @@ pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
                     services.ingest.record_stage_error(&delivery, &e).await;
                 }
                 tracing::warn!(message_id = %id, code = e.code.as_str(), error = %e.message, "failed; SQS will retry it");
-                failures.push(failure(id));
+                failures.push(id);
             }
         }
     }
-    let mut resp = SqsBatchResponse::default();
-    resp.batch_item_failures = failures;
-    resp
-}
-
-fn failure(id: String) -> BatchItemFailure {
-    let mut f = BatchItemFailure::default();
-    f.item_identifier = id;
-    f
+    lambda_support::batch_response(failures)
 }

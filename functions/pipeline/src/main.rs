@@ -1,6 +1,6 @@
 //! Lambda `continuity-pipeline`: the SQS event source on the work queue invokes it with
 //! up to 10 messages (`FunctionResponseTypes: ReportBatchItemFailures`). Environment as
-//! for `continuity-mcp` (table, queue, bucket, cache).
+//! for `continuity-http` (table, queue, bucket, cache).
 //!
 //! Locally: `cargo lambda watch` then
 //! `cargo lambda invoke continuity-pipeline --data-file events/pipeline-sqs-ingest.json`.
@@ -14,7 +14,7 @@ use services::Services;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    gateway::lambda::init_logging();
+    lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
     let services = Services::new(backend);

@@ -11,16 +11,13 @@
 //!   "timeout_seconds"}` — stored with its proposal (`Tasks::register_wait`), which puts
 //!   it in the approvers' queue.
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::Diagnostic;
 use serde_json::Value;
 use services::governance::Tasks;
 use services::governance::tasks::WaitMessage;
 
-/// A task failure as Step Functions sees it: the taxonomy code as `errorType`.
-pub fn diagnostic(e: &domain::Error) -> Diagnostic {
-    Diagnostic { error_type: e.code.as_str().to_owned(), error_message: e.message.clone() }
-}
+pub use lambda_support::diagnostic;
 
 /// Stores each wait of an SQS batch; the messages that failed are reported for redelivery.
 pub async fn waits(tasks: &Tasks, event: SqsEvent) -> SqsBatchResponse {
@@ -39,15 +36,11 @@ pub async fn waits(tasks: &Tasks, event: SqsEvent) -> SqsBatchResponse {
             Ok(p) => tracing::info!(proposal = %p.id, "wait stored: the proposal is in the approvers' queue"),
             Err(e) => {
                 tracing::warn!(code = ?e.code, message_id = %id, "could not store a wait; SQS redelivers it");
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = id;
-                failures.push(failure);
+                failures.push(id);
             }
         }
     }
-    let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = failures;
-    response
+    lambda_support::batch_response(failures)
 }
 
 /// Dispatches one invocation: an SQS batch (it has `Records`) or a Task state's payload.

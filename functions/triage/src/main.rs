@@ -1,6 +1,6 @@
 //! Lambda `continuity-triage`: the Task states of the triage state machine invoke it
 //! directly, and the approval-waits queue through an SQS event source (see `lib.rs`).
-//! Environment as for `continuity-mcp` (table, cache, search).
+//! Environment as for `continuity-http` (table, cache, search).
 //!
 //! Locally: `cargo lambda watch` then
 //! `cargo lambda invoke continuity-triage --data-file events/triage-score.json` (or
@@ -14,7 +14,7 @@ use services::Services;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    gateway::lambda::init_logging();
+    lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
     let services = Services::new(backend);

@@ -180,6 +180,20 @@ impl Timestamp {
     }
 }
 
+/// Parsing from text (command-line arguments): the same checks as the constructors.
+macro_rules! from_str_by_new {
+    ($($t:ty),+) => {$(
+        impl std::str::FromStr for $t {
+            type Err = crate::error::Error;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::new(s)
+            }
+        }
+    )+};
+}
+
+from_str_by_new!(TenantId, EntityType, Id);
+
 #[cfg(test)]
 mod tests {
     use super::*;

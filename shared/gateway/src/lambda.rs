@@ -1,5 +1,6 @@
 //! The Lambda adapter: API Gateway (REST) events in, the shared router out. Every HTTP
-//! Lambda (`continuity-mcp`, `continuity-adk`) serves [`app`] with `lambda_http::run`.
+//! Lambda (`continuity-http`, deployed once per group of routes) serves [`app`] with
+//! `lambda_http::run`.
 //!
 //! [`app`] wraps [`gateway::router`] with one layer that (1) routes on the raw resource
 //! path, so `/prod/mcp` and `/mcp` mean the same whatever the stage, and (2) turns the
@@ -42,14 +43,7 @@ pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_j
     })
 }
 
-/// The API's base URL as a client called it without a custom domain:
-/// `https://{Host}/{stage}` (what the authorizer derives too).
-pub fn api_base_url(host: &str, stage: Option<&str>) -> String {
-    match stage {
-        Some(s) if !s.is_empty() => format!("https://{host}/{s}"),
-        _ => format!("https://{host}"),
-    }
-}
+pub use lambda_support::api_base_url;
 
 async fn from_api_gateway(mut req: Request, next: Next) -> Response {
     let (caller, stage, source) = match req.request_context_ref() {
@@ -115,7 +109,4 @@ pub fn app_with_hosts(services: Services, public_url: String, allowed_hosts: Vec
     Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway))
 }
 
-/// JSON logs for a Lambda (CloudWatch adds the time): `RUST_LOG` filters, default `info`.
-pub fn init_logging() {
-    tracing_subscriber::fmt().json().without_time().with_env_filter(crate::observe::log_filter()).init();
-}
+pub use lambda_support::init_logging;

@@ -14,42 +14,7 @@ use http::HeaderValue;
 
 pub const REQUEST_ID: &str = "x-request-id";
 
-/// Libraries that log what passes through them at debug or trace level — rmcp whole
-/// JSON-RPC messages (turns, proposed bodies), the AWS SDK and HTTP stacks headers and
-/// bodies, the Lambda runtime its events. Whatever `RUST_LOG` asks for, they log at
-/// `warn` at most, so content stays out of logs at every level.
-const CONTENT_TARGETS: &[&str] = &[
-    "rmcp",
-    "lambda_runtime",
-    "lambda_runtime_api_client",
-    "lambda_http",
-    "aws_smithy_runtime",
-    "aws_smithy_runtime_api",
-    "aws_smithy_http",
-    "aws_smithy_http_client",
-    "aws_sigv4",
-    "aws_config",
-    "hyper",
-    "hyper_util",
-    "h2",
-    "reqwest",
-    "redis",
-    "rustls",
-    "tokenizers",
-];
-
-/// The log filter of every binary: `RUST_LOG` (default `info`), with
-/// [`CONTENT_TARGETS`] capped at `warn`.
-pub fn log_filter() -> tracing_subscriber::EnvFilter {
-    let mut filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    for target in CONTENT_TARGETS {
-        if let Ok(d) = format!("{target}=warn").parse() {
-            filter = filter.add_directive(d);
-        }
-    }
-    filter
-}
+pub use lambda_support::log_filter;
 
 fn request_id(req: &Request) -> String {
     req.headers()

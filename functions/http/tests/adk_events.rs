@@ -119,7 +119,7 @@ async fn approvers_list_and_reject_from_events() {
     let (status, _, v) = invoke(&s, serde_json::from_str(&text).unwrap()).await;
     assert_eq!(status, 409, "{v}");
 
-    // The console (continuity-approvals serves the same router): a browser without a
+    // The console (the approvals function runs the same binary and router): a browser without a
     // session gets the sign-in page, with its CSRF cookie, and no authorizer involved.
     let req = lambda_http::request::from_str(&event("approvals-console.json").to_string()).unwrap();
     let app = gateway::lambda::app(s.clone(), String::new());

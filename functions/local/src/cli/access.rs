@@ -1,0 +1,89 @@
+//! Who may come in: `continuity key …` (API keys), `user …` (people who sign in with a
+//! password), `client …` (confidential OAuth clients) and `signing-key …` (the keys that
+//! sign access tokens).
+
+use anyhow::anyhow;
+use services::admin::{AdminService, KeyRequest, NewServiceClient, NewUser};
+
+use super::{ClientCommand, KeyCommand, SigningKeyCommand, UserCommand, domain_err};
+
+pub(super) async fn keys(admin: &AdminService, command: KeyCommand) -> anyhow::Result<()> {
+    match command {
+        KeyCommand::Create { tenant, scopes, principal, teams, projects, toolsets } => {
+            let req = KeyRequest { tenant, scopes, principal, teams, projects };
+            let key = admin.create_key_with_toolsets(req, toolsets).await.map_err(domain_err)?;
+            println!("{}", key.token);
+            eprintln!("created key {} for tenant {}; this is the only time its secret is shown", key.key_id, key.tenant);
+        }
+        KeyCommand::Revoke { tenant, key_id } => {
+            admin.revoke_key(&tenant, &key_id).await.map_err(domain_err)?;
+            println!("revoked key {key_id} of tenant {tenant}");
+        }
+        KeyCommand::List { tenant } => {
+            for k in admin.list_keys(&tenant).await.map_err(domain_err)? {
+                let state = k.revoked_at.map_or_else(|| "active".to_owned(), |t| format!("revoked {}", t.to_rfc3339()));
+                println!("{}  {}  principal={}  scopes=\"{}\"", k.key_id, state, k.principal, k.scopes.to_oauth_string());
+            }
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow::Result<()> {
+    let UserCommand::Add { tenant, email, role } = command;
+    let password = read_password(&format!("Password for {email}: "))?;
+    let id =
+        admin.add_user(NewUser { tenant: tenant.clone(), email: email.clone(), role, password }).await.map_err(domain_err)?;
+    println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
+    Ok(())
+}
+
+pub(super) async fn clients(admin: &AdminService, command: ClientCommand) -> anyhow::Result<()> {
+    match command {
+        ClientCommand::Toolsets { client_id, toolsets } => {
+            admin.set_client_toolsets(&client_id, toolsets.clone()).await.map_err(domain_err)?;
+            println!("client {client_id} is offered the toolsets {} from its next sign-in or refresh", toolsets.to_list_string());
+        }
+        ClientCommand::Create { tenant, name, scopes, jwt_bearer, toolsets } => {
+            let c = admin
+                .create_service_client(NewServiceClient { tenant, name, scopes, jwt_bearer, toolsets })
+                .await
+                .map_err(domain_err)?;
+            println!("client_id={}", c.client_id);
+            println!("client_secret={}", c.client_secret);
+            eprintln!("this is the only time the client secret is shown");
+        }
+    }
+    Ok(())
+}
+
+/// The home's token-signing keys (files under `keys/`).
+pub(super) fn signing_keys(home: &std::path::Path, command: &SigningKeyCommand) -> anyhow::Result<()> {
+    let now = ports::Clock::now(&ports::SystemClock);
+    let signer = store_embedded::FileSigner::open(&home.join("keys"), now).map_err(domain_err)?;
+    if matches!(command, SigningKeyCommand::Rotate) {
+        let kid = signer.rotate(now).map_err(domain_err)?;
+        println!("new signing key {kid}; restart `continuity serve` to sign with it");
+    }
+    for kid in signer.kids() {
+        println!("{kid}");
+    }
+    Ok(())
+}
+
+/// A password from a terminal prompt (not echoed), or the first line of stdin.
+fn read_password(prompt: &str) -> anyhow::Result<String> {
+    use std::io::{BufRead as _, IsTerminal as _};
+    let line = if std::io::stdin().is_terminal() {
+        rpassword::prompt_password(prompt)?
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line
+    };
+    let password = line.trim_end_matches(['\r', '\n']).to_owned();
+    if password.is_empty() {
+        return Err(anyhow!("no password given (pipe it on stdin or type it at the prompt)"));
+    }
+    Ok(password)
+}

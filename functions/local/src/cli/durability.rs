@@ -1,0 +1,93 @@
+//! The durability and maintenance commands — `maintenance`, `reindex`, `backup`,
+//! `compact`, `restore` — the same on the embedded home and, with `--backend aws`, on a
+//! stack's table, bucket and index. Long ones print progress on stderr.
+
+use anyhow::anyhow;
+
+use super::{Command, domain_err};
+
+/// The durability and maintenance commands: the same on the embedded home and, with
+/// `--backend aws`, on a stack's table, bucket and index.
+pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Maintenance => {
+            let r = s.maintenance.run().await.map_err(domain_err)?;
+            println!(
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted; \
+                 proposals: {} restarted, {} decisions resent, {} wait heartbeats, {} waits escalated",
+                r.tenants,
+                r.audit_pruned,
+                r.sessions_expired,
+                r.oauth_pruned,
+                r.workflow.restarted,
+                r.workflow.resent,
+                r.workflow.heartbeats,
+                r.workflow.escalated
+            );
+            Ok(())
+        }
+        Command::Reindex { tenant, full } => {
+            let r = s
+                .search
+                .reindex(&tenant, full, &|n| {
+                    if n.is_multiple_of(100) {
+                        eprintln!("indexed {n} records…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
+                s.embedder_name(),
+                r.indexed,
+                r.verified,
+                r.kept,
+                r.removed,
+                r.orphaned
+            );
+            Ok(())
+        }
+        Command::Backup { tenant } => {
+            let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
+            println!("wrote {lines} records to {path} (in the tenant's blob folder)");
+            Ok(())
+        }
+        Command::Restore { tenant } => {
+            let report = s
+                .backup
+                .restore(&tenant, &|files| {
+                    if files.is_multiple_of(100) {
+                        eprintln!("read {files} backup files…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "restored from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
+                report.files,
+                report.entities,
+                report.unchanged,
+                report.relationships,
+                report.signals,
+                if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
+            );
+            Ok(())
+        }
+        Command::Compact { tenant } => {
+            let r = s.backup.compact(&tenant, 2).await.map_err(domain_err)?;
+            println!(
+                "compacted {} backup files into {} ({} lines){}",
+                r.merged,
+                r.written,
+                r.lines,
+                if r.kept_unreadable > 0 {
+                    format!("; {} files with unreadable lines kept as they were", r.kept_unreadable)
+                } else {
+                    String::new()
+                }
+            );
+            Ok(())
+        }
+        _ => Err(anyhow!("only maintenance, reindex, backup, compact and restore run against the AWS backend")),
+    }
+}

@@ -1,0 +1,423 @@
+//! Command-line parsing, and the dispatch of each command to its module: [`tenants`]
+//! (tenants and their trusted IdPs), [`access`] (API keys, users, OAuth clients, signing
+//! keys), [`spine`] (operator entity writes), [`durability`] (maintenance, reindex,
+//! backup, compaction, restore — also against a stack with `--backend aws`) and
+//! `serve` / `stdio`. Each command opens the home, does one thing, and prints the result
+//! for people (or, for `key create`, the key alone so scripts can capture it).
+//! Identifiers, scopes and toolsets are parsed by clap from their domain types, so a bad
+//! one is refused before anything opens.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::{Args, Parser, Subcommand};
+use domain::principal::{Role, Scopes, Toolsets};
+use domain::spine::PoleClass;
+use domain::tenant::{Department, Industry, PersonalDataRule, PlanTier, StorageTier};
+use domain::{EntityType, Id, TenantId};
+
+use crate::home;
+use crate::serve::{self, ServeSettings};
+
+mod access;
+mod durability;
+mod spine;
+mod tenants;
+
+#[derive(Parser)]
+#[command(name = "continuity", version, about = "Governed memory and context bridge for AI agents (MCP)")]
+pub struct Cli {
+    /// Home folder (default: $CONTINUITY_HOME, else ./.continuity).
+    #[arg(long, global = true)]
+    home: Option<PathBuf>,
+    /// The embedder of the search index: `hashing` (built in, lexical) or `local:DIR` (a
+    /// sentence model folder with config.json, tokenizer.json and model.safetensors,
+    /// e.g. all-MiniLM-L6-v2). Every command on one home must use the same one; after a
+    /// change, run `continuity reindex --full`.
+    #[arg(long, global = true, env = "CONTINUITY_EMBEDDER", default_value = "hashing")]
+    embedder: String,
+    /// `embedded` (the home folder) or `aws`: run `backup`, `restore`, `reindex` or
+    /// `maintenance` against a stack, configured by the same environment variables as
+    /// its Lambdas (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`,
+    /// `CONTINUITY_DLQ_URL`, `CONTINUITY_REDIS_URLS`, `CONTINUITY_VAULT_KMS_KEY`,
+    /// `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_EMBEDDER`, `AWS_REGION`).
+    #[arg(long, global = true, env = "CONTINUITY_BACKEND", value_enum, default_value_t = BackendKind::Embedded)]
+    backend: BackendKind,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which backend a command runs on.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum BackendKind {
+    /// The home folder (SQLite, files).
+    Embedded,
+    /// A deployed stack, configured like its Lambdas.
+    Aws,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run everything in one process on the embedded backend.
+    Serve {
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        addr: SocketAddr,
+        /// Externally visible base URL, when behind a proxy.
+        #[arg(long)]
+        public_url: Option<String>,
+        /// Most connections open at once; at the cap the most stalled one (still sending
+        /// its request, or idle) is closed to make room.
+        #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        max_connections: u32,
+        /// Seconds a client has to send a whole request head.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
+        header_timeout: u64,
+    },
+    /// Serve MCP over stdio on this home (for clients that start a local command).
+    /// The first use initialises the home, as `serve` does. Logs go to stderr.
+    Stdio {
+        /// The tenant whose data the session reads and writes.
+        #[arg(long, default_value = "local")]
+        tenant: TenantId,
+        /// The principal the session acts as (its sessions and personal memory).
+        #[arg(long, default_value = "owner")]
+        principal: Id,
+        /// Toolsets to offer: `canonical` (the 20 tools), `graph` (the knowledge-graph
+        /// tools of the reference memory server), or both: `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: Toolsets,
+    },
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(TenantCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+    /// Operator seeding of Spine entities (agents never write the Spine directly).
+    #[command(subcommand)]
+    Entity(EntityCommand),
+    /// Manage users who sign in through OAuth (login and consent pages).
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage confidential OAuth clients (client_credentials, enterprise sign-in).
+    #[command(subcommand)]
+    Client(ClientCommand),
+    /// Manage the access-token signing keys of this home.
+    #[command(subcommand)]
+    SigningKey(SigningKeyCommand),
+    /// Write a snapshot of a tenant's Spine (entities, relationships, signals) as a JSONL
+    /// backup file beside the ones every write appends.
+    Backup {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+    /// Run the maintenance job once (prune the audit ledger beyond 7 days, expire
+    /// session-scope memory after a day, delete expired OAuth codes and sign-ins).
+    /// `serve` runs it hourly.
+    Maintenance,
+    /// Reconcile the search index with the records (SPEC §9), both ways: index what is
+    /// missing (verified by readback), take superseded entries out, flag index entries
+    /// whose record is gone for review. Idempotent; `serve` runs it daily.
+    Reindex {
+        #[arg(long)]
+        tenant: TenantId,
+        /// Re-embed and re-index every record (after changing the embedder).
+        #[arg(long)]
+        full: bool,
+    },
+    /// Merge a tenant's backup files into a few (the newest copy of each entity, each
+    /// relationship and signal once) and delete the merged files; a file with an
+    /// unreadable line is kept. `serve` does it daily for tenants with 100+ files.
+    Compact {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+    /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
+    /// the newest copy of each entity wins; replaying twice changes nothing.
+    Restore {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Add a user; the password is read from stdin (a prompt on a terminal).
+    Add {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        email: String,
+        #[arg(long, default_value = "member")]
+        role: Role,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClientCommand {
+    /// Create a confidential client bound to a tenant; prints its id and secret.
+    Create {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        name: String,
+        /// Space- or comma-separated scopes the client may be granted.
+        #[arg(long, default_value = "mcp:tools mcp:resources tenant:read memory:read")]
+        scopes: Scopes,
+        /// Also allow enterprise sign-in (the ID-JAG jwt-bearer grant).
+        #[arg(long)]
+        jwt_bearer: bool,
+        /// MCP toolsets its tokens are offered: `canonical`, `graph`, or `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: Toolsets,
+    },
+    /// Set the MCP toolsets a client's tokens are offered (any client, also one an MCP
+    /// client registered itself); new tokens carry them from the next sign-in or refresh.
+    Toolsets {
+        /// The client id (`dyn-…` for dynamically registered clients).
+        client_id: Id,
+        /// `canonical`, `graph`, or `canonical,graph`.
+        toolsets: Toolsets,
+    },
+}
+
+#[derive(Subcommand)]
+enum SigningKeyCommand {
+    /// Generate a new signing key; old keys stay published. Restart `serve` to use it.
+    Rotate,
+    /// List the published key ids, the signing key first.
+    List,
+}
+
+#[derive(Subcommand)]
+enum IdpCommand {
+    /// Trust an identity provider for enterprise sign-in (ID-JAG).
+    Add {
+        #[arg(long)]
+        tenant: TenantId,
+        /// The IdP's issuer (`iss`), compared exactly.
+        #[arg(long)]
+        issuer: String,
+        /// Where the IdP publishes its keys.
+        #[arg(long, conflicts_with = "jwks_file")]
+        jwks_uri: Option<String>,
+        /// A JWK Set file, for an IdP whose JWKS is not reachable from here.
+        #[arg(long)]
+        jwks_file: Option<PathBuf>,
+    },
+    /// Stop trusting an identity provider.
+    Remove {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        issuer: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum TenantCommand {
+    /// Create a tenant.
+    Create {
+        slug: TenantId,
+        #[arg(long, default_value = "free")]
+        plan: PlanTier,
+        #[arg(long, default_value = "customer_success")]
+        department: Department,
+        #[arg(long, default_value = "saas")]
+        industry: Industry,
+    },
+    /// Show a tenant's configuration (or, with --schema, its Spine schema as JSON).
+    Show {
+        slug: TenantId,
+        /// Print the tenant's resolved Spine schema (department × industry) as JSON.
+        #[arg(long)]
+        schema: bool,
+    },
+    /// List tenants.
+    List,
+    /// Change a tenant's configuration.
+    Set {
+        slug: TenantId,
+        #[command(flatten)]
+        changes: TenantSetArgs,
+    },
+    /// Identity providers trusted for enterprise sign-in.
+    #[command(subcommand)]
+    Idp(IdpCommand),
+}
+
+#[derive(Args)]
+struct TenantSetArgs {
+    #[arg(long)]
+    plan: Option<PlanTier>,
+    #[arg(long)]
+    department: Option<Department>,
+    #[arg(long)]
+    industry: Option<Industry>,
+    /// `promoted` is one-way.
+    #[arg(long)]
+    storage_tier: Option<StorageTier>,
+    #[arg(long)]
+    display_name: Option<String>,
+    #[arg(long)]
+    rate_limit_per_minute: Option<u32>,
+    /// Triage weights for confidence, relevance, risk, conflict and quality, summing to
+    /// 1 (default 0.3,0.2,0.15,0.15,0.2).
+    #[arg(long, value_delimiter = ',')]
+    triage_weights: Option<Vec<f64>>,
+    /// Score at or above which a proposal is written without a person (default 0.85).
+    #[arg(long)]
+    auto_approve: Option<f64>,
+    /// Score below which a proposal is rejected (default 0.60); in between, a person decides.
+    #[arg(long)]
+    reject_below: Option<f64>,
+    /// Seconds a proposal waits for a person before it expires and is escalated (never
+    /// auto-approved); default 604800 (7 days), at least 2.
+    #[arg(long)]
+    approval_timeout: Option<u64>,
+    /// An org proposal holding personal data (a card number, a national id, an e-mail
+    /// address) never auto-approves: `human` (default) sends it to a person, who sees it
+    /// masked; `reject` rejects it naming the kind.
+    #[arg(long)]
+    personal_data: Option<PersonalDataRule>,
+}
+
+#[derive(Subcommand)]
+enum KeyCommand {
+    /// Create an API key; prints the key alone on stdout.
+    Create {
+        #[arg(long)]
+        tenant: TenantId,
+        /// Space- or comma-separated scopes, e.g. "mcp:tools tenant:read".
+        #[arg(long)]
+        scopes: Scopes,
+        /// Existing principal the key acts as (default: a new service principal).
+        #[arg(long)]
+        principal: Option<Id>,
+        /// Teams whose team-scoped memory the key may read (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
+        /// Projects whose project-scoped memory the key may read (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        projects: Vec<String>,
+        /// MCP toolsets the key is offered: `canonical`, `graph`, or `canonical,graph`.
+        #[arg(long, default_value = "canonical")]
+        toolsets: Toolsets,
+    },
+    /// Revoke a key by id (the middle part of `ctn_<tenant>.<id>.<secret>`).
+    Revoke {
+        #[arg(long)]
+        tenant: TenantId,
+        key_id: Id,
+    },
+    /// List a tenant's keys (never their secrets).
+    List {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
+enum EntityCommand {
+    /// Create or replace an entity.
+    Put {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long = "type")]
+        entity_type: EntityType,
+        #[arg(long)]
+        id: Id,
+        /// Attributes as a JSON object, e.g. '{"name":"Acme"}'.
+        #[arg(long, default_value = "{}")]
+        attributes: String,
+        #[arg(long, default_value = "object")]
+        pole_class: PoleClass,
+    },
+}
+
+/// Who the audit ledger names for an admin command: `cli:<login name>`.
+fn cli_actor() -> String {
+    format!("cli:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
+}
+
+/// A service error for the person at the terminal: the message and what actually failed.
+fn domain_err(e: domain::Error) -> anyhow::Error {
+    anyhow!("{}", e.for_operator())
+}
+
+/// The AWS backend named by the same environment the Lambdas read
+/// (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`, …).
+async fn aws_services() -> anyhow::Result<services::Services> {
+    let env = store_aws::LambdaEnv::from_env().map_err(|e| anyhow!("--backend aws: {}", e.for_operator()))?;
+    let backend = store_aws::backend(&env.aws, std::sync::Arc::new(ports::SystemClock)).await.map_err(domain_err)?;
+    Ok(services::Services::new(backend))
+}
+
+/// Runs one command.
+///
+/// # Errors
+/// What the command could not do, with its cause, for the person at the terminal.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    if cli.backend == BackendKind::Aws {
+        let s = aws_services().await?;
+        return durability::run(&s, cli.command).await;
+    }
+    let home = home::open(home::resolve(cli.home), &cli.embedder).await?;
+    let s = home.services.clone();
+    // Every change an admin command makes is audited with who ran it.
+    let admin = s.admin.acting_as(cli_actor());
+    match cli.command {
+        Command::Serve { addr, public_url, max_connections, header_timeout } => {
+            let limits = gateway::server::Limits {
+                max_connections: max_connections as usize,
+                header_read_timeout: std::time::Duration::from_secs(header_timeout),
+            };
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow!("binding {addr}: {e}"))?;
+            serve::run(home, listener, ServeSettings { public_url, limits }, serve::wait_for_signal()).await
+        }
+        Command::Stdio { tenant, principal, toolsets } => stdio(&s, &admin, tenant, principal, toolsets).await,
+        Command::Tenant(c) => tenants::run(&admin, c).await,
+        Command::Key(c) => access::keys(&admin, c).await,
+        Command::User(c) => access::users(&admin, c).await,
+        Command::Client(c) => access::clients(&admin, c).await,
+        Command::SigningKey(c) => access::signing_keys(&home.path, &c),
+        Command::Entity(c) => spine::run(&s, &admin, c).await,
+        c @ (Command::Maintenance
+        | Command::Reindex { .. }
+        | Command::Backup { .. }
+        | Command::Compact { .. }
+        | Command::Restore { .. }) => durability::run(&s, c).await,
+    }
+}
+
+/// MCP over stdio on the home, as the person at this terminal: every scope an MCP client
+/// may hold — never `admin` or `approvals:decide` (walls 4 and 5).
+async fn stdio(
+    s: &services::Services,
+    admin: &services::admin::AdminService,
+    tenant: TenantId,
+    principal: Id,
+    toolsets: Toolsets,
+) -> anyhow::Result<()> {
+    let t = admin.show_tenant(&tenant).await.map_err(domain_err)?;
+    let scopes = Scopes(domain::principal::Scope::ALL.iter().copied().filter(|s| s.grantable_to_mcp_client()).collect());
+    let caller = domain::principal::CallerContext {
+        tenant: t.id,
+        principal,
+        scopes,
+        plan: t.plan,
+        teams: vec![],
+        projects: vec![],
+        credential: "stdio".into(),
+        toolsets,
+    };
+    tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
+    use rmcp::ServiceExt as _;
+    let server = mcp::ContinuityMcp::for_caller(s.clone(), caller)
+        .serve(rmcp::transport::io::stdio())
+        .await
+        .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
+    server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
+    Ok(())
+}

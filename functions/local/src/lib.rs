@@ -1,0 +1,10 @@
+//! The `continuity` binary's library: what `main` parses and runs, here so tests can
+//! drive it in process (like mini-redis's `server::run(listener, shutdown)`).
+//!
+//! - [`cli`]: the command line and each command's module.
+//! - [`home`]: the home folder — database, blobs, keys and the owner key file.
+//! - [`serve`]: `continuity serve` on a listener until a shutdown future completes.
+
+pub mod cli;
+pub mod home;
+pub mod serve;
