@@ -80,6 +80,12 @@ async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, bo
     m
 }
 
+/// A tool call as MCP makes it: the structured result and the text a model reads.
+async fn tool(s: &Services, c: &CallerContext, capability: &str, args: Value) -> domain::Result<(Value, String)> {
+    let t = mcp::tools::all().find(|t| t.capability == capability).unwrap_or_else(|| panic!("no tool {capability}"));
+    t.call(s, c, args).await
+}
+
 async fn propose(s: &Services, c: &CallerContext, args: Value) -> Value {
     s.capabilities.execute(c, "memory.propose", args).await.unwrap().data["proposal"].clone()
 }
@@ -242,34 +248,33 @@ async fn secrets_are_rejected_and_never_kept(backend: Backend) {
     let agent = caller(&s, &t, "mcp:tools memory:write").await;
     let reader = caller(&s, &t, "mcp:tools tenant:read memory:read").await;
     for (text, value, kind) in SECRETS {
-        let out = s
-            .capabilities
-            .execute(&agent, "memory.propose", json!({"title": "Globex ops note", "kind": "learning", "body": text}))
-            .await
-            .unwrap();
-        let p = &out.data["proposal"];
+        let (data, text_shown) =
+            tool(&s, &agent, "memory.propose", json!({"title": "Globex ops note", "kind": "learning", "body": text}))
+                .await
+                .unwrap();
+        let p = &data["proposal"];
         assert_eq!(p["state"], "rejected", "{text}: {p}");
         let reason = p["decision_reason"].as_str().unwrap();
         assert!(reason.contains("secret") && reason.contains(kind) && reason.contains("body, character"), "{reason}");
         let id = p["id"].as_str().unwrap();
         // Nowhere: the answer, its text, the stored proposal, proposal.status, the decision list.
-        let status = s.capabilities.execute(&reader, "proposal.status", json!({"id": id})).await.unwrap();
-        let decisions = s.capabilities.execute(&reader, "memory.list_decisions", json!({"limit": 100})).await.unwrap();
+        let status = tool(&s, &reader, "proposal.status", json!({"id": id})).await.unwrap();
+        let decisions = tool(&s, &reader, "memory.list_decisions", json!({"limit": 100})).await.unwrap();
         let stored = backend.records.get_proposal(&t, &Id::new(id).unwrap()).await.unwrap().unwrap();
         for shown in [
-            out.data.to_string(),
-            out.text.clone(),
-            status.data.to_string(),
-            status.text.clone(),
-            decisions.data.to_string(),
-            decisions.text.clone(),
+            data.to_string(),
+            text_shown.clone(),
+            status.0.to_string(),
+            status.1.clone(),
+            decisions.0.to_string(),
+            decisions.1.clone(),
             format!("{stored:?}"),
         ] {
             assert!(!shown.contains(value), "{text}: the secret is shown in {shown}");
         }
         assert!(sensitive::secrets(&stored.body).is_empty(), "{}", stored.body);
         assert_eq!(stored.detected.len(), 1, "{:?}", stored.detected);
-        assert_eq!(status.data["proposal"]["redacted"][0]["field"], "body");
+        assert_eq!(status.0["proposal"]["redacted"][0]["field"], "body");
         let ledger = backend.records.list_audit(&t, &domain::PageRequest::first(500)).await.unwrap().items;
         assert!(ledger.iter().all(|a| !a.outcome.contains(value)));
     }
@@ -430,24 +435,24 @@ async fn scope_walk(backend: Backend) {
     // Every call is a valid one: with every scope it is served (signals need a connector
     // this tenant does not have), so a refusal below is the scope's doing, not a typo's.
     let all = key_for(&s, &t, &principal, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
-    for (tool, args) in &calls {
-        match s.capabilities.execute(&all, tool, args.clone()).await {
+    for (name, args) in &calls {
+        match tool(&s, &all, name, args.clone()).await {
             Ok(_) => {}
-            Err(e) if tool.starts_with("signal.") && e.code == ErrorCode::ConnectorNotAvailable => {}
-            Err(e) => panic!("{tool} {args}: {e:?}"),
+            Err(e) if name.starts_with("signal.") && e.code == ErrorCode::ConnectorNotAvailable => {}
+            Err(e) => panic!("{name} {args}: {e:?}"),
         }
     }
     let mut mismatches = Vec::new();
     for scope in SCOPES {
         let c = key_for(&s, &t, &principal, &format!("mcp:tools mcp:resources {scope}")).await;
-        for (tool, args) in &calls {
-            let shown = match s.capabilities.execute(&c, tool, args.clone()).await {
-                Ok(o) => format!("{} {}", o.data, o.text),
+        for (name, args) in &calls {
+            let shown = match tool(&s, &c, name, args.clone()).await {
+                Ok((data, text)) => format!("{data} {text}"),
                 Err(e) => format!("{e:?}"),
             };
             let sees = shown.contains(CANARY);
-            if sees != SEES_MEMORY.contains(&(*tool, scope)) {
-                mismatches.push(format!("{tool} {args} with {scope}: sees memory = {sees}: {shown}"));
+            if sees != SEES_MEMORY.contains(&(*name, scope)) {
+                mismatches.push(format!("{name} {args} with {scope}: sees memory = {sees}: {shown}"));
             }
         }
         for (prompt, args) in [("project_handoff_summary", json!({"project": "Globex"})), ("morning_brief", json!({}))] {
@@ -496,13 +501,12 @@ async fn triage_tells_writers_nothing(backend: Backend) {
     let reader = caller(&s, &t, "mcp:tools tenant:read memory:read").await;
     // A probe for whether org memory mentions the words: a near-duplicate, then a contradiction.
     for body in [LEAD_TIME, "Enterprise renewals are not negotiated before the contract end date by the account owner."] {
-        let out = s
-            .capabilities
-            .execute(&writer, "memory.propose", json!({"title": "Zanzibar pricing floor", "kind": "decision", "body": body}))
-            .await
-            .unwrap();
-        let p = &out.data["proposal"];
-        let shown = format!("{} {}", out.data, out.text);
+        let (data, text) =
+            tool(&s, &writer, "memory.propose", json!({"title": "Zanzibar pricing floor", "kind": "decision", "body": body}))
+                .await
+                .unwrap();
+        let p = &data["proposal"];
+        let shown = format!("{data} {text}");
         assert!(!shown.contains("dec-secretive-id"), "{shown}");
         assert!(
             p["score"].get("relevance").is_none() && p["score"].get("conflict").is_none() && p["score"].get("total").is_none()
@@ -717,9 +721,9 @@ async fn nothing_sensitive_without_a_person(backend: Backend, seq: Vec<Step>, re
                 if supersedes && active {
                     args["supersedes"] = json!(seeded.id.as_str());
                 }
-                let out = s.capabilities.execute(&agent, "memory.propose", args).await.unwrap();
-                shown.push(format!("{} {}", out.data, out.text));
-                made.push(Id::new(out.data["proposal"]["id"].as_str().unwrap()).unwrap());
+                let (data, text) = tool(&s, &agent, "memory.propose", args).await.unwrap();
+                shown.push(format!("{data} {text}"));
+                made.push(Id::new(data["proposal"]["id"].as_str().unwrap()).unwrap());
             }
             Step::Decide(n, approve) => {
                 if let Some(id) = made.get(n) {

@@ -341,13 +341,13 @@ async fn triage_state_machine_runs_on_moto() {
     assert_eq!(state(s, &t, &hitl).await.decision_reason.as_deref(), Some("Escalations go to the account owner"));
 
     // 5. Nobody decides: the wait times out into Escalate — never auto-approved.
-    // (8 s, a 7 s heartbeat: slack for a loaded machine, where moto answers slowly.)
-    let strict = TriagePolicy { approval_timeout_secs: 8, ..TriagePolicy::default() };
+    // (20 s, a 19 s heartbeat: slack for a loaded machine, where moto answers slowly.)
+    let strict = TriagePolicy { approval_timeout_secs: 20, ..TriagePolicy::default() };
     s.admin.set_tenant(&t, services::admin::TenantChanges { triage: Some(strict), ..Default::default() }).await.unwrap();
     let hitl = pending(s, &t, WAITS[2].0, WAITS[2].1, None).await;
     let scored = rig.task("score", &t, &hitl).await;
     assert_eq!(scored["route"], "human", "{scored}");
-    assert_eq!((scored["timeout_seconds"].as_u64(), scored["heartbeat_seconds"].as_u64()), (Some(8), Some(7)));
+    assert_eq!((scored["timeout_seconds"].as_u64(), scored["heartbeat_seconds"].as_u64()), (Some(20), Some(19)));
     // Escalate's answer is queued with Score's, before the wait starts: the execution
     // reaches Escalate by itself, whenever the timeout fires.
     let expected = json!({"proposal": hitl.as_str(), "state": "expired"});

@@ -11,6 +11,17 @@ use crate::error::ApiError;
 
 /// The largest request body any route accepts (SPEC §10).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The largest refused body still read to its end before the 413 (beyond, the connection
+/// is closed after the answer).
+const LINGER_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Reads a body to its end, keeping nothing.
+async fn drain(body: Body) {
+    use http_body_util::BodyExt as _;
+    let mut body = body;
+    while let Some(Ok(_)) = body.frame().await {}
+}
+
 /// How long a client has to send a whole request body once its head has arrived.
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -32,6 +43,11 @@ pub async fn limit_body(req: Request, next: Next) -> Response {
     let declared =
         req.headers().get(http::header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        // Read (and drop) what the client is still sending, up to a bound, so it sees the
+        // 413 instead of a connection closed under its feet mid-write.
+        if declared.is_some_and(|n| n <= LINGER_BYTES) {
+            let _ = tokio::time::timeout(BODY_READ_TIMEOUT, drain(req.into_body())).await;
+        }
         return too_big();
     }
     let (parts, body) = req.into_parts();

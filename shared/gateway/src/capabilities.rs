@@ -47,11 +47,8 @@ pub async fn execute(
     Path(name): Path<String>,
     StrictJson(body): StrictJson<Value>,
 ) -> Result<Response, ApiError> {
-    let result = state.services.capabilities.execute(&caller, &name, body).await;
-    let outcome = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
-    let shown: String = name.chars().take(96).collect();
-    state.services.audit.record(&caller.tenant, caller.principal.as_str(), &format!("capability:{shown}"), None, outcome).await;
-    let o = result?;
+    // Resolved, run and audited by the use case.
+    let o = state.services.capabilities.execute(&caller, &name, body).await?;
     Ok(Json(json!({
         "capability": o.resolution.spec.name,
         "route": o.resolution.route.as_str(),

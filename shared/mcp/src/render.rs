@@ -51,3 +51,279 @@ pub fn error(e: &Error) -> CallToolResult {
     r.content = vec![ContentBlock::text(text)];
     r
 }
+
+/// A result as text for a model: what the structured content says, in a few lines.
+pub trait Render {
+    fn render(&self) -> String;
+}
+
+use services::tools::graph::{GraphChange, GraphView};
+use services::tools::library::{BookListOutput, KbSearchOutput, PlaybookOutput};
+use services::tools::memory::{
+    ListDecisionsOutput, ProposalOutput, ReadConversationalOutput, ReadOrgOutput, ReadPersonalOutput, SearchOrgOutput,
+    WriteConversationalOutput,
+};
+use services::tools::session::{GetContextOutput, ListRecentOutput};
+use services::tools::spine::{
+    EntityGetOutput, EntityListOutput, EntitySearchOutput, RelationshipListOutput, SignalGetOutput, SignalListOutput,
+};
+use services::tools::{EntityView, MemoryView, ProposalView};
+
+/// The first `n` characters.
+fn first(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+fn entity_lines(v: &EntityView) -> String {
+    let mut out = format!("{} {}", v.entity_type, v.id);
+    for (k, val) in &v.attributes {
+        let shown = serde_json::to_string(val).unwrap_or_default();
+        out.push_str(&format!("\n  {k}: {shown}"));
+    }
+    out
+}
+
+fn memory_line(m: &MemoryView) -> String {
+    format!("\n- [{}] {} ({}): {}", m.id, m.title, m.kind, first(&m.body, 200))
+}
+
+impl Render for SearchOrgOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} active org memory entries match", self.count);
+        if self.search != "hybrid" {
+            text.push_str(" (keyword scan: no search index is configured)");
+        }
+        self.entries.iter().for_each(|m| text.push_str(&memory_line(m)));
+        text
+    }
+}
+
+impl Render for ReadOrgOutput {
+    fn render(&self) -> String {
+        let m = &self.entry;
+        let state = serde_json::to_value(m.state).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let mut text = format!("[{}] {} ({}, {state})\n{}", m.id, m.title, m.kind, m.body);
+        if let Some(by) = &m.superseded_by {
+            text.push_str(&format!("\nSuperseded by {by}: read that entry for the current truth."));
+        }
+        if let Some(v) = &self.verification {
+            text.push_str(&format!(
+                "\nVerification: {} (confidence {:.2})",
+                if v.verified { "retrievable, verified" } else { "awaiting review" },
+                v.confidence
+            ));
+            if !v.related.is_empty() {
+                let related: Vec<&str> = v.related.iter().map(domain::Id::as_str).collect();
+                text.push_str(&format!("\nRelated entries: {}", related.join(", ")));
+            }
+        }
+        text
+    }
+}
+
+/// What a proposal's state means for the agent that made or reads it.
+fn proposal_text(p: &ProposalView) -> String {
+    use domain::proposal::ProposalState;
+    let scored = match p.score.as_ref().and_then(|s| s.total) {
+        Some(total) => format!(" scored {total:.2} and"),
+        None => String::new(),
+    };
+    let mut text = match p.state {
+        ProposalState::Written if p.kind.starts_with("memory:") => {
+            format!("Proposal {} \"{}\"{scored} is written: it is now active org memory.", p.id, p.title)
+        }
+        ProposalState::AwaitingApproval => format!(
+            "Proposal {} \"{}\"{scored} waits for a person to decide (never in chat). Check it with proposal.status.",
+            p.id, p.title
+        ),
+        ProposalState::Rejected => format!("Proposal {} \"{}\" was rejected", p.id, p.title),
+        other => format!("Proposal {} \"{}\" is {}", p.id, p.title, other.as_str()),
+    };
+    if let Some(r) = &p.decision_reason {
+        text.push_str(&format!(": {r}"));
+    } else if !text.ends_with('.') {
+        text.push('.');
+    }
+    text
+}
+
+impl Render for ProposalOutput {
+    fn render(&self) -> String {
+        proposal_text(&self.proposal)
+    }
+}
+
+impl Render for ReadConversationalOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} turns of session {}", self.turns.len(), self.session);
+        for t in &self.turns {
+            text.push_str(&format!("\n#{} {}: {}", t.seq, t.role, t.content));
+        }
+        text
+    }
+}
+
+impl Render for WriteConversationalOutput {
+    fn render(&self) -> String {
+        format!("Appended turn #{} to session {}.", self.seq, self.session)
+    }
+}
+
+impl Render for ReadPersonalOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} personal patterns", self.count);
+        for m in &self.patterns {
+            text.push_str(&format!("\n- ({}) {}: {}", m.kind, m.title, first(&m.body, 200)));
+        }
+        text
+    }
+}
+
+impl Render for ListDecisionsOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} proposals", self.decisions.len());
+        for p in &self.decisions {
+            text.push_str(&format!("\n- [{}] {} — {}", p.id, p.title, p.state));
+            if let Some(r) = &p.decision_reason {
+                text.push_str(&format!(" ({r})"));
+            }
+        }
+        text
+    }
+}
+
+impl Render for GetContextOutput {
+    fn render(&self) -> String {
+        let mut text = String::new();
+        if let Some(e) = &self.entity {
+            text.push_str(&format!("Entity {} {} ({})", e.entity_type, e.id, e.label()));
+            let (rels, signals) =
+                (self.relationships.as_deref().unwrap_or_default(), self.signals.as_deref().unwrap_or_default());
+            text.push_str(&format!("\n{} relationships, {} recent signals", rels.len(), signals.len()));
+            for s in signals.iter().take(5) {
+                text.push_str(&format!("\n- signal {} at {}", s.kind, s.at));
+            }
+        }
+        if let Some(s) = &self.session {
+            text.push_str(&format!("\nSession {}: {} turns (showing the last {})", s.session, s.turns, s.recent_turns.len()));
+        }
+        match &self.memory {
+            Some(memory) if !memory.is_empty() => {
+                text.push_str("\nRelevant org memory:");
+                for m in memory {
+                    text.push_str(&format!("\n- [{}] {}", m.id, m.title));
+                }
+            }
+            Some(_) => {}
+            None => text.push_str("\n(Org memory is left out: it needs the memory:read scope.)"),
+        }
+        text.trim_start().to_owned()
+    }
+}
+
+impl Render for ListRecentOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} recent sessions", self.sessions.len());
+        for s in &self.sessions {
+            text.push_str(&format!("\n- {} ({} turns, last {})", s.session, s.turns, s.last_at));
+            if let Some(t) = &s.title {
+                text.push_str(&format!(": {t}"));
+            }
+        }
+        text
+    }
+}
+
+impl Render for EntityGetOutput {
+    fn render(&self) -> String {
+        entity_lines(&self.entity)
+    }
+}
+
+impl Render for EntitySearchOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} matching entities", self.count);
+        if self.truncated {
+            text.push_str(" (the search stopped before the end of the tenant's entities)");
+        }
+        for v in &self.entities {
+            text.push_str(&format!("\n- {} {}: {}", v.entity_type, v.id, v.label()));
+        }
+        text
+    }
+}
+
+impl Render for EntityListOutput {
+    fn render(&self) -> String {
+        format!("{} entities{}", self.count, if self.next_cursor.is_some() { " (more follow)" } else { "" })
+    }
+}
+
+impl Render for RelationshipListOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} relationships of {}", self.relationships.len(), self.of);
+        for r in &self.relationships {
+            text.push_str(&format!("\n- {}#{} -{}-> {}#{}", r.from.entity_type, r.from.id, r.kind, r.to.entity_type, r.to.id));
+        }
+        text
+    }
+}
+
+impl Render for SignalListOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} signals, newest first", self.signals.len());
+        for s in &self.signals {
+            text.push_str(&format!("\n- [{}] {} on {}#{} at {}", s.id, s.kind, s.entity.entity_type, s.entity.id, s.at));
+        }
+        text
+    }
+}
+
+impl Render for SignalGetOutput {
+    fn render(&self) -> String {
+        let s = &self.signal;
+        format!("Signal {} on {}#{} at {}", s.kind, s.entity.entity_type, s.entity.id, s.at)
+    }
+}
+
+impl Render for BookListOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} book-of-projects entries", self.entries.len());
+        for e in &self.entries {
+            text.push_str(&format!("\n- [{}] {}: {}", e.project, e.title, first(&e.body, 200)));
+        }
+        text
+    }
+}
+
+impl Render for KbSearchOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} knowledge-base documents match", self.count);
+        if self.search != "hybrid" {
+            text.push_str(" (keyword scan: no search index is configured)");
+        }
+        for d in &self.documents {
+            text.push_str(&format!("\n- [{}] {}: {}", d.id, d.title, first(&d.passage, 200)));
+        }
+        text
+    }
+}
+
+impl Render for PlaybookOutput {
+    fn render(&self) -> String {
+        format!("Playbook with {} steps for: {}", self.playbook.steps.len(), self.playbook.goal)
+    }
+}
+
+/// The reference memory server's rendering: the result as pretty JSON.
+impl Render for GraphChange {
+    fn render(&self) -> String {
+        serde_json::to_string_pretty(&self.result).unwrap_or_default()
+    }
+}
+
+impl Render for GraphView {
+    fn render(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use domain::Error;
-use domain::principal::{CallerContext, Scope, Toolset};
+use domain::principal::{CallerContext, Scope};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -19,8 +19,8 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use services::Services;
 
-use crate::catalogue::{self, ToolSpec};
 use crate::render;
+use crate::tools::McpTool;
 
 /// Protocol revisions this server implements (SPEC §7.1).
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
@@ -100,18 +100,18 @@ fn error_schema() -> Value {
 /// A tool's declared output: its result, or (with `isError`) a taxonomy error. Clients
 /// such as the TypeScript SDK validate error results against the output schema too, so
 /// both shapes are declared.
-pub fn output_schema(spec: &ToolSpec) -> Value {
-    serde_json::json!({"type": "object", "anyOf": [(spec.output_schema)(), error_schema()]})
+pub fn output_schema(tool: &McpTool) -> Value {
+    serde_json::json!({"type": "object", "anyOf": [(tool.output_schema)(), error_schema()]})
 }
 
-fn to_tool(spec: &ToolSpec) -> Tool {
+fn to_tool(tool: &McpTool) -> Tool {
     let as_object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
-    let mut annotations = ToolAnnotations::with_title(spec.title);
-    annotations.read_only_hint = Some(spec.read_only);
+    let mut annotations = ToolAnnotations::with_title(tool.title);
+    annotations.read_only_hint = Some(tool.read_only());
     annotations.open_world_hint = Some(false);
-    Tool::new_with_raw(spec.name, Some(Cow::Borrowed(spec.description)), as_object((spec.input_schema)()))
-        .with_title(spec.title)
-        .with_raw_output_schema(as_object(output_schema(spec)))
+    Tool::new_with_raw(tool.name, Some(Cow::Borrowed(tool.description)), as_object((tool.input_schema)()))
+        .with_title(tool.title)
+        .with_raw_output_schema(as_object(output_schema(tool)))
         .with_annotations(annotations)
 }
 
@@ -211,64 +211,31 @@ impl ContinuityMcp {
         }
         let (_, listed) = self.services.capabilities.list(caller).await?;
         let allowed = |capability: &str| listed.iter().any(|l| l.spec.name == capability && l.allowed);
-        let mut tools = Vec::new();
-        if caller.toolsets.contains(Toolset::Canonical) {
-            tools.extend(catalogue::tools().iter().filter(|t| allowed(t.name)).map(to_tool));
-        }
-        if caller.toolsets.contains(Toolset::Graph) {
-            tools.extend(catalogue::graph_tools().iter().filter(|t| allowed(&graph_capability(t.name))).map(to_tool));
-        }
-        Ok(tools)
+        Ok(crate::tools::all().filter(|t| caller.toolsets.contains(t.toolset()) && allowed(t.capability)).map(to_tool).collect())
     }
 
-    /// The ADK capability a tool name stands for in this caller's toolsets, if any.
-    fn capability_of(caller: &CallerContext, name: &str) -> Option<String> {
-        if caller.toolsets.contains(Toolset::Graph) && catalogue::graph_tools().iter().any(|t| t.name == name) {
-            return Some(graph_capability(name));
-        }
-        if caller.toolsets.contains(Toolset::Canonical) && catalogue::tools().iter().any(|t| t.name == name) {
-            return Some(name.to_owned());
-        }
-        None
-    }
-
-    /// Runs one tool for `caller`; every outcome is audited.
+    /// Runs one tool for `caller`; the capability service resolves and audits it.
     pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
-        let outcome = match (caller.scopes.require(Scope::McpTools), Self::capability_of(caller, name)) {
-            (Err(e), _) => Err(e),
-            (Ok(()), Some(capability)) => {
-                self.services.capabilities.execute(caller, &capability, Value::Object(args.unwrap_or_default())).await
+        let outcome = match (caller.scopes.require(Scope::McpTools), crate::tools::find(caller, name)) {
+            (Err(e), _) => Err(self.services.capabilities.refuse(caller, name, e).await),
+            (Ok(()), Some(tool)) => tool.call(&self.services, caller, Value::Object(args.unwrap_or_default())).await,
+            (Ok(()), None) => {
+                let e = Error::new(
+                    domain::ErrorCode::CapabilityNotFound,
+                    format!(
+                        "no tool {} in your toolsets ({})",
+                        name.chars().take(96).collect::<String>(),
+                        caller.toolsets.to_list_string()
+                    ),
+                );
+                Err(self.services.capabilities.refuse(caller, name, e).await)
             }
-            (Ok(()), None) => Err(Error::new(
-                domain::ErrorCode::CapabilityNotFound,
-                format!(
-                    "no tool {} in your toolsets ({})",
-                    name.chars().take(96).collect::<String>(),
-                    caller.toolsets.to_list_string()
-                ),
-            )),
         };
-        let code = outcome.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
-        let shown: String = name.chars().take(96).collect();
-        let action = format!("tool:{shown}");
-        // A call that wrote something is audited durably before it answers; a read's
-        // record goes with the next group write (see services::audit).
-        let wrote = outcome.as_ref().is_ok_and(|o| !o.resolution.spec.read_only);
-        if wrote {
-            self.services.audit.record(&caller.tenant, caller.principal.as_str(), &action, None, code).await;
-        } else {
-            self.services.audit.record_read(&caller.tenant, caller.principal.as_str(), &action, None, code).await;
-        }
         match outcome {
-            Ok(o) => render::success(o.data, o.text),
+            Ok((data, text)) => render::success(data, text),
             Err(e) => render::error(&e),
         }
     }
-}
-
-/// The ADK capability of a `graph` tool.
-fn graph_capability(tool: &str) -> String {
-    format!("memory.graph_{tool}")
 }
 
 impl ServerHandler for ContinuityMcp {
@@ -457,8 +424,8 @@ impl ServerHandler for ContinuityMcp {
         } else if let Some(rest) = uri.strip_prefix("continuity://entities/") {
             let (t, id) = rest.split_once('/').ok_or_else(not_found)?;
             let args = serde_json::json!({"type": t, "id": id});
-            match self.services.capabilities.execute(&caller, "spine.entity.get", args).await {
-                Ok(o) => o.data["entity"].clone(),
+            match self.services.capabilities.call::<services::tools::spine::EntityGet>(&caller, args).await {
+                Ok((_, o)) => serde_json::to_value(o.entity).unwrap_or(Value::Null),
                 Err(e) if e.code == domain::ErrorCode::NotFound => return Err(not_found()),
                 Err(e) => return Err(invalid_params(&e)),
             }

@@ -267,13 +267,13 @@ impl GraphService {
         Err(Error::conflict("the graph is being changed concurrently; retry"))
     }
 
-    /// Runs one graph tool. Returns the structured result and its text (the reference
-    /// server's JSON rendering).
+    /// Runs one graph tool (the reference server's name) and returns its result: the
+    /// created, changed or found records, or a message.
     ///
     /// # Errors
     /// `FORBIDDEN` without `memory:write` (writes) or `memory:read` (reads);
     /// `INVALID_REQUEST`; `NOT_FOUND` for observations added to a missing entity.
-    pub async fn run(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<(Value, String)> {
+    pub async fn run(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Value> {
         let scope = Self::scope(caller, args)?;
         let mut args = args.clone();
         if let Some(o) = args.as_object_mut() {
@@ -446,9 +446,6 @@ impl GraphService {
             }
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
         };
-        let text = serde_json::to_string_pretty(&result).unwrap_or_default();
-        // Structured content is an object: lists and messages are wrapped.
-        let data = if result.is_object() { result } else { json!({"result": result}) };
-        Ok((data, text))
+        Ok(result)
     }
 }

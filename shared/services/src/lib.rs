@@ -87,14 +87,21 @@ impl Services {
         let changes = changes::Changes::new();
         let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
         let graph = graph::GraphService::new(backend.clone());
+        let audit = audit::AuditService::new(backend.clone());
         Self(std::sync::Arc::new(ServiceSet {
-            capabilities: capabilities::CapabilityService::new(backend.clone(), auth.clone(), entities.clone(), graph.clone()),
+            capabilities: capabilities::CapabilityService::new(
+                backend.clone(),
+                auth.clone(),
+                entities.clone(),
+                graph.clone(),
+                audit.clone(),
+            ),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             ingest: ingest::IngestService::new(backend.clone(), entities.clone()),
             auth,
             entities,
             admin: admin::AdminService::new(backend.clone()),
-            audit: audit::AuditService::new(backend.clone()),
+            audit,
             backup: backup::BackupService::new(backend.clone()),
             maintenance: maintenance::MaintenanceService::new(backend.clone()),
             governance: governance::GovernanceService::new(backend.clone()),

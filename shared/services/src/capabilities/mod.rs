@@ -3,7 +3,10 @@
 //!
 //! The tenant's configuration (5 min) and connector statuses (30 s) come through the
 //! cache tiers of SPEC §4.4; the registry document 24 h. Org-memory capabilities are
-//! never cached (`cache_ttl_secs: None` in the registry).
+//! never cached (`cache_ttl_secs: None` in the registry). [`typed`] holds the one
+//! typed definition of each capability and their registry.
+
+pub mod typed;
 
 use std::time::Duration;
 
@@ -11,17 +14,16 @@ use adk::resolve::{Listed, list};
 use adk::{Resolution, ResolveRequest, TenantView, resolve};
 use domain::connector::ConnectorStatus;
 use domain::principal::CallerContext;
-use domain::spine::Entity;
 use domain::tenant::Tenant;
 use domain::value::Attributes;
-use domain::{EntityType, Error, ErrorCode, Id, PageRequest, Result};
+use domain::{Error, ErrorCode, PageRequest, Result};
 use ports::records::ConnectorStore;
 use ports::{Backend, CacheKey};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::Authenticator;
-use crate::entities::{EntityService, SearchQuery};
+use crate::entities::EntityService;
 
 /// Connector statuses are cached this long (SPEC §4.4).
 pub const CONNECTOR_STATUS_TTL: Duration = Duration::from_secs(30);
@@ -37,12 +39,21 @@ pub fn served(name: &str) -> bool {
     !NOT_SERVED.contains(&name)
 }
 
-/// A capability's result: data for programs, text for models.
+/// A capability's result as JSON, with how it was resolved.
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub resolution: Resolution,
     pub data: Value,
-    pub text: String,
+}
+
+/// A capability name as the ledger shows it (bounded: it came from a client).
+fn shown(name: &str) -> String {
+    name.chars().take(96).collect()
+}
+
+/// A registered capability this version does not serve yet, said plainly.
+fn not_served(name: &str) -> Error {
+    Error::new(ErrorCode::CapabilityNotFound, format!("{name} is registered but not served by this version of Continuity yet"))
 }
 
 #[derive(Clone)]
@@ -51,6 +62,7 @@ pub struct CapabilityService {
     auth: Authenticator,
     entities: EntityService,
     graph: crate::graph::GraphService,
+    audit: crate::audit::AuditService,
 }
 
 /// The parts of a request body the resolver looks at.
@@ -64,33 +76,6 @@ struct Hints {
 
 pub(crate) fn connectors_key(tenant: &domain::TenantId) -> CacheKey {
     CacheKey::tenant(tenant, "connector", "all")
-}
-
-fn parse_args<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T> {
-    serde_json::from_value(args.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
-}
-
-/// An entity as readers see it: only the type's priority fields (SPEC §5.2 step 4).
-pub fn visible_entity(e: &Entity, schema: &adk::schema::TenantSchema) -> Option<Value> {
-    let attributes = schema.strip_for_read(e.entity_type.as_str(), &e.attributes).ok()?;
-    Some(json!({
-        "type": e.entity_type.as_str(),
-        "id": e.id.as_str(),
-        "pole_class": e.pole_class.as_str(),
-        "attributes": serde_json::to_value(&attributes).unwrap_or(Value::Null),
-        "updated_at": e.updated_at.to_rfc3339(),
-        "version": e.version,
-    }))
-}
-
-fn entity_text(v: &Value) -> String {
-    let mut out = format!("{} {}", v["type"].as_str().unwrap_or(""), v["id"].as_str().unwrap_or(""));
-    if let Some(attrs) = v["attributes"].as_object() {
-        for (k, val) in attrs {
-            out.push_str(&format!("\n  {k}: {val}"));
-        }
-    }
-    out
 }
 
 /// A tenant's schema as JSON: every entity type with its POLE+O class, visible
@@ -119,8 +104,14 @@ pub fn schema_document(tenant: &Tenant) -> Value {
 }
 
 impl CapabilityService {
-    pub fn new(backend: Backend, auth: Authenticator, entities: EntityService, graph: crate::graph::GraphService) -> Self {
-        Self { backend, auth, entities, graph }
+    pub fn new(
+        backend: Backend,
+        auth: Authenticator,
+        entities: EntityService,
+        graph: crate::graph::GraphService,
+        audit: crate::audit::AuditService,
+    ) -> Self {
+        Self { backend, auth, entities, graph, audit }
     }
 
     /// The tenant's configuration and connectors, through their cache tiers. `None`
@@ -236,7 +227,7 @@ impl CapabilityService {
     /// resolver's answer when the caller may not read context.
     pub async fn prompt(&self, caller: &CallerContext, name: &str, args: &serde_json::Map<String, Value>) -> Result<String> {
         let resolution = self.resolve(caller, "session.get_context", &json!({})).await?;
-        let tools = crate::tools::Tools { backend: &self.backend, entities: &self.entities, schema: resolution.schema };
+        let tools = self.context(caller, &resolution).tools;
         match name {
             "project_handoff_summary" => {
                 let project =
@@ -248,90 +239,82 @@ impl CapabilityService {
         }
     }
 
-    /// Resolves, then executes. Arguments are a JSON object.
+    /// Resolves, then executes a capability by name (the capability API), audited as
+    /// `capability:{name}`. Arguments are a JSON object; the result is its JSON.
     ///
     /// # Errors
     /// The resolver's taxonomy answer; `INVALID_REQUEST` for bad arguments;
     /// `NOT_FOUND`; `UNAVAILABLE`; `CAPABILITY_NOT_FOUND` for a registered capability this
     /// version does not serve yet (said plainly in the message).
     pub async fn execute(&self, caller: &CallerContext, name: &str, args: Value) -> Result<Outcome> {
+        let result = self.execute_erased(caller, name, args).await;
+        let read_only = result.as_ref().map_or(true, |o| o.resolution.spec.read_only);
+        self.audit_call(caller, &format!("capability:{}", shown(name)), read_only, &result).await;
+        result
+    }
+
+    async fn execute_erased(&self, caller: &CallerContext, name: &str, args: Value) -> Result<Outcome> {
         if !args.is_object() {
             return Err(Error::invalid("arguments must be a JSON object"));
         }
         let resolution = self.resolve(caller, name, &args).await?;
-        let schema = resolution.schema;
-        let (data, text) = match resolution.spec.name {
-            "spine.entity.get" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    #[serde(rename = "type")]
-                    entity_type: String,
-                    id: String,
-                }
-                let a: A = parse_args(&args)?;
-                let e = self.entities.get(caller, &EntityType::new(a.entity_type)?, &Id::new(a.id)?).await?;
-                let v = visible_entity(&e, schema).ok_or_else(|| Error::not_found(format!("{} {}", e.entity_type, e.id)))?;
-                let text = entity_text(&v);
-                (json!({ "entity": v }), text)
+        let entry = typed::find(resolution.spec.name).ok_or_else(|| not_served(resolution.spec.name))?;
+        let cx = self.context(caller, &resolution);
+        let data = entry.run(&cx, args).await?;
+        Ok(Outcome { resolution, data })
+    }
+
+    /// Resolves, then runs the typed capability `C` (an MCP tool call), audited as
+    /// `tool:{tool name}`: its resolution and its typed result.
+    ///
+    /// # Errors
+    /// As [`Self::execute`].
+    pub async fn call<C: typed::Capability>(&self, caller: &CallerContext, args: Value) -> Result<(Resolution, C::Output)> {
+        let result = async {
+            if !args.is_object() {
+                return Err(Error::invalid("arguments must be a JSON object"));
             }
-            "spine.entity.list" => {
-                // Entities (of one type, or all), paged by an opaque cursor.
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    #[serde(rename = "type")]
-                    entity_type: Option<String>,
-                    limit: Option<u32>,
-                    cursor: Option<String>,
-                }
-                let a: A = parse_args(&args)?;
-                let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-                let size = a.limit.unwrap_or(50).clamp(1, 200);
-                let page = match a.cursor {
-                    Some(c) if c.len() <= 1024 => PageRequest::after(size, c),
-                    Some(_) => return Err(Error::invalid_field("cursor", "not a cursor this API returned")),
-                    None => PageRequest::first(size),
-                };
-                let p = self.entities.list(caller, entity_type.as_ref(), &page).await?;
-                let list: Vec<Value> = p.items.iter().filter_map(|e| visible_entity(e, schema)).collect();
-                let text = format!("{} entities{}", list.len(), if p.next_cursor.is_some() { " (more follow)" } else { "" });
-                (json!({ "entities": list, "count": list.len(), "next_cursor": p.next_cursor }), text)
-            }
-            "spine.entity.search" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    #[serde(default)]
-                    query: String,
-                    #[serde(rename = "type")]
-                    entity_type: Option<String>,
-                    limit: Option<u32>,
-                }
-                let a: A = parse_args(&args)?;
-                let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-                let res = self.entities.search(caller, &SearchQuery { text: a.query, entity_type, limit: a.limit }).await?;
-                // Entities of types outside this tenant's schema are not visible at all.
-                let list: Vec<Value> = res.entities.iter().filter_map(|e| visible_entity(e, schema)).collect();
-                let mut text = format!("{} matching entities", list.len());
-                if res.truncated {
-                    text.push_str(&format!(" (scanned the first {} entities only)", res.scanned));
-                }
-                for v in &list {
-                    let label = v["attributes"]["name"].as_str().or(v["attributes"]["title"].as_str()).unwrap_or("");
-                    text.push_str(&format!(
-                        "\n- {} {}: {label}",
-                        v["type"].as_str().unwrap_or(""),
-                        v["id"].as_str().unwrap_or("")
-                    ));
-                }
-                (json!({ "entities": list, "count": list.len(), "truncated": res.truncated }), text)
-            }
-            other if other.starts_with("memory.graph_") => self.graph.run(caller, &other["memory.graph_".len()..], &args).await?,
-            other => {
-                crate::tools::Tools { backend: &self.backend, entities: &self.entities, schema }.run(caller, other, &args).await?
-            }
-        };
-        Ok(Outcome { resolution, data, text })
+            let resolution = self.resolve(caller, C::NAME, &args).await?;
+            let cx = self.context(caller, &resolution);
+            let out = C::run(&cx, typed::parse_args(args)?).await?;
+            Ok((resolution, out))
+        }
+        .await;
+        let read_only = result.as_ref().map_or(true, |(r, _)| r.spec.read_only);
+        self.audit_call(caller, &format!("tool:{}", C::TOOL), read_only, &result).await;
+        result
+    }
+
+    /// A call refused before any capability was found (an unknown tool name), audited
+    /// like any other.
+    pub async fn refuse(&self, caller: &CallerContext, action: &str, error: Error) -> Error {
+        let result: Result<()> = Err(error);
+        self.audit_call(caller, &format!("tool:{}", shown(action)), true, &result).await;
+        result.err().unwrap_or_else(|| Error::internal("refused without an error"))
+    }
+
+    fn context<'a>(&'a self, caller: &'a CallerContext, resolution: &'a Resolution) -> typed::Context<'a> {
+        typed::Context {
+            caller,
+            tools: crate::tools::Tools {
+                backend: &self.backend,
+                entities: &self.entities,
+                schema: resolution.schema,
+                graph: &self.graph,
+            },
+        }
+    }
+
+    /// Every capability call is audited here, whatever asked for it: a call that wrote
+    /// something durably before it answers, a read with the next group write (see
+    /// [`crate::audit`]).
+    async fn audit_call<T>(&self, caller: &CallerContext, action: &str, read_only: bool, result: &Result<T>) {
+        let code = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+        let wrote = !read_only && result.is_ok();
+        if wrote {
+            self.audit.record(&caller.tenant, caller.principal.as_str(), action, None, code).await;
+        } else {
+            self.audit.record_read(&caller.tenant, caller.principal.as_str(), action, None, code).await;
+        }
     }
 }

@@ -1,0 +1,113 @@
+//! The MCP tools: every capability the services register ([`services::for_each_capability!`])
+//! that the ADK puts on an MCP channel, with its typed handler and the text rendering of
+//! its result ([`crate::render::Render`] — a result type without one does not compile).
+//! Who may call what (plan tier, scopes, connectors) is the ADK's registry.
+
+use domain::principal::{CallerContext, Toolset};
+use domain::{Error, Result};
+use serde_json::Value;
+use services::Services;
+use services::capabilities::typed::{BoxFuture, Capability, input_schema, output_schema};
+
+use crate::render::Render;
+
+/// A tool's type-erased handler: its structured result and the text for a model.
+type Handler = for<'a> fn(&'a Services, &'a CallerContext, Value) -> BoxFuture<'a, Result<(Value, String)>>;
+
+/// One MCP tool.
+pub struct McpTool {
+    /// The tool's name on the wire (the graph toolset keeps the reference server's).
+    pub name: &'static str,
+    /// The ADK capability it stands for.
+    pub capability: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub input_schema: fn() -> Value,
+    pub output_schema: fn() -> Value,
+    call: Handler,
+}
+
+impl McpTool {
+    /// The toolset it belongs to.
+    pub fn toolset(&self) -> Toolset {
+        if self.capability.starts_with("memory.graph_") { Toolset::Graph } else { Toolset::Canonical }
+    }
+
+    /// Whether it writes (for the `readOnlyHint` annotation).
+    pub fn read_only(&self) -> bool {
+        adk::registry::find(self.capability).is_none_or(|s| s.read_only)
+    }
+
+    /// Runs it for `caller` (resolved and audited by the capability service): the
+    /// structured result and its text for a model.
+    ///
+    /// # Errors
+    /// The capability's taxonomy error.
+    pub async fn call(&self, services: &Services, caller: &CallerContext, args: Value) -> Result<(Value, String)> {
+        (self.call)(services, caller, args).await
+    }
+}
+
+fn call<'a, C>(services: &'a Services, caller: &'a CallerContext, args: Value) -> BoxFuture<'a, Result<(Value, String)>>
+where
+    C: Capability,
+    C::Output: Render,
+{
+    Box::pin(async move {
+        let (_, out) = services.capabilities.call::<C>(caller, args).await?;
+        let text = out.render();
+        let data = serde_json::to_value(&out).map_err(|e| Error::internal(format!("{}: {e}", C::NAME)))?;
+        Ok((data, text))
+    })
+}
+
+const fn tool<C>() -> McpTool
+where
+    C: Capability,
+    C::Output: Render,
+{
+    McpTool {
+        name: C::TOOL,
+        capability: C::NAME,
+        title: C::TITLE,
+        description: C::DESCRIPTION,
+        input_schema: input_schema::<C::Args>,
+        output_schema: output_schema::<C::Output>,
+        call: call::<C>,
+    }
+}
+
+macro_rules! mcp_tools {
+    ($($c:path),* $(,)?) => {
+        /// Every registered capability, in registration order.
+        static REGISTERED: &[McpTool] = &[$(tool::<$c>()),*];
+    };
+}
+
+services::for_each_capability!(mcp_tools);
+
+/// The MCP tools, in registration order: the canonical tools of SPEC §7.1, then the
+/// `graph` toolset (capabilities of the capability API only are not tools).
+pub fn all() -> impl Iterator<Item = &'static McpTool> {
+    REGISTERED.iter().filter(|t| adk::registry::find(t.capability).is_some_and(|s| s.channel != adk::registry::Channel::Api))
+}
+
+/// The tool `name` in `caller`'s toolsets, if any.
+pub fn find(caller: &CallerContext, name: &str) -> Option<&'static McpTool> {
+    all().find(|t| t.name == name && caller.toolsets.contains(t.toolset()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mcp_capability_of_the_adk_is_a_tool_with_schemas() {
+        for spec in adk::registry::REGISTRY.iter().filter(|c| c.channel != adk::registry::Channel::Api) {
+            let t = all().find(|t| t.capability == spec.name).unwrap_or_else(|| panic!("{} is not an MCP tool", spec.name));
+            assert_eq!((t.input_schema)()["type"], "object");
+            assert_eq!((t.output_schema)()["type"], "object");
+        }
+        assert_eq!(all().count(), 29, "20 canonical tools and the 9 of the graph toolset");
+    }
+}
