@@ -126,3 +126,80 @@ async fn aws() {
     let records = continuity_tests::aws::fresh_records("maint").await;
     run(Backend { records, ..continuity_tests::aws::backend().await }).await;
 }
+
+/// The hourly upkeep of the governance workflow is fanned out, one queue message per
+/// tenant, so one tenant's failure never stops another's: here tenant A's proposal
+/// records are damaged in the database (its upkeep fails and is retried by the queue),
+/// while tenant B's stalled proposal is moved along by its own message.
+#[tokio::test]
+async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
+    use domain::proposal::{Proposal, ProposalState};
+    use ports::records::ProposalStore;
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    let s = Services::new(backend.clone());
+    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    let now = backend.clock.now();
+    for t in [&a, &b] {
+        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+        // A proposal a crash stopped before triage: `pending`, idle.
+        let p = Proposal {
+            tenant: t.clone(),
+            id: Id::new("stalled-1").unwrap(),
+            kind: "memory:decision".into(),
+            title: "Escalations go to the account owner".into(),
+            body: "Escalations of enterprise accounts go to the account owner first.".into(),
+            supersedes: None,
+            suggested_supersede: None,
+            state: ProposalState::Pending,
+            score: None,
+            decision_reason: None,
+            proposed_by: Id::new("agent-1").unwrap(),
+            source_session: None,
+            wait: None,
+            detected: Vec::new(),
+            created_at: Timestamp(now.0 - 3_600_000),
+            updated_at: Timestamp(now.0 - 3_600_000),
+            version: 1,
+        };
+        backend.records.create_proposal(&p).await.unwrap();
+    }
+    // Damage tenant A's proposal records: listing them fails.
+    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
+    let damaged = db
+        .execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part IN ('proposal', 'proposal_by_state')", [])
+        .unwrap();
+    assert!(damaged >= 2);
+    assert!(backend.records.list_proposals(&a, Some(ProposalState::Pending), &PageRequest::first(10)).await.is_err());
+
+    // The hourly run queues one message per tenant instead of walking them itself.
+    let report = s.maintenance.run().await.unwrap();
+    assert_eq!((report.resume_queued, report.resume_not_queued), (2, 0), "{report:?}");
+    let (queued, _) = s.maintenance.queue_resume(std::time::Duration::ZERO).await.unwrap();
+    assert_eq!(queued, 2);
+    // The consumer: A's messages fail (and stay queued for retry), B's succeed.
+    let mut rounds = 0;
+    loop {
+        rounds += 1;
+        s.ingest.drain_once(std::time::Duration::from_millis(50), std::time::Duration::ZERO).await.unwrap();
+        let p = backend.records.get_proposal(&b, &Id::new("stalled-1").unwrap()).await.unwrap().unwrap();
+        if p.state != ProposalState::Pending {
+            assert!(
+                matches!(p.state, ProposalState::Written | ProposalState::AwaitingApproval | ProposalState::Rejected),
+                "B's proposal went through triage: {:?}",
+                p.state
+            );
+            break;
+        }
+        assert!(rounds < 50, "tenant B's upkeep never ran");
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    }
+    // Tenant A's upkeep failed without touching B's, and is still waiting to be retried.
+    let a_pending = backend.queue.receive(10, std::time::Duration::from_secs(1)).await.unwrap();
+    assert!(
+        a_pending.iter().all(|d| d.message.tenant == a && d.message.kind == services::maintenance::KIND_RESUME),
+        "only A's messages remain"
+    );
+    // Serve's own timer walks the tenants in one pass: A's failure is logged and B's still runs.
+    assert!(s.maintenance.workflow(std::time::Duration::ZERO).await.is_ok());
+}

@@ -16,12 +16,17 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let services = Services::new(backend);
+    let services = Services::for_lambda(backend);
     let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {
         let services = services.clone();
         let public_url = public_url.clone();
-        async move { Ok::<_, lambda_runtime::Error>(continuity_authorizer::decide(&services, &event.payload, &public_url).await) }
+        async move {
+            let decision = continuity_authorizer::decide(&services, &event.payload, &public_url).await;
+            metrics::flush_emf();
+            // An outage fails the invocation: API Gateway answers 503 (AUTHORIZER_FAILURE).
+            decision.map_err(|e| lambda_support::diagnostic(&e.0))
+        }
     }))
     .await
 }

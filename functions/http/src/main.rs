@@ -14,7 +14,7 @@
 //!
 //! Environment (set by `infra/template.yaml`): `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
 //! `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, `CONTINUITY_REDIS_URLS`,
-//! `CONTINUITY_PUBLIC_URL`, `CONTINUITY_ALLOWED_HOSTS` (optional), `AWS_REGION`, `RUST_LOG`,
+//! `CONTINUITY_PUBLIC_URL`, `CONTINUITY_ALLOWED_HOSTS` and `CONTINUITY_ALLOWED_ORIGINS` (optional), `CONTINUITY_STACK` (the metrics' `Stack` dimension), `AWS_REGION`, `RUST_LOG`,
 //! and the optional ones of `store_aws::LambdaEnv`.
 //!
 //! Locally: `cargo lambda watch` then
@@ -28,5 +28,6 @@ async fn main() -> Result<(), lambda_http::Error> {
     gateway::lambda::init_logging();
     let env = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&env.aws, Arc::new(ports::SystemClock)).await?;
-    lambda_http::run(gateway::lambda::app_with_hosts(services::Services::new(backend), env.public_url, env.allowed_hosts)).await
+    let services = services::Services::for_lambda(backend);
+    lambda_http::run(gateway::lambda::app_with_hosts(services, env.public_url, env.allowed_hosts, env.allowed_origins)).await
 }

@@ -124,10 +124,67 @@ async fn configured_hosts_are_enforced() {
         let s = s.clone();
         async move {
             let req = lambda_http::request::from_str(&event("mcp-tools-list.json").to_string()).unwrap();
-            let app = gateway::lambda::app_with_hosts(s, String::new(), hosts);
+            let app = gateway::lambda::app_with_hosts(s, String::new(), hosts, Vec::new());
             app.oneshot(req).await.unwrap().status().as_u16()
         }
     };
     assert_eq!(call(vec!["abcdef1234.execute-api.eu-west-1.amazonaws.com".into()]).await, 200);
     assert_eq!(call(vec!["mcp.example.com".into()]).await, 403, "a Host outside the list is refused");
+}
+
+/// Lambda freezes the process once the handler returns: a read's audit record must be in
+/// the store by then, not queued for a group write that may never run. (On `serve` reads
+/// are group-committed up to 10 ms later; this test fails there.)
+#[tokio::test]
+async fn read_audit_records_are_durable_when_the_handler_returns() {
+    use ports::records::AuditLog as _;
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let reads = |s: Services| {
+        let demo = demo.clone();
+        async move {
+            let page = s.backend.records.list_audit(&demo, &domain::PageRequest::first(500)).await.unwrap();
+            page.items.iter().filter(|r| r.action == "tool:spine.entity.get").count()
+        }
+    };
+    assert_eq!(reads(s.clone()).await, 0);
+    for n in 1..=3 {
+        let (status, _) = invoke(&s, event("mcp-tools-call-entity-get.json")).await;
+        assert_eq!(status, 200);
+        // Read at once — no sleep, no yield to the writer task.
+        assert_eq!(reads(s.clone()).await, n, "the read's record is durable when the handler returns");
+    }
+    assert!(s.audit.reads_are_durable());
+    // The same services outside Lambda keep group-committing reads.
+    let dir2 = tempfile::tempdir().unwrap();
+    assert!(!services(dir2.path()).await.audit.reads_are_durable());
+}
+
+/// Every invocation prints its metrics as CloudWatch embedded-metric-format lines: the
+/// request's route (the MCP tool, never a raw path or tenant data), counts and latency.
+#[tokio::test]
+async fn each_invocation_prints_emf_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    metrics::keep_printed(true);
+    let (status, _) = invoke(&s, event("mcp-tools-call-entity-get.json")).await;
+    assert_eq!(status, 200);
+    let lines: Vec<Value> = metrics::printed().iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let line = lines.iter().find(|l| l["Route"] == "mcp:spine.entity.get").unwrap_or_else(|| panic!("{lines:?}"));
+    let cw = &line["_aws"]["CloudWatchMetrics"][0];
+    assert_eq!(cw["Namespace"], "Continuity");
+    assert_eq!(cw["Dimensions"], serde_json::json!([["Stack"], ["Stack", "Route"]]));
+    assert_eq!((line["Requests"].as_u64(), line["Errors"].as_u64()), (Some(1), Some(0)));
+    assert!(line["Latency"].as_f64().unwrap() > 0.0);
+    assert!(line["_aws"]["Timestamp"].as_i64().unwrap() > 1_700_000_000_000);
+    assert!(!line.to_string().contains("demo"), "no tenant in metrics: {line}");
+    // A refused call counts as an error, under the router's route (an unauthenticated
+    // caller's body never names a metric).
+    let mut ev = event("mcp-tools-call-entity-get.json");
+    ev["requestContext"]["authorizer"] = serde_json::json!({});
+    let (status, _) = invoke(&s, ev).await;
+    assert_eq!(status, 401);
+    let last: Value = serde_json::from_str(metrics::printed().last().unwrap()).unwrap();
+    assert_eq!((last["Route"].as_str(), last["Errors"].as_u64()), (Some("POST /mcp"), Some(1)), "{last}");
 }

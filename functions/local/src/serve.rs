@@ -16,6 +16,8 @@ pub struct ServeSettings {
     pub public_url: Option<String>,
     /// Connection cap and header read timeout.
     pub limits: gateway::server::Limits,
+    /// Browser origins allowed besides loopback pages (`--allowed-origin`).
+    pub allowed_origins: Vec<String>,
 }
 
 /// Serves `home` on `listener` until `shutdown` completes (Ctrl-C or SIGTERM in the
@@ -41,12 +43,15 @@ pub async fn run(
         // Loopback pages on any port (a local dev tool, a proxy in front of us); every
         // other Origin — a DNS-rebinding page above all — gets 403. /mcp needs a bearer
         // credential anyway: no cookie is ever sent there.
-        allowed_origins: vec![
+        allowed_origins: [
             format!("http://{local}"),
             "http://localhost:*".into(),
             "http://127.0.0.1:*".into(),
             "http://[::1]:*".into(),
-        ],
+        ]
+        .into_iter()
+        .chain(settings.allowed_origins)
+        .collect(),
         allowed_hosts: vec![
             host.clone(),
             format!("{host}:{}", local.port()),

@@ -13,7 +13,11 @@ async fn serve_runs_on_a_listener_until_its_shutdown_future_completes() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let settings = continuity::serve::ServeSettings { public_url: None, limits: gateway::server::Limits::default() };
+    let settings = continuity::serve::ServeSettings {
+        public_url: None,
+        limits: gateway::server::Limits::default(),
+        allowed_origins: Vec::new(),
+    };
     let server = tokio::spawn(continuity::serve::run(home, listener, settings, async move {
         let _ = stopped.await;
     }));

@@ -17,13 +17,13 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let services = Services::new(backend);
+    let services = Services::for_lambda(backend);
     lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let services = services.clone();
         async move {
-            continuity_maintenance::handle(&services, &event.payload)
-                .await
-                .map_err(|e| lambda_runtime::Error::from(format!("{}: {}", e.code.as_str(), e.message)))
+            let answer = continuity_maintenance::handle(&services, &event.payload).await;
+            metrics::flush_emf();
+            answer.map_err(|e| lambda_runtime::Error::from(format!("{}: {}", e.code.as_str(), e.message)))
         }
     }))
     .await

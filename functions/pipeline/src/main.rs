@@ -17,10 +17,14 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let services = Services::new(backend);
+    let services = Services::for_lambda(backend);
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let services = services.clone();
-        async move { Ok::<_, lambda_runtime::Error>(continuity_pipeline::handle(&services, event.payload).await) }
+        async move {
+            let answer = continuity_pipeline::handle(&services, event.payload).await;
+            metrics::flush_emf();
+            Ok::<_, lambda_runtime::Error>(answer)
+        }
     }))
     .await
 }

@@ -17,11 +17,15 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let services = Services::new(backend);
+    let services = Services::for_lambda(backend);
     let tasks = services.governance.tasks().clone();
     lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         let tasks = tasks.clone();
-        async move { continuity_triage::handle(&tasks, event.payload).await }
+        async move {
+            let answer = continuity_triage::handle(&tasks, event.payload).await;
+            metrics::flush_emf();
+            answer
+        }
     }))
     .await
 }

@@ -124,9 +124,12 @@ pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
         Ok(serde_json::Value::Object(m)) => {
             // The router picks stateless or session handling by method; parsed once, here.
             let method = m.get("method").and_then(serde_json::Value::as_str).map(str::to_owned);
+            let label = crate::observe::mcp_route(method.as_deref(), m.get("params"));
             let mut req = Request::from_parts(parts, Body::from(bytes));
             req.extensions_mut().insert(JsonRpcMethod(method));
-            next.run(req).await
+            let mut resp = next.run(req).await;
+            resp.extensions_mut().insert(label);
+            resp
         }
         Ok(_) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
     }

@@ -85,16 +85,24 @@ async fn from_api_gateway(mut req: Request, next: Next) -> Response {
 
 /// A Lambda's whole HTTP application.
 pub fn app(services: Services, public_url: String) -> Router {
-    app_with_hosts(services, public_url, Vec::new())
+    app_with_hosts(services, public_url, Vec::new(), Vec::new())
 }
 
 /// [`app`] that also checks `Host` on `/mcp` against `allowed_hosts` (the API's domains,
-/// `CONTINUITY_ALLOWED_HOSTS`); empty leaves it to API Gateway.
-pub fn app_with_hosts(services: Services, public_url: String, allowed_hosts: Vec<String>) -> Router {
+/// `CONTINUITY_ALLOWED_HOSTS`; empty leaves it to API Gateway) and lets browser pages of
+/// `allowed_origins` call it (`CONTINUITY_ALLOWED_ORIGINS`; empty: no origin may).
+/// Every audit record is durable before a handler returns, and the invocation's metrics
+/// are printed as EMF lines when it ends: Lambda freezes the process after the response.
+pub fn app_with_hosts(
+    services: Services,
+    public_url: String,
+    allowed_hosts: Vec<String>,
+    allowed_origins: Vec<String>,
+) -> Router {
+    services.audit.make_reads_durable();
     let settings = GatewaySettings {
         public_url: public_url.trim_end_matches('/').to_owned(),
-        // Browsers do not call the Lambda URL directly; any Origin header is foreign.
-        allowed_origins: Vec::new(),
+        allowed_origins,
         // API Gateway only routes its own hostnames (and the custom domain) here; a
         // configured list checks them once more (DNS-rebinding protection in depth).
         allowed_hosts,
@@ -106,7 +114,14 @@ pub fn app_with_hosts(services: Services, public_url: String, allowed_hosts: Vec
     let inner = crate::router(AppState { services, settings: Arc::new(settings) });
     // `Router::layer` runs after routing, so the path rewrite wraps the inner router from
     // an outer one whose only route is the fallback: the inner router routes afresh.
-    Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway))
+    Router::new().fallback_service(inner).layer(middleware::from_fn(from_api_gateway)).layer(middleware::from_fn(flush_metrics))
+}
+
+/// Prints the invocation's metrics (CloudWatch EMF) once its response is ready.
+async fn flush_metrics(req: Request, next: Next) -> Response {
+    let resp = next.run(req).await;
+    metrics::flush_emf();
+    resp
 }
 
 pub use lambda_support::init_logging;

@@ -11,7 +11,10 @@
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
-//! - [`observe`]: one structured log line per request, with request id and tenant.
+//! - [`observe`]: one structured log line per request, with request id, tenant and
+//!   route, and the request counted in the [`metrics`] registry under a fixed route name.
+//! - [`prometheus`]: `GET /metrics` (Prometheus text; loopback or the `admin` scope).
+//! - [`cors`]: CORS for configured browser origins on `/mcp`, OAuth and discovery.
 //! - [`server`]: the hardened HTTP server of `continuity serve` (header and body read
 //!   timeouts, a connection cap that sheds stalled connections first, graceful shutdown).
 //! - [`throttle`]: per-address limits on the routes callable without a credential.
@@ -25,11 +28,13 @@ pub mod auth;
 pub mod body;
 pub mod capabilities;
 pub mod console;
+pub mod cors;
 pub mod error;
 pub mod ingest;
 pub mod lambda;
 pub mod oauth;
 pub mod observe;
+pub mod prometheus;
 pub mod router;
 pub mod server;
 pub mod throttle;

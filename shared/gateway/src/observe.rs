@@ -1,12 +1,14 @@
-//! Request logging: one structured line per request with its id, tenant, route, status
-//! and latency (SPEC §9). The id comes from a well-formed `x-request-id` header or is
+//! Request logging and metrics: one structured line per request with its id, tenant,
+//! route, status and latency (SPEC §9), and the same request counted in the
+//! [`metrics`] registry under a fixed route name (an MCP tool or method, or the router's
+//! path pattern — never a raw path or a caller-chosen name). The id comes from a well-formed `x-request-id` header or is
 //! generated, and is echoed in the response. Credentials and bodies are never logged —
 //! at any level: [`log_filter`] caps the libraries that would log content when asked for
 //! debug output.
 
 use std::time::Instant;
 
-use axum::extract::Request;
+use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 use domain::TenantId;
@@ -24,10 +26,48 @@ fn request_id(req: &Request) -> String {
         .map_or_else(|| format!("{:032x}", rand::random::<u128>()), str::to_owned)
 }
 
+/// The metrics route of a request, when the handler named one (MCP requests do).
+#[derive(Debug, Clone)]
+pub struct RouteLabel(pub String);
+
+/// MCP methods counted under their own name; any other is `mcp:other`.
+const MCP_METHODS: &[&str] = &[
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "tools/list",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "completion/complete",
+    "logging/setLevel",
+];
+
+/// The route of an MCP message: `mcp:{tool}` for a call of a known tool, `mcp:{method}`
+/// for a known method, else `mcp:other` (a caller cannot invent metric names).
+pub fn mcp_route(method: Option<&str>, params: Option<&serde_json::Value>) -> RouteLabel {
+    let label = match method {
+        Some("tools/call") => {
+            let tool = params.and_then(|p| p.get("name")).and_then(serde_json::Value::as_str);
+            match tool.and_then(|t| mcp::tools::all().find(|k| k.name == t)) {
+                Some(t) => format!("mcp:{}", t.name),
+                None => "mcp:tools/call".to_owned(),
+            }
+        }
+        Some(m) if MCP_METHODS.contains(&m) => format!("mcp:{m}"),
+        Some(_) => "mcp:other".to_owned(),
+        None => "mcp:message".to_owned(),
+    };
+    RouteLabel(label)
+}
+
 pub async fn log_requests(mut req: Request, next: Next) -> Response {
     let id = request_id(&req);
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
+    let pattern = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
     if let Ok(v) = HeaderValue::from_str(&id) {
         req.headers_mut().insert(REQUEST_ID, v);
     }
@@ -36,10 +76,16 @@ pub async fn log_requests(mut req: Request, next: Next) -> Response {
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let tenant = resp.extensions().get::<TenantId>().map(ToString::to_string).unwrap_or_default();
     let status = resp.status().as_u16();
+    let route = match (resp.extensions().get::<RouteLabel>(), pattern) {
+        (Some(l), _) => l.0.clone(),
+        (None, Some(p)) => format!("{method} {p}"),
+        (None, None) => "unrouted".to_owned(),
+    };
+    metrics::request(&route, status, latency_ms);
     if status >= 500 {
-        tracing::error!(request_id = %id, tenant, %method, path, status, latency_ms, "request");
+        tracing::error!(request_id = %id, tenant, %method, path, route, status, latency_ms, "request");
     } else {
-        tracing::info!(request_id = %id, tenant, %method, path, status, latency_ms, "request");
+        tracing::info!(request_id = %id, tenant, %method, path, route, status, latency_ms, "request");
     }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert(REQUEST_ID, v);

@@ -31,7 +31,9 @@ use crate::error::ApiError;
 pub struct GatewaySettings {
     /// The externally visible base URL, without a trailing slash (`http://127.0.0.1:8787`).
     pub public_url: String,
-    /// Browser origins allowed to call `/mcp`; a foreign `Origin` gets 403.
+    /// Browser origins allowed to call `/mcp` (a foreign `Origin` gets 403) and, with
+    /// CORS, the OAuth endpoints and discovery documents ([`crate::cors`]); `host:*`
+    /// allows any port.
     pub allowed_origins: Vec<String>,
     /// `Host` values accepted on `/mcp` (DNS-rebinding protection); empty disables the
     /// check, for API Gateway, which routes only its own hosts.
@@ -218,12 +220,14 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals/{id}/decide", post(crate::console::decide));
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(crate::prometheus::metrics_text))
         .merge(oauth)
         .merge(console)
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(limit_body))
         .layer(middleware::from_fn_with_state(state.clone(), crate::throttle::per_source))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::cors::cors))
         .layer(middleware::from_fn(crate::observe::log_requests))
         .with_state(state)
 }

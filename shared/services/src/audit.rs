@@ -7,9 +7,12 @@
 //! decisions use it); [`AuditService::record_read`] returns at once and the record is
 //! written with the next group, at most [`READ_LINGER`] later — reads use it, so a crash
 //! can lose the audit records of the last few milliseconds of reads, never of a write.
+//! On Lambda ([`crate::Services::for_lambda`]) reads wait for their record as writes do:
+//! the process is frozen once the handler returns, so nothing may be left queued.
 //! A group of reads only lingers that long to gather more (under load: one commit for
 //! hundreds of reads); a durable record in the group flushes it at once.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use domain::Result;
@@ -35,11 +38,26 @@ struct Pending {
 pub struct AuditService {
     backend: Backend,
     writer: Arc<OnceLock<mpsc::Sender<Pending>>>,
+    /// Reads wait for their record too. Set on Lambda, which freezes the process once
+    /// the handler returns: a record still queued would be written minutes later, or
+    /// never. Shared by every clone.
+    durable_reads: Arc<AtomicBool>,
 }
 
 impl AuditService {
     pub fn new(backend: Backend) -> Self {
-        Self { backend, writer: Arc::default() }
+        Self { backend, writer: Arc::default(), durable_reads: Arc::default() }
+    }
+
+    /// From now on every read's record is durable before [`Self::record_read`] returns
+    /// (Lambda: nothing may be left in flight when the handler returns).
+    pub fn make_reads_durable(&self) {
+        self.durable_reads.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether reads wait for their record (see [`Self::make_reads_durable`]).
+    pub fn reads_are_durable(&self) -> bool {
+        self.durable_reads.load(Ordering::Relaxed)
     }
 
     /// The writer task, started on first use (inside the caller's runtime).
@@ -91,6 +109,9 @@ impl AuditService {
     /// Records the audit record of a read: queued for the next group write, without
     /// waiting for it (see the module notes).
     pub async fn record_read(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
+        if self.reads_are_durable() {
+            return self.record(tenant, actor, action, target, outcome).await;
+        }
         let record = self.make(tenant, actor, action, target, outcome);
         match self.writer().try_send(Pending { record, done: None }) {
             Ok(()) => {}

@@ -81,6 +81,14 @@ pub struct ServiceSet {
 }
 
 impl Services {
+    /// The services of a Lambda function: as [`Services::new`], with every audit record
+    /// durable before the call that made it returns (a frozen function writes nothing).
+    pub fn for_lambda(backend: Backend) -> Self {
+        let s = Self::new(backend);
+        s.audit.make_reads_durable();
+        s
+    }
+
     pub fn new(backend: Backend) -> Self {
         let tokens = oauth::tokens::TokenService::new(backend.clone());
         let auth = auth::Authenticator::new(backend.clone(), tokens.clone());

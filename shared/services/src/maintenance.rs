@@ -47,9 +47,15 @@ pub struct MaintenanceReport {
     pub audit_pruned: usize,
     pub sessions_expired: usize,
     pub oauth_pruned: usize,
-    /// The governance workflow moved along ([`MaintenanceService::workflow`]).
-    pub workflow: crate::governance::Resumed,
+    /// Tenants whose governance upkeep was queued (one `governance.resume` message each;
+    /// the pipeline consumer runs it, [`crate::governance::GovernanceService::resume`]).
+    pub resume_queued: usize,
+    /// Tenants whose message could not be queued (logged; the next run queues it again).
+    pub resume_not_queued: usize,
 }
+
+/// The queue message kind of one tenant's governance upkeep.
+pub const KIND_RESUME: &str = "governance.resume";
 
 /// A proposal idle this long on its way through triage is moved along by the hourly
 /// run (a crash or an outage stopped it).
@@ -85,12 +91,16 @@ impl MaintenanceService {
             report.sessions_expired += sessions;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
-        report.workflow = self.workflow(WORKFLOW_IDLE).await?;
+        let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
+        report.resume_queued = queued;
+        report.resume_not_queued = not_queued;
         tracing::info!(
             tenants = report.tenants,
             audit_pruned = report.audit_pruned,
             sessions_expired = report.sessions_expired,
             oauth_pruned = report.oauth_pruned,
+            resume_queued = report.resume_queued,
+            resume_not_queued = report.resume_not_queued,
             "maintenance run"
         );
         Ok(report)
@@ -139,17 +149,77 @@ impl MaintenanceService {
     ///
     /// # Errors
     /// `UNAVAILABLE`.
+    ///
+    /// One tenant's failure (logged, counted as a heartbeat failure) never stops the
+    /// others'.
     pub async fn workflow(&self, idle: Duration) -> Result<crate::governance::Resumed> {
         let governance = crate::governance::GovernanceService::new(self.backend.clone());
         let idle_before = before(self.backend.clock.now(), idle);
         let mut total = crate::governance::Resumed::default();
         for tenant in self.tenants().await? {
-            total += governance.resume(&tenant, idle_before).await?;
+            match governance.resume(&tenant, idle_before).await {
+                Ok(r) => total += r,
+                Err(e) => {
+                    metrics::add(metrics::Counter::HeartbeatFailures, 1);
+                    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, "governance upkeep failed for a tenant");
+                }
+            }
         }
         if total != crate::governance::Resumed::default() {
             tracing::info!(?total, "governance workflow resumed");
         }
         Ok(total)
+    }
+
+    /// The hourly upkeep of the governance workflow, fanned out: one `governance.resume`
+    /// message per tenant on the work queue, so each tenant's upkeep (restarts, resent
+    /// decisions, Step Functions heartbeats) runs and retries on its own — one tenant's
+    /// failure or a slow tenant never stops another's heartbeats, and no single
+    /// invocation has to walk the whole region. Returns (queued, not queued).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the tenant registry cannot be read.
+    pub async fn queue_resume(&self, idle: Duration) -> Result<(usize, usize)> {
+        let now = self.backend.clock.now();
+        let body = serde_json::to_vec(&serde_json::json!({ "idle_before": before(now, idle).0 }))
+            .map_err(|e| domain::Error::internal(e.to_string()))?;
+        let (mut queued, mut failed) = (0, 0);
+        for tenant in self.tenants().await? {
+            let message = ports::QueueMessage {
+                tenant: tenant.clone(),
+                kind: KIND_RESUME.to_owned(),
+                idempotency_key: format!("{KIND_RESUME}/{tenant}/{}", now.0),
+                body: body.clone(),
+            };
+            match self.backend.queue.send(&message).await {
+                Ok(()) => queued += 1,
+                Err(e) => {
+                    failed += 1;
+                    metrics::add(metrics::Counter::HeartbeatFailures, 1);
+                    tracing::warn!(tenant = %tenant, code = %e.code, "governance upkeep not queued; the next run queues it");
+                }
+            }
+        }
+        Ok((queued, failed))
+    }
+
+    /// Runs one tenant's queued upkeep ([`KIND_RESUME`]), counting the waits near their
+    /// deadline for the `ApprovalWaitsNearTimeout` metric.
+    ///
+    /// # Errors
+    /// The upkeep's (`UNAVAILABLE`: the message is retried, then dead-lettered).
+    pub async fn resume_from_queue(&self, message: &ports::QueueMessage) -> Result<crate::governance::Resumed> {
+        let idle_before = serde_json::from_slice::<serde_json::Value>(&message.body)
+            .ok()
+            .and_then(|v| v.get("idle_before")?.as_i64())
+            .ok_or_else(|| domain::Error::invalid("a governance.resume message without idle_before"))?;
+        let governance = crate::governance::GovernanceService::new(self.backend.clone());
+        let r = governance.resume(&message.tenant, Timestamp(idle_before)).await.inspect_err(|_| {
+            metrics::add(metrics::Counter::HeartbeatFailures, 1);
+        })?;
+        metrics::add(metrics::Counter::ApprovalWaitsNearTimeout, r.near_timeout as u64);
+        tracing::info!(tenant = %message.tenant, ?r, "governance upkeep");
+        Ok(r)
     }
 
     /// Every tenant's id, from the tenant registry.

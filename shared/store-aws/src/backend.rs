@@ -16,6 +16,13 @@ pub struct LambdaEnv {
     /// `CONTINUITY_ALLOWED_HOSTS` (comma-separated): the `Host` values `/mcp` accepts;
     /// empty leaves the check to API Gateway, which only routes its own hostnames.
     pub allowed_hosts: Vec<String>,
+    /// `CONTINUITY_ALLOWED_ORIGINS` (comma-separated): browser origins that may call
+    /// `/mcp` and the OAuth endpoints (CORS); empty: none.
+    pub allowed_origins: Vec<String>,
+}
+
+fn list(name: &str) -> Vec<String> {
+    optional(name).map(|v| v.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect()).unwrap_or_default()
 }
 
 fn var(name: &str) -> Result<String> {
@@ -44,7 +51,7 @@ impl LambdaEnv {
     /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`, optional
     /// `CONTINUITY_TRIAGE_STATE_MACHINE` (the triage state machine's ARN),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
-    /// `CONTINUITY_PUBLIC_URL`.
+    /// `CONTINUITY_PUBLIC_URL`, `CONTINUITY_ALLOWED_HOSTS`, `CONTINUITY_ALLOWED_ORIGINS`.
     ///
     /// # Errors
     /// `UNAVAILABLE` naming the first missing variable.
@@ -80,9 +87,8 @@ impl LambdaEnv {
                 triage_state_machine: optional("CONTINUITY_TRIAGE_STATE_MACHINE").filter(|s| !s.trim().is_empty()),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
-            allowed_hosts: optional("CONTINUITY_ALLOWED_HOSTS")
-                .map(|v| v.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect())
-                .unwrap_or_default(),
+            allowed_hosts: list("CONTINUITY_ALLOWED_HOSTS"),
+            allowed_origins: list("CONTINUITY_ALLOWED_ORIGINS"),
         })
     }
 }

@@ -314,7 +314,9 @@ fn ttl_millis(ttl: Duration) -> u64 {
 #[async_trait]
 impl Cache for RedisCache {
     async fn get(&self, key: &CacheKey) -> Result<Option<Vec<u8>>> {
-        self.run("GET", redis::cmd("GET").arg(key.as_str()).clone()).await
+        let got: Option<Vec<u8>> = self.run("GET", redis::cmd("GET").arg(key.as_str()).clone()).await?;
+        metrics::cache_lookup(got.is_some());
+        Ok(got)
     }
 
     async fn set(&self, key: &CacheKey, value: &[u8], ttl: Duration) -> Result<()> {

@@ -25,7 +25,6 @@ use ports::search::{
     identifiers,
 };
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 
 use crate::signed::SignedHttp;
@@ -56,12 +55,6 @@ pub fn partition(tenant: &TenantId, scope: &MemoryScope) -> String {
 /// print 17 digits (0.6 → 0.6000000238418579) and triple the bytes on the wire.
 fn wire(v: &[f32]) -> Vec<f64> {
     v.iter().map(|x| x.to_string().parse::<f64>().unwrap_or(f64::from(*x))).collect()
-}
-
-/// The document id of a chunk: a hash, so ids never exceed OpenSearch's 512 bytes and
-/// carry no tenant data in URLs or logs.
-fn doc_id(part: &str, chunk: &Id) -> String {
-    hex::encode(&Sha256::digest(format!("{part}\n{}", chunk.as_str()))[..16])
 }
 
 impl OpenSearchIndex {
@@ -199,7 +192,11 @@ impl SearchIndex for OpenSearchIndex {
                 return Err(Error::invalid(format!("vector has {} dimensions, the index {}", d.vector.len(), self.dim)));
             }
             let part = partition(&d.tenant, &d.scope);
-            lines.push(json!({"index": {"_index": self.index, "_id": doc_id(&part, &d.id)}}));
+            // No `_id`: vector collections of OpenSearch Serverless refuse a client-supplied
+            // document id on index. The service removes a record's old chunks first
+            // (`remove`), so a re-index does not leave twins; `remove` deletes by the
+            // ids OpenSearch assigned.
+            lines.push(json!({"index": {"_index": self.index}}));
             lines.push(json!({
                 "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
                 "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0, "vector": wire(&d.vector),

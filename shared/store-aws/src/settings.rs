@@ -83,15 +83,20 @@ impl AwsSettings {
     }
 }
 
+/// The bound on one AWS operation, retries included: below the HTTP functions' 25 s
+/// timeout (itself below API Gateway's 29 s), so a slow dependency becomes a clear
+/// `UNAVAILABLE` answer instead of a function killed mid-request.
+pub const OPERATION_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Every AWS call fails within these bounds instead of hanging a request (or a Lambda
 /// invocation) until its own timeout. An attempt covers one HTTP round trip; the
-/// operation bound covers the SDK's retries too. S3 puts of up to 16 MiB inside a region
-/// finish well within one attempt.
+/// operation bound ([`OPERATION_TIMEOUT`]) covers the SDK's retries too. S3 puts of up
+/// to 16 MiB inside a region finish well within one attempt.
 fn timeouts() -> TimeoutConfig {
     TimeoutConfig::builder()
         .connect_timeout(Duration::from_secs(3))
         .operation_attempt_timeout(Duration::from_secs(10))
-        .operation_timeout(Duration::from_secs(30))
+        .operation_timeout(OPERATION_TIMEOUT)
         .build()
 }
 

@@ -58,7 +58,9 @@ async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers:
             .filter(|l| l.get("index").is_some() || l.get("delete").is_some())
             .map(|l| {
                 let (op, meta) = l.as_object().unwrap().iter().next().unwrap();
-                json!({op.clone(): {"_index": meta["_index"], "_id": meta["_id"], "_version": 1, "result": "created", "status": 201}})
+                // Like Serverless: an index action gets an id the collection assigns.
+                let id = meta.get("_id").cloned().unwrap_or_else(|| json!("1%3A0%3AgAVk6JEB"));
+                json!({op.clone(): {"_index": meta["_index"], "_id": id, "_version": 1, "result": "created", "status": 201}})
             })
             .collect();
         json!({"took": 12, "errors": false, "items": items})
@@ -152,9 +154,9 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
         let lines: Vec<Value> = seen[1].body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 4);
         assert!(seen[1].body.ends_with('\n'), "bulk bodies end with a newline");
-        let id = lines[0]["index"]["_id"].as_str().unwrap();
-        assert_eq!(id.len(), 32, "document ids are hashes: no tenant data in URLs");
-        assert_eq!(lines[0]["index"]["_index"], "continuity");
+        // Serverless vector collections refuse a client-supplied `_id` on index.
+        assert_eq!(lines[0], json!({"index": {"_index": "continuity"}}), "no _id in index actions");
+        assert_eq!(lines[2], json!({"index": {"_index": "continuity"}}), "no _id in index actions");
         assert_eq!(
             lines[1],
             json!({"partition": "acme/org", "chunk": "kb-1~0", "doc": "kb-1", "kind": "kb", "embedder": "hashing-4 (lexical)",
@@ -216,6 +218,34 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     assert!(hits[0].exact);
     assert_eq!(hits[1].scope, MemoryScope::Project("apollo".into()));
     assert!((hits[1].similarity.unwrap() - 0.9).abs() < 1e-6, "cosinesimil score (1 + cos) / 2 maps back to cos");
+}
+
+#[tokio::test]
+async fn remove_deletes_the_chunks_by_the_ids_the_collection_assigned() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "e", 4);
+    let mut a = hit("acme/org", "kb-1~0", "kb-1", 0.0, "");
+    a["_id"] = json!("1%3A0%3AgAVk6JEB");
+    let mut b = hit("acme/org", "kb-1~1", "kb-1", 0.0, "");
+    b["_id"] = json!("1%3A0%3AhBVk6JEB");
+    *srv.searches.lock().unwrap() = vec![json!([a, b])];
+    index.remove(&t("acme"), &MemoryScope::Org, &Id::new("kb-1").unwrap()).await.unwrap();
+    let seen = srv.seen.lock().unwrap();
+    let find = seen.iter().find(|s| s.path == "/continuity/_search").unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&find.body).unwrap(),
+        json!({"size": 1000, "_source": ["chunk"],
+               "query": {"bool": {"filter": [{"term": {"partition": "acme/org"}}, {"term": {"doc": "kb-1"}}]}}})
+    );
+    let bulk = seen.iter().find(|s| s.path == "/_bulk").unwrap();
+    let lines: Vec<Value> = bulk.body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        lines,
+        [
+            json!({"delete": {"_index": "continuity", "_id": "1%3A0%3AgAVk6JEB"}}),
+            json!({"delete": {"_index": "continuity", "_id": "1%3A0%3AhBVk6JEB"}})
+        ]
+    );
 }
 
 #[tokio::test]

@@ -63,14 +63,16 @@ impl MemoryCache {
 impl Cache for MemoryCache {
     async fn get(&self, key: &CacheKey) -> Result<Option<Vec<u8>>> {
         let mut inner = self.lock();
-        match inner.entries.get(key.as_str()) {
-            Some((v, exp)) if *exp > Instant::now() => Ok(Some(v.clone())),
+        let got = match inner.entries.get(key.as_str()) {
+            Some((v, exp)) if *exp > Instant::now() => Some(v.clone()),
             Some(_) => {
                 inner.remove(key.as_str());
-                Ok(None)
+                None
             }
-            None => Ok(None),
-        }
+            None => None,
+        };
+        metrics::cache_lookup(got.is_some());
+        Ok(got)
     }
 
     async fn set(&self, key: &CacheKey, value: &[u8], ttl: Duration) -> Result<()> {

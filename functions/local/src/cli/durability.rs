@@ -14,15 +14,13 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
             let r = s.maintenance.run().await.map_err(domain_err)?;
             println!(
                 "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted; \
-                 proposals: {} restarted, {} decisions resent, {} wait heartbeats, {} waits escalated",
+                 governance upkeep queued for {} tenants (the pipeline consumer runs it){}",
                 r.tenants,
                 r.audit_pruned,
                 r.sessions_expired,
                 r.oauth_pruned,
-                r.workflow.restarted,
-                r.workflow.resent,
-                r.workflow.heartbeats,
-                r.workflow.escalated
+                r.resume_queued,
+                if r.resume_not_queued > 0 { format!(", {} could not be queued", r.resume_not_queued) } else { String::new() }
             );
             Ok(())
         }

@@ -73,6 +73,10 @@ enum Command {
         /// Seconds a client has to send a whole request head.
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=600))]
         header_timeout: u64,
+        /// A browser origin (e.g. https://app.example.com, or http://host:* for any port)
+        /// that may call /mcp and the OAuth endpoints, besides loopback pages. Repeatable.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
     },
     /// Serve MCP over stdio on this home (for clients that start a local command).
     /// The first use initialises the home, as `serve` does. Logs go to stderr.
@@ -368,13 +372,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     // Every change an admin command makes is audited with who ran it.
     let admin = s.admin.acting_as(cli_actor());
     match cli.command {
-        Command::Serve { addr, public_url, max_connections, header_timeout } => {
+        Command::Serve { addr, public_url, max_connections, header_timeout, allowed_origins } => {
             let limits = gateway::server::Limits {
                 max_connections: max_connections as usize,
                 header_read_timeout: std::time::Duration::from_secs(header_timeout),
             };
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow!("binding {addr}: {e}"))?;
-            serve::run(home, listener, ServeSettings { public_url, limits }, serve::wait_for_signal()).await
+            serve::run(home, listener, ServeSettings { public_url, limits, allowed_origins }, serve::wait_for_signal()).await
         }
         Command::Stdio { tenant, principal, toolsets } => stdio(&s, &admin, tenant, principal, toolsets).await,
         Command::Tenant(c) => tenants::run(&admin, c).await,

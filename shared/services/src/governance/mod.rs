@@ -49,7 +49,13 @@ pub struct Resumed {
     pub heartbeats: usize,
     /// Waits past their deadline, escalated (embedded runner).
     pub escalated: usize,
+    /// Waits for a person whose deadline is less than [`NEAR_TIMEOUT`] away.
+    pub near_timeout: usize,
 }
+
+/// A wait this close to its deadline is reported (the `ApprovalWaitsNearTimeout` metric
+/// and its alarm): somebody should decide it today.
+pub const NEAR_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
 impl std::ops::AddAssign for Resumed {
     fn add_assign(&mut self, r: Self) {
@@ -57,6 +63,7 @@ impl std::ops::AddAssign for Resumed {
         self.resent += r.resent;
         self.heartbeats += r.heartbeats;
         self.escalated += r.escalated;
+        self.near_timeout += r.near_timeout;
     }
 }
 
@@ -232,14 +239,16 @@ impl GovernanceService {
                 }
             }
         }
+        let waiting = crate::all_pages(100_000, |page: PageRequest| async move {
+            records.list_proposals(tenant, Some(ProposalState::AwaitingApproval), &page).await
+        })
+        .await?
+        .0;
+        let soon = self.backend.clock.now().0.saturating_add(i64::try_from(NEAR_TIMEOUT.as_millis()).unwrap_or(i64::MAX));
+        out.near_timeout = waiting.iter().filter_map(|p| p.wait.as_ref()).filter(|w| w.deadline.0 <= soon).count();
         match &self.runner {
             Some(r) => out.escalated = r.expire(tenant).await?,
             None => {
-                let waiting = crate::all_pages(100_000, |page: PageRequest| async move {
-                    records.list_proposals(tenant, Some(ProposalState::AwaitingApproval), &page).await
-                })
-                .await?
-                .0;
                 for w in waiting.iter().filter_map(|p| p.wait.as_ref()) {
                     match self.workflow.send_heartbeat(&w.token).await {
                         Ok(()) => out.heartbeats += 1,

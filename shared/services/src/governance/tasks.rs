@@ -237,6 +237,15 @@ impl Tasks {
         let total = score.total;
         scored.score = Some(score);
         self.step(scored, ProposalState::Scored, "governance", &format!("score {total:.2}: {name}")).await?;
+        // Counted once per proposal: a retried Score returned above.
+        metrics::add(
+            match name {
+                "auto_approve" => metrics::Counter::TriageAutoApproved,
+                "human" => metrics::Counter::TriageHuman,
+                _ => metrics::Counter::TriageRejected,
+            },
+            1,
+        );
         Ok(out(name))
     }
 

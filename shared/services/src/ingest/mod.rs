@@ -133,7 +133,10 @@ impl IngestService {
 
     /// Whether this consumer handles messages of `kind`.
     pub fn handles(kind: &str) -> bool {
-        kind == KIND_BATCH || kind == KIND_RECORD || kind == crate::entities::KIND_SPINE_WRITE
+        kind == KIND_BATCH
+            || kind == KIND_RECORD
+            || kind == crate::entities::KIND_SPINE_WRITE
+            || kind == crate::maintenance::KIND_RESUME
     }
 
     /// Processes one delivery of any kind this consumer handles.
@@ -143,6 +146,10 @@ impl IngestService {
     pub async fn process_any(&self, delivery: &Delivery) -> Result<()> {
         if delivery.message.kind == crate::entities::KIND_SPINE_WRITE {
             return self.entities.apply_queued(&delivery.message).await;
+        }
+        if delivery.message.kind == crate::maintenance::KIND_RESUME {
+            let maintenance = crate::maintenance::MaintenanceService::new(self.backend.clone());
+            return maintenance.resume_from_queue(&delivery.message).await.map(|_| ());
         }
         self.process(delivery).await.map(|_| ())
     }

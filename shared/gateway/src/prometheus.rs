@@ -1,0 +1,32 @@
+//! `GET /metrics`: the process's counters ([`metrics`]) in the Prometheus text format,
+//! for a scraper on the same machine (a loopback client needs no credential) or any
+//! caller holding the `admin` scope. Counters carry route names, never tenant data.
+
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use domain::principal::Scope;
+
+use crate::error::ApiError;
+use crate::router::AppState;
+use crate::server::ClientAddr;
+
+pub async fn metrics_text(State(state): State<AppState>, req: Request) -> Response {
+    let loopback = req.extensions().get::<ClientAddr>().is_some_and(|a| a.0.is_loopback());
+    if !loopback {
+        let base = crate::oauth::base_of(&state, req.extensions().get::<crate::oauth::BaseUrl>());
+        let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
+        let allowed = match state.services.auth.authenticate_header(header, &base).await {
+            Ok(caller) => caller.scopes.require(Scope::Admin),
+            Err(e) => Err(e),
+        };
+        if let Err(error) = allowed {
+            let resource_metadata = Some(format!("{base}/.well-known/oauth-protected-resource/mcp"));
+            return ApiError { error, resource_metadata }.into_response();
+        }
+    }
+    (
+        [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"), (http::header::CACHE_CONTROL, "no-store")],
+        metrics::prometheus(),
+    )
+        .into_response()
+}

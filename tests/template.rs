@@ -1,0 +1,697 @@
+//! What `infra/template.yaml` deploys, checked without deploying it: names unique per
+//! stack and within their services' limits, the search collection's data access policy
+//! in step with the IAM policy, least-privilege S3 and Step Functions grants, the
+//! pipeline's concurrency, timeouts below API Gateway's, the table's deletion
+//! protection, schedules with retries and a dead-letter queue, CORS preflights and
+//! gateway responses, the authorizer's identity source, the Bedrock grant following
+//! `Embedder`, and the alarms and dashboard. Also the readers of
+//! `continuity_tests::template` themselves (routes, queue consumers, schedules, the
+//! intrinsic evaluator) on the real template and on small ones.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use continuity_tests::template::{Evaluated, PhysicalName, Route, Stack, Template, policy_collections, route_for};
+use serde_json::{Value, json};
+
+fn eu() -> Stack {
+    Stack::new("continuity-eu", "5d2f7a10-3c4b-11ef-8a1e-0a58a9feac02")
+}
+
+fn eu_2() -> Stack {
+    Stack::new("continuity-eu-2", "9e41b3c0-3c4c-11ef-b6f3-06c1d2e3f4a5")
+}
+
+/// A 50-character stack name.
+fn long() -> Stack {
+    let name = "continuity-eu-west-1-production-tenants-0123456789";
+    assert_eq!(name.len(), 50);
+    Stack::new(name, "0f1e2d3c-3c4d-11ef-a0b1-0c2d3e4f5a6b")
+}
+
+fn evaluate<'t>(t: &'t Template, stack: &Stack) -> Evaluated<'t> {
+    t.evaluate(stack).unwrap_or_else(|e| panic!("{}: {e}", stack.name))
+}
+
+fn names(t: &Template, stack: &Stack) -> Vec<PhysicalName> {
+    evaluate(t, stack).physical_names().unwrap()
+}
+
+/// The longest name each (resource type, property) may have. A name the table does
+/// not know fails the test: classify it here with its service's limit.
+fn limit(resource_type: &str, property: &str) -> Option<usize> {
+    Some(match (resource_type, property) {
+        // OpenSearch Serverless: lowercase, 3-32 characters, for collections, security
+        // and access policies, VPC endpoints alike.
+        (t, _) if t.starts_with("AWS::OpenSearchServerless::") => 32,
+        ("AWS::ElastiCache::ServerlessCache", "ServerlessCacheName") => 40,
+        ("AWS::KMS::Alias", "AliasName") => 256,
+        ("AWS::Scheduler::Schedule", "Name") => 64,
+        ("AWS::Serverless::StateMachine", "Name") | ("AWS::StepFunctions::StateMachine", "StateMachineName") => 80,
+        ("AWS::CloudWatch::Dashboard", "DashboardName") | ("AWS::CloudWatch::Alarm", "AlarmName") => 255,
+        ("AWS::SQS::Queue", "QueueName") => 80,
+        ("AWS::SNS::Topic", "TopicName") => 256,
+        ("AWS::Logs::LogGroup", "LogGroupName") => 512,
+        // A REST API's name need not be unique and has no documented limit; held to
+        // 255 here so that it stays readable.
+        ("AWS::Serverless::Api", "Name") | ("AWS::ApiGateway::RestApi", "Name") => 255,
+        _ => return None,
+    })
+}
+
+#[test]
+fn two_stacks_share_no_physical_name() {
+    let t = Template::load();
+    let a = names(&t, &eu());
+    let b = names(&t, &eu_2());
+    assert!(a.len() >= 8, "expected the collection, its four policies and endpoint, the cache, aliases…: {a:#?}");
+    let a_values: BTreeSet<&str> = a.iter().map(|n| n.value.as_str()).collect();
+    let shared: Vec<&PhysicalName> = b.iter().filter(|n| a_values.contains(n.value.as_str())).collect();
+    assert!(shared.is_empty(), "names both stacks would claim in one account and region: {shared:#?}");
+
+    // Every kind of name that must be unique is there (derived per stack).
+    let kinds: BTreeSet<(&str, &str)> = a.iter().map(|n| (n.resource_type.as_str(), n.property.as_str())).collect();
+    for expected in [
+        ("AWS::OpenSearchServerless::Collection", "Name"),
+        ("AWS::OpenSearchServerless::SecurityPolicy", "Name"),
+        ("AWS::OpenSearchServerless::AccessPolicy", "Name"),
+        ("AWS::OpenSearchServerless::VpcEndpoint", "Name"),
+        ("AWS::OpenSearchServerless::AccessPolicy", "Policy:collection"),
+        ("AWS::ElastiCache::ServerlessCache", "ServerlessCacheName"),
+        ("AWS::KMS::Alias", "AliasName"),
+        ("AWS::CloudWatch::Dashboard", "DashboardName"),
+    ] {
+        assert!(kinds.contains(&expected), "{expected:?} missing from {kinds:#?}");
+    }
+}
+
+#[test]
+fn every_name_fits_its_service_for_a_fifty_character_stack_name() {
+    let t = Template::load();
+    for stack in [long(), long().with_parameter("SearchCollectionName", "a".repeat(27))] {
+        for n in names(&t, &stack) {
+            let max = limit(&n.resource_type, &n.property)
+                .unwrap_or_else(|| panic!("no known length limit for {} {}: add it to limit()", n.resource_type, n.property));
+            assert!(n.value.len() <= max, "{n:?} is {} characters, over {max}", n.value.len());
+            if n.resource_type.starts_with("AWS::OpenSearchServerless::") {
+                let ok = n.value.len() >= 3
+                    && n.value.starts_with(|c: char| c.is_ascii_lowercase())
+                    && n.value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+                assert!(ok, "OpenSearch Serverless names are lowercase letters, digits and hyphens: {n:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_search_names_derive_from_the_stack_id_unless_given() {
+    let t = Template::load();
+    let collection = |stack: &Stack| evaluate(&t, stack).properties("SearchCollection").unwrap()["Name"].clone();
+    // The first 8 hex digits of the stack id's UUID.
+    assert_eq!(collection(&eu()), "cty-5d2f7a10");
+    assert_eq!(collection(&eu_2()), "cty-9e41b3c0");
+    assert_eq!(collection(&eu().with_parameter("SearchCollectionName", "continuity")), "continuity");
+
+    // Each policy names the collection the stack creates, and its own name derives from it.
+    for stack in [eu(), eu().with_parameter("SearchCollectionName", "continuity")] {
+        let e = evaluate(&t, &stack);
+        let name = collection(&stack);
+        let name = name.as_str().unwrap();
+        for (id, suffix) in [
+            ("SearchEncryptionPolicy", "enc"),
+            ("SearchNetworkPolicy", "net"),
+            ("SearchAccessPolicy", "data"),
+            ("SearchVpcEndpoint", "vpce"),
+        ] {
+            let props = e.properties(id).unwrap();
+            assert_eq!(props["Name"], format!("{name}-{suffix}"), "{id}");
+            if let Some(policy) = props.get("Policy") {
+                let named = policy_collections(policy.as_str().unwrap()).unwrap();
+                assert_eq!(named, BTreeSet::from([name.to_owned()]), "{id} names another collection");
+            }
+        }
+    }
+    // And the cache: continuity-{suffix}.
+    assert_eq!(evaluate(&t, &eu()).properties("Cache").unwrap()["ServerlessCacheName"], "continuity-5d2f7a10");
+}
+
+/// The functions whose role gets `SearchClientPolicy`.
+fn search_clients(e: &Evaluated<'_>) -> BTreeSet<String> {
+    e.functions()
+        .into_iter()
+        .filter(|f| {
+            let props = e.properties(f).unwrap();
+            props["Policies"].as_array().into_iter().flatten().any(|p| p == "<Ref:SearchClientPolicy>")
+        })
+        .collect()
+}
+
+#[test]
+fn every_search_client_is_a_principal_of_the_data_access_policy() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let clients = search_clients(&e);
+    assert!(clients.contains("TriageFunction"), "triage indexes on Write and compares on Score: {clients:?}");
+
+    let policy = e.properties("SearchAccessPolicy").unwrap();
+    let policy: Value = serde_json::from_str(policy["Policy"].as_str().unwrap()).unwrap();
+    let principals: BTreeSet<String> = policy
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| rule["Principal"].as_array().unwrap().iter())
+        .map(|p| {
+            let p = p.as_str().unwrap();
+            let role = p.strip_prefix("<GetAtt:").and_then(|r| r.strip_suffix("Role.Arn>"));
+            role.unwrap_or_else(|| panic!("principal {p} is not a function's role")).to_owned()
+        })
+        .collect();
+    assert_eq!(principals, clients, "the data access policy's principals and the roles with SearchClientPolicy differ");
+}
+
+/// Every `Allow` statement of the template's identity and endpoint policies, with where
+/// it is.
+fn allow_statements(e: &Evaluated<'_>) -> Vec<(String, Value)> {
+    fn statements(doc: &Value) -> Vec<Value> {
+        match doc.get("Statement") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(one) => vec![one.clone()],
+            None => Vec::new(),
+        }
+    }
+    let mut out = Vec::new();
+    for (id, resource) in e.resources() {
+        let kind = resource["Type"].as_str().unwrap_or_default();
+        let props = e.properties(&id).unwrap();
+        let mut docs = Vec::new();
+        match kind {
+            "AWS::Serverless::Function" | "AWS::Serverless::StateMachine" => {
+                for policy in props["Policies"].as_array().into_iter().flatten() {
+                    for sam in ["S3CrudPolicy", "S3ReadPolicy", "S3WritePolicy", "S3FullAccessPolicy"] {
+                        assert!(policy.get(sam).is_none(), "{id} uses the SAM policy template {sam} (bucket-level wildcards)");
+                    }
+                    docs.push(policy.clone());
+                }
+            }
+            "AWS::IAM::ManagedPolicy" | "AWS::IAM::Policy" | "AWS::EC2::VPCEndpoint" | "AWS::S3::BucketPolicy" => {
+                docs.push(props["PolicyDocument"].clone());
+            }
+            "AWS::IAM::Role" => {
+                docs.extend(props["Policies"].as_array().into_iter().flatten().map(|p| p["PolicyDocument"].clone()));
+            }
+            _ => {}
+        }
+        for doc in docs {
+            for statement in statements(&doc) {
+                if statement["Effect"] == "Allow" {
+                    out.push((id.clone(), statement));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    match v {
+        Value::String(s) => vec![s.clone()],
+        Value::Array(items) => items.iter().filter_map(|i| i.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[test]
+fn s3_and_step_functions_grants_are_scoped() {
+    let t = Template::load();
+    for stack in [eu(), eu().with_parameter("Embedder", "hashing")] {
+        let e = evaluate(&t, &stack);
+        let statements = allow_statements(&e);
+        assert!(statements.len() > 10, "expected the functions' statements: {statements:#?}");
+        let mut listers = BTreeSet::new();
+        for (id, s) in &statements {
+            let actions = strings(&s["Action"]);
+            let resources = strings(&s["Resource"]);
+            for action in &actions {
+                assert!(action != "*" && action != "s3:*", "{id} allows {action}");
+                if let Some(s3) = action.strip_prefix("s3:") {
+                    assert!(!s3.contains('*'), "{id} allows the S3 wildcard {action}");
+                    for resource in &resources {
+                        // A bucket-level resource is the bucket itself (no key part) or "*".
+                        let bucket_level = !resource.contains('/');
+                        if bucket_level {
+                            assert_eq!(action, "s3:ListBucket", "{id} allows {action} on the bucket {resource}");
+                            listers.insert(id.clone());
+                        }
+                    }
+                }
+                if action == "states:StartExecution" || action == "states:*" {
+                    assert!(!resources.iter().any(|r| r == "*"), "{id} allows {action} on any state machine");
+                    assert!(
+                        resources.iter().all(|r| r == "<Ref:TriageStateMachine>"),
+                        "{id}: StartExecution on {resources:?}, not the triage state machine"
+                    );
+                }
+            }
+        }
+        // Compaction lists backup files: the maintenance function (and the endpoint) only.
+        assert!(listers.contains("MaintenanceFunction"), "{listers:?}");
+        assert!(listers.iter().all(|l| l == "MaintenanceFunction" || l == "S3Endpoint"), "{listers:?}");
+    }
+}
+
+#[test]
+fn the_pipeline_and_maintenance_are_wired_for_the_resume_fan_out() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let pipeline = e.properties("PipelineFunction").unwrap();
+    assert!(pipeline.get("ReservedConcurrentExecutions").is_none(), "throttling would dead-letter healthy messages");
+    assert_eq!(pipeline["Environment"]["Variables"]["CONTINUITY_TRIAGE_STATE_MACHINE"], "<Ref:TriageStateMachine>");
+    let consumers = t.queue_consumers();
+    let work = consumers.iter().find(|c| c.function == "PipelineFunction").unwrap();
+    assert_eq!(work.queue, "WorkQueue");
+    assert_eq!(work.max_concurrency, Some(10));
+    let bounded = t.evaluate(&eu().with_parameter("PipelineMaxConcurrency", 40)).unwrap().queue_consumers().unwrap();
+    assert_eq!(bounded.iter().find(|c| c.function == "PipelineFunction").unwrap().max_concurrency, Some(40));
+
+    // The pipeline restarts, re-sends and heartbeats; the maintenance job sends to the queue.
+    let actions = |id: &str| -> BTreeSet<String> {
+        allow_statements(&e).into_iter().filter(|(f, _)| f == id).flat_map(|(_, s)| strings(&s["Action"])).collect()
+    };
+    let pipeline_actions = actions("PipelineFunction");
+    for a in ["states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"] {
+        assert!(pipeline_actions.contains(a), "PipelineFunction lacks {a}: {pipeline_actions:?}");
+    }
+    let maintenance_actions = actions("MaintenanceFunction");
+    assert!(
+        !maintenance_actions.iter().any(|a| a.starts_with("states:")),
+        "the resume runs in the pipeline: {maintenance_actions:?}"
+    );
+    let maintenance = e.properties("MaintenanceFunction").unwrap();
+    let sends = maintenance["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p.pointer("/SQSSendMessagePolicy/QueueName") == Some(&json!("<GetAtt:WorkQueue.QueueName>")));
+    assert!(sends, "MaintenanceFunction cannot send resume messages to the work queue");
+}
+
+#[test]
+fn every_sqs_consumer_fits_its_queues_visibility_timeout() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    for c in t.queue_consumers() {
+        let timeout = e.properties(&c.function).unwrap()["Timeout"].as_u64().unwrap();
+        let visibility = e.properties(&c.queue).unwrap()["VisibilityTimeout"].as_u64().unwrap();
+        assert!(visibility >= 6 * timeout, "{}: visibility {visibility} s < 6 × {timeout} s of {}", c.queue, c.function);
+        assert!(c.reports_item_failures, "{} does not report item failures", c.function);
+    }
+}
+
+#[test]
+fn functions_behind_api_gateway_stop_before_its_29_second_timeout() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let mut behind: BTreeSet<String> = t.routes().into_iter().map(|r| r.function).collect();
+    behind.insert("AuthorizerFunction".to_owned());
+    assert!(behind.len() >= 6, "{behind:?}");
+    for f in &behind {
+        let timeout = e.properties(f).unwrap()["Timeout"].as_u64().unwrap_or_else(|| panic!("{f} has no Timeout"));
+        assert!(timeout < 29, "{f}: Timeout {timeout} s is not below API Gateway's 29 s");
+    }
+}
+
+#[test]
+fn the_table_has_deletion_protection() {
+    let t = Template::load();
+    let table = evaluate(&t, &eu()).properties("Table").unwrap();
+    assert_eq!(table["DeletionProtectionEnabled"], true);
+}
+
+#[test]
+fn every_schedule_retries_and_dead_letters() {
+    let t = Template::load();
+    let schedules = t.schedules();
+    assert_eq!(schedules.len(), 2, "{schedules:#?}");
+    for s in &schedules {
+        assert_eq!(s.kind, "ScheduleV2");
+        let retry = &s.properties["RetryPolicy"];
+        assert!(retry["MaximumRetryAttempts"].is_u64() && retry["MaximumEventAgeInSeconds"].is_u64(), "{s:#?}");
+        let dlq = s.properties["DeadLetterConfig"]["Arn"].as_str().unwrap_or_else(|| panic!("{s:#?}"));
+        assert_eq!(dlq, "<GetAtt:SchedulerDeadLetterQueue.Arn>");
+        // SAM's default name is the same in every stack.
+        assert_eq!(s.name, None, "{}.{} gets a fixed name", s.function, s.event);
+    }
+    let e = evaluate(&t, &eu());
+    let dlq = e.properties("SchedulerDeadLetterQueue").unwrap();
+    assert_eq!(dlq["MessageRetentionPeriod"], 1_209_600);
+    assert_eq!(dlq["SqsManagedSseEnabled"], true);
+}
+
+#[test]
+fn the_schedules_reader_finds_the_maintenance_jobs() {
+    let schedules = Template::load().schedules();
+    let by_event: BTreeMap<&str, _> = schedules.iter().map(|s| (s.event.as_str(), s)).collect();
+    assert_eq!(by_event["Hourly"].function, "MaintenanceFunction");
+    assert_eq!(by_event["Hourly"].expression, "rate(1 hour)");
+    assert_eq!(by_event["Hourly"].input, None);
+    assert_eq!(by_event["Daily"].expression, "rate(1 day)");
+    assert_eq!(by_event["Daily"].input, Some(json!({"job": "daily"})));
+}
+
+fn route<'r>(routes: &'r [Route], method: &str, path: &str) -> &'r Route {
+    route_for(routes, method, path).unwrap_or_else(|| panic!("no route for {method} {path}"))
+}
+
+#[test]
+fn the_routes_reader_finds_every_route() {
+    let routes = Template::load().routes();
+    let expect = |method: &str, path: &str, function: &str, authorizer: &str| {
+        let r = route(&routes, method, path);
+        assert_eq!((r.function.as_str(), r.authorizer.as_str()), (function, authorizer), "{method} {path}: {r:?}");
+    };
+    expect("POST", "/mcp", "McpFunction", "ContinuityAuthorizer");
+    expect("GET", "/mcp", "McpFunction", "ContinuityAuthorizer");
+    expect("DELETE", "/mcp", "McpFunction", "ContinuityAuthorizer");
+    expect("POST", "/", "McpFunction", "ContinuityAuthorizer");
+    expect("GET", "/healthz", "McpFunction", "NONE");
+    expect("GET", "/.well-known/oauth-authorization-server", "OAuthFunction", "NONE");
+    expect("GET", "/.well-known/oauth-protected-resource/mcp", "OAuthFunction", "NONE");
+    expect("POST", "/oauth/token", "OAuthFunction", "NONE");
+    expect("GET", "/oauth/authorize", "OAuthFunction", "NONE");
+    expect("GET", "/v1/capabilities", "AdkFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/capabilities/kb.search", "AdkFunction", "ContinuityAuthorizer");
+    expect("GET", "/v1/connectors", "IngestFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/connectors/crm", "IngestFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/ingest/crm", "IngestFunction", "ContinuityAuthorizer");
+    // A literal segment beats {source}.
+    assert_eq!(route(&routes, "GET", "/v1/ingest/failures").event, "IngestFailures");
+    expect("POST", "/v1/kb/documents", "IngestFunction", "ContinuityAuthorizer");
+    expect("GET", "/v1/kb/review", "IngestFunction", "ContinuityAuthorizer");
+    expect("GET", "/v1/approvals", "ApprovalsFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/approvals/p-1/approve", "ApprovalsFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/approvals/p-1/reject", "ApprovalsFunction", "ContinuityAuthorizer");
+    expect("GET", "/approvals", "ApprovalsFunction", "NONE");
+    expect("POST", "/approvals/sign-in", "ApprovalsFunction", "NONE");
+    assert!(route_for(&routes, "GET", "/nope").is_none());
+    assert!(route_for(&routes, "PUT", "/mcp").is_none());
+    assert!(route_for(&routes, "GET", "/v1/approvals/p-1/approve").is_none());
+
+    let functions: BTreeSet<&str> = routes.iter().map(|r| r.function.as_str()).collect();
+    assert_eq!(functions, BTreeSet::from(["AdkFunction", "ApprovalsFunction", "IngestFunction", "McpFunction", "OAuthFunction"]));
+}
+
+#[test]
+fn the_routes_reader_follows_the_template() {
+    let t = Template::load();
+    let before = t.routes();
+
+    let mut doc = t.doc.clone();
+    let events = doc.pointer_mut("/Resources/McpFunction/Properties/Events").unwrap().as_object_mut().unwrap();
+    assert!(events.remove("Healthz").is_some());
+    let events = doc.pointer_mut("/Resources/IngestFunction/Properties/Events").unwrap().as_object_mut().unwrap();
+    events.insert(
+        "Extra".to_owned(),
+        json!({"Type": "Api", "Properties": {"RestApiId": {"Ref": "Api"}, "Path": "/v1/extra/{id}", "Method": "put"}}),
+    );
+    let after = Template::from_value(doc).routes();
+
+    assert!(route_for(&before, "GET", "/healthz").is_some());
+    assert!(route_for(&after, "GET", "/healthz").is_none(), "the removed event is still routed");
+    let extra = route(&after, "PUT", "/v1/extra/42");
+    assert_eq!((extra.function.as_str(), extra.authorizer.as_str()), ("IngestFunction", "ContinuityAuthorizer"));
+    assert_eq!(after.len(), before.len());
+}
+
+#[test]
+fn browser_preflights_skip_the_authorizer_and_reach_the_paths_function() {
+    let t = Template::load();
+    let routes = t.routes();
+    for path in ["/mcp", "/", "/oauth/{proxy+}", "/.well-known/{proxy+}"] {
+        let options =
+            routes.iter().find(|r| r.path == path && r.method == "OPTIONS").unwrap_or_else(|| panic!("no OPTIONS {path}"));
+        assert_eq!(options.authorizer, "NONE", "OPTIONS {path}");
+        for other in routes.iter().filter(|r| r.path == path) {
+            assert_eq!(other.function, options.function, "{} {path}", other.method);
+        }
+    }
+    let e = evaluate(&t, &eu().with_parameter("AllowedOrigins", "https://app.example.com"));
+    for f in routes.iter().map(|r| &r.function).collect::<BTreeSet<_>>() {
+        let env = &e.properties(f).unwrap()["Environment"]["Variables"];
+        assert_eq!(env["CONTINUITY_ALLOWED_ORIGINS"], "https://app.example.com", "{f}");
+        assert_eq!(env["CONTINUITY_STACK"], "continuity-eu", "{f}");
+    }
+}
+
+#[test]
+fn the_authorizer_has_an_identity_source_and_the_401s_say_where_to_sign_in() {
+    let t = Template::load();
+    let api = |stack: Stack| evaluate(&t, &stack).properties("Api").unwrap();
+    let plain = api(eu());
+    let identity = &plain["Auth"]["Authorizers"]["ContinuityAuthorizer"]["Identity"];
+    assert_eq!(identity["Headers"], json!(["Authorization"]));
+    assert_eq!(identity["ReauthorizeEvery"], 60);
+
+    let responses = &plain["GatewayResponses"];
+    for kind in ["ACCESS_DENIED", "UNAUTHORIZED", "AUTHORIZER_FAILURE", "THROTTLED"] {
+        let headers = &responses[kind]["ResponseParameters"]["Headers"];
+        assert_eq!(headers["Access-Control-Allow-Origin"], "'*'", "{kind}");
+        assert!(headers["Access-Control-Expose-Headers"].as_str().unwrap().contains("WWW-Authenticate"), "{kind}");
+    }
+    assert_eq!(
+        responses["ACCESS_DENIED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"],
+        "context.authorizer.wwwAuthenticate"
+    );
+    assert_eq!(responses["AUTHORIZER_FAILURE"]["StatusCode"], "503");
+    assert_eq!(responses["UNAUTHORIZED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"], "'Bearer realm=\"continuity\"'");
+
+    let custom = api(eu().with_parameter("PublicBaseUrl", "https://eu.continuity.example.com"));
+    assert_eq!(
+        custom["GatewayResponses"]["UNAUTHORIZED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"],
+        "'Bearer realm=\"continuity\", resource_metadata=\"https://eu.continuity.example.com/.well-known/oauth-protected-resource/mcp\"'"
+    );
+}
+
+#[test]
+fn the_bedrock_grant_follows_the_embedder() {
+    let t = Template::load();
+    let bedrock = |stack: Stack| -> (Vec<String>, bool) {
+        let e = evaluate(&t, &stack);
+        let resources = allow_statements(&e)
+            .into_iter()
+            .filter(|(_, s)| strings(&s["Action"]).iter().any(|a| a.starts_with("bedrock:")))
+            .flat_map(|(_, s)| strings(&s["Resource"]))
+            .collect();
+        (resources, e.has_resource("BedrockEndpoint"))
+    };
+    assert_eq!(
+        bedrock(eu()),
+        (vec!["arn:aws:bedrock:eu-west-1::foundation-model/amazon.titan-embed-text-v2:0".to_owned()], true)
+    );
+    // The dimensions are not part of the model id.
+    assert_eq!(bedrock(eu().with_parameter("Embedder", "bedrock:amazon.titan-embed-text-v2:0:1024")), bedrock(eu()));
+    assert_eq!(
+        bedrock(eu().with_parameter("Embedder", "bedrock:example.embed-model:3:256")),
+        (vec!["arn:aws:bedrock:eu-west-1::foundation-model/example.embed-model:3".to_owned()], true)
+    );
+    assert_eq!(bedrock(eu().with_parameter("Embedder", "hashing")), (Vec::new(), false));
+
+    // The dropped branch would evaluate too: the padding keeps Fn::Select in range.
+    let e = evaluate(&t, &eu().with_parameter("Embedder", "hashing"));
+    let raw = t.doc.pointer("/Resources/SearchClientPolicy/Properties/PolicyDocument/Statement/1/Fn::If/1/Resource").unwrap();
+    assert_eq!(e.eval(raw).unwrap(), "arn:aws:bedrock:eu-west-1::foundation-model/:");
+}
+
+#[test]
+fn every_alarm_notifies_a_topic_and_the_dashboard_is_json() {
+    let t = Template::load();
+    let own = evaluate(&t, &eu());
+    assert!(own.has_resource("AlarmTopic"));
+    let alarms = own.resources_of_type("AWS::CloudWatch::Alarm");
+    assert!(alarms.len() >= 8 + 2 * own.functions().len(), "{alarms:?}");
+    for a in &alarms {
+        let p = own.properties(a).unwrap();
+        assert_eq!(p["AlarmActions"], json!(["<Ref:AlarmTopic>"]), "{a}");
+        assert_eq!(p["OKActions"], json!(["<Ref:AlarmTopic>"]), "{a}");
+        assert_eq!(p["TreatMissingData"], "notBreaching", "{a}");
+    }
+    for f in own.functions() {
+        for kind in ["Errors", "Throttles"] {
+            assert!(alarms.contains(&format!("{f}{kind}Alarm")), "no {kind} alarm for {f}");
+        }
+    }
+    for queue in ["DeadLetterQueue", "ApprovalWaitsDeadLetterQueue", "SchedulerDeadLetterQueue"] {
+        let watched = alarms.iter().any(|a| {
+            let p = own.properties(a).unwrap();
+            p["MetricName"] == "ApproximateNumberOfMessagesVisible"
+                && p["Dimensions"][0]["Value"] == format!("<GetAtt:{queue}.QueueName>")
+        });
+        assert!(watched, "no alarm on {queue}");
+    }
+
+    let topic = "arn:aws:sns:eu-west-1:123456789012:oncall";
+    let given = evaluate(&t, &eu().with_parameter("AlarmTopicArn", topic));
+    assert!(!given.has_resource("AlarmTopic"));
+    assert_eq!(given.properties(&alarms[0]).unwrap()["AlarmActions"], json!([topic]));
+
+    let body = own.properties("Dashboard").unwrap()["DashboardBody"].as_str().unwrap().to_owned();
+    let body: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("the dashboard body is not JSON: {e}"));
+    let text = body.to_string();
+    for metric in [
+        "Requests",
+        "Errors",
+        "ServerErrors",
+        "Latency",
+        "5XXError",
+        "4XXError",
+        "Throttles",
+        "Duration",
+        "ApproximateAgeOfOldestMessage",
+        "TriageAutoApproved",
+        "TriageHuman",
+        "TriageRejected",
+        "ApprovalWaitsNearTimeout",
+        "HeartbeatFailures",
+        "ExecutionsStarted",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+        "CacheHits",
+        "CacheMisses",
+        "AuthorizerDenials",
+    ] {
+        assert!(text.contains(&format!("\"{metric}\"")), "the dashboard lacks {metric}");
+    }
+    assert!(!text.contains("${"), "an unsubstituted variable in the dashboard");
+}
+
+// ----------------------------------------------------------- the evaluator itself
+
+fn small(yaml: &str) -> Template {
+    Template::parse(yaml).unwrap()
+}
+
+#[test]
+fn short_form_tags_become_long_form_json() {
+    let t = small(
+        "Resources:\n  A:\n    Type: X\n    Properties:\n      R: !Ref P\n      G: !GetAtt Cache.Endpoint.Address\n      S: !Sub \"${AWS::Region}\"\n      L: !Select [0, !Split [\",\", \"a,b\"]]\n      C: !If [Yes, 1, 2]\n",
+    );
+    let p = &t.doc["Resources"]["A"]["Properties"];
+    assert_eq!(p["R"], json!({"Ref": "P"}));
+    assert_eq!(p["G"], json!({"Fn::GetAtt": ["Cache", "Endpoint.Address"]}));
+    assert_eq!(p["S"], json!({"Fn::Sub": "${AWS::Region}"}));
+    assert_eq!(p["L"], json!({"Fn::Select": [0, {"Fn::Split": [",", "a,b"]}]}));
+    assert_eq!(p["C"], json!({"Fn::If": ["Yes", 1, 2]}));
+    assert!(Template::parse("A: !Bogus x\n").is_err());
+}
+
+#[test]
+fn intrinsics_and_conditions_evaluate() {
+    let t = small(
+        r#"
+Parameters:
+  Name: { Type: String, Default: "" }
+  Size: { Type: Number, Default: 3 }
+Conditions:
+  HasName: !Not [!Equals [!Ref Name, ""]]
+  Big: !Equals [!Ref Size, 3]
+  Both: !And [!Condition HasName, !Condition Big]
+  Either: !Or [!Condition HasName, !Condition Big]
+Resources:
+  Queue: { Type: AWS::SQS::Queue }
+  Gone: { Type: AWS::SQS::Queue, Condition: HasName }
+  Thing:
+    Type: X
+    Properties:
+      Sub: !Sub ["${AWS::StackName}-${V}-${Queue}-${Queue.Arn}-${!Literal}-${Size}", { V: !Select [1, [a, b]] }]
+      Join: !Join ["/", [!Ref AWS::Region, !Ref AWS::AccountId, !GetAtt Queue.Arn]]
+      Suffix: !Select [0, !Split ["-", !Select [2, !Split ["/", !Ref AWS::StackId]]]]
+      Maybe: !If [HasName, !Ref Name, !Ref AWS::NoValue]
+      List: [a, !If [HasName, b, !Ref AWS::NoValue], c]
+"#,
+    );
+    let e = t.evaluate(&Stack::new("s", "abcdef01-2345")).unwrap();
+    assert!(!e.condition("HasName") && e.condition("Big") && !e.condition("Both") && e.condition("Either"));
+    assert!(!e.has_resource("Gone") && e.has_resource("Queue"));
+    let p = e.properties("Thing").unwrap();
+    assert_eq!(p["Sub"], "s-b-<Ref:Queue>-<GetAtt:Queue.Arn>-${Literal}-3");
+    assert_eq!(p["Join"], "eu-west-1/123456789012/<GetAtt:Queue.Arn>");
+    assert_eq!(p["Suffix"], "abcdef01");
+    assert!(p.get("Maybe").is_none());
+    assert_eq!(p["List"], json!(["a", "c"]));
+
+    let named = t.evaluate(&Stack::new("s", "u").with_parameter("Name", "n")).unwrap();
+    assert!(named.condition("Both") && named.has_resource("Gone"));
+    assert_eq!(named.properties("Thing").unwrap()["List"], json!(["a", "b", "c"]));
+
+    assert!(t.evaluate(&Stack::default().with_parameter("Nope", "x")).is_err(), "an unknown parameter is an error");
+    let err = e.eval(&json!({"Fn::Select": [2, {"Fn::Split": [":", "hashing"]}]})).unwrap_err();
+    assert!(err.contains("out of range"), "{err}");
+    assert!(e.eval(&json!({"Ref": "Missing"})).is_err());
+}
+
+#[test]
+fn globals_merge_into_functions_as_sam_does() {
+    let t = small(
+        r#"
+Globals:
+  Function:
+    Timeout: 25
+    Environment: { Variables: { A: "1", B: "2" } }
+    Layers: [g]
+Resources:
+  F:
+    Type: AWS::Serverless::Function
+    Properties:
+      Timeout: 5
+      Environment: { Variables: { B: "3" } }
+      Layers: [l]
+      Events:
+        Q: { Type: SQS, Properties: { Queue: !GetAtt Q.Arn, BatchSize: 5, ScalingConfig: { MaximumConcurrency: 2 } } }
+        S: { Type: ScheduleV2, Properties: { ScheduleExpression: rate(1 hour), Input: '{"job":"x"}' } }
+        A: { Type: Api, Properties: { Path: /x, Method: get } }
+  Q: { Type: AWS::SQS::Queue }
+"#,
+    );
+    let e = t.evaluate(&Stack::default()).unwrap();
+    let f = e.properties("F").unwrap();
+    assert_eq!(f["Timeout"], 5);
+    assert_eq!(f["Environment"]["Variables"], json!({"A": "1", "B": "3"}));
+    assert_eq!(f["Layers"], json!(["g", "l"]));
+
+    let consumers = t.queue_consumers();
+    assert_eq!((consumers[0].queue.as_str(), consumers[0].batch_size, consumers[0].max_concurrency), ("Q", Some(5), Some(2)));
+    let schedules = t.schedules();
+    // Without OmitName or Name, SAM names the schedule after the event.
+    assert_eq!(schedules[0].name.as_deref(), Some("FS"));
+    assert_eq!(schedules[0].input, Some(json!({"job": "x"})));
+    let routes = t.routes();
+    assert_eq!(
+        (routes[0].method.as_str(), routes[0].api.as_str(), routes[0].authorizer.as_str()),
+        ("GET", "ServerlessRestApi", "NONE")
+    );
+}
+
+#[test]
+fn route_matching_prefers_the_most_specific_resource() {
+    let r = |method: &str, path: &str, function: &str| Route {
+        method: method.into(),
+        path: path.into(),
+        function: function.into(),
+        authorizer: "NONE".into(),
+        event: function.into(),
+        api: "Api".into(),
+    };
+    let routes = vec![
+        r("GET", "/a/{proxy+}", "Greedy"),
+        r("GET", "/a/{id}", "Param"),
+        r("GET", "/a/b", "Literal"),
+        r("ANY", "/a/b", "Any"),
+        r("POST", "/", "Root"),
+    ];
+    assert_eq!(route_for(&routes, "GET", "/a/b").unwrap().function, "Literal");
+    assert_eq!(route_for(&routes, "PUT", "/a/b").unwrap().function, "Any");
+    assert_eq!(route_for(&routes, "GET", "/a/c").unwrap().function, "Param");
+    assert_eq!(route_for(&routes, "GET", "/a/c/d").unwrap().function, "Greedy");
+    assert!(route_for(&routes, "GET", "/a").is_none(), "{{proxy+}} needs a segment");
+    assert_eq!(route_for(&routes, "POST", "/").unwrap().function, "Root");
+}
