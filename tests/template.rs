@@ -393,12 +393,18 @@ fn the_routes_reader_finds_every_route() {
     expect("POST", "/v1/approvals/p-1/reject", "ApprovalsFunction", "ContinuityAuthorizer");
     expect("GET", "/approvals", "ApprovalsFunction", "NONE");
     expect("POST", "/approvals/sign-in", "ApprovalsFunction", "NONE");
+    expect("POST", "/v1/admin/tenants", "AdminFunction", "ContinuityAuthorizer");
+    expect("PATCH", "/v1/admin/tenants/acme/users/ada@acme.example", "AdminFunction", "ContinuityAuthorizer");
+    expect("PUT", "/v1/admin/entities/account/acme-1", "AdminFunction", "ContinuityAuthorizer");
     assert!(route_for(&routes, "GET", "/nope").is_none());
     assert!(route_for(&routes, "PUT", "/mcp").is_none());
     assert!(route_for(&routes, "GET", "/v1/approvals/p-1/approve").is_none());
 
     let functions: BTreeSet<&str> = routes.iter().map(|r| r.function.as_str()).collect();
-    assert_eq!(functions, BTreeSet::from(["AdkFunction", "ApprovalsFunction", "IngestFunction", "McpFunction", "OAuthFunction"]));
+    assert_eq!(
+        functions,
+        BTreeSet::from(["AdkFunction", "AdminFunction", "ApprovalsFunction", "IngestFunction", "McpFunction", "OAuthFunction"])
+    );
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Lambda `continuity-http`: every HTTP function of the stack runs this one binary — the
 //! same router `continuity serve` mounts, behind API Gateway (REST). The template deploys
-//! it five times, one function per group of routes, each with the IAM role its routes
+//! it six times, one function per group of routes, each with the IAM role its routes
 //! need (least privilege per function; one binary, so one release build and link):
 //!
 //! - `McpFunction`: `/mcp`, `/` and `/healthz`, after the `continuity-authorizer` Lambda;
@@ -8,6 +8,8 @@
 //! - `OAuthFunction`: `/.well-known/{proxy+}` and `/oauth/{proxy+}`, public (discovery,
 //!   JWKS, registration, the sign-in and consent pages, token, revocation);
 //! - `IngestFunction`: `/v1/connectors…`, `/v1/ingest…`, `/v1/kb…`, authorized;
+//! - `AdminFunction`: the admin API (`/v1/admin/{proxy+}`: tenants, keys, users, clients,
+//!   IdPs, entities), authorized;
 //! - `ApprovalsFunction`: the approvals console (`/approvals…`, which signs its own users
 //!   in) and the approver API (`/v1/approvals…`, authorized) — the only HTTP function
 //!   allowed to send Step Functions task tokens.

@@ -117,6 +117,17 @@ pub async fn clients_and_logins(r: Records) {
     // Logins are per tenant.
     assert_eq!(r.get_login(&fresh_tenant("other"), "ada@example.com").await.unwrap(), None);
     assert_eq!(r.get_login(&t, "no such\nuser").await.unwrap(), None);
+    // An update changes login and principal together; it never creates.
+    let disabled = UserLogin { role: Role::Approver, disabled: true, ..login.clone() };
+    let promoted = Principal { role: Role::Approver, ..p.clone() };
+    r.update_login(&disabled, &promoted).await.unwrap();
+    assert_eq!(r.get_login(&t, "ada@example.com").await.unwrap(), Some(disabled.clone()));
+    assert_eq!(r.get_principal(&t, &p.id).await.unwrap(), Some(promoted));
+    let ghost = UserLogin { email: "ghost@example.com".into(), principal: rid("g"), ..login.clone() };
+    let ghost_p = Principal { id: ghost.principal.clone(), ..p.clone() };
+    assert_eq!(r.update_login(&ghost, &ghost_p).await.map_err(|e| e.code), Err(ErrorCode::NotFound));
+    assert_eq!(r.get_login(&t, "ghost@example.com").await.unwrap(), None, "update never creates");
+    assert_eq!(r.get_principal(&t, &ghost_p.id).await.unwrap(), None);
 }
 
 pub async fn pending_logins_complete_once(r: Records) {

@@ -121,6 +121,10 @@ pub struct Tenant {
     /// The tenant's triage weights and thresholds (SPEC §6.2); `None` uses the defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triage: Option<TriagePolicy>,
+    /// The operator's tenant (the one `bootstrap` creates, or `local` on serve): its
+    /// `admin` keys administer every tenant through the admin API, not only their own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub operator: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// Optimistic-concurrency version, starting at 1 and bumped by every update.
@@ -226,6 +230,7 @@ impl Tenant {
             tier_overrides: std::collections::BTreeMap::new(),
             trusted_idps: Vec::new(),
             triage: None,
+            operator: false,
             created_at: now,
             updated_at: now,
             version: 1,

@@ -1,7 +1,9 @@
 //! The HTTP edge, identical on `continuity serve` and behind API Gateway.
 //!
 //! - [`router`]: `fn router(state) -> axum::Router` with `/healthz`, `/mcp` (and the `/`
-//!   alias), and the operator seeding path `/v1/admin/entities/{type}/{id}`.
+//!   alias), and every other route.
+//! - [`admin`]: the admin HTTP API (`/v1/admin/…`: tenants, keys, users, clients, IdPs,
+//!   entities).
 //! - [`auth`]: the gateway middleware — authenticates (API key or OAuth access token),
 //!   resolves the tenant, injects the [`domain::principal::CallerContext`] and enforces the
 //!   tenant's rate limit; or, behind the Lambda authorizer, trusts the context API Gateway
@@ -23,6 +25,7 @@
 //!   and the review queue; [`approvals`]: the approver API; [`console`]: the approvals
 //!   console (its own sign-in, signed session, CSRF on every form).
 
+pub mod admin;
 pub mod approvals;
 pub mod auth;
 pub mod body;

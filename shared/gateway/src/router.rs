@@ -6,7 +6,7 @@ use axum::extract::Request;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, patch, post, put};
 use axum::{Extension, Json, Router, middleware};
 use domain::principal::CallerContext;
 use domain::spine::PoleClass;
@@ -190,6 +190,15 @@ pub fn router(state: AppState) -> Router {
     let protected = Router::new()
         .merge(mcp_routes)
         .route("/v1/admin/entities/{entity_type}/{id}", put(put_entity))
+        .route("/v1/admin/tenants", get(crate::admin::list_tenants).post(crate::admin::create_tenant))
+        .route("/v1/admin/tenants/{tenant}", get(crate::admin::show_tenant).patch(crate::admin::set_tenant))
+        .route("/v1/admin/tenants/{tenant}/keys", get(crate::admin::list_keys).post(crate::admin::create_key))
+        .route("/v1/admin/tenants/{tenant}/keys/{key}", delete(crate::admin::revoke_key))
+        .route("/v1/admin/tenants/{tenant}/users", post(crate::admin::add_user))
+        .route("/v1/admin/tenants/{tenant}/users/{email}", patch(crate::admin::set_user))
+        .route("/v1/admin/tenants/{tenant}/clients", post(crate::admin::create_client))
+        .route("/v1/admin/tenants/{tenant}/clients/{client}/toolsets", put(crate::admin::set_client_toolsets))
+        .route("/v1/admin/tenants/{tenant}/idps", post(crate::admin::add_idp).delete(crate::admin::remove_idp))
         .route("/v1/capabilities", get(crate::capabilities::list))
         .route("/v1/capabilities/{capability}", post(crate::capabilities::execute))
         .route("/v1/connectors", get(crate::ingest::connectors))

@@ -66,6 +66,11 @@ pub trait OAuthStore: Send + Sync {
     /// # Errors
     /// `CONFLICT` if the e-mail or principal exists in the tenant; `UNAVAILABLE`.
     async fn create_login(&self, login: &UserLogin, principal: &Principal) -> Result<()>;
+    /// Replaces an existing user's login and principal together (role, disabled).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` if either does not exist (nothing is written); `UNAVAILABLE`.
+    async fn update_login(&self, login: &UserLogin, principal: &Principal) -> Result<()>;
     /// # Errors
     /// `UNAVAILABLE`.
     async fn get_login(&self, tenant: &TenantId, email: &str) -> Result<Option<UserLogin>>;
@@ -190,6 +195,20 @@ impl OAuthStore for Records {
             .map_err(
                 |e| if e.code == ErrorCode::Conflict { Error::conflict("a user with this e-mail already exists") } else { e },
             )
+    }
+
+    async fn update_login(&self, login: &UserLogin, principal: &Principal) -> Result<()> {
+        if login.tenant != principal.tenant || login.principal != principal.id {
+            return Err(Error::invalid("login and principal disagree"));
+        }
+        let email = login.email.to_ascii_lowercase();
+        self.items()
+            .write(vec![
+                put(login.tenant.as_str(), LOGIN, email, 1, encode(login)?, Condition::Exists),
+                put(principal.tenant.as_str(), "principal", principal.id.to_string(), 1, encode(principal)?, Condition::Exists),
+            ])
+            .await
+            .map_err(|e| if e.code == ErrorCode::Conflict { Error::not_found(format!("user {}", login.email)) } else { e })
     }
 
     async fn get_login(&self, tenant: &TenantId, email: &str) -> Result<Option<UserLogin>> {

@@ -16,7 +16,8 @@
 //!   [`bedrock`]: `BedrockEmbedder` (Titan Text Embeddings V2); [`signed`]: `SignedHttp`,
 //!   SigV4-signed JSON over reqwest for those two.
 //!
-//! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`].
+//! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`];
+//! `stack` (feature `stack`, the CLI only) reads a deployed stack's outputs into them.
 //!
 //! Every backend failure is mapped to a `domain::Error` here, once: conditions that do not
 //! hold become `CONFLICT`, bad input `INVALID_REQUEST`, and anything the network or the
@@ -38,6 +39,8 @@ pub mod settings;
 pub mod sfn;
 pub mod signed;
 pub mod sqs;
+#[cfg(feature = "stack")]
+pub mod stack;
 
 pub use backend::LambdaEnv;
 pub use bedrock::BedrockEmbedder;

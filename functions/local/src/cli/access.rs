@@ -30,11 +30,23 @@ pub(super) async fn keys(admin: &AdminService, command: KeyCommand) -> anyhow::R
 }
 
 pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow::Result<()> {
-    let UserCommand::Add { tenant, email, role } = command;
-    let password = read_password(&format!("Password for {email}: "))?;
-    let id =
-        admin.add_user(NewUser { tenant: tenant.clone(), email: email.clone(), role, password }).await.map_err(domain_err)?;
-    println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
+    match command {
+        UserCommand::Add { tenant, email, role } => {
+            let password = read_password(&format!("Password for {email}: "))?;
+            let id = admin
+                .add_user(NewUser { tenant: tenant.clone(), email: email.clone(), role, password })
+                .await
+                .map_err(domain_err)?;
+            println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
+        }
+        UserCommand::Set { tenant, email, role, disabled } => {
+            if role.is_none() && disabled.is_none() {
+                return Err(anyhow::anyhow!("nothing to change: give --role and/or --disabled true|false"));
+            }
+            admin.set_user(&tenant, &email, role, disabled).await.map_err(domain_err)?;
+            println!("changed user {email} of tenant {tenant}");
+        }
+    }
     Ok(())
 }
 

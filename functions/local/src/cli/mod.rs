@@ -1,8 +1,9 @@
 //! Command-line parsing, and the dispatch of each command to its module: [`tenants`]
 //! (tenants and their trusted IdPs), [`access`] (API keys, users, OAuth clients, signing
 //! keys), [`spine`] (operator entity writes), [`durability`] (maintenance, reindex,
-//! backup, compaction, restore — also against a stack with `--backend aws`) and
-//! `serve` / `stdio`. Each command opens the home, does one thing, and prints the result
+//! backup, compaction, restore), [`stack`] (`bootstrap`, `doctor` and the backend of a
+//! deployed stack named by `--stack`) and `serve` / `stdio`. With `--backend aws` the
+//! admin and durability commands run against a stack. Each command opens the home, does one thing, and prints the result
 //! for people (or, for `key create`, the key alone so scripts can capture it).
 //! Identifiers, scopes and toolsets are parsed by clap from their domain types, so a bad
 //! one is refused before anything opens.
@@ -23,6 +24,7 @@ use crate::serve::{self, ServeSettings};
 mod access;
 mod durability;
 mod spine;
+mod stack;
 mod tenants;
 
 #[derive(Parser)]
@@ -44,6 +46,16 @@ pub struct Cli {
     /// `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_EMBEDDER`, `AWS_REGION`).
     #[arg(long, global = true, env = "CONTINUITY_BACKEND", value_enum, default_value_t = BackendKind::Embedded)]
     backend: BackendKind,
+    /// With `--backend aws`: the deployed stack's name. Its CloudFormation outputs name
+    /// the table, queues, bucket and keys (instead of the variables above), and the
+    /// admin commands (tenant, key, user, client) work from a machine outside the
+    /// stack's VPC: they write to DynamoDB and KMS only.
+    #[arg(long, global = true, env = "CONTINUITY_STACK")]
+    stack: Option<String>,
+    /// With `--stack`: the stack's region (default: `AWS_REGION`, else the AWS
+    /// configuration's).
+    #[arg(long, global = true)]
+    region: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -78,6 +90,21 @@ enum Command {
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
     },
+    /// After `sam deploy`: create the operator's tenant with its owner and an owner key
+    /// (every scope, `admin` included) in the stack (`--backend aws --stack NAME`), and
+    /// print the key once with the stack's MCP and admin API URLs. Refused when the
+    /// tenant exists.
+    Bootstrap {
+        /// The operator's tenant.
+        #[arg(long, default_value = "operator")]
+        tenant: TenantId,
+    },
+    /// Check every dependency of a deployed stack (`--backend aws --stack NAME`): table,
+    /// bucket, queues and their dead letters, KMS keys, the triage state machine, Bedrock
+    /// model access, and — through the API's `/healthz`, from inside the VPC — the cache,
+    /// the store and the vault. Says what is wrong and how to fix it; exits non-zero if
+    /// anything is.
+    Doctor,
     /// Serve MCP over stdio on this home (for clients that start a local command).
     /// The first use initialises the home, as `serve` does. Logs go to stderr.
     Stdio {
@@ -155,6 +182,19 @@ enum UserCommand {
         email: String,
         #[arg(long, default_value = "member")]
         role: Role,
+    },
+    /// Change a user's role, or disable (or re-enable) them: a disabled user cannot sign
+    /// in, refresh a token or keep a console session.
+    Set {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        role: Option<Role>,
+        /// `true` to disable, `false` to enable again.
+        #[arg(long)]
+        disabled: Option<bool>,
     },
 }
 
@@ -364,8 +404,7 @@ async fn aws_services() -> anyhow::Result<services::Services> {
 /// What the command could not do, with its cause, for the person at the terminal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.backend == BackendKind::Aws {
-        let s = aws_services().await?;
-        return durability::run(&s, cli.command).await;
+        return run_aws(cli).await;
     }
     let home = home::open(home::resolve(cli.home), &cli.embedder).await?;
     let s = home.services.clone();
@@ -381,6 +420,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             serve::run(home, listener, ServeSettings { public_url, limits, allowed_origins }, serve::wait_for_signal()).await
         }
         Command::Stdio { tenant, principal, toolsets } => stdio(&s, &admin, tenant, principal, toolsets).await,
+        Command::Bootstrap { .. } | Command::Doctor => {
+            Err(anyhow!("`bootstrap` and `doctor` are for a deployed stack: add --backend aws --stack NAME"))
+        }
         Command::Tenant(c) => tenants::run(&admin, c).await,
         Command::Key(c) => access::keys(&admin, c).await,
         Command::User(c) => access::users(&admin, c).await,
@@ -392,6 +434,40 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         | Command::Backup { .. }
         | Command::Compact { .. }
         | Command::Restore { .. }) => durability::run(&s, c).await,
+    }
+}
+
+/// One command against a deployed stack: named by `--stack` (its outputs), or by the
+/// Lambdas' environment variables.
+async fn run_aws(cli: Cli) -> anyhow::Result<()> {
+    // Doctor reads the stack itself, and reports a stack it cannot read.
+    if matches!(cli.command, Command::Doctor) {
+        return stack::doctor(cli.stack.as_deref(), cli.region.as_deref()).await;
+    }
+    let s = match &cli.stack {
+        Some(name) => stack::services(name, cli.region.as_deref()).await?,
+        None => aws_services().await?,
+    };
+    let admin = s.admin.acting_as(cli_actor());
+    match cli.command {
+        Command::Bootstrap { tenant } => stack::bootstrap(&s, &admin, cli.stack.as_deref(), tenant).await,
+        Command::Doctor => stack::doctor(cli.stack.as_deref(), cli.region.as_deref()).await,
+        Command::Tenant(c) => tenants::run(&admin, c).await,
+        Command::Key(c) => access::keys(&admin, c).await,
+        Command::User(c) => access::users(&admin, c).await,
+        Command::Client(c) => access::clients(&admin, c).await,
+        c @ (Command::Maintenance
+        | Command::Reindex { .. }
+        | Command::Backup { .. }
+        | Command::Compact { .. }
+        | Command::Restore { .. }) => durability::run(&s, c).await,
+        Command::Entity(_) => Err(anyhow!(
+            "entity writes on a stack go through its admin API (PUT /v1/admin/entities/{{type}}/{{id}}), which runs inside \
+             the VPC and evicts the stack's cache; this machine cannot reach it"
+        )),
+        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) => {
+            Err(anyhow!("this command runs on an embedded home; drop --backend aws"))
+        }
     }
 }
 

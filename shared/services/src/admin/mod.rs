@@ -1,12 +1,15 @@
 //! Administration: what `continuity tenant|key|user|client …` do — tenants, API keys,
-//! trusted IdPs ([`AdminService`]), users and service clients ([`identity`]).
+//! trusted IdPs ([`AdminService`]), users and service clients ([`identity`]) — and who
+//! may do what through the admin HTTP API ([`api`]).
 //!
 //! Every change is audited here, by the use case, with the acting operator
 //! ([`AdminService::acting_as`]: `cli:<user>` for the CLI), so no surface that asks for
 //! one can forget it.
 
+pub mod api;
 pub mod identity;
 
+pub use api::{AdminApi, NewTenant};
 pub use identity::{IssuedClient, NewServiceClient, NewUser};
 
 use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, Role, Scopes};
@@ -285,29 +288,43 @@ impl AdminService {
     /// `UNAVAILABLE`.
     pub async fn bootstrap_local(&self) -> Result<Option<IssuedKey>> {
         let id = TenantId::new(LOCAL_TENANT)?;
-        if self.backend.records.get_tenant(&id).await?.is_some() {
+        if let Some(t) = self.backend.records.get_tenant(&id).await? {
+            // A home made before the admin API: its owner is still its operator.
+            if !t.operator {
+                self.make_operator(&id).await?;
+            }
             return Ok(None);
         }
+        self.bootstrap_operator(&id).await.map(Some)
+    }
+
+    /// The operator's tenant of a new deployment (`continuity --backend aws bootstrap`, or
+    /// `serve`'s first start): the tenant on `enterprise`, marked as the operator's, its
+    /// owner, and an owner key holding every scope (`admin` included), whose token is
+    /// returned — the only copy.
+    ///
+    /// # Errors
+    /// `CONFLICT` when the tenant exists; `UNAVAILABLE`.
+    pub async fn bootstrap_operator(&self, id: &TenantId) -> Result<IssuedKey> {
         self.create_tenant(id.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await?;
+        self.make_operator(id).await?;
         let owner = Principal {
             tenant: id.clone(),
             id: Id::new("owner")?,
             kind: PrincipalKind::User,
             role: Role::Owner,
-            display_name: "Local owner".into(),
+            display_name: "Owner".into(),
             created_at: self.backend.clock.now(),
         };
         self.backend.records.create_principal(&owner).await?;
-        let key = self
-            .create_key(KeyRequest {
-                tenant: id,
-                scopes: Scopes::all(),
-                principal: Some(owner.id),
-                teams: vec![],
-                projects: vec![],
-            })
-            .await?;
-        Ok(Some(key))
+        self.create_key(KeyRequest {
+            tenant: id.clone(),
+            scopes: Scopes::all(),
+            principal: Some(owner.id),
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
     }
 
     /// A caller context acting as the operator of `tenant` (admin commands on the home).

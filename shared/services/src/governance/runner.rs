@@ -43,6 +43,32 @@ pub const STATES: &[(&str, &[&str])] = &[
 
 const ATTEMPTS: u32 = 3;
 
+/// Proposals whose triage runs right now in this process. A second start of the same
+/// proposal while one runs (the 2 s timer and a queued resume racing) joins it, as a
+/// second `StartExecution` with the same name does on Step Functions — instead of
+/// racing it step for step and recording the lost race as a failure. One process owns
+/// an embedded home, so an in-process set is enough.
+static RUNNING: std::sync::Mutex<std::collections::BTreeSet<String>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Holds a proposal's place in [`RUNNING`] until dropped.
+struct Running(String);
+
+impl Running {
+    fn claim(tenant: &TenantId, id: &Id) -> Option<Self> {
+        let key = format!("{tenant}/{id}");
+        let claimed = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
+        // The lock is released above: a `Running` is only built (and so only dropped,
+        // which takes the lock) once it holds the place.
+        claimed.then(|| Self(key))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.0);
+    }
+}
+
 #[derive(Clone)]
 pub struct EmbeddedRunner {
     tasks: Tasks,
@@ -139,6 +165,10 @@ impl Workflow for EmbeddedRunner {
     }
 
     async fn start(&self, tenant: &TenantId, id: &Id) -> Result<()> {
+        let Some(_running) = Running::claim(tenant, id) else {
+            tracing::debug!(proposal = %id, "triage already running for this proposal; joined");
+            return Ok(());
+        };
         // Score → Route.
         let scored = retried(|| self.tasks.score(tenant, id)).await;
         let Some(scored) = self.caught(tenant, id, scored).await? else { return Ok(()) };
@@ -182,5 +212,23 @@ impl Workflow for EmbeddedRunner {
 
     async fn send_heartbeat(&self, token: &str) -> Result<()> {
         self.waiting(token).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Running;
+    use domain::{Id, TenantId};
+
+    #[test]
+    fn a_second_claim_joins_and_the_place_is_freed() {
+        let (t, id) = (TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), Id::new("p-1").unwrap_or_else(|e| panic!("{e}")));
+        let first = Running::claim(&t, &id);
+        assert!(first.is_some());
+        // Refused without touching the first's place (and without deadlocking).
+        assert!(Running::claim(&t, &id).is_none());
+        assert!(Running::claim(&t, &id).is_none());
+        drop(first);
+        assert!(Running::claim(&t, &id).is_some(), "free again once the run ends");
     }
 }

@@ -1,0 +1,51 @@
+//! The admin-API Lambda (`AdminFunction`) driven with `events/admin-create-tenant.json`,
+//! as API Gateway delivers it after the authorizer: the operator's admin key creates a
+//! tenant; the same request from a tenant that is not the operator's is refused and
+//! creates nothing.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use domain::TenantId;
+use domain::tenant::{Department, Industry, PlanTier};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use services::Services;
+use tower::ServiceExt;
+
+async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
+    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
+    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
+    let resp = app.oneshot(req).await.expect("infallible");
+    let status = resp.status().as_u16();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn the_operator_creates_a_tenant_from_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Services::new(store_embedded::open_backend(dir.path(), Arc::new(ports::SystemClock)).unwrap());
+    let op = TenantId::new("operator").unwrap();
+    s.admin.create_tenant(op.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+
+    // Not (yet) the operator's tenant: the same request is refused.
+    let (status, v) = invoke(&s, continuity_tests::event("admin-create-tenant.json")).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (403, Some("FORBIDDEN")), "{v}");
+    assert!(s.admin.show_tenant(&TenantId::new("globex").unwrap()).await.is_err(), "nothing created");
+
+    s.admin.make_operator(&op).await.unwrap();
+    let (status, v) = invoke(&s, continuity_tests::event("admin-create-tenant.json")).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!((v["id"].as_str(), v["plan"].as_str()), (Some("globex"), Some("pro")));
+    let ledger = ports::records::AuditLog::list_audit(
+        &s.backend.records,
+        &TenantId::new("globex").unwrap(),
+        &domain::PageRequest::first(10),
+    )
+    .await
+    .unwrap()
+    .items;
+    assert!(ledger.iter().any(|r| r.action == "admin:tenant.create" && r.actor == "admin-api:operator/owner"), "{ledger:?}");
+}

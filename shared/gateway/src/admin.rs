@@ -1,0 +1,313 @@
+//! The admin HTTP API (`/v1/admin/…`, scope `admin`), the same on `continuity serve`
+//! and the `AdminFunction` Lambda. Who may do what is the use case's
+//! ([`services::admin::AdminApi`]): an `admin` key administers its own tenant; an
+//! `admin` key of the operator's tenant administers every tenant. Every change is
+//! audited there. Secrets (a new key's token, a new client's secret) are in the answer
+//! once and nowhere else; a user's password is taken in the body and never echoed.
+//!
+//! | route | does |
+//! |---|---|
+//! | `GET /v1/admin/tenants`, `POST /v1/admin/tenants` | list, create (operator) |
+//! | `GET`/`PATCH /v1/admin/tenants/{tenant}` | show, change |
+//! | `GET`/`POST /v1/admin/tenants/{tenant}/keys`, `DELETE …/keys/{key}` | API keys |
+//! | `POST …/users`, `PATCH …/users/{email}` | add a user (with a password), set role / disable |
+//! | `POST …/clients`, `PUT …/clients/{client}/toolsets` | service clients |
+//! | `POST …/idps`, `DELETE …/idps?issuer=…` | trusted identity providers |
+//! | `PUT /v1/admin/entities/{type}/{id}` | seed one entity (the caller's tenant) |
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use domain::principal::{CallerContext, Role, Scopes, Toolsets};
+use domain::tenant::{Department, Industry, PlanTier, StorageTier};
+use domain::{Id, TenantId};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use services::admin::{AdminApi, KeyRequest, NewServiceClient, NewTenant, NewUser, TenantChanges};
+
+use crate::body::StrictJson;
+use crate::error::ApiError;
+use crate::router::AppState;
+
+async fn api(state: &AppState, caller: &CallerContext) -> Result<AdminApi, ApiError> {
+    Ok(state.services.admin.for_caller(caller).await?)
+}
+
+fn tenant_id(raw: &str) -> Result<TenantId, ApiError> {
+    Ok(TenantId::new(raw)?)
+}
+
+fn tenant_json(t: &domain::tenant::Tenant) -> Value {
+    json!({
+        "id": t.id.as_str(),
+        "display_name": t.display_name,
+        "plan": t.plan.as_str(),
+        "department": t.department.as_str(),
+        "industry": t.industry.as_str(),
+        "storage_tier": t.storage_tier.as_str(),
+        "rate_limit_per_minute": t.effective_rate_limit(),
+        "operator": t.operator,
+        "trusted_idps": t.trusted_idps.iter().map(|i| i.issuer.as_str()).collect::<Vec<_>>(),
+        "version": t.version,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTenant {
+    id: String,
+    plan: String,
+    department: String,
+    industry: String,
+}
+
+pub async fn list_tenants(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+) -> Result<Response, ApiError> {
+    let ids = api(&state, &caller).await?.list_tenants().await?;
+    Ok(Json(json!({ "tenants": ids.iter().map(TenantId::as_str).collect::<Vec<_>>() })).into_response())
+}
+
+pub async fn create_tenant(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    StrictJson(b): StrictJson<CreateTenant>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let t = NewTenant {
+        id: tenant_id(&b.id)?,
+        plan: PlanTier::parse(&b.plan)?,
+        department: Department::parse(&b.department)?,
+        industry: Industry::parse(&b.industry)?,
+    };
+    let created = api.create_tenant(t).await?;
+    Ok((StatusCode::CREATED, Json(tenant_json(&created))).into_response())
+}
+
+pub async fn show_tenant(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let t = api(&state, &caller).await?.show_tenant(&tenant_id(&tenant)?).await?;
+    Ok(Json(tenant_json(&t)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetTenant {
+    plan: Option<String>,
+    department: Option<String>,
+    industry: Option<String>,
+    storage_tier: Option<String>,
+    display_name: Option<String>,
+    rate_limit_per_minute: Option<u32>,
+}
+
+pub async fn set_tenant(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<SetTenant>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let changes = TenantChanges {
+        plan: b.plan.as_deref().map(PlanTier::parse).transpose()?,
+        department: b.department.as_deref().map(Department::parse).transpose()?,
+        industry: b.industry.as_deref().map(Industry::parse).transpose()?,
+        storage_tier: b.storage_tier.as_deref().map(StorageTier::parse).transpose()?,
+        display_name: b.display_name,
+        rate_limit_per_minute: b.rate_limit_per_minute,
+        triage: None,
+    };
+    let t = api.set_tenant(&tenant_id(&tenant)?, changes).await?;
+    Ok(Json(tenant_json(&t)).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateKey {
+    scopes: String,
+    principal: Option<String>,
+    #[serde(default)]
+    teams: Vec<String>,
+    #[serde(default)]
+    projects: Vec<String>,
+    toolsets: Option<String>,
+}
+
+pub async fn create_key(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<CreateKey>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let req = KeyRequest {
+        tenant: tenant_id(&tenant)?,
+        scopes: Scopes::parse(&b.scopes)?,
+        principal: b.principal.map(Id::new).transpose()?,
+        teams: b.teams,
+        projects: b.projects,
+    };
+    let toolsets = b.toolsets.as_deref().map(Toolsets::parse).transpose()?.unwrap_or_default();
+    let k = api.create_key(req, toolsets).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "key_id": k.key_id.as_str(), "tenant": k.tenant.as_str(), "token": k.token })))
+        .into_response())
+}
+
+pub async fn list_keys(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let keys = api(&state, &caller).await?.list_keys(&tenant_id(&tenant)?).await?;
+    let keys: Vec<Value> = keys
+        .iter()
+        .map(|k| {
+            json!({
+                "key_id": k.key_id.as_str(), "principal": k.principal.as_str(), "scopes": k.scopes.to_oauth_string(),
+                "teams": k.teams, "projects": k.projects, "toolsets": k.toolsets.to_list_string(),
+                "created_at": k.created_at.0, "revoked_at": k.revoked_at.map(|t| t.0),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "keys": keys })).into_response())
+}
+
+pub async fn revoke_key(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, key)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    api(&state, &caller).await?.revoke_key(&tenant_id(&tenant)?, &Id::new(key)?).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddUser {
+    email: String,
+    role: String,
+    /// Taken like the CLI's stdin: never echoed, logged or stored but as its hash.
+    password: String,
+}
+
+pub async fn add_user(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<AddUser>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let user = NewUser { tenant: tenant_id(&tenant)?, email: b.email.clone(), role: Role::parse(&b.role)?, password: b.password };
+    let id = api.add_user(user).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "principal": id.as_str(), "email": b.email.trim().to_ascii_lowercase() })))
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetUser {
+    role: Option<String>,
+    disabled: Option<bool>,
+}
+
+pub async fn set_user(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, email)): Path<(String, String)>,
+    StrictJson(b): StrictJson<SetUser>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let role = b.role.as_deref().map(Role::parse).transpose()?;
+    api.set_user(&tenant_id(&tenant)?, &email, role, b.disabled).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateClient {
+    name: String,
+    scopes: String,
+    #[serde(default)]
+    jwt_bearer: bool,
+    toolsets: Option<String>,
+}
+
+pub async fn create_client(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<CreateClient>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    if b.name.trim().is_empty() || b.name.len() > 200 {
+        return Err(domain::Error::invalid_field("name", "must be 1-200 characters").into());
+    }
+    let req = NewServiceClient {
+        tenant: tenant_id(&tenant)?,
+        name: b.name,
+        scopes: Scopes::parse(&b.scopes)?,
+        jwt_bearer: b.jwt_bearer,
+        toolsets: b.toolsets.as_deref().map(Toolsets::parse).transpose()?.unwrap_or_default(),
+    };
+    let c = api.create_client(req).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "client_id": c.client_id.as_str(), "client_secret": c.client_secret })))
+        .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetToolsets {
+    toolsets: String,
+}
+
+pub async fn set_client_toolsets(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, client)): Path<(String, String)>,
+    StrictJson(b): StrictJson<SetToolsets>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    api.set_client_toolsets(&tenant_id(&tenant)?, &Id::new(client)?, Toolsets::parse(&b.toolsets)?).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddIdp {
+    issuer: String,
+    jwks_uri: Option<String>,
+    jwks: Option<Value>,
+}
+
+pub async fn add_idp(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<AddIdp>,
+) -> Result<Response, ApiError> {
+    let api = api(&state, &caller).await?;
+    let idp = domain::oauth::TrustedIdp { issuer: b.issuer, jwks_uri: b.jwks_uri, jwks: b.jwks };
+    let t = api.trust_idp(&tenant_id(&tenant)?, idp).await?;
+    Ok((StatusCode::CREATED, Json(tenant_json(&t))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Issuer {
+    issuer: String,
+}
+
+pub async fn remove_idp(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    Query(q): Query<Issuer>,
+) -> Result<Response, ApiError> {
+    let t = api(&state, &caller).await?.distrust_idp(&tenant_id(&tenant)?, &q.issuer).await?;
+    Ok(Json(tenant_json(&t)).into_response())
+}

@@ -1,0 +1,222 @@
+//! The admin HTTP API's use case (`/v1/admin/…`, scope `admin`): who may administer
+//! which tenant, decided here for every surface that serves it (`continuity serve` and
+//! the `AdminFunction` Lambda).
+//!
+//! - A key with the `admin` scope administers **its own tenant**: its keys, users,
+//!   service clients, trusted IdPs, entities, and the tenant's department, industry,
+//!   display name and triage policy.
+//! - Commercial settings (plan, storage tier, rate limit) and other tenants — creating,
+//!   listing, showing and changing them — belong to the **operator**: an `admin` key of
+//!   the operator's tenant ([`Tenant::operator`], the tenant `bootstrap` creates).
+//!
+//! Every change is audited by [`AdminService`] with the acting principal
+//! (`admin-api:{tenant}/{principal}`); a refused call changes nothing.
+
+use domain::oauth::TrustedIdp;
+use domain::principal::{ApiKeyRecord, CallerContext, Role, Scope, Toolsets};
+use domain::tenant::Tenant;
+use domain::{Error, Id, Result, TenantId};
+use ports::oauth::OAuthStore as _;
+use ports::records::PrincipalStore as _;
+
+use super::{AdminService, IssuedClient, KeyRequest, NewServiceClient, NewUser, TenantChanges};
+use crate::auth::IssuedKey;
+
+/// What one caller may do through the admin API.
+pub struct AdminApi {
+    admin: AdminService,
+    caller: CallerContext,
+    operator: bool,
+}
+
+impl AdminService {
+    /// The admin API for `caller`.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without the `admin` scope; `NOT_FOUND` when the caller's tenant is
+    /// gone; `UNAVAILABLE`.
+    pub async fn for_caller(&self, caller: &CallerContext) -> Result<AdminApi> {
+        caller.scopes.require(Scope::Admin)?;
+        let own = self.show_tenant(&caller.tenant).await?;
+        Ok(AdminApi {
+            admin: self.acting_as(format!("admin-api:{}/{}", caller.tenant, caller.principal)),
+            caller: caller.clone(),
+            operator: own.operator,
+        })
+    }
+
+    /// Marks `id` as the operator's tenant (bootstrap; `serve`'s `local` tenant).
+    ///
+    /// # Errors
+    /// `NOT_FOUND`; `CONFLICT`; `UNAVAILABLE`.
+    pub async fn make_operator(&self, id: &TenantId) -> Result<Tenant> {
+        self.modify_tenant(id, "admin:tenant.operator", id.as_str(), |t| {
+            t.operator = true;
+            Ok(())
+        })
+        .await
+    }
+}
+
+impl AdminApi {
+    /// Whether the caller is the operator (administers every tenant).
+    pub fn is_operator(&self) -> bool {
+        self.operator
+    }
+
+    fn operator_only(&self, what: &str) -> Result<()> {
+        if self.operator {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!("{what} is for the operator (an admin key of the operator's tenant)")))
+        }
+    }
+
+    /// The caller's own tenant, or any tenant for the operator.
+    fn check(&self, tenant: &TenantId) -> Result<()> {
+        if self.operator || *tenant == self.caller.tenant {
+            Ok(())
+        } else {
+            Err(Error::forbidden(format!("this key administers tenant {} only", self.caller.tenant)))
+        }
+    }
+
+    /// # Errors
+    /// `FORBIDDEN` unless operator; `CONFLICT` when the id exists; `UNAVAILABLE`.
+    pub async fn create_tenant(&self, t: NewTenant) -> Result<Tenant> {
+        self.operator_only("creating a tenant")?;
+        self.admin.create_tenant(t.id, t.plan, t.department, t.industry).await
+    }
+
+    /// Every tenant for the operator; the caller's own otherwise.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn list_tenants(&self) -> Result<Vec<TenantId>> {
+        if self.operator { self.admin.list_tenants().await } else { Ok(vec![self.caller.tenant.clone()]) }
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn show_tenant(&self, tenant: &TenantId) -> Result<Tenant> {
+        self.check(tenant)?;
+        self.admin.show_tenant(tenant).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN` (another tenant, or a commercial setting without being the operator);
+    /// as [`AdminService::set_tenant`].
+    pub async fn set_tenant(&self, tenant: &TenantId, changes: TenantChanges) -> Result<Tenant> {
+        self.check(tenant)?;
+        if changes.plan.is_some() || changes.storage_tier.is_some() || changes.rate_limit_per_minute.is_some() {
+            self.operator_only("changing the plan, storage tier or rate limit")?;
+        }
+        self.admin.set_tenant(tenant, changes).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::create_key_with_toolsets`].
+    pub async fn create_key(&self, req: KeyRequest, toolsets: Toolsets) -> Result<IssuedKey> {
+        self.check(&req.tenant)?;
+        self.admin.create_key_with_toolsets(req, toolsets).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; `UNAVAILABLE`.
+    pub async fn list_keys(&self, tenant: &TenantId) -> Result<Vec<ApiKeyRecord>> {
+        self.check(tenant)?;
+        self.admin.list_keys(tenant).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn revoke_key(&self, tenant: &TenantId, key: &Id) -> Result<()> {
+        self.check(tenant)?;
+        self.admin.revoke_key(tenant, key).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::add_user`].
+    pub async fn add_user(&self, user: NewUser) -> Result<Id> {
+        self.check(&user.tenant)?;
+        self.admin.add_user(user).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::set_user`].
+    pub async fn set_user(&self, tenant: &TenantId, email: &str, role: Option<Role>, disabled: Option<bool>) -> Result<()> {
+        self.check(tenant)?;
+        self.admin.set_user(tenant, email, role, disabled).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::create_service_client`].
+    pub async fn create_client(&self, req: NewServiceClient) -> Result<IssuedClient> {
+        self.check(&req.tenant)?;
+        self.admin.create_service_client(req).await
+    }
+
+    /// Sets the toolsets of one of the tenant's clients (a dynamically registered
+    /// client belongs to no tenant: operator only).
+    ///
+    /// # Errors
+    /// `FORBIDDEN`; `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn set_client_toolsets(&self, tenant: &TenantId, client: &Id, toolsets: Toolsets) -> Result<()> {
+        self.check(tenant)?;
+        let found = self.admin.backend.records.get_client(client).await?;
+        match found {
+            Some(c) if c.tenant.as_ref() == Some(tenant) || (c.tenant.is_none() && self.operator) => {}
+            // Another tenant's client answers as an unknown one.
+            _ => return Err(Error::not_found(format!("OAuth client {client}"))),
+        }
+        self.admin.set_client_toolsets(client, toolsets).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::trust_idp`].
+    pub async fn trust_idp(&self, tenant: &TenantId, idp: TrustedIdp) -> Result<Tenant> {
+        self.check(tenant)?;
+        self.admin.trust_idp(tenant, idp).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::distrust_idp`].
+    pub async fn distrust_idp(&self, tenant: &TenantId, issuer: &str) -> Result<Tenant> {
+        self.check(tenant)?;
+        self.admin.distrust_idp(tenant, issuer).await
+    }
+}
+
+/// A tenant to create.
+#[derive(Debug, Clone)]
+pub struct NewTenant {
+    pub id: TenantId,
+    pub plan: domain::tenant::PlanTier,
+    pub department: domain::tenant::Department,
+    pub industry: domain::tenant::Industry,
+}
+
+impl AdminService {
+    /// Changes a user's role and/or disables (or re-enables) them. A disabled user cannot
+    /// sign in, refresh a token or use a console session (each is checked again).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown user; `UNAVAILABLE`.
+    pub async fn set_user(&self, tenant: &TenantId, email: &str, role: Option<Role>, disabled: Option<bool>) -> Result<()> {
+        let records = &self.backend.records;
+        let mut login = records.get_login(tenant, email).await?.ok_or_else(|| Error::not_found(format!("user {email}")))?;
+        let mut principal =
+            records.get_principal(tenant, &login.principal).await?.ok_or_else(|| Error::not_found(format!("user {email}")))?;
+        if let Some(r) = role {
+            login.role = r;
+            principal.role = r;
+        }
+        if let Some(d) = disabled {
+            login.disabled = d;
+        }
+        records.update_login(&login, &principal).await?;
+        let outcome = format!("role {}{}", login.role.as_str(), if login.disabled { ", disabled" } else { "" });
+        self.audited(tenant, "admin:user.set", &login.email, &outcome).await;
+        Ok(())
+    }
+}
