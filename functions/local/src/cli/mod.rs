@@ -450,7 +450,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
     };
     let admin = s.admin.acting_as(cli_actor());
     match cli.command {
-        Command::Bootstrap { tenant } => stack::bootstrap(&s, &admin, cli.stack.as_deref(), tenant).await,
+        Command::Bootstrap { tenant } => stack::bootstrap(&s, &admin, cli.stack.as_deref(), cli.region.as_deref(), tenant).await,
         Command::Doctor => stack::doctor(cli.stack.as_deref(), cli.region.as_deref()).await,
         Command::Tenant(c) => tenants::run(&admin, c).await,
         Command::Key(c) => access::keys(&admin, c).await,

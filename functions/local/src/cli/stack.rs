@@ -45,7 +45,13 @@ pub(super) async fn services(stack: &str, region_given: Option<&str>) -> anyhow:
 }
 
 /// `bootstrap`: the operator's tenant, owner and owner key; the key alone on stdout.
-pub(super) async fn bootstrap(s: &Services, admin: &AdminService, stack: Option<&str>, tenant: TenantId) -> anyhow::Result<()> {
+pub(super) async fn bootstrap(
+    s: &Services,
+    admin: &AdminService,
+    stack: Option<&str>,
+    region_given: Option<&str>,
+    tenant: TenantId,
+) -> anyhow::Result<()> {
     let Some(stack) = stack else { return Err(anyhow!("bootstrap needs --stack NAME (the name given to sam deploy)")) };
     if s.admin.show_tenant(&tenant).await.is_ok() {
         return Err(anyhow!(
@@ -55,7 +61,7 @@ pub(super) async fn bootstrap(s: &Services, admin: &AdminService, stack: Option<
     }
     let key = admin.bootstrap_operator(&tenant).await.map_err(domain_err)?;
     println!("{}", key.token);
-    let region = std::env::var("AWS_REGION").unwrap_or_default();
+    let region = region(region_given)?;
     let api = outputs(stack, &region).await.ok().and_then(|(_, o)| o.outputs.get("ApiUrl").cloned()).unwrap_or_default();
     eprintln!(
         "created the operator's tenant {tenant} with its owner, and the owner key above (every scope, admin included).\n\
