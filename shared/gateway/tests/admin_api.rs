@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
-use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{PageRequest, TenantId};
 use gateway::auth::AuthMode;
@@ -24,7 +23,6 @@ use ports::oauth::OAuthStore as _;
 use ports::records::AuditLog as _;
 use serde_json::{Value, json};
 use services::Services;
-use services::admin::KeyRequest;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
@@ -58,18 +56,7 @@ async fn scenario(backend: Backend) {
     let op = contract::fresh_tenant("op");
     s.admin.create_tenant(op.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     s.admin.make_operator(&op).await.unwrap();
-    let op_key = s
-        .admin
-        .create_key(KeyRequest {
-            tenant: op.clone(),
-            scopes: Scopes::parse("admin").unwrap(),
-            principal: None,
-            teams: vec![],
-            projects: vec![],
-        })
-        .await
-        .unwrap()
-        .token;
+    let op_key = common::key(&s, &op, "admin").await;
 
     // 1. The operator creates a tenant and its first admin key.
     let t = contract::fresh_tenant("globex");
@@ -109,18 +96,7 @@ async fn scenario(backend: Backend) {
     assert!(admin.starts_with(&format!("ctn_{t}.")));
 
     // 2. Without the admin scope: 403, and nothing changes.
-    let reader = s
-        .admin
-        .create_key(KeyRequest {
-            tenant: t.clone(),
-            scopes: Scopes::parse("mcp:tools tenant:read").unwrap(),
-            principal: None,
-            teams: vec![],
-            projects: vec![],
-        })
-        .await
-        .unwrap()
-        .token;
+    let reader = common::key(&s, &t, "mcp:tools tenant:read").await;
     for (method, path, body) in [
         ("GET", base.clone(), None),
         ("GET", "/v1/admin/tenants".to_owned(), None),

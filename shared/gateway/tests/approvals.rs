@@ -9,13 +9,11 @@
 mod common;
 
 use axum::body::Body;
-use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId};
 use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
-use services::admin::KeyRequest;
 use tower::ServiceExt;
 
 async fn call(app: &axum::Router, key: &str, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
@@ -33,16 +31,7 @@ async fn call(app: &axum::Router, key: &str, method: &str, uri: &str, body: Opti
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
-async fn key(s: &services::Services, t: &TenantId, scopes: &str) -> String {
-    let req = KeyRequest {
-        tenant: t.clone(),
-        scopes: Scopes::parse(scopes).unwrap(),
-        principal: None,
-        teams: vec![],
-        projects: vec![],
-    };
-    s.admin.create_key(req).await.unwrap().token
-}
+use common::key;
 
 async fn propose(app: &axum::Router, agent: &str, title: &str, body: &str, kind: &str) -> Value {
     let v = common::rpc(

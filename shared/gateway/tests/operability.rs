@@ -11,7 +11,6 @@ use std::sync::Arc;
 use axum::Router;
 use axum::body::Body;
 use domain::TenantId;
-use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use gateway::auth::AuthMode;
 use gateway::server::ClientAddr;
@@ -20,20 +19,10 @@ use http::Request;
 use http_body_util::BodyExt;
 use serde_json::json;
 use services::Services;
-use services::admin::KeyRequest;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-async fn key(s: &Services, t: &TenantId, scopes: &str) -> String {
-    let req = KeyRequest {
-        tenant: t.clone(),
-        scopes: Scopes::parse(scopes).unwrap(),
-        principal: None,
-        teams: vec![],
-        projects: vec![],
-    };
-    s.admin.create_key(req).await.unwrap().token
-}
+use common::key;
 
 async fn get(app: &Router, path: &str, from: IpAddr, bearer: Option<&str>) -> (u16, String) {
     let mut req = Request::builder().uri(path).header("host", "localhost");

@@ -59,3 +59,15 @@ pub async fn rpc(app: &Router, key: &str, method: &str, params: Value) -> Value 
     assert_eq!(status, 200, "{v}");
     v
 }
+
+/// A new API key of tenant `t` with `scopes` (a fresh service principal); its token.
+pub async fn key(s: &Services, t: &domain::TenantId, scopes: &str) -> String {
+    let req = services::admin::KeyRequest {
+        tenant: t.clone(),
+        scopes: domain::principal::Scopes::parse(scopes).unwrap(),
+        principal: None,
+        teams: vec![],
+        projects: vec![],
+    };
+    s.admin.create_key(req).await.unwrap().token
+}
