@@ -406,7 +406,12 @@ impl<'t> Evaluated<'t> {
         }
     }
 
-    /// The stack this evaluation is for.
+    /// The template this evaluation is of.
+    pub fn template(&self) -> &Template {
+        self.template
+    }
+
+    /// The stack these values are for.
     pub fn stack(&self) -> &Stack {
         &self.stack
     }

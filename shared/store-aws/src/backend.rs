@@ -21,23 +21,30 @@ pub struct LambdaEnv {
     pub allowed_origins: Vec<String>,
 }
 
-fn list(name: &str) -> Vec<String> {
-    optional(name).map(|v| v.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect()).unwrap_or_default()
-}
+/// Where the variables come from: the process environment, or (tests) a map.
+struct Vars<'a>(&'a dyn Fn(&str) -> Option<String>);
 
-fn var(name: &str) -> Result<String> {
-    match std::env::var(name) {
-        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
-        // A configuration error, not an outage: retrying cannot help, so say which variable.
-        _ => Err(Error::invalid_field(
-            name,
-            "this environment variable is not set (infra/template.yaml sets every one a function reads)",
-        )),
+impl Vars<'_> {
+    fn list(&self, name: &str) -> Vec<String> {
+        self.optional(name)
+            .map(|v| v.split(',').map(|h| h.trim().to_owned()).filter(|h| !h.is_empty()).collect())
+            .unwrap_or_default()
     }
-}
 
-fn optional(name: &str) -> Option<String> {
-    std::env::var(name).ok().map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    fn var(&self, name: &str) -> Result<String> {
+        match (self.0)(name) {
+            Some(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+            // A configuration error, not an outage: retrying cannot help, so say which variable.
+            _ => Err(Error::invalid_field(
+                name,
+                "this environment variable is not set (infra/template.yaml sets every one a function reads)",
+            )),
+        }
+    }
+
+    fn optional(&self, name: &str) -> Option<String> {
+        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
 }
 
 impl LambdaEnv {
@@ -56,6 +63,17 @@ impl LambdaEnv {
     /// # Errors
     /// `UNAVAILABLE` naming the first missing variable.
     pub fn from_env() -> Result<Self> {
+        Self::from_vars(&|name| std::env::var(name).ok())
+    }
+
+    /// [`LambdaEnv::from_env`] over another source of variables: the end-to-end test
+    /// gives each function exactly the environment the template declares for it.
+    ///
+    /// # Errors
+    /// As [`LambdaEnv::from_env`].
+    pub fn from_vars(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
+        let v = Vars(lookup);
+        let (var, optional, list) = (|n: &str| v.var(n), |n: &str| v.optional(n), |n: &str| v.list(n));
         let urls: Vec<String> =
             var("CONTINUITY_REDIS_URLS")?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
         let redis = if urls.len() == 1 && urls[0].starts_with("redis://") {
