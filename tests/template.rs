@@ -46,6 +46,8 @@ fn limit(resource_type: &str, property: &str) -> Option<usize> {
         // and access policies, VPC endpoints alike.
         (t, _) if t.starts_with("AWS::OpenSearchServerless::") => 32,
         ("AWS::ElastiCache::ServerlessCache", "ServerlessCacheName") => 40,
+        // Lower-case letters, digits and single hyphens, starting with a letter.
+        ("AWS::ElastiCache::User", "UserId") | ("AWS::ElastiCache::UserGroup", "UserGroupId") => 40,
         ("AWS::KMS::Alias", "AliasName") => 256,
         ("AWS::Scheduler::Schedule", "Name") => 64,
         ("AWS::Serverless::StateMachine", "Name") | ("AWS::StepFunctions::StateMachine", "StateMachineName") => 80,
@@ -79,6 +81,8 @@ fn two_stacks_share_no_physical_name() {
         ("AWS::OpenSearchServerless::VpcEndpoint", "Name"),
         ("AWS::OpenSearchServerless::AccessPolicy", "Policy:collection"),
         ("AWS::ElastiCache::ServerlessCache", "ServerlessCacheName"),
+        ("AWS::ElastiCache::User", "UserId"),
+        ("AWS::ElastiCache::UserGroup", "UserGroupId"),
         ("AWS::KMS::Alias", "AliasName"),
         ("AWS::CloudWatch::Dashboard", "DashboardName"),
     ] {
@@ -94,6 +98,13 @@ fn every_name_fits_its_service_for_a_fifty_character_stack_name() {
             let max = limit(&n.resource_type, &n.property)
                 .unwrap_or_else(|| panic!("no known length limit for {} {}: add it to limit()", n.resource_type, n.property));
             assert!(n.value.len() <= max, "{n:?} is {} characters, over {max}", n.value.len());
+            if n.resource_type.starts_with("AWS::ElastiCache::User") {
+                let ok = n.value.starts_with(|c: char| c.is_ascii_lowercase())
+                    && n.value.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                    && !n.value.contains("--")
+                    && !n.value.ends_with('-');
+                assert!(ok, "ElastiCache user and group ids are lowercase letters, digits and single hyphens: {n:?}");
+            }
             if n.resource_type.starts_with("AWS::OpenSearchServerless::") {
                 let ok = n.value.len() >= 3
                     && n.value.starts_with(|c: char| c.is_ascii_lowercase())
@@ -700,4 +711,37 @@ fn route_matching_prefers_the_most_specific_resource() {
     assert_eq!(route_for(&routes, "GET", "/a/c/d").unwrap().function, "Greedy");
     assert!(route_for(&routes, "GET", "/a").is_none(), "{{proxy+}} needs a segment");
     assert_eq!(route_for(&routes, "POST", "/").unwrap().function, "Root");
+}
+
+#[test]
+fn the_cache_admits_only_the_functions_iam_user() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let cache = e.properties("Cache").unwrap();
+    assert_eq!(cache["UserGroupId"], "<Ref:CacheUserGroup>");
+    let group = e.properties("CacheUserGroup").unwrap();
+    let members: Vec<&str> = group["UserIds"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(members, ["<Ref:CacheDefaultUser>", "<Ref:CacheUser>"]);
+    let user = e.properties("CacheUser").unwrap();
+    assert_eq!(user["AuthenticationMode"]["Type"], "iam");
+    assert_eq!(user["UserId"], user["UserName"], "IAM users: the name is the id");
+    let default = e.properties("CacheDefaultUser").unwrap();
+    assert_eq!(default["UserName"], "default");
+    assert!(default["AccessString"].as_str().unwrap().starts_with("off "), "the default user cannot sign in");
+    // Every function that reaches the cache signs in as that user and may.
+    for f in e.functions() {
+        let props = e.properties(&f).unwrap();
+        let env = &props["Environment"]["Variables"];
+        if env.get("CONTINUITY_REDIS_URLS").is_none() {
+            continue;
+        }
+        assert_eq!(env["CONTINUITY_REDIS_IAM_USER"], "<Ref:CacheUser>", "{f}");
+        assert_eq!(env["CONTINUITY_REDIS_CACHE_NAME"], "<Ref:Cache>", "{f}");
+        let policies = props["Policies"].as_array().unwrap();
+        assert!(policies.iter().any(|p| p == "<Ref:CacheClientPolicy>"), "{f} lacks elasticache:Connect");
+    }
+    let policy = e.properties("CacheClientPolicy").unwrap();
+    let statement = &policy["PolicyDocument"]["Statement"][0];
+    assert_eq!(statement["Action"], "elasticache:Connect");
+    assert_eq!(statement["Resource"], serde_json::json!(["<GetAtt:Cache.ARN>", "<GetAtt:CacheUser.Arn>"]));
 }

@@ -27,7 +27,7 @@ pub const ACCOUNT: &str = "123456789012";
 
 /// Resource properties that hold a physical name (checked at the top level of a
 /// resource's properties; a tag called `Name` is not one).
-pub const NAME_PROPERTIES: [&str; 16] = [
+pub const NAME_PROPERTIES: [&str; 18] = [
     "Name",
     "ServerlessCacheName",
     "AliasName",
@@ -44,6 +44,8 @@ pub const NAME_PROPERTIES: [&str; 16] = [
     "TableName",
     "BucketName",
     "ReplicationGroupId",
+    "UserId",
+    "UserGroupId",
 ];
 
 /// `infra/template.yaml`, found from `CARGO_MANIFEST_DIR` at run time (see
@@ -769,7 +771,9 @@ impl<'t> Evaluated<'t> {
             let kind = resource.get("Type").and_then(Value::as_str).unwrap_or_default().to_owned();
             let props = self.properties(&id)?;
             for key in NAME_PROPERTIES {
-                if let Some(v) = props.get(key) {
+                // A reference names another resource (listed there), not this one.
+                let reference = |v: &Value| v.as_str().is_some_and(|s| s.starts_with("<Ref:") || s.starts_with("<GetAtt:"));
+                if let Some(v) = props.get(key).filter(|v| !reference(v)) {
                     out.push(PhysicalName {
                         resource: id.clone(),
                         resource_type: kind.clone(),

@@ -4,6 +4,7 @@
 use domain::{Error, Result};
 
 use crate::cache::RedisSettings;
+use crate::cache_iam::IamUser;
 use crate::settings::AwsSettings;
 
 /// A Lambda's configuration, from the variables `infra/template.yaml` sets.
@@ -57,6 +58,8 @@ impl LambdaEnv {
     /// `CONTINUITY_OPENSEARCH_INDEX` (`continuity`), `CONTINUITY_EMBEDDER` (`hashing` or
     /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`, optional
     /// `CONTINUITY_TRIAGE_STATE_MACHINE` (the triage state machine's ARN),
+    /// optional `CONTINUITY_REDIS_IAM_USER` and `CONTINUITY_REDIS_CACHE_NAME` (ElastiCache
+    /// IAM authentication: the user to sign in as, and the serverless cache's name),
     /// optional `CONTINUITY_AWS_ENDPOINT_URL` (moto, for local runs) and
     /// `CONTINUITY_PUBLIC_URL`, `CONTINUITY_ALLOWED_HOSTS`, `CONTINUITY_ALLOWED_ORIGINS`.
     ///
@@ -76,10 +79,21 @@ impl LambdaEnv {
         let (var, optional, list) = (|n: &str| v.var(n), |n: &str| v.optional(n), |n: &str| v.list(n));
         let urls: Vec<String> =
             var("CONTINUITY_REDIS_URLS")?.split(',').map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
-        let redis = if urls.len() == 1 && urls[0].starts_with("redis://") {
+        let mut redis = if urls.len() == 1 && urls[0].starts_with("redis://") {
             RedisSettings::single(urls[0].clone())
         } else {
             RedisSettings::cluster(urls)
+        };
+        // ElastiCache IAM authentication: both or neither.
+        redis.iam = match (optional("CONTINUITY_REDIS_IAM_USER"), optional("CONTINUITY_REDIS_CACHE_NAME")) {
+            (Some(user), Some(cache_name)) => Some(IamUser { user, cache_name, serverless: true }),
+            (None, None) => None,
+            (Some(_), None) => {
+                return Err(Error::invalid_field("CONTINUITY_REDIS_CACHE_NAME", "IAM authentication needs the cache's name too"));
+            }
+            (None, Some(_)) => {
+                return Err(Error::invalid_field("CONTINUITY_REDIS_IAM_USER", "the cache's name is set but not the IAM user"));
+            }
         };
         Ok(Self {
             aws: AwsSettings {

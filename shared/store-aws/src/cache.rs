@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use domain::{Error, Result};
@@ -22,8 +22,10 @@ use ports::ratelimit::{Rate, RateDecision, RateLimiter};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, FromRedisValue, RedisError, TlsCertificates};
+use redis::{Cmd, FromRedisValue, IntoConnectionInfo, RedisError, TlsCertificates};
 use tokio::sync::Mutex;
+
+use crate::cache_iam::{IamAuth, IamUser, MAX_CONNECTION_AGE};
 
 /// How long after finding the cache unreachable calls fail fast instead of trying it.
 pub const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
@@ -54,17 +56,20 @@ pub struct RedisSettings {
     pub ca_pem: Option<Vec<u8>>,
     /// Bound on one call, connecting included.
     pub timeout: Duration,
+    /// ElastiCache IAM authentication: the user to sign in as with a presigned token
+    /// (see [`crate::cache_iam`]); `None` connects as the URL says.
+    pub iam: Option<IamUser>,
 }
 
 impl RedisSettings {
     /// One plain node, e.g. `redis://127.0.0.1:6379`.
     pub fn single(url: impl Into<String>) -> Self {
-        Self { urls: vec![url.into()], mode: RedisMode::Single, ca_pem: None, timeout: DEFAULT_TIMEOUT }
+        Self { urls: vec![url.into()], mode: RedisMode::Single, ca_pem: None, timeout: DEFAULT_TIMEOUT, iam: None }
     }
 
     /// A cluster reached through `seeds` (`rediss://…` for TLS).
     pub fn cluster(seeds: Vec<String>) -> Self {
-        Self { urls: seeds, mode: RedisMode::Cluster, ca_pem: None, timeout: DEFAULT_TIMEOUT }
+        Self { urls: seeds, mode: RedisMode::Cluster, ca_pem: None, timeout: DEFAULT_TIMEOUT, iam: None }
     }
 
     /// Trusts the CA in `pem` for TLS connections.
@@ -96,11 +101,13 @@ impl fmt::Debug for RedisSettings {
             .field("mode", &self.mode)
             .field("ca_pem", &self.ca_pem.as_ref().map(|p| format!("{} bytes", p.len())))
             .field("timeout", &self.timeout)
+            .field("iam", &self.iam)
             .finish()
     }
 }
 
 /// The configured client of either kind; it connects on demand.
+#[derive(Clone)]
 enum Client {
     Single(redis::Client),
     Cluster(ClusterClient),
@@ -117,10 +124,14 @@ enum Conn {
 /// The hot cache over Redis.
 pub struct RedisCache {
     client: Client,
+    settings: RedisSettings,
+    /// Set: each new connection signs in as this IAM user with a fresh token, and a
+    /// connection is replaced after [`MAX_CONNECTION_AGE`].
+    iam: Option<IamAuth>,
     timeout: Duration,
     /// A tokio mutex, held across a connection attempt, so concurrent first calls make
-    /// one connection rather than one each.
-    conn: Mutex<Option<Conn>>,
+    /// one connection rather than one each. With the connection: when it was made.
+    conn: Mutex<Option<(Conn, SystemTime)>>,
     /// When the cache was last found unreachable. A std mutex, never held across an
     /// await, so recording a failure can never wait behind a stuck connection attempt.
     failed_at: std::sync::Mutex<Option<Instant>>,
@@ -156,41 +167,25 @@ impl RedisCache {
     /// `INVALID_REQUEST` for no URLs, more than one URL in single mode, or a URL or CA
     /// the Redis client refuses.
     pub fn new(settings: &RedisSettings) -> Result<Self> {
-        let invalid = |e: RedisError| Error::invalid_field("redis", format!("bad cache configuration: {e}"));
         if settings.urls.iter().any(|u| u.starts_with("rediss://")) || settings.ca_pem.is_some() {
             ensure_crypto_provider();
         }
-        let certs = || TlsCertificates { client_tls: None, root_cert: settings.ca_pem.clone() };
-        let client = match (settings.mode, settings.urls.as_slice()) {
-            (_, []) => return Err(Error::invalid_field("redis", "no URL configured")),
-            (RedisMode::Single, [url]) => {
-                let client = match &settings.ca_pem {
-                    Some(_) => redis::Client::build_with_tls(url.as_str(), certs()),
-                    None => redis::Client::open(url.as_str()),
-                };
-                Client::Single(client.map_err(invalid)?)
-            }
-            (RedisMode::Single, _) => return Err(Error::invalid_field("redis", "single mode takes exactly one URL")),
-            (RedisMode::Cluster, seeds) => {
-                let mut builder = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
-                    .connection_timeout(settings.timeout)
-                    .response_timeout(settings.timeout)
-                    // Redirections (MOVED/ASK) during resharding need a retry or two;
-                    // more would only outlast our own timeout.
-                    .retries(2);
-                if settings.ca_pem.is_some() {
-                    builder = builder.certs(certs());
-                }
-                Client::Cluster(builder.build().map_err(invalid)?)
-            }
-        };
         Ok(Self {
-            client,
+            client: build_client(settings, None)?,
+            settings: settings.clone(),
+            iam: None,
             timeout: settings.timeout,
             conn: Mutex::new(None),
             failed_at: std::sync::Mutex::new(None),
             target: settings.urls.iter().map(|u| redact(u)).collect::<Vec<_>>().join(","),
         })
+    }
+
+    /// This cache signing in as an ElastiCache IAM user.
+    #[must_use]
+    pub fn with_iam(mut self, auth: IamAuth) -> Self {
+        self.iam = Some(auth);
+        self
     }
 
     /// Checks that the cache answers (`PING`), for health endpoints.
@@ -213,10 +208,21 @@ impl RedisCache {
             return Err(Error::unavailable(format!("redis {}: recently unreachable", self.target)));
         }
         let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            return Ok(conn.clone());
+        let now = self.iam.as_ref().map_or_else(SystemTime::now, IamAuth::now);
+        if let Some((conn, since)) = slot.as_ref() {
+            let stale = self.iam.is_some() && now.duration_since(*since).unwrap_or_default() >= MAX_CONNECTION_AGE;
+            if !stale {
+                return Ok(conn.clone());
+            }
         }
-        let conn = match &self.client {
+        let client = match &self.iam {
+            None => self.client.clone(),
+            Some(auth) => {
+                let token = auth.token().await?;
+                build_client(&self.settings, Some((auth.user.user.clone(), token)))?
+            }
+        };
+        let conn = match &client {
             Client::Single(c) => {
                 let config = ConnectionManagerConfig::new()
                     .set_connection_timeout(self.timeout)
@@ -231,7 +237,7 @@ impl RedisCache {
         };
         match conn {
             Ok(conn) => {
-                *slot = Some(conn.clone());
+                *slot = Some((conn.clone(), now));
                 *self.failed_at() = None;
                 Ok(conn)
             }
@@ -281,6 +287,43 @@ impl RedisCache {
             }
         }
     }
+}
+
+/// The client for `settings`, signing in as `auth` (user, password) when given.
+fn build_client(settings: &RedisSettings, auth: Option<(String, String)>) -> Result<Client> {
+    let invalid = |e: RedisError| Error::invalid_field("redis", format!("bad cache configuration: {e}"));
+    let certs = || TlsCertificates { client_tls: None, root_cert: settings.ca_pem.clone() };
+    Ok(match (settings.mode, settings.urls.as_slice()) {
+        (_, []) => return Err(Error::invalid_field("redis", "no URL configured")),
+        (RedisMode::Single, [url]) => {
+            let mut info = url.as_str().into_connection_info().map_err(invalid)?;
+            if let Some((user, password)) = auth {
+                info.redis.username = Some(user);
+                info.redis.password = Some(password);
+            }
+            let client = match &settings.ca_pem {
+                Some(_) => redis::Client::build_with_tls(info, certs()),
+                None => redis::Client::open(info),
+            };
+            Client::Single(client.map_err(invalid)?)
+        }
+        (RedisMode::Single, _) => return Err(Error::invalid_field("redis", "single mode takes exactly one URL")),
+        (RedisMode::Cluster, seeds) => {
+            let mut builder = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
+                .connection_timeout(settings.timeout)
+                .response_timeout(settings.timeout)
+                // Redirections (MOVED/ASK) during resharding need a retry or two;
+                // more would only outlast our own timeout.
+                .retries(2);
+            if settings.ca_pem.is_some() {
+                builder = builder.certs(certs());
+            }
+            if let Some((user, password)) = auth {
+                builder = builder.username(user).password(password);
+            }
+            Client::Cluster(builder.build().map_err(invalid)?)
+        }
+    })
 }
 
 /// The Redis Cluster hash tag of a key: the text between the first `{` and the next `}`

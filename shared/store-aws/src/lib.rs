@@ -31,6 +31,7 @@
 pub mod backend;
 pub mod bedrock;
 pub mod cache;
+pub mod cache_iam;
 pub mod dynamo;
 pub mod kms;
 pub mod s3;
@@ -45,6 +46,7 @@ pub mod stack;
 pub use backend::LambdaEnv;
 pub use bedrock::BedrockEmbedder;
 pub use cache::{RedisCache, RedisMode, RedisSettings};
+pub use cache_iam::{IamAuth, IamUser};
 pub use dynamo::DynamoItems;
 pub use kms::KmsSigner;
 pub use s3::S3Blobs;
@@ -94,7 +96,15 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
     let items = DynamoItems::new(settings::dynamo_client(&sdk), &settings.table);
     let queue =
         SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
-    let redis = Arc::new(RedisCache::new(&settings.redis)?);
+    let mut redis = RedisCache::new(&settings.redis)?;
+    if let Some(user) = &settings.redis.iam {
+        // ElastiCache IAM authentication, signed with the function's own credentials.
+        let credentials = sdk
+            .credentials_provider()
+            .ok_or_else(|| domain::Error::invalid_field("redis", "IAM authentication needs AWS credentials"))?;
+        redis = redis.with_iam(IamAuth::new(user.clone(), &settings.region, credentials));
+    }
+    let redis = Arc::new(redis);
     // The Spine vault (SPEC §4.2): one vault (data-key cache) per table, one KMS key.
     let vault = |records: Records| match &settings.vault_kms_key {
         Some(key) => records.with_vault(Arc::new(ports::vault::Vault::new(Arc::new(kms::KmsKeyWrapper::new(

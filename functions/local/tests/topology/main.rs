@@ -144,6 +144,17 @@ fn hidden(html: &str, name: &str) -> String {
     html[start..start + html[start..].find('"').unwrap()].to_owned()
 }
 
+/// A connection to each node of the local TLS cluster (ElastiCache's stand-in).
+async fn cache_nodes(ca: &[u8]) -> Vec<redis::aio::MultiplexedConnection> {
+    let mut out = Vec::new();
+    for url in env("CONTINUITY_TEST_REDIS_CLUSTER_URLS").split(',') {
+        let certs = redis::TlsCertificates { client_tls: None, root_cert: Some(ca.to_vec()) };
+        let client = redis::Client::build_with_tls(url, certs).unwrap();
+        out.push(client.get_multiplexed_async_connection().await.unwrap());
+    }
+    out
+}
+
 async fn until<F, Fut>(what: &str, seconds: u64, mut check: F)
 where
     F: FnMut() -> Fut,
@@ -226,6 +237,10 @@ async fn journey() {
     let (host, port) = seed.split_once(':').unwrap();
     physical.insert("<GetAtt:Cache.Endpoint.Address>".into(), host.to_owned());
     physical.insert("<GetAtt:Cache.Endpoint.Port>".into(), port.to_owned());
+    // ElastiCache IAM authentication: the functions sign in as the template's cache user.
+    let cache_user = format!("cty-topology-{proxy_port}");
+    physical.insert("<Ref:CacheUser>".into(), cache_user.clone());
+    physical.insert("<Ref:Cache>".into(), format!("continuity-{proxy_port}"));
 
     // The triage state machine: the template's definition file and substitutions.
     let machine_props = ev.properties("TriageStateMachine").unwrap();
@@ -262,6 +277,23 @@ async fn journey() {
     let ca = std::fs::read(env("CONTINUITY_TEST_REDIS_CA")).unwrap();
     let extra = [("AWS_REGION", REGION.to_owned()), ("CONTINUITY_AWS_ENDPOINT_URL", moto.clone())];
     let functions = Arc::new(Functions::new(&ev, &physical, &extra, &ca).await);
+    // The local cluster knows that user with the template's access string; it accepts
+    // any token (only ElastiCache can check a SigV4 signature: `tests/cache_iam.rs`
+    // checks the token against botocore's).
+    let access = ev.properties("CacheUser").unwrap()["AccessString"].as_str().unwrap().to_owned();
+    let nodes = cache_nodes(&ca).await;
+    for node in &nodes {
+        let mut c = node.clone();
+        let _: () = redis::cmd("ACL")
+            .arg("SETUSER")
+            .arg(&cache_user)
+            .arg("reset")
+            .arg("nopass")
+            .arg(access.split_whitespace().collect::<Vec<_>>())
+            .query_async(&mut c)
+            .await
+            .unwrap();
+    }
     let names = ev.functions().into_iter().map(|id| (format!("{name}-{id}"), id)).collect();
     let proxy = Arc::new(MotoProxy { moto: moto.clone(), functions: functions.clone(), names, http: reqwest::Client::new() });
     tokio::spawn(lambda::serve_proxy(proxy_listener, proxy));
@@ -563,6 +595,19 @@ async fn journey() {
     assert!(unrouted.is_empty(), "requests the template does not route: {unrouted:?}");
     let failed: Vec<_> = log.iter().filter(|(_, _, status, _)| *status >= 500).collect();
     assert!(failed.is_empty(), "server errors: {failed:?}");
+    // The functions used the cache as its IAM user, and the template's access string
+    // allowed every command they sent.
+    let mut signed_in = 0;
+    for node in &nodes {
+        let mut c = node.clone();
+        let clients: String = redis::cmd("CLIENT").arg("LIST").query_async(&mut c).await.unwrap();
+        signed_in += clients.lines().filter(|l| l.split(' ').any(|f| f == format!("user={cache_user}"))).count();
+        let log: Vec<Vec<redis::Value>> = redis::cmd("ACL").arg("LOG").query_async(&mut c).await.unwrap();
+        let denied: Vec<_> = log.iter().filter(|entry| format!("{entry:?}").contains(&cache_user)).collect();
+        assert!(denied.is_empty(), "the cache refused the functions: {denied:?}");
+    }
+    assert!(signed_in > 0, "no function connection signed in as {cache_user}");
+
     // The authorizer ran once per credential (bad token, operator, ingest key, the
     // SDK's access token): its cached Allow covered every other route it was used on.
     let authorizations = functions.invocations.lock().unwrap().iter().filter(|(f, _)| f == "AuthorizerFunction").count();
