@@ -10,7 +10,6 @@ Prints one JSON line of observations; exits non-zero on any failure.
 """
 
 import json
-import re
 import sys
 import time
 from urllib.parse import parse_qs, urljoin, urlparse
@@ -22,35 +21,12 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
+from sdk_support import MemoryStorage, field
 
 URL, TENANT, EMAIL, PASSWORD, CC_ID, CC_SECRET = sys.argv[1:7]
 ISSUER = URL[: -len("/mcp")] + "/"  # a root issuer, rendered with its slash
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the redirect is captured
 seen = {"requests": []}
-
-
-class MemoryStorage:
-    def __init__(self):
-        self.tokens = None
-        self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, info):
-        self.client = info
-
-
-def field(html, name):
-    m = re.search(r'name=%s value="([^"]*)"' % re.escape(name), html)
-    assert m, f"no {name} field in the page"
-    return m.group(1)
 
 
 got = {}

@@ -11,7 +11,6 @@ Usage: topology_client.py MCP_URL TENANT EMAIL PASSWORD ENTITY_QUERY KB_QUERY
 """
 
 import json
-import re
 import sys
 from urllib.parse import parse_qs, urljoin, urlparse
 
@@ -21,6 +20,7 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
+from sdk_support import MemoryStorage, field
 
 URL, TENANT, EMAIL, PASSWORD, ENTITY_QUERY, KB_QUERY = sys.argv[1:7]
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the redirect is captured
@@ -29,30 +29,6 @@ PROPOSAL = {
     "body": "Maybe renewal calls should happen a quarter before the contract ends, not a month before.",
     "kind": "decision",
 }
-
-
-class MemoryStorage:
-    def __init__(self):
-        self.tokens = None
-        self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, info):
-        self.client = info
-
-
-def field(html, name):
-    m = re.search(r'name=%s value="([^"]*)"' % re.escape(name), html)
-    assert m, f"no {name} field in the page"
-    return m.group(1)
 
 
 got = {}
