@@ -12,7 +12,6 @@ Prints one JSON line of observations; exits non-zero on any failure.
 import json
 import sys
 import time
-from urllib.parse import parse_qs, urljoin, urlparse
 
 import anyio
 import httpx2
@@ -21,7 +20,7 @@ from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuth
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
-from sdk_support import MemoryStorage, field
+from sdk_support import MemoryStorage, sign_in_and_allow
 
 URL, TENANT, EMAIL, PASSWORD, CC_ID, CC_SECRET = sys.argv[1:7]
 ISSUER = URL[: -len("/mcp")] + "/"  # a root issuer, rendered with its slash
@@ -34,24 +33,16 @@ got = {}
 
 async def redirect_handler(authorize_url: str) -> None:
     """A browser: open the login page, sign in, allow, capture the redirect."""
-    async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
-        page = await browser.get(authorize_url)
-        assert page.status_code == 200, (page.status_code, page.text[:300])
+
+    async def wrong_password_first(page, form_url, form):
         assert page.headers.get("x-frame-options") == "DENY"
-        form_url = urljoin(authorize_url.split("?")[0], "authorize")
-        csrf = field(page.text, "csrf")
-        request_id = field(page.text, "request_id")
         # A wrong password first: the page says so and nothing is granted.
-        wrong = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "login",
-                                                   "tenant": TENANT, "email": EMAIL, "password": "not the password"})
+        wrong = await browser.post(form_url, data={**form, "action": "login", "tenant": TENANT, "email": EMAIL,
+                                                   "password": "not the password"})
         assert wrong.status_code == 200 and "Unknown workspace" in wrong.text, wrong.text[:300]
-        consent = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "login",
-                                                     "tenant": TENANT, "email": EMAIL, "password": PASSWORD})
-        assert consent.status_code == 200 and "Allow access" in consent.text, consent.text[:300]
-        done = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "approve"})
-        assert done.status_code == 303, (done.status_code, done.text[:300])
-        q = parse_qs(urlparse(done.headers["location"]).query)
-        got.update(code=q["code"][0], state=q["state"][0], iss=q["iss"][0])
+
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
+        got.update(await sign_in_and_allow(browser, authorize_url, TENANT, EMAIL, PASSWORD, wrong_password_first))
 
 
 async def callback_handler() -> AuthorizationCodeResult:

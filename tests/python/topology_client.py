@@ -12,7 +12,6 @@ Usage: topology_client.py MCP_URL TENANT EMAIL PASSWORD ENTITY_QUERY KB_QUERY
 
 import json
 import sys
-from urllib.parse import parse_qs, urljoin, urlparse
 
 import anyio
 import httpx2
@@ -20,7 +19,7 @@ from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientMetadata
-from sdk_support import MemoryStorage, field
+from sdk_support import MemoryStorage, sign_in_and_allow
 
 URL, TENANT, EMAIL, PASSWORD, ENTITY_QUERY, KB_QUERY = sys.argv[1:7]
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the redirect is captured
@@ -38,17 +37,7 @@ seen = {"requests": []}
 async def redirect_handler(authorize_url: str) -> None:
     """A browser: open the sign-in page, sign in, allow, capture the redirect."""
     async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
-        page = await browser.get(authorize_url)
-        assert page.status_code == 200, (page.status_code, page.text[:300])
-        form_url = urljoin(authorize_url.split("?")[0], "authorize")
-        csrf, request_id = field(page.text, "csrf"), field(page.text, "request_id")
-        consent = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "login",
-                                                     "tenant": TENANT, "email": EMAIL, "password": PASSWORD})
-        assert consent.status_code == 200 and "Allow access" in consent.text, consent.text[:300]
-        done = await browser.post(form_url, data={"request_id": request_id, "csrf": csrf, "action": "approve"})
-        assert done.status_code == 303, (done.status_code, done.text[:300])
-        q = parse_qs(urlparse(done.headers["location"]).query)
-        got.update(code=q["code"][0], state=q["state"][0], iss=q["iss"][0])
+        got.update(await sign_in_and_allow(browser, authorize_url, TENANT, EMAIL, PASSWORD))
 
 
 async def callback_handler() -> AuthorizationCodeResult:
