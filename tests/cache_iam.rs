@@ -113,7 +113,8 @@ async fn the_cache_signs_in_as_the_iam_user_and_renews_its_token() {
     };
     let auth = |u: IamUser| IamAuth::new(u, "eu-west-1", SharedCredentialsProvider::new(creds.clone())).with_clock(clock.clone());
     let token = |at: SystemTime| token_at(&creds, &user, "eu-west-1", at).unwrap();
-    set_password(&name, &token(*now.lock().unwrap())).await;
+    let start = *now.lock().unwrap();
+    set_password(&name, &token(start)).await;
 
     let settings = RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL"));
     let cache = RedisCache::new(&settings).unwrap().with_iam(auth(user.clone()));
@@ -127,7 +128,7 @@ async fn the_cache_signs_in_as_the_iam_user_and_renews_its_token() {
     assert_eq!(refused.ping().await.unwrap_err().code, ErrorCode::Unavailable);
 
     // Still young: the same connection, whatever the password is now.
-    let later = *now.lock().unwrap() + MAX_CONNECTION_AGE + Duration::from_secs(60);
+    let later = start + MAX_CONNECTION_AGE + Duration::from_secs(60);
     set_password(&name, &token(later)).await;
     cache.ping().await.unwrap();
     assert_eq!(connection_ids(&name).await, first);
