@@ -9,7 +9,8 @@
 //! - [`s3`]: [`S3Blobs`], the blob store over one S3 bucket, keyed `{tenant}/{path}`.
 //! - [`sfn`]: [`StepFunctionsWorkflow`], the triage workflow on Step Functions.
 //! - [`cache`]: [`RedisCache`], the hot cache over Redis: a single node, or a cluster with
-//!   TLS such as ElastiCache Serverless.
+//!   TLS such as ElastiCache Serverless; [`cache_iam`]: signing in to ElastiCache as an
+//!   IAM user ([`IamAuth`], the SigV4-presigned token).
 //!
 //! - [`kms`]: [`KmsSigner`] (RS256 through KMS `Sign`) and the vault's `KmsKeyWrapper`.
 //! - [`search`]: `OpenSearchIndex`, hybrid search on an OpenSearch Serverless collection;
