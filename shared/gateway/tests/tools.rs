@@ -215,6 +215,14 @@ async fn every_canonical_tool_works_on_real_data() {
         ["dec-1"],
         "superseded entries are not searched"
     );
+    // Each hit says why it was returned.
+    let why = &org_hits[0]["why"];
+    assert!(!why["found_by"].as_array().unwrap().is_empty(), "{why}");
+    let matched: Vec<&str> = why["matched_terms"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(matched.contains(&"acme") && matched.contains(&"renewals"), "{why}");
+    if results["memory.search_org"]["search"] == "hybrid" {
+        assert!(why["keyword_rank"].is_u64() && why["score"].is_f64(), "{why}");
+    }
     assert_eq!(results["memory.read_org"]["entry"]["superseded_by"], "dec-1", "lineage both ways");
     let prefs = results["memory.read_personal"]["patterns"].as_array().unwrap();
     assert_eq!(prefs.iter().map(|e| e["id"].as_str().unwrap()).collect::<Vec<_>>(), ["pref-1"], "only the caller's own patterns");
@@ -248,6 +256,8 @@ async fn every_canonical_tool_works_on_real_data() {
     assert_eq!(results["signal.get"]["signal"]["kind"], "health_dropped");
     assert_eq!(results["book.list"]["entries"][0]["title"], "Kick-off");
     assert_eq!(results["kb.search"]["documents"][0]["id"], "kb-7");
+    let why = &results["kb.search"]["documents"][0]["why"];
+    assert_eq!(why["matched_terms"], json!(["refund"]), "{why}");
     let steps = results["playbook.handoff"]["playbook"]["steps"].as_array().unwrap();
     if current == "dec-1" {
         assert!(steps.iter().any(|s| s["action"] == "follow_org_memory" && s["entry"] == "dec-1"), "{steps:?}");

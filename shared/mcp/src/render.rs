@@ -93,7 +93,7 @@ impl Render for SearchOrgOutput {
         if self.search != "hybrid" {
             text.push_str(" (keyword scan: no search index is configured)");
         }
-        self.entries.iter().for_each(|m| text.push_str(&memory_line(m)));
+        self.entries.iter().for_each(|m| text.push_str(&memory_line(&m.entry)));
         text
     }
 }

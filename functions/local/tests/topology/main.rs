@@ -473,6 +473,11 @@ async fn journey() {
         path.ends_with("/_search") && body.contains("multi_match") && body.contains("\"partition\"") && body.contains("globex")
     });
     assert!(searched, "kb.search went to OpenSearch with the tenant's partition filter");
+    // Why the document came back: OpenSearch's keyword leg found it (the stand-in matches
+    // words), with the query's words it holds.
+    let why = &seen["kb"]["documents"][0]["why"];
+    assert!(why["found_by"].as_array().unwrap().iter().any(|f| f == "keyword") && why["keyword_rank"] == 1, "{why}");
+    assert!(why["matched_terms"].as_array().unwrap().iter().any(|t| t == "refunds"), "{why}");
     let proposal = seen["proposed"]["proposal"]["id"].as_str().unwrap_or_else(|| panic!("{seen}")).to_owned();
     let proposal_id = domain::Id::new(proposal.clone()).unwrap();
 

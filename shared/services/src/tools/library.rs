@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::session::{GetContext, GetContextArgs};
-use super::{EntityArg, MAX_SCAN, SessionArg, limit, page_of, rank, reads_memory, terms, text_field};
+use super::{EntityArg, MAX_SCAN, SessionArg, WhyView, limit, page_of, rank, reads_memory, terms, text_field};
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::SearchService;
 
@@ -90,7 +90,7 @@ pub struct KbSearchArgs {
 
 /// A knowledge-base document found, with its best passage.
 #[derive(Debug, Serialize, JsonSchema)]
-#[schemars(transform = Required(&["id", "title", "body"]))]
+#[schemars(transform = Required(&["id", "title", "body", "why"]))]
 pub struct KbDocumentView {
     pub id: String,
     pub scope: String,
@@ -104,6 +104,8 @@ pub struct KbDocumentView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "number"))]
     pub score: Option<f64>,
+    /// Why it was returned.
+    pub why: WhyView,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -160,6 +162,7 @@ impl Capability for KbSearch {
                     source: doc.as_ref().and_then(|d| d.source.clone()),
                     created_at: doc.as_ref().map(|d| d.created_at.to_rfc3339()),
                     score: Some(h.score),
+                    why: WhyView::of_hit(h, &a.query),
                 });
             }
             return Ok(KbSearchOutput { count: documents.len(), documents, truncated: false, search: "hybrid".into() });
@@ -181,6 +184,7 @@ impl Capability for KbSearch {
         let documents: Vec<KbDocumentView> = hits
             .into_iter()
             .map(|(_, d)| KbDocumentView {
+                why: WhyView::of_scan(&a.query, &[d.id.as_str(), &d.title, &d.body]),
                 id: d.id.to_string(),
                 scope: d.scope.storage_key(),
                 title: d.title,

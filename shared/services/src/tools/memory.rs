@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::{
     IdArgs, MAX_SCAN, MAX_TURN_BYTES, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView,
-    SessionArg, Tools, TurnRoleSchema, TurnView, limit, own_session, page_of, rank, terms, text_field,
+    SessionArg, Tools, TurnRoleSchema, TurnView, WhyView, limit, own_session, page_of, rank, terms, text_field,
 };
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::SearchService;
@@ -31,7 +31,7 @@ impl Tools<'_> {
         query: &str,
         kind: Option<&str>,
         max: usize,
-    ) -> Result<(Vec<MemoryEntry>, bool, &'static str)> {
+    ) -> Result<(Vec<(MemoryEntry, WhyView)>, bool, &'static str)> {
         ports::search::check_query(query)?;
         let search = SearchService::new(self.backend.clone());
         if search.enabled() {
@@ -42,7 +42,7 @@ impl Tools<'_> {
             for h in &hits {
                 let Some(m) = self.backend.records.get_memory(&caller.tenant, &h.doc).await? else { continue };
                 if m.scope == MemoryScope::Org && m.state == GovernanceState::Active && kind.is_none_or(|k| m.kind == k) {
-                    out.push(m);
+                    out.push((m, WhyView::of_hit(h, query)));
                 }
                 if out.len() == max {
                     break;
@@ -61,7 +61,15 @@ impl Tools<'_> {
             .filter_map(|m| rank(&terms, m.id.as_str(), &m.title, &m.body).map(|r| (r, m)))
             .collect();
         hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.updated_at.cmp(&a.1.updated_at)));
-        Ok((hits.into_iter().take(max).map(|(_, m)| m).collect(), truncated, "keyword-scan"))
+        let found = hits
+            .into_iter()
+            .take(max)
+            .map(|(_, m)| {
+                let why = WhyView::of_scan(query, &[m.id.as_str(), &m.title, &m.body]);
+                (m, why)
+            })
+            .collect();
+        Ok((found, truncated, "keyword-scan"))
     }
 }
 
@@ -81,10 +89,19 @@ pub struct SearchOrgArgs {
     pub limit: Option<u32>,
 }
 
+/// An org memory entry found, and why.
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = Required(&["id", "kind", "title", "body", "scope", "state", "lineage", "why"]))]
+pub struct OrgHitView {
+    #[serde(flatten)]
+    pub entry: MemoryView,
+    pub why: WhyView,
+}
+
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(transform = Required(&["entries", "count", "truncated"]))]
 pub struct SearchOrgOutput {
-    pub entries: Vec<MemoryView>,
+    pub entries: Vec<OrgHitView>,
     pub count: usize,
     pub truncated: bool,
     #[schemars(description = "hybrid, or keyword-scan when no search index is configured")]
@@ -103,7 +120,7 @@ impl Capability for SearchOrg {
     async fn run<'a>(cx: &'a Context<'a>, a: SearchOrgArgs) -> Result<SearchOrgOutput> {
         let max = limit(a.limit, 10, 50) as usize;
         let (hits, truncated, via) = cx.tools.org_matches(cx.caller, &a.query, a.kind.map(OrgKind::as_str), max).await?;
-        let entries: Vec<MemoryView> = hits.iter().map(MemoryView::from).collect();
+        let entries: Vec<OrgHitView> = hits.into_iter().map(|(m, why)| OrgHitView { entry: MemoryView::from(&m), why }).collect();
         Ok(SearchOrgOutput { count: entries.len(), entries, truncated, search: via.to_owned() })
     }
 }

@@ -200,6 +200,88 @@ pub struct LineageView {
     pub source_turns: Vec<String>,
 }
 
+/// Why a search result was returned: which retrievers found it and where, its fused
+/// score and the query's words it contains — so a person or an agent can trust or
+/// discard it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[schemars(transform = Required(&["found_by", "matched_terms"]))]
+pub struct WhyView {
+    #[schemars(
+        description = "keyword (BM25), vector (semantic), exact (an identifier of the query appears verbatim); keyword-scan when no search index is configured."
+    )]
+    pub found_by: Vec<String>,
+    /// 1-based rank in the keyword list, when it was there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "integer"))]
+    pub keyword_rank: Option<u32>,
+    /// 1-based rank in the vector list, when it was there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "integer"))]
+    pub vector_rank: Option<u32>,
+    /// The fused score (reciprocal-rank fusion; higher ranks first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "number"))]
+    pub score: Option<f64>,
+    /// Cosine similarity of the passage to the query, when the vector retriever ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "number"))]
+    pub similarity: Option<f32>,
+    /// The query's words found in the title or the passage (lower case).
+    pub matched_terms: Vec<String>,
+}
+
+impl WhyView {
+    /// The explanation of an index hit for `query`.
+    pub fn of_hit(hit: &ports::search::SearchHit, query: &str) -> Self {
+        let mut found_by = Vec::new();
+        if hit.keyword_rank.is_some() {
+            found_by.push("keyword".to_owned());
+        }
+        if hit.vector_rank.is_some() {
+            found_by.push("vector".to_owned());
+        }
+        if hit.exact {
+            found_by.push("exact".to_owned());
+        }
+        Self {
+            found_by,
+            keyword_rank: hit.keyword_rank,
+            vector_rank: hit.vector_rank,
+            score: Some(hit.score),
+            similarity: hit.similarity,
+            matched_terms: matched_terms(query, &[&hit.title, &hit.text]),
+        }
+    }
+
+    /// The explanation of a keyword-scan match (no index configured).
+    pub fn of_scan(query: &str, texts: &[&str]) -> Self {
+        Self {
+            found_by: vec!["keyword-scan".to_owned()],
+            keyword_rank: None,
+            vector_rank: None,
+            score: None,
+            similarity: None,
+            matched_terms: matched_terms(query, texts),
+        }
+    }
+}
+
+/// The query's words (letters and digits, lower case, in query order, once each) that
+/// occur as words of `texts`.
+pub fn matched_terms(query: &str, texts: &[&str]) -> Vec<String> {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
+    };
+    let present: std::collections::HashSet<String> = texts.iter().flat_map(|t| words(t)).collect();
+    let mut out: Vec<String> = Vec::new();
+    for w in words(query) {
+        if present.contains(&w) && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
 /// An org or personal memory entry.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(transform = Required(&["id", "kind", "title", "body", "scope", "state", "lineage"]))]
@@ -505,5 +587,40 @@ mod tests {
         assert_eq!(rank(&t, "x", "Refunds", "nothing"), None);
         assert_eq!(rank(&terms("kb-7").unwrap(), "KB-7", "t", "b"), Some(0));
         assert!(terms(&"x".repeat(600)).is_err());
+    }
+}
+
+#[cfg(test)]
+mod why_tests {
+    use super::*;
+
+    #[test]
+    fn matched_terms_are_whole_words_of_the_query_once_each() {
+        assert_eq!(
+            matched_terms("Acme renewals, acme CFO?", &["Acme Corp renewals", "need the CFO"]),
+            ["acme", "renewals", "cfo"]
+        );
+        assert!(matched_terms("renew", &["renewals"]).is_empty(), "whole words only");
+    }
+
+    #[test]
+    fn a_hit_names_the_legs_that_found_it() {
+        let hit = ports::search::SearchHit {
+            scope: domain::memory::MemoryScope::Org,
+            id: Id::new("c1").unwrap(),
+            doc: Id::new("d1").unwrap(),
+            kind: ports::search::DocKind::Memory,
+            title: "Refunds".into(),
+            text: "Refunds over 5000 EUR need sign-off".into(),
+            score: 0.032,
+            similarity: Some(0.71),
+            keyword_rank: None,
+            vector_rank: Some(2),
+            exact: false,
+        };
+        let why = WhyView::of_hit(&hit, "refunds sign-off EUR");
+        assert_eq!(why.found_by, ["vector"]);
+        assert_eq!((why.keyword_rank, why.vector_rank, why.score), (None, Some(2), Some(0.032)));
+        assert_eq!(why.matched_terms, ["refunds", "sign", "off", "eur"]);
     }
 }

@@ -21,7 +21,8 @@ impl Tools<'_> {
         let reader = reads_memory(caller);
         let entries = records.list_book_entries(&caller.tenant, Some(project), &PageRequest::first(50)).await?.items;
         let (memory, open) = if reader {
-            let (memory, _, _) = self.org_matches(caller, project, None, 10).await?;
+            let (found, _, _) = self.org_matches(caller, project, None, 10).await?;
+            let memory: Vec<_> = found.into_iter().map(|(m, _)| m).collect();
             let open = records
                 .list_proposals(&caller.tenant, Some(ProposalState::AwaitingApproval), &PageRequest::first(10))
                 .await?

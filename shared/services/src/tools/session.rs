@@ -105,7 +105,7 @@ impl Capability for GetContext {
         }
         if reader {
             let memory = if memory_query.split_whitespace().next().is_some() {
-                tools.org_matches(caller, &memory_query, None, 5).await?.0
+                tools.org_matches(caller, &memory_query, None, 5).await?.0.into_iter().map(|(m, _)| m).collect()
             } else {
                 Vec::new()
             };
