@@ -166,3 +166,63 @@ async fn the_graph_toolset_is_offered_only_where_enabled() {
         assert_eq!(r["structuredContent"]["code"], "INVALID_REQUEST", "{args}: {r}");
     }
 }
+
+/// `read_graph`, `search_nodes` and `open_nodes` page on request (`limit`, `maxTokens`,
+/// `cursor` → `nextCursor`); without them the whole answer, as the reference gives it.
+#[tokio::test]
+async fn graph_reads_page_and_keep_to_a_token_budget() {
+    let f = fixture().await;
+    let key = f.key("canonical,graph", &[]).await;
+    let entities: Vec<Value> = (0..30)
+        .map(|i| json!({"name": format!("node-{i:02}"), "entityType": "service", "observations": [format!("owned by team {}", i % 3)]}))
+        .collect();
+    f.call(&key, "create_entities", json!({"entities": entities})).await;
+    let relations: Vec<Value> = (0..29)
+        .map(|i| json!({"from": format!("node-{i:02}"), "to": format!("node-{:02}", i + 1), "relationType": "calls"}))
+        .collect();
+    f.call(&key, "create_relations", json!({"relations": relations})).await;
+
+    let whole = f.call(&key, "read_graph", json!({})).await["structuredContent"].clone();
+    assert_eq!((whole["entities"].as_array().unwrap().len(), whole["relations"].as_array().unwrap().len()), (30, 29));
+    assert!(whole.get("nextCursor").is_none(), "the reference's answer, whole: {whole}");
+
+    // Pages of 8: every entity and every relation exactly once.
+    let (mut names, mut edges, mut pages, mut cursor) = (Vec::new(), Vec::new(), 0, Value::Null);
+    loop {
+        let page = f.call(&key, "read_graph", json!({"limit": 8, "cursor": cursor})).await["structuredContent"].clone();
+        let got = page["entities"].as_array().unwrap();
+        assert!(got.len() <= 8 && !got.is_empty(), "{page}");
+        names.extend(got.iter().map(|e| e["name"].as_str().unwrap().to_owned()));
+        edges.extend(page["relations"].as_array().unwrap().iter().map(|r| r["from"].as_str().unwrap().to_owned()));
+        pages += 1;
+        match page.get("nextCursor") {
+            Some(c) => cursor = c.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 4);
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 30);
+    assert_eq!(edges.len(), 29, "each relation on one page");
+
+    // A token budget: a small answer, and a cursor to go on.
+    let small = f.call(&key, "read_graph", json!({"maxTokens": 120})).await["structuredContent"].clone();
+    let n = small["entities"].as_array().unwrap().len();
+    assert!((1..30).contains(&n), "{small}");
+    assert!(serde_json::to_string(&small["entities"]).unwrap().len() <= 4 * 120 + 200, "{small}");
+    assert_eq!(small["nextCursor"], format!("graph:{n}"));
+
+    // search_nodes and open_nodes page the same way.
+    let found = f.call(&key, "search_nodes", json!({"query": "team 1", "limit": 3})).await["structuredContent"].clone();
+    assert_eq!(found["entities"].as_array().unwrap().len(), 3);
+    assert!(found["nextCursor"].is_string(), "10 match: {found}");
+    let opened = f.call(&key, "open_nodes", json!({"names": ["node-01", "node-02", "node-03"], "limit": 2})).await;
+    assert_eq!(opened["structuredContent"]["entities"].as_array().unwrap().len(), 2);
+
+    // A cursor it did not give, or a limit out of range: refused.
+    let bad = f.call(&key, "read_graph", json!({"cursor": "page-2"})).await;
+    assert_eq!((bad["isError"].as_bool(), bad["structuredContent"]["code"].as_str()), (Some(true), Some("INVALID_REQUEST")));
+    let bad = f.call(&key, "read_graph", json!({"limit": 0})).await;
+    assert_eq!(bad["isError"], true, "{bad}");
+}

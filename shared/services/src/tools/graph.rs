@@ -67,6 +67,83 @@ pub struct GraphView {
     pub entities: Vec<Value>,
     #[schemars(with = "Vec<Map<String, Value>>")]
     pub relations: Vec<Value>,
+    /// Set when `limit` or `maxTokens` cut the answer short: pass it as `cursor` for the rest.
+    #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "string"))]
+    pub next_cursor: Option<String>,
+}
+
+/// The paging arguments of the three read tools (absent: the whole answer, as the
+/// reference server gives it).
+#[derive(Debug, Default)]
+struct Paging {
+    offset: usize,
+    limit: Option<usize>,
+    max_tokens: Option<usize>,
+}
+
+/// The most entities one page may hold, and the smallest token budget.
+pub const MAX_PAGE: u32 = 1000;
+pub const MIN_TOKENS: u32 = 100;
+
+impl Paging {
+    /// Takes `limit`, `cursor` and `maxTokens` out of the arguments (the graph service
+    /// keeps the reference's argument shapes).
+    fn take(args: &mut Value) -> Result<Self> {
+        let Some(o) = args.as_object_mut() else { return Ok(Self::default()) };
+        let number = |v: Option<Value>, name: &str, min: u32, max: u32| -> Result<Option<usize>> {
+            match v {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| (min..=max).contains(n)) {
+                    Some(n) => Ok(Some(n as usize)),
+                    None => Err(Error::invalid_field(name, format!("must be an integer from {min} to {max}"))),
+                },
+            }
+        };
+        let limit = number(o.remove("limit"), "limit", 1, MAX_PAGE)?;
+        let max_tokens = number(o.remove("maxTokens"), "maxTokens", MIN_TOKENS, 1_000_000)?;
+        let offset = match o.remove("cursor") {
+            None | Some(Value::Null) => 0,
+            Some(Value::String(c)) => c
+                .strip_prefix("graph:")
+                .and_then(|n| n.parse::<usize>().ok())
+                .ok_or_else(|| Error::invalid_field("cursor", "not a cursor this tool returned (pass nextCursor as it came)"))?,
+            Some(_) => return Err(Error::invalid_field("cursor", "must be a string")),
+        };
+        Ok(Self { offset, limit, max_tokens })
+    }
+
+    /// One page of `view`: its entities from the offset, as many as `limit` allows and
+    /// the token budget holds (roughly four bytes of JSON a token; always at least one,
+    /// so paging moves on), each with the relations that start from it — so a relation
+    /// of the answer appears on exactly one page.
+    fn page(&self, view: GraphView) -> GraphView {
+        if self.limit.is_none() && self.max_tokens.is_none() && self.offset == 0 {
+            return view;
+        }
+        let name = |v: &Value| v.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let from = |v: &Value| v.get("from").and_then(Value::as_str).unwrap_or_default().to_owned();
+        let cost = |v: &Value| serde_json::to_string(v).map_or(0, |s| s.len().div_ceil(4));
+        let total = view.entities.len();
+        let mut entities = Vec::new();
+        let mut relations = Vec::new();
+        let mut spent = 0;
+        for entity in view.entities.into_iter().skip(self.offset) {
+            if self.limit.is_some_and(|l| entities.len() >= l) {
+                break;
+            }
+            let own: Vec<Value> = view.relations.iter().filter(|r| from(r) == name(&entity)).cloned().collect();
+            let price = cost(&entity) + own.iter().map(cost).sum::<usize>();
+            if self.max_tokens.is_some_and(|m| spent + price > m) && !entities.is_empty() {
+                break;
+            }
+            spent += price;
+            entities.push(entity);
+            relations.extend(own);
+        }
+        let next = self.offset + entities.len();
+        GraphView { entities, relations, next_cursor: (next < total).then(|| format!("graph:{next}")) }
+    }
 }
 
 /// Runs graph tool `tool` with `args` (serialized back to the reference shape).
@@ -80,7 +157,11 @@ async fn change<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<
 }
 
 async fn view<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<GraphView> {
-    serde_json::from_value(run_graph(cx, tool, args).await?).map_err(|e| Error::internal(format!("graph result: {e}")))
+    let mut args = serde_json::to_value(args).map_err(|e| Error::internal(format!("graph arguments: {e}")))?;
+    let paging = Paging::take(&mut args)?;
+    let whole: GraphView = serde_json::from_value(cx.tools.graph.run(cx.caller, tool, &args).await?)
+        .map_err(|e| Error::internal(format!("graph result: {e}")))?;
+    Ok(paging.page(whole))
 }
 
 /// One graph tool: its argument struct (with the optional `scope`) and capability.
@@ -133,10 +214,19 @@ graph_tool!(DeleteObservations, DeleteObservationsArgs, "delete_observations", "
 graph_tool!(DeleteRelations, DeleteRelationsArgs, "delete_relations", "Delete relations",
     "Delete multiple relations from the knowledge graph", GraphChange, change,
     { #[schemars(description = "An array of relations to delete")] relations: Vec<GraphRelationArg> });
-graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView, view, {});
+graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView, view,
+    { #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
 graph_tool!(SearchNodes, SearchNodesArgs, "search_nodes", "Search nodes",
     "Search for nodes in the knowledge graph based on a query", GraphView, view,
-    { #[schemars(description = "The search query to match against entity names, types, and observation content")] query: String });
+    { #[schemars(description = "The search query to match against entity names, types, and observation content")] query: String,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
 graph_tool!(OpenNodes, OpenNodesArgs, "open_nodes", "Open nodes",
     "Open specific nodes in the knowledge graph by their names", GraphView, view,
-    { #[schemars(description = "An array of entity names to retrieve")] names: Vec<String> });
+    { #[schemars(description = "An array of entity names to retrieve")] names: Vec<String>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
