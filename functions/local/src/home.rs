@@ -42,13 +42,20 @@ fn write_secret_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The embedder named on the command line: `hashing` or `local:DIR`.
-pub fn embedder(spec: &str) -> anyhow::Result<Arc<dyn ports::Embedder>> {
+/// The embedder named on the command line: `auto` (the model installed in `home` by
+/// `continuity model install`, else hashing), `hashing` or `local:DIR`.
+pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedder>> {
+    if spec == "auto" {
+        return match crate::cli::model::installed(home) {
+            Some(dir) => embedder(&format!("local:{}", dir.display()), home),
+            None => embedder("hashing", home),
+        };
+    }
     if spec == "hashing" {
         return Ok(Arc::new(ports::search::HashingEmbedder::new(384)));
     }
     let Some(dir) = spec.strip_prefix("local:") else {
-        anyhow::bail!("unknown embedder {spec:?}: expected hashing or local:DIR");
+        anyhow::bail!("unknown embedder {spec:?}: expected auto, hashing or local:DIR");
     };
     let model = embed::SentenceModel::load(Path::new(dir)).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     Ok(Arc::new(model))
@@ -65,7 +72,7 @@ pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
             .with_context(|| format!("creating the home folder {}", path.display()))?;
     }
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
-    let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec)?)
+    let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec, &path)?)
         .map_err(|e| anyhow::anyhow!("opening the home {}: {}", path.display(), e.for_operator()))?;
     let services = Services::new(backend);
     let issued =

