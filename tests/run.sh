@@ -312,6 +312,14 @@ if [ -z "$ONLY_SERVICES" ]; then
     say "    installing cargo-nextest"
     cargo install cargo-nextest --locked
   fi
+  # The target folder outlives runs and grows; cargo's incremental files are its
+  # largest part and are rebuilt on demand. Below 10 GB free, drop them rather than
+  # fail a build with a full disk.
+  free_kb="$(df -Pk "$(dirname "$CARGO_TARGET_DIR")" 2>/dev/null | awk 'NR == 2 { print $4 }')"
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((10 * 1024 * 1024)) ] && [ -d "$CARGO_TARGET_DIR/debug/incremental" ]; then
+    say "    $((free_kb / 1024)) MB free: removing cargo's incremental files ($CARGO_TARGET_DIR/debug/incremental)"
+    rm -rf "$CARGO_TARGET_DIR/debug/incremental"
+  fi
   end_step
 fi
 
