@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 
 use domain::spine::PoleClass;
@@ -36,13 +38,8 @@ async fn services(dir: &std::path::Path) -> Services {
 }
 
 async fn invoke(s: &Services, ev: Value) -> (u16, Option<String>, Value) {
-    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
-    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
-    let resp = app.oneshot(req).await.expect("infallible");
-    let status = resp.status().as_u16();
-    let retry = resp.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
-    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (status, retry, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let (status, headers, body) = common::invoke_with(s, &ev, common::PUBLIC_URL).await;
+    (status, headers.get("retry-after").map(|v| v.to_str().unwrap().to_owned()), body)
 }
 
 #[tokio::test]

@@ -4,13 +4,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::invoke;
+
 use std::sync::Arc;
 
 use domain::spine::PoleClass;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::value::Attributes;
 use domain::{EntityType, Id, TenantId};
-use http_body_util::BodyExt;
 use ports::records::Expect;
 use serde_json::Value;
 use services::Services;
@@ -33,15 +36,6 @@ async fn services(dir: &std::path::Path) -> Services {
         .await
         .unwrap();
     s
-}
-
-async fn invoke(s: &Services, ev: Value) -> (u16, Value) {
-    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
-    let app = gateway::lambda::app(s.clone(), "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod".into());
-    let resp = app.oneshot(req).await.expect("infallible");
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
 #[tokio::test]

@@ -3,17 +3,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 
 use base64::Engine as _;
 use domain::TenantId;
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
-use http_body_util::BodyExt;
 use serde_json::Value;
 use services::Services;
 use services::admin::NewServiceClient;
-use tower::ServiceExt;
 
 /// The API as the events call it, with no custom domain configured.
 const API: &str = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
@@ -23,12 +23,9 @@ fn event(name: &str) -> Value {
 }
 
 async fn invoke(s: &Services, ev: &Value) -> (u16, Value) {
-    let req = lambda_http::request::from_str(&ev.to_string()).expect("API Gateway event");
     // No public URL: the base comes from the request (Host + stage).
-    let resp = gateway::lambda::app(s.clone(), String::new()).oneshot(req).await.expect("infallible");
-    let status = resp.status().as_u16();
-    let bytes = resp.into_body().collect().await.expect("body").to_bytes();
-    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    let (status, _, body) = common::invoke_with(s, ev, "").await;
+    (status, body)
 }
 
 #[tokio::test]
