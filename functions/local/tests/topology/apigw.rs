@@ -51,6 +51,7 @@ impl Gateway {
         let routes = stack.routes().unwrap_or_else(|e| panic!("{e}"));
         let apis: Vec<&str> = {
             let mut a: Vec<&str> = routes.iter().map(|r| r.api.as_str()).collect();
+            a.sort_unstable();
             a.dedup();
             a
         };

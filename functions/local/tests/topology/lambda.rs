@@ -29,8 +29,7 @@ pub type Physical = BTreeMap<String, String>;
 pub fn resolve(text: &str, physical: &Physical, what: &str) -> String {
     let mut out = String::new();
     let mut rest = text;
-    while let Some(start) = rest.find("<Ref:").or_else(|| rest.find("<GetAtt:")) {
-        let start = [rest.find("<Ref:"), rest.find("<GetAtt:")].into_iter().flatten().min().unwrap_or(start);
+    while let Some(start) = [rest.find("<Ref:"), rest.find("<GetAtt:")].into_iter().flatten().min() {
         let end = rest[start..].find('>').map(|e| start + e).unwrap_or_else(|| panic!("{what}: unterminated placeholder"));
         let key = &rest[start..=end];
         let value = physical
