@@ -10,6 +10,7 @@
 pub mod aws;
 pub mod demo;
 pub mod embedded;
+pub mod recall;
 pub mod template;
 
 /// A sample event from the workspace's `events/` folder, as JSON.

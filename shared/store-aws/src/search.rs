@@ -9,8 +9,13 @@
 //! requested partitions again before they are returned.
 //!
 //! Hybrid search is two requests (a BM25 `multi_match` and a `knn` query) fused here by
-//! [`ports::search::fuse`], the same Reciprocal Rank Fusion the embedded index uses, so
-//! both backends rank alike and no search pipeline has to be provisioned.
+//! [`ports::search::fuse`], the same fusion the embedded index uses, so both backends
+//! rank alike and no search pipeline has to be provisioned. The text fields use the
+//! `english` analyser (stemming, as the embedded index's Snowball stemmer) and the query
+//! is sent without question words ([`ports::search::query_text`]). One difference:
+//! OpenSearch does not return a query's idf sum, so keyword scores are scaled by the
+//! list's best rather than by the query's full coverage. An index created before the
+//! analyser was set keeps the standard one until it is recreated and reindexed.
 //!
 //! There is no local OpenSearch: the tests assert the exact requests against an
 //! in-process HTTP server answering recorded OpenSearch responses.
@@ -22,6 +27,7 @@ use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId};
 use ports::search::{
     Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
+    Fusion, query_text,
     identifiers,
 };
 use serde_json::{Value, json};
@@ -75,8 +81,8 @@ impl OpenSearchIndex {
                 "doc": {"type": "keyword"},
                 "kind": {"type": "keyword"},
                 "embedder": {"type": "keyword"},
-                "title": {"type": "text"},
-                "text": {"type": "text"},
+                "title": {"type": "text", "analyzer": "english"},
+                "text": {"type": "text", "analyzer": "english"},
                 "updated_at": {"type": "date", "format": "epoch_millis"},
                 "vector": {"type": "knn_vector", "dimension": self.dim, "method": {
                     "name": "hnsw", "engine": "faiss", "space_type": "cosinesimil",
@@ -159,6 +165,9 @@ impl OpenSearchIndex {
                         vector_rank: None,
                     },
                     raw: score,
+                    // OpenSearch does not return the query's idf sum: fusion scales
+                    // keyword scores by the list's best instead.
+                    coverage: None,
                 })
             })
             .collect()
@@ -238,7 +247,7 @@ impl SearchIndex for OpenSearchIndex {
                     "size": DEPTH, "_source": SOURCE,
                     "query": {"bool": {
                         "filter": filter,
-                        "must": [{"multi_match": {"query": q.text, "fields": ["title^2", "text"]}}]
+                        "must": [{"multi_match": {"query": query_text(&q.text), "fields": ["title^2", "text"]}}]
                     }}
                 }))
                 .await?;
@@ -258,7 +267,7 @@ impl SearchIndex for OpenSearchIndex {
                 .await?;
             vector = self.candidates(hits, &parts, &ids, true);
         }
-        Ok(fuse(q.mode, keyword, vector, q.k.clamp(1, ports::search::MAX_HITS)))
+        Ok(fuse(q.mode, keyword, vector, q.k.clamp(1, ports::search::MAX_HITS), Fusion::for_embedder(&q.embedder)))
     }
 
     async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>> {

@@ -218,7 +218,7 @@ pub struct WhyView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "integer"))]
     pub vector_rank: Option<u32>,
-    /// The fused score (reciprocal-rank fusion; higher ranks first).
+    /// The fused score (keyword coverage and vector closeness combined, 0 to 1; higher first).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "number"))]
     pub score: Option<f64>,

@@ -55,10 +55,14 @@ impl Bm25 {
         }
     }
 
-    /// The `n` best slots for the query tokens, best first, with their scores.
-    pub fn search(&self, query: &[String], n: usize) -> Vec<(u32, f64)> {
+    /// The `n` best slots for the query tokens, best first, with their scores; and the
+    /// sum of the idf of the terms used (the score of a document holding each of them
+    /// once at average length: what fusion scales scores by), a term no document holds
+    /// counting as the rarest possible — so a document that explains a part of the query
+    /// is not taken for one that explains all of it.
+    pub fn search(&self, query: &[String], n: usize) -> (Vec<(u32, f64)>, f64) {
         if self.docs == 0 {
-            return Vec::new();
+            return (Vec::new(), 0.0);
         }
         #[allow(clippy::cast_precision_loss)]
         let (docs, avg) = (self.docs as f64, self.total as f64 / self.docs as f64);
@@ -76,11 +80,16 @@ impl Bm25 {
         // Dense accumulators (a map costs ~10x on common terms that touch most slots).
         let mut scores = vec![0.0f64; self.lengths.len()];
         let mut touched: Vec<u32> = Vec::new();
+        let mut idf_sum = 0.0;
         for t in terms {
-            let Some(list) = self.postings.get(t) else { continue };
+            let Some(list) = self.postings.get(t) else {
+                idf_sum += (1.0 + (docs + 0.5) / 0.5).ln();
+                continue;
+            };
             #[allow(clippy::cast_precision_loss)]
             let df = list.len() as f64;
             let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+            idf_sum += idf;
             let norm = K1 * (1.0 - B);
             let per_len = K1 * B / avg.max(1.0);
             for &(slot, tf) in list {
@@ -101,7 +110,7 @@ impl Bm25 {
         }
         out.sort_by(by_score);
         out.truncate(n);
-        out
+        (out, idf_sum)
     }
 }
 
@@ -110,6 +119,10 @@ mod tests {
     use super::*;
     use ports::search::tokens;
 
+    fn search(b: &Bm25, q: &str, n: usize) -> Vec<(u32, f64)> {
+        b.search(&tokens(q), n).0
+    }
+
     #[test]
     fn rarer_terms_weigh_more_and_removal_forgets() {
         let mut b = Bm25::default();
@@ -117,14 +130,20 @@ mod tests {
         for (i, d) in docs.iter().enumerate() {
             b.add(u32::try_from(i).unwrap(), &tokens(d));
         }
-        let hits = b.search(&tokens("the"), 3);
+        let hits = search(&b, "the", 3);
         assert_eq!(hits.len(), 3, "a query of common terms alone still matches");
-        let hits = b.search(&tokens("refund the"), 3);
+        let hits = search(&b, "refund the", 3);
         assert_eq!(hits[0].0, 0);
-        // "the" is in every document: with a rarer term beside it, it is skipped.
-        assert_eq!(b.search(&tokens("refund the"), 3).len(), 1);
+        // "the" is in every document: with a rarer term beside it, it is skipped, and the
+        // idf sum is the rarer term's alone.
+        let (hits, idf) = b.search(&tokens("refund the"), 3);
+        assert_eq!(hits.len(), 1);
+        assert!((idf - (1.0f64 + 2.5 / 1.5).ln()).abs() < 1e-12, "{idf}");
+        // A term no document holds still counts in the sum, as the rarest possible.
+        let (_, with_absent) = b.search(&tokens("refund zebra"), 3);
+        assert!((with_absent - idf - 8.0f64.ln()).abs() < 1e-12, "{with_absent}");
         b.remove(0, &tokens(docs[0]));
-        assert!(b.search(&tokens("refund"), 3).is_empty());
-        assert_eq!(b.search(&tokens("fridays"), 3)[0].0, 2);
+        assert!(search(&b, "refund", 3).is_empty());
+        assert_eq!(search(&b, "fridays", 3)[0].0, 2);
     }
 }

@@ -18,7 +18,7 @@ use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
     Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
-    identifiers, tokens,
+    identifiers, index_terms, Fusion, query_terms,
 };
 use rusqlite::params;
 use tokio::sync::{OnceCell, RwLock};
@@ -56,8 +56,8 @@ struct Partition {
 }
 
 fn doc_tokens(title: &str, text: &str) -> Vec<String> {
-    let mut t = tokens(title);
-    t.extend(tokens(text));
+    let mut t = index_terms(title);
+    t.extend(index_terms(text));
     t
 }
 
@@ -148,15 +148,19 @@ impl Partition {
     }
 
     fn keyword(&self, q: &SearchQuery, ids: &[String]) -> Vec<Candidate> {
-        let toks = tokens(&q.text);
+        let terms = query_terms(&q.text);
         // Over-fetch when filtering by kind, since postings hold both kinds.
         let n = if q.kind.is_some() { DEPTH * 4 } else { DEPTH };
-        self.bm25
-            .search(&toks, n)
+        let (found, idf_sum) = self.bm25.search(&terms, n);
+        found
             .into_iter()
             .filter(|(slot, _)| self.keep(*slot, q.kind))
             .take(DEPTH)
-            .map(|(slot, score)| Candidate { hit: self.hit(slot, ids), raw: score })
+            .map(|(slot, score)| Candidate {
+                hit: self.hit(slot, ids),
+                raw: score,
+                coverage: (idf_sum > 0.0).then(|| score / idf_sum),
+            })
             .collect()
     }
 
@@ -179,7 +183,7 @@ impl Partition {
             .map(|(slot, sim)| {
                 let mut hit = self.hit(slot, ids);
                 hit.similarity = Some(sim);
-                Candidate { hit, raw: f64::from(sim) }
+                Candidate { hit, raw: f64::from(sim), coverage: None }
             })
             .collect()
     }
@@ -377,12 +381,14 @@ impl SearchIndex for SqliteSearch {
                 vector.extend(p.vector(q, v, &ids));
             }
         }
-        // Lists from several partitions merge by raw score before ranks are taken.
-        for list in [&mut keyword, &mut vector] {
-            list.sort_by(|a, b| b.raw.total_cmp(&a.raw));
-            list.truncate(DEPTH);
-        }
-        Ok(fuse(q.mode, keyword, vector, k))
+        // Lists from several partitions merge before ranks are taken: keywords by coverage
+        // (raw BM25 scores of partitions with other statistics do not compare), vectors by
+        // similarity.
+        keyword.sort_by(|a, b| b.coverage.unwrap_or(0.0).total_cmp(&a.coverage.unwrap_or(0.0)));
+        vector.sort_by(|a, b| b.raw.total_cmp(&a.raw));
+        keyword.truncate(DEPTH);
+        vector.truncate(DEPTH);
+        Ok(fuse(q.mode, keyword, vector, k, Fusion::for_embedder(&q.embedder)))
     }
 
     async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>> {

@@ -1,0 +1,280 @@
+//! The conversational recall evaluation (issue #21): the labelled multi-session set of
+//! `tests/corpus/conversations.json` (its generator beside it), one memory per turn,
+//! each question asked once; a hit is an evidence turn in the top k.
+//!
+//! Each split goes into a tenant of its own (so a split's questions only see its own
+//! turns) as knowledge-base memories — the shape of the public benchmark the issue was
+//! measured on — and is searched through [`services::search::SearchService::search`] in
+//! the three modes, beside [`PlainBm25`], the 40-line Okapi BM25 the issue compares
+//! with. Turns and questions are embedded in batches and go to the index port directly
+//! (the KB write path embeds, links and reads back one record at a time, which would
+//! make this a test of ingest speed, not recall); the index documents are the ones that
+//! path writes, and the queries the ones the search service builds.
+//!
+//! `CONTINUITY_RECALL_DUMP=FILE` also writes every turn's, question's and KB corpus
+//! entry's vector to FILE (JSON), for studying fusion outside Rust.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use domain::memory::MemoryScope;
+use domain::principal::CallerContext;
+use domain::{Id, Timestamp};
+use ports::search::{DocKind, SearchDoc, SearchMode, SearchQuery};
+use serde_json::Value;
+use services::Services;
+
+/// The corpus, parsed.
+pub struct Corpus {
+    pub turns: Vec<Turn>,
+    pub questions: Vec<Question>,
+}
+
+pub struct Turn {
+    pub id: String,
+    pub split: String,
+    pub speaker: String,
+    pub date: String,
+    pub text: String,
+}
+
+pub struct Question {
+    pub split: String,
+    pub kind: String,
+    pub text: String,
+    pub evidence: HashSet<String>,
+}
+
+/// Reads `tests/corpus/conversations.json`.
+pub fn corpus() -> Corpus {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+    let path = format!("{dir}/corpus/conversations.json");
+    let raw: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let s = |v: &Value| v.as_str().unwrap().to_owned();
+    let mut turns = Vec::new();
+    for c in raw["conversations"].as_array().unwrap() {
+        for session in c["sessions"].as_array().unwrap() {
+            for t in session["turns"].as_array().unwrap() {
+                turns.push(Turn {
+                    id: s(&t["id"]),
+                    split: s(&c["split"]),
+                    speaker: s(&t["speaker"]),
+                    date: s(&session["date"]),
+                    text: s(&t["text"]),
+                });
+            }
+        }
+    }
+    let questions = raw["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| Question {
+            split: s(&q["split"]),
+            kind: s(&q["kind"]),
+            text: s(&q["question"]),
+            evidence: q["evidence"].as_array().unwrap().iter().map(s).collect(),
+        })
+        .collect();
+    Corpus { turns, questions }
+}
+
+/// Recall at 5 and 10 and MRR at 10, summed over questions.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Scores {
+    pub r5: f64,
+    pub r10: f64,
+    pub mrr: f64,
+    pub n: u32,
+}
+
+impl Scores {
+    fn add(&mut self, ranked: &[String], evidence: &HashSet<String>) {
+        let first = ranked.iter().take(10).position(|d| evidence.contains(d));
+        self.r5 += f64::from(u8::from(first.is_some_and(|i| i < 5)));
+        self.r10 += f64::from(u8::from(first.is_some()));
+        self.mrr += first.map_or(0.0, |i| 1.0 / f64::from(u32::try_from(i + 1).unwrap()));
+        self.n += 1;
+    }
+
+    /// The means: (R@5, R@10, MRR@10).
+    pub fn mean(&self) -> (f64, f64, f64) {
+        let n = f64::from(self.n.max(1));
+        (self.r5 / n, self.r10 / n, self.mrr / n)
+    }
+}
+
+/// The retrievers compared.
+pub const SYSTEMS: [&str; 4] = ["plain-bm25", "keyword", "vector", "hybrid"];
+
+/// The results: per (split, question kind or `all`, system).
+pub type Report = BTreeMap<(String, String, String), Scores>;
+
+/// Indexes each split into its own tenant of `s` (callers from `callers`, by split) and
+/// asks every question with every system.
+pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, corpus: &Corpus) -> Report {
+    let embedder = s.backend.embedder.clone();
+    for batch in corpus.turns.chunks(64) {
+        let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", title(t), t.text)).collect();
+        let vectors = embedder.embed(&texts).await.unwrap();
+        let docs: Vec<SearchDoc> = batch
+            .iter()
+            .zip(vectors)
+            .map(|(t, vector)| SearchDoc {
+                tenant: callers[&t.split].tenant.clone(),
+                scope: MemoryScope::Org,
+                id: Id::new(format!("{}~0", t.id)).unwrap(),
+                doc: Id::new(t.id.clone()).unwrap(),
+                kind: DocKind::Kb,
+                title: title(t),
+                text: t.text.clone(),
+                vector,
+                embedder: embedder.name().to_owned(),
+                updated_at: Timestamp(0),
+            })
+            .collect();
+        s.backend.search.upsert(&docs).await.unwrap();
+    }
+    if let Some(path) = std::env::var_os("CONTINUITY_RECALL_DUMP") {
+        // For studying fusion outside Rust: every turn's and question's vector.
+        let mut all = serde_json::Map::new();
+        for batch in corpus.turns.chunks(64) {
+            let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", title(t), t.text)).collect();
+            for (t, v) in batch.iter().zip(embedder.embed(&texts).await.unwrap()) {
+                all.insert(t.id.clone(), serde_json::json!(v));
+            }
+        }
+        for q in &corpus.questions {
+            all.insert(q.text.clone(), serde_json::json!(embedder.embed(std::slice::from_ref(&q.text)).await.unwrap()[0]));
+        }
+        // And the knowledge-base corpus beside it (`kb:ID`, `kbq:QUERY`).
+        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
+        let kb: Value = serde_json::from_str(&std::fs::read_to_string(format!("{dir}/corpus/kb.json")).unwrap()).unwrap();
+        for d in kb["documents"].as_array().unwrap() {
+            let text = format!("{}\n{}", d["title"].as_str().unwrap(), d["body"].as_str().unwrap());
+            all.insert(format!("kb:{}", d["id"].as_str().unwrap()), serde_json::json!(embedder.embed(&[text]).await.unwrap()[0]));
+        }
+        for q in kb["queries"].as_array().unwrap() {
+            let text = q["query"].as_str().unwrap().to_owned();
+            all.insert(format!("kbq:{text}"), serde_json::json!(embedder.embed(&[text]).await.unwrap()[0]));
+        }
+        std::fs::write(path, serde_json::to_vec(&all).unwrap()).unwrap();
+    }
+    let mut plain: HashMap<&str, PlainBm25> = HashMap::new();
+    for t in &corpus.turns {
+        plain.entry(t.split.as_str()).or_default().add(&t.id, &format!("{} {}", title(t), t.text));
+    }
+    // Questions are embedded together, once, and asked of the index port directly with
+    // each mode (the service's search embeds the question again for every call).
+    let mut vectors = Vec::new();
+    for batch in corpus.questions.chunks(64) {
+        let texts: Vec<String> = batch.iter().map(|q| q.text.clone()).collect();
+        vectors.extend(embedder.embed(&texts).await.unwrap());
+    }
+    let mut report = Report::new();
+    for (q, vector) in corpus.questions.iter().zip(vectors) {
+        for system in SYSTEMS {
+            let ranked: Vec<String> = if system == "plain-bm25" {
+                plain[q.split.as_str()].search(&q.text, 10)
+            } else {
+                let mode = match system {
+                    "keyword" => SearchMode::Keyword,
+                    "vector" => SearchMode::Vector,
+                    _ => SearchMode::Hybrid,
+                };
+                let query = SearchQuery {
+                    tenant: callers[&q.split].tenant.clone(),
+                    scopes: vec![MemoryScope::Org],
+                    kind: Some(DocKind::Kb),
+                    text: q.text.clone(),
+                    vector: Some(vector.clone()),
+                    embedder: embedder.name().to_owned(),
+                    mode,
+                    k: 10,
+                };
+                s.backend.search.search(&query).await.unwrap().into_iter().map(|h| h.doc.to_string()).collect()
+            };
+            for kind in [q.kind.as_str(), "all"] {
+                report.entry((q.split.clone(), kind.to_owned(), system.to_owned())).or_default().add(&ranked, &q.evidence);
+            }
+        }
+    }
+    report
+}
+
+/// A turn's title as a client would store it: the speaker and the session's date.
+fn title(t: &Turn) -> String {
+    format!("{} ({})", t.speaker, t.date)
+}
+
+/// The report as a table, one line per split, kind and system.
+pub fn table(report: &Report, embedder: &str) -> String {
+    let mut out = format!("conversational recall ({embedder}); a hit is an evidence turn in the top k\n");
+    out.push_str(&format!("{:<8} {:<12} {:<11} {:>6} {:>6} {:>7} {:>5}\n", "split", "kind", "system", "R@5", "R@10", "MRR@10", "n"));
+    for ((split, kind, system), s) in report {
+        let (r5, r10, mrr) = s.mean();
+        out.push_str(&format!("{split:<8} {kind:<12} {system:<11} {r5:>6.3} {r10:>6.3} {mrr:>7.3} {:>5}\n", s.n));
+    }
+    out
+}
+
+/// The issue's baseline: Okapi BM25 (k1 1.2, b 0.75) over lower-cased words, with an
+/// English stop-word list, no stemming.
+#[derive(Default)]
+pub struct PlainBm25 {
+    docs: Vec<(String, HashMap<String, u32>, u32)>,
+    df: HashMap<String, u32>,
+}
+
+const STOP: &[&str] = &[
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how",
+    "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "s", "that", "the", "their", "them", "they",
+    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
+    "your",
+];
+
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .filter(|w| !STOP.contains(&w.as_str()))
+        .collect()
+}
+
+impl PlainBm25 {
+    pub fn add(&mut self, id: &str, text: &str) {
+        let mut tf: HashMap<String, u32> = HashMap::new();
+        let w = words(text);
+        for t in &w {
+            *tf.entry(t.clone()).or_default() += 1;
+        }
+        for t in tf.keys() {
+            *self.df.entry(t.clone()).or_default() += 1;
+        }
+        self.docs.push((id.to_owned(), tf, u32::try_from(w.len()).unwrap()));
+    }
+
+    pub fn search(&self, query: &str, k: usize) -> Vec<String> {
+        let n = f64::from(u32::try_from(self.docs.len()).unwrap());
+        let avg = self.docs.iter().map(|d| f64::from(d.2)).sum::<f64>() / n.max(1.0);
+        let q = words(query);
+        let mut scored: Vec<(f64, &str)> = self
+            .docs
+            .iter()
+            .map(|(id, tf, len)| {
+                let score = q
+                    .iter()
+                    .filter_map(|t| {
+                        let f = f64::from(*tf.get(t)?);
+                        let df = f64::from(self.df[t]);
+                        let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+                        Some(idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * f64::from(*len) / avg)))
+                    })
+                    .sum();
+                (score, id.as_str())
+            })
+            .filter(|(s, _)| *s > 0.0)
+            .collect();
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        scored.into_iter().take(k).map(|(_, id)| id.to_owned()).collect()
+    }
+}
