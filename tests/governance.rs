@@ -46,6 +46,8 @@ async fn bands(backend: Backend) {
         created_at: Timestamp(now.0 - 1000),
         updated_at: Timestamp(now.0 - 1000),
         version: 0,
+        occurred_at: None,
+        expires_at: None,
     };
     backend.records.put_memory(&old, Expect::Absent).await.unwrap();
     // Indexed as the writer indexes every entry it activates: triage finds the entries
@@ -59,6 +61,7 @@ async fn bands(backend: Backend) {
             title: &old.title,
             body: &old.body,
             at: now,
+            occurred: None,
         })
         .await
         .unwrap();

@@ -63,6 +63,8 @@ async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, bo
         created_at: now,
         updated_at: now,
         version: 0,
+        occurred_at: None,
+        expires_at: None,
     };
     backend.records.put_memory(&m, Expect::Absent).await.unwrap();
     services::search::SearchService::new(backend.clone())
@@ -74,6 +76,7 @@ async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, bo
             title: &m.title,
             body: &m.body,
             at: now,
+            occurred: None,
         })
         .await
         .unwrap();
@@ -301,8 +304,9 @@ const SCOPES: [&str; 6] = ["tenant:read", "tenant:write", "memory:read", "memory
 
 /// What each single-scope key may see: the (tool, scope) pairs whose answer holds memory.
 /// Everything else answers without it (or refuses).
-const SEES_MEMORY: [(&str, &str); 7] = [
+const SEES_MEMORY: [(&str, &str); 8] = [
     ("memory.search_org", "memory:read"),
+    ("memory.search", "memory:read"),
     ("memory.read_org", "memory:read"),
     ("memory.read_conversational", "memory:read"),
     ("memory.list_decisions", "memory:read"),
@@ -382,8 +386,18 @@ async fn scope_walk(backend: Backend) {
     assert_eq!(theirs["state"], "awaiting_approval", "{theirs}");
     let theirs_id = theirs["id"].as_str().unwrap().to_owned();
 
+    // Two personal memories of the walker's (no canary: what the walker wrote itself).
+    let mut ids = Vec::new();
+    for text in ["Walker prefers short answers", "Walker works from Lisbon"] {
+        let r = s.capabilities.execute(&me, "memory.remember", json!({"text": text})).await.unwrap();
+        ids.push(r.data["memory"]["id"].as_str().unwrap().to_owned());
+    }
     let entity = json!({"type": "account", "id": "acct-1"});
     let calls: Vec<(&str, Value)> = vec![
+        ("memory.search", json!({"query": "Globex"})),
+        ("memory.remember", json!({"text": "Walker likes tables"})),
+        ("memory.update_personal", json!({"id": ids[0], "text": "Walker prefers very short answers"})),
+        ("memory.forget", json!({"id": ids[1]})),
         ("memory.search_org", json!({"query": "Globex"})),
         ("memory.read_org", json!({"id": org.id.as_str()})),
         (

@@ -36,6 +36,8 @@ fn memory(t: &domain::TenantId, id: &str, scope: MemoryScope, updated: Timestamp
         created_at: updated,
         updated_at: updated,
         version: 0,
+        occurred_at: None,
+        expires_at: None,
     }
 }
 

@@ -474,6 +474,7 @@ async fn reindex_heals_both_directions_and_is_idempotent() {
             vector: e.embed(&["Ghost".into()]).await.unwrap().remove(0),
             embedder: e.name().into(),
             updated_at: Timestamp(1),
+            occurred_at: None,
         }])
         .await
         .unwrap();

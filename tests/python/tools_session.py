@@ -24,6 +24,8 @@ CALLS = [
     ("memory.read_org", {"id": "dec-1"}),
     ("memory.propose", {"title": "Acme renewals need the CRO too", "body": "From 2027 the CRO signs as well.", "kind": "decision", "supersedes": "dec-1"}),
     ("memory.read_personal", {}),
+    ("memory.remember", {"text": "Prefers renewal summaries as bullet points"}),
+    ("memory.search", {"query": "Acme renewals"}),
     ("memory.list_decisions", {}),
     ("session.get_context", {"entity": {"type": "account", "id": "acme-1"}, "session": "sdk"}),
     ("session.summarize", {"session": "sdk"}),

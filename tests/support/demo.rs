@@ -26,6 +26,8 @@ fn org(t: &TenantId, id: &str, title: &str, body: &str, state: GovernanceState) 
         created_at: Timestamp(1_000),
         updated_at: Timestamp(1_000),
         version: 0,
+        occurred_at: None,
+        expires_at: None,
     }
 }
 

@@ -130,6 +130,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                 vector,
                 embedder: embedder.name().to_owned(),
                 updated_at: Timestamp(0),
+                occurred_at: None,
             })
             .collect();
         s.backend.search.upsert(&docs).await.unwrap();
@@ -190,6 +191,8 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                     embedder: embedder.name().to_owned(),
                     mode,
                     k: 10,
+                    since: None,
+                    until: None,
                 };
                 s.backend.search.search(&query).await.unwrap().into_iter().map(|h| h.doc.to_string()).collect()
             };

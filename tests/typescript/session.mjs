@@ -19,6 +19,8 @@ const calls = [
   ["memory.read_org", { id: "dec-1" }],
   ["memory.propose", { title: "Acme renewals need the CRO too", body: "From 2027 the CRO signs as well.", kind: "decision" }],
   ["memory.read_personal", {}],
+  ["memory.remember", { text: "Prefers renewal summaries as bullet points" }],
+  ["memory.search", { query: "Acme renewals" }],
   ["memory.list_decisions", {}],
   ["session.get_context", { entity: { type: "account", id: "acme-1" }, session: "ts" }],
   ["session.summarize", { session: "ts" }],

@@ -79,8 +79,8 @@ fn the_python_sdk_calls_every_tool() {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "the SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 20);
-    assert_eq!(seen["called"].as_array().unwrap().len(), 20, "{seen}");
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(seen["called"].as_array().unwrap().len(), 22, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "every valid call succeeds: {seen}");
     assert_eq!(seen["invalid_call"]["isError"], true);
     assert_eq!(seen["invalid_call"]["structured"]["code"], "INVALID_REQUEST");
@@ -109,8 +109,8 @@ fn the_typescript_sdk_calls_every_tool() {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "the TypeScript SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 20);
-    assert_eq!(seen["called"].as_array().unwrap().len(), 20, "{seen}");
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(seen["called"].as_array().unwrap().len(), 22, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "every valid call succeeds: {seen}");
     assert_eq!(seen["invalid_call"], serde_json::json!({"isError": true, "code": "INVALID_REQUEST"}));
     assert_eq!(seen["prompts"], serde_json::json!(["project_handoff_summary", "morning_brief"]));

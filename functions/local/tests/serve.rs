@@ -11,7 +11,7 @@ use common::{Server, call_tool, cli, client, rpc, spawn};
 
 use serde_json::{Value, json};
 
-/// The 20 canonical MCP tools (SPEC §7.1), in registry order.
+/// The canonical MCP tools (SPEC §7.1 and recall), in registry order.
 fn adk_names() -> Vec<&'static str> {
     vec![
         "memory.search_org",
@@ -21,6 +21,10 @@ fn adk_names() -> Vec<&'static str> {
         "memory.write_conversational",
         "memory.read_personal",
         "memory.list_decisions",
+        "memory.search",
+        "memory.remember",
+        "memory.update_personal",
+        "memory.forget",
         "session.get_context",
         "session.summarize",
         "session.list_recent",
@@ -122,7 +126,7 @@ async fn mcp_needs_a_key_and_lists_every_tool() {
 
     let v: Value = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.unwrap();
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    // The owner key on the enterprise plan sees all 20 canonical tools.
+    // The owner key on the enterprise plan sees all 24 canonical tools.
     let canonical: Vec<&str> = adk_names();
     assert_eq!(names, canonical);
     for t in v["result"]["tools"].as_array().unwrap() {

@@ -43,7 +43,7 @@ fn stdio_serves_the_same_tools_on_a_fresh_home() {
     send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let tools = recv();
     let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 20, "the local tenant is on the enterprise plan: {names:?}");
+    assert_eq!(names.len(), 24, "the local tenant is on the enterprise plan: {names:?}");
     send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory.write_conversational",
         "arguments": {"session": "s1", "role": "user", "content": "hello from stdio"}}}));
     let w = recv();

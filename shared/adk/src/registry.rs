@@ -138,8 +138,10 @@ const fn connector(mut c: CapabilitySpec, n: ConnectorNeed) -> CapabilitySpec {
     c
 }
 
-/// Every capability. The first twenty are the canonical MCP tools of SPEC §7.1; then the
-/// nine tools of the `graph` toolset; then capabilities of the capability API only.
+/// Every capability. The canonical MCP tools of SPEC §7.1 (twenty, and the four of
+/// recall and personal memory: `memory.search`, `memory.remember`,
+/// `memory.update_personal`, `memory.forget`); then the nine tools of the `graph`
+/// toolset; then capabilities of the capability API only.
 pub static REGISTRY: &[CapabilitySpec] = &[
     // memory channel
     cap(
@@ -173,6 +175,42 @@ pub static REGISTRY: &[CapabilitySpec] = &[
     )),
     cap("memory.read_personal", Memory, Starter, &[MemoryRead], StoreIndex, "store.memory", "The caller's personal patterns."),
     cap("memory.list_decisions", Memory, Pro, &[MemoryRead], StoreIndex, "store.proposals", "Governance decisions with lineage."),
+    cap(
+        "memory.search",
+        Memory,
+        Starter,
+        &[MemoryRead],
+        VectorIndex,
+        "search.memory",
+        "Hybrid search over everything the caller can read: turns, personal, team/project/org memory, KB.",
+    ),
+    writes(cap(
+        "memory.remember",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.memory",
+        "Remember a personal fact or preference (the caller's own; no governance).",
+    )),
+    writes(cap(
+        "memory.update_personal",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.memory",
+        "Change one of the caller's personal memories.",
+    )),
+    writes(cap(
+        "memory.forget",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.memory",
+        "Forget one of the caller's personal memories (tombstone).",
+    )),
     // session channel
     cached(
         cap(
@@ -382,7 +420,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len(), "names are unique");
-        assert_eq!(mcp_tools().count(), 20, "the canonical 20 MCP tools");
+        assert_eq!(mcp_tools().count(), 24, "the canonical 20 MCP tools and the 4 of recall and personal memory");
         assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 9, "the graph toolset");
         for c in REGISTRY {
             assert!(CapabilityName::parse(c.name).is_ok(), "{} parses", c.name);

@@ -58,6 +58,8 @@ fn memory(t: &TenantId, mid: &str, scope: MemoryScope) -> MemoryEntry {
         created_at: Timestamp(1),
         updated_at: Timestamp(1),
         version: 0,
+        occurred_at: None,
+        expires_at: None,
     }
 }
 

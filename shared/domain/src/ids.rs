@@ -178,6 +178,23 @@ impl Timestamp {
     pub fn plus_millis(self, ms: i64) -> Self {
         Self(self.0.saturating_add(ms))
     }
+
+    /// Parses an RFC 3339 time (`2026-03-01T09:30:00Z`, any offset) or a date alone
+    /// (`2026-03-01`, midnight UTC), for argument `field`.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` naming `field`.
+    pub fn parse(field: &str, raw: &str) -> Result<Self, Error> {
+        use time::format_description::well_known::Rfc3339;
+        let bad = || Error::invalid_field(field, "expected an RFC 3339 time (2026-03-01T09:30:00Z) or a date (2026-03-01)");
+        let raw = raw.trim();
+        let at = if raw.len() == 10 {
+            time::OffsetDateTime::parse(&format!("{raw}T00:00:00Z"), &Rfc3339).map_err(|_| bad())?
+        } else {
+            time::OffsetDateTime::parse(raw, &Rfc3339).map_err(|_| bad())?
+        };
+        i64::try_from(at.unix_timestamp_nanos() / 1_000_000).map(Self).map_err(|_| bad())
+    }
 }
 
 /// Parsing from text (command-line arguments): the same checks as the constructors.
@@ -197,6 +214,17 @@ from_str_by_new!(TenantId, EntityType, Id);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_parse_from_rfc3339_or_a_date() {
+        assert_eq!(Timestamp::parse("since", "1970-01-02").unwrap(), Timestamp(86_400_000));
+        assert_eq!(Timestamp::parse("since", "1970-01-01T01:00:00+01:00").unwrap(), Timestamp(0));
+        assert_eq!(Timestamp::parse("since", "2026-03-01T09:30:00.250Z").unwrap().to_rfc3339(), "2026-03-01T09:30:00.25Z");
+        for bad in ["yesterday", "2026-13-01", "", "2026-03-01T09:30"] {
+            let e = Timestamp::parse("since", bad).unwrap_err();
+            assert!(e.message.contains("since"), "{bad}: {e:?}");
+        }
+    }
 
     #[test]
     fn tenant_slugs_are_strict() {

@@ -99,13 +99,18 @@ string_enum! {
     OrgKind, "org_kind" { Decision = "decision", Pattern = "pattern", Commitment = "commitment", Learning = "learning" }
 }
 
-/// Governance state of a memory entry. There is no archive: nothing is hidden or deleted.
+/// Governance state of a memory entry. There is no archive: nothing is hidden or deleted —
+/// except personal memory its owner forgets, which keeps a tombstone (who, when) and
+/// loses its text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum GovernanceState {
     Active,
     Superseded { by: Id },
     Rejected { reason: String },
+    /// A personal entry its owner forgot (or whose time to live ran out: `by` is then
+    /// the system).
+    Forgotten { by: Id, at: Timestamp },
 }
 
 impl GovernanceState {
@@ -114,6 +119,7 @@ impl GovernanceState {
             Self::Active => "active",
             Self::Superseded { .. } => "superseded",
             Self::Rejected { .. } => "rejected",
+            Self::Forgotten { .. } => "forgotten",
         }
     }
 }
@@ -146,6 +152,26 @@ pub struct MemoryEntry {
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub version: u64,
+    /// When what it records happened, if that is not when it was stored (a turn's
+    /// time, a source record's, or given by the writer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<Timestamp>,
+    /// When a personal entry with a time to live is forgotten.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl MemoryEntry {
+    /// When what it records happened: [`MemoryEntry::occurred_at`], else when it was
+    /// created.
+    pub fn happened_at(&self) -> Timestamp {
+        self.occurred_at.unwrap_or(self.created_at)
+    }
+
+    /// Whether it is active and not past its time to live at `now`.
+    pub fn live_at(&self, now: Timestamp) -> bool {
+        self.state == GovernanceState::Active && self.expires_at.is_none_or(|e| e > now)
+    }
 }
 
 /// The readback verification of an indexed memory entry or KB document (SPEC §5.4): a

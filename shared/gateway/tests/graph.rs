@@ -68,7 +68,7 @@ async fn the_reference_memory_tools_with_their_semantics() {
     for t in services::graph::TOOLS {
         assert!(tools.iter().any(|x| x == t), "{t} listed: {tools:?}");
     }
-    assert_eq!(tools.len(), 29, "20 canonical + 9 graph tools");
+    assert_eq!(tools.len(), 33, "24 canonical + 9 graph tools");
 
     let created = f
         .call(
@@ -143,7 +143,7 @@ async fn the_graph_toolset_is_offered_only_where_enabled() {
     let f = fixture().await;
     let canonical = f.key("canonical", &[]).await;
     let tools = f.rpc(&canonical, "tools/list", json!({})).await["result"]["tools"].as_array().unwrap().len();
-    assert_eq!(tools, 20);
+    assert_eq!(tools, 24);
     let r = f.call(&canonical, "read_graph", json!({})).await;
     assert_eq!(r["structuredContent"]["code"], "CAPABILITY_NOT_FOUND");
     let graph_only = f.key("graph", &[]).await;

@@ -62,6 +62,8 @@ async fn no_resource_or_prompt_shows_memory_without_memory_read() {
                 created_at: now,
                 updated_at: now,
                 version: 0,
+                occurred_at: None,
+                expires_at: None,
             },
             Expect::Absent,
         )
@@ -77,6 +79,7 @@ async fn no_resource_or_prompt_shows_memory_without_memory_read() {
             title: &format!("Globex owner {CANARY}"),
             body: &format!("Globex is run by the CSM {CANARY}."),
             at: now,
+            occurred: None,
         })
         .await
         .unwrap();

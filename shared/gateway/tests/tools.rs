@@ -1,4 +1,4 @@
-//! The 20 canonical MCP tools through the real router, on an embedded backend with real
+//! The 24 canonical MCP tools through the real router, on an embedded backend with real
 //! data: every tool called with valid arguments (its structured result checked against
 //! its own output schema), the governance walls (nothing a tool does makes org memory
 //! active), session privacy, and a snapshot of `tools/list` per plan tier.
@@ -143,7 +143,7 @@ async fn every_canonical_tool_works_on_real_data() {
     let t = TenantId::new("acme").unwrap();
     seed(&f.services, &t, "ada-user").await;
     let listed = f.tools(&key).await;
-    assert_eq!(listed.len(), 20, "the enterprise plan with every scope sees all 20 tools");
+    assert_eq!(listed.len(), 24, "the enterprise plan with every scope sees all 24 tools");
     // The first branch of each output schema is the success shape (the second, the error shape).
     let schema_of = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]["anyOf"][0].clone();
     for t in &listed {
@@ -169,6 +169,8 @@ async fn every_canonical_tool_works_on_real_data() {
         ),
         ("memory.read_personal", json!({})),
         ("memory.list_decisions", json!({})),
+        ("memory.remember", json!({"text": "Prefers renewal summaries as bullet points", "kind": "preference"})),
+        ("memory.search", json!({"query": "renewals"})),
         ("session.get_context", json!({"entity": {"type": "account", "id": "acme-1"}, "session": "onboarding"})),
         ("session.summarize", json!({"session": "onboarding"})),
         ("session.list_recent", json!({})),
@@ -202,6 +204,23 @@ async fn every_canonical_tool_works_on_real_data() {
     let state = r["structuredContent"]["proposal"]["state"].as_str().unwrap().to_owned();
     assert!(["written", "awaiting_approval", "rejected"].contains(&state.as_str()), "triage decided where it goes: {state}");
     assert!(r["structuredContent"]["proposal"]["score"]["total"].is_number());
+
+    // The personal memory just remembered: updated, then forgotten.
+    let mid = results["memory.remember"]["memory"]["id"].as_str().unwrap().to_owned();
+    for (name, args) in [
+        ("memory.update_personal", json!({"id": mid, "text": "Prefers renewal summaries as tables"})),
+        ("memory.forget", json!({"id": mid})),
+    ] {
+        let r = f.call(&key, name, args).await;
+        assert_ne!(r["isError"], true, "{name} failed: {r}");
+        conforms(&schema_of(name), &r["structuredContent"], name).unwrap();
+        assert!(r["content"][0]["text"].as_str().is_some_and(|s| !s.is_empty()), "{name} has a text rendering");
+    }
+    let found = &results["memory.search"]["results"];
+    assert!(
+        found.as_array().unwrap().iter().any(|r| r["kind"] == "turn" && r["text"].as_str().unwrap().contains("renewals")),
+        "memory.search finds the session's turn: {found}"
+    );
 
     // What each tool found is the seeded truth.
     assert_eq!(results["memory.read_conversational"]["turns"].as_array().unwrap().len(), 2);
@@ -406,8 +425,9 @@ async fn tools_list_snapshot_per_plan_tier() {
             "tools/list for the {plan} plan differs from {path}; if intended, regenerate with CONTINUITY_UPDATE_SNAPSHOTS=1"
         );
     }
-    // SPEC §5.3: free has the two entity tools; starter adds 11; pro the remaining 7.
-    assert_eq!(counts, [2, 13, 20, 20]);
+    // SPEC §5.3: free has the two entity tools; starter adds 11 (and the 4 of recall and
+    // personal memory); pro the remaining 7.
+    assert_eq!(counts, [2, 17, 24, 24]);
     // The graph toolset, on a key that is offered both toolsets.
     let t = TenantId::new("snap-graph").unwrap();
     f.services.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();

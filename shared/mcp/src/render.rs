@@ -63,6 +63,7 @@ use services::tools::memory::{
     ListDecisionsOutput, ProposalOutput, ReadConversationalOutput, ReadOrgOutput, ReadPersonalOutput, SearchOrgOutput,
     WriteConversationalOutput,
 };
+use services::tools::recall::{PersonalOutput, RecallOutput, RememberOutput};
 use services::tools::session::{GetContextOutput, ListRecentOutput};
 use services::tools::spine::{
     EntityGetOutput, EntityListOutput, EntitySearchOutput, RelationshipListOutput, SignalGetOutput, SignalListOutput,
@@ -176,6 +177,39 @@ impl Render for ReadPersonalOutput {
             text.push_str(&format!("\n- ({}) {}: {}", m.kind, m.title, first(&m.body, 200)));
         }
         text
+    }
+}
+
+impl Render for RecallOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} results", self.count);
+        if self.search != "hybrid" {
+            text.push_str(" (keyword scan: no search index is configured)");
+        }
+        for r in &self.results {
+            text.push_str(&format!("\n- [{}] {} in {}, {}: {}", r.id, r.kind, r.scope, r.occurred_at, first(&r.text, 300)));
+            if let Some(by) = &r.superseded_by {
+                text.push_str(&format!(" (as it stood then; superseded by {by})"));
+            }
+        }
+        text
+    }
+}
+
+impl Render for RememberOutput {
+    fn render(&self) -> String {
+        format!("{} personal memory [{}] ({}): {}", self.action, self.memory.id, self.memory.kind, first(&self.memory.body, 300))
+    }
+}
+
+impl Render for PersonalOutput {
+    fn render(&self) -> String {
+        let m = &self.memory;
+        if m.body.is_empty() {
+            format!("Forgot personal memory [{}]; a tombstone keeps who and when.", m.id)
+        } else {
+            format!("Personal memory [{}] ({}): {}", m.id, m.kind, first(&m.body, 300))
+        }
     }
 }
 

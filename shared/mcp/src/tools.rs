@@ -108,6 +108,6 @@ mod tests {
             assert_eq!((t.input_schema)()["type"], "object");
             assert_eq!((t.output_schema)()["type"], "object");
         }
-        assert_eq!(all().count(), 29, "20 canonical tools and the 9 of the graph toolset");
+        assert_eq!(all().count(), 33, "24 canonical tools and the 9 of the graph toolset");
     }
 }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
-use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary, Verification};
+use domain::memory::{ConversationTurn, GovernanceState, MemoryEntry, MemoryScope, SessionSummary, Verification};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, Relationship, Signal};
@@ -300,6 +300,12 @@ pub trait RetentionStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    /// The tenant's active personal entries whose time to live ran out at `now`, at
+    /// most `max` (the maintenance job forgets them).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>>;
 }
 
 #[async_trait]
@@ -324,6 +330,34 @@ impl RetentionStore for Records {
             self.items.write(old).await?;
         }
         Ok(deleted)
+    }
+
+    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let q = Query {
+                tenant: tenant.as_str(),
+                part: "memory_by_scope",
+                prefix: "personal:",
+                after: after.as_deref(),
+                limit: 200,
+                descending: false,
+            };
+            let (items, more) = self.items.query(q).await?;
+            let Some(last) = items.last() else { break };
+            after = Some(last.sk.clone());
+            for i in &items {
+                let entry: MemoryEntry = decode(i)?;
+                if entry.state == GovernanceState::Active && entry.expires_at.is_some_and(|e| e <= now) && out.len() < max {
+                    out.push(entry);
+                }
+            }
+            if !more || out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {

@@ -63,6 +63,8 @@ pub enum DocKind {
     Memory,
     /// A chunk of a knowledge-base document.
     Kb,
+    /// A conversation turn (in its session's scope).
+    Turn,
 }
 
 impl DocKind {
@@ -70,16 +72,18 @@ impl DocKind {
         match self {
             Self::Memory => "memory",
             Self::Kb => "kb",
+            Self::Turn => "turn",
         }
     }
 
     /// # Errors
-    /// `INVALID_REQUEST` for anything but `memory` or `kb`.
+    /// `INVALID_REQUEST` for anything but `memory`, `kb` or `turn`.
     pub fn parse(raw: &str) -> Result<Self> {
         match raw {
             "memory" => Ok(Self::Memory),
             "kb" => Ok(Self::Kb),
-            _ => Err(Error::invalid_field("kind", "expected memory or kb")),
+            "turn" => Ok(Self::Turn),
+            _ => Err(Error::invalid_field("kind", "expected memory, kb or turn")),
         }
     }
 }
@@ -100,6 +104,17 @@ pub struct SearchDoc {
     /// The embedder's name: vectors of different embedders are never compared.
     pub embedder: String,
     pub updated_at: Timestamp,
+    /// When what it records happened, when that is not `updated_at` (a turn's time, a
+    /// memory's event time): what `since`/`until` filter on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub occurred_at: Option<Timestamp>,
+}
+
+impl SearchDoc {
+    /// The time `since`/`until` filter on.
+    pub fn happened_at(&self) -> Timestamp {
+        self.occurred_at.unwrap_or(self.updated_at)
+    }
 }
 
 /// Which of the two retrievers to use. Hybrid is the product; the single modes exist to
@@ -127,6 +142,21 @@ pub struct SearchQuery {
     pub embedder: String,
     pub mode: SearchMode,
     pub k: usize,
+    /// Only documents that happened at or after / before this time, when set.
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+}
+
+impl SearchQuery {
+    /// Whether a document that happened at `at` is within the query's time window.
+    pub fn in_window(&self, at: Timestamp) -> bool {
+        self.since.is_none_or(|s| at >= s) && self.until.is_none_or(|u| at < u)
+    }
+
+    /// Whether the query filters (kind or time), so a retriever should over-fetch.
+    pub fn filters(&self) -> bool {
+        self.kind.is_some() || self.since.is_some() || self.until.is_some()
+    }
 }
 
 /// One result.
@@ -147,6 +177,8 @@ pub struct SearchHit {
     pub vector_rank: Option<u32>,
     /// Whether an identifier in the query appears verbatim in the document.
     pub exact: bool,
+    /// When what it records happened (see [`SearchDoc::happened_at`]).
+    pub occurred_at: Option<Timestamp>,
 }
 
 /// The search index port.
@@ -358,7 +390,8 @@ pub fn is_lexical(embedder: &str) -> bool {
 /// ([`Fusion::for_embedder`]). A keyword candidate without a coverage
 /// is scaled by the best keyword score of the list instead. In a single mode the score is
 /// that leg's own: the coverage (or scaled score) for keywords, the similarity for
-/// vectors. Chunks holding every identifier of the query come first in hybrid search
+/// vectors; a hybrid hit that scores nothing (not a keyword match, the worst of the
+/// vector list) is dropped. Chunks holding every identifier of the query come first in hybrid search
 /// (exact identifiers must rank first, SPEC §5.4), then the rest by score; ties by id so
 /// results are stable. Keeps the best chunk of each record and at most `k` records.
 pub fn fuse(mode: SearchMode, keyword: Vec<Candidate>, vector: Vec<Candidate>, k: usize, fusion: Fusion) -> Vec<SearchHit> {
@@ -399,6 +432,11 @@ pub fn fuse(mode: SearchMode, keyword: Vec<Candidate>, vector: Vec<Candidate>, k
         }
     }
     let mut hits: Vec<SearchHit> = merged.into_values().collect();
+    // A hybrid hit neither leg vouches for (no keyword match, the worst of the vector
+    // list) is noise, not a result.
+    if mode == SearchMode::Hybrid {
+        hits.retain(|h| h.score > 0.0 || h.exact);
+    }
     // Exact identifiers are promoted in hybrid search only: the single modes exist to
     // measure one retriever alone.
     let promote = mode == SearchMode::Hybrid;
@@ -505,6 +543,7 @@ mod tests {
                 keyword_rank: None,
                 vector_rank: None,
                 exact,
+                occurred_at: None,
             },
             raw: 1.0,
             coverage: None,
@@ -545,7 +584,7 @@ mod tests {
         let vec = vec![scored("close", 0.8, None), scored("partial", 0.65, None), scored("full", 0.6, None), scored("far", 0.2, None)];
         let fused = fuse(SearchMode::Hybrid, kw.clone(), vec.clone(), 10, SEMANTIC);
         let ids: Vec<&str> = fused.iter().map(|h| h.id.as_str()).collect();
-        assert_eq!(ids, ["full", "close", "partial", "far"]);
+        assert_eq!(ids, ["full", "close", "partial"], "far: no keyword match and the worst vector, dropped");
         let full = 0.4 + 0.6 * (0.6 - 0.2) / 0.6;
         assert!((fused[0].score - full).abs() < 1e-9, "{}", fused[0].score);
         // A lexical embedder's vectors only break ties.

@@ -86,6 +86,8 @@ fn main() {
                 created_at: now,
                 updated_at: now,
                 version: 0,
+                occurred_at: None,
+                expires_at: None,
             };
             backend.records.put_memory(&m, Expect::Absent).await.unwrap();
             s.search
@@ -97,6 +99,7 @@ fn main() {
                     title: &m.title,
                     body: &m.body,
                     at: now,
+                    occurred: None,
                 })
                 .await
                 .unwrap();
@@ -217,6 +220,8 @@ fn main() {
                     embedder: backend.embedder.name().to_owned(),
                     mode: ports::search::SearchMode::Keyword,
                     k: 12,
+                    since: None,
+                    until: None,
                 })
                 .await
                 .unwrap();

@@ -46,6 +46,8 @@ pub struct MaintenanceReport {
     pub tenants: usize,
     pub audit_pruned: usize,
     pub sessions_expired: usize,
+    /// Personal memories forgotten because their time to live ran out.
+    pub personal_forgotten: usize,
     pub oauth_pruned: usize,
     /// Tenants whose governance upkeep was queued (one `governance.resume` message each;
     /// the pipeline consumer runs it, [`crate::governance::GovernanceService::resume`]).
@@ -86,9 +88,10 @@ impl MaintenanceService {
         let mut report = MaintenanceReport::default();
         for tenant in self.tenants().await? {
             report.tenants += 1;
-            let (audit, sessions) = self.tenant(&tenant, now).await?;
+            let (audit, sessions, forgotten) = self.tenant(&tenant, now).await?;
             report.audit_pruned += audit;
             report.sessions_expired += sessions;
+            report.personal_forgotten += forgotten;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
         let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
@@ -98,6 +101,7 @@ impl MaintenanceService {
             tenants = report.tenants,
             audit_pruned = report.audit_pruned,
             sessions_expired = report.sessions_expired,
+            personal_forgotten = report.personal_forgotten,
             oauth_pruned = report.oauth_pruned,
             resume_queued = report.resume_queued,
             resume_not_queued = report.resume_not_queued,
@@ -228,16 +232,23 @@ impl MaintenanceService {
         Ok(crate::all_pages(usize::MAX, |p| async move { records.list_tenants(&p).await }).await?.0)
     }
 
-    async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize)> {
+    async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize, usize)> {
         let records = &self.backend.records;
         let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
         let sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
+        // Personal memory whose time to live ran out is forgotten: a tombstone, the text
+        // erased, out of the index.
+        let expired = records.expired_personal_memory(tenant, now, MAX_PER_TENANT).await?;
+        let forgotten = expired.len();
+        for m in expired {
+            crate::tools::recall::forget(&self.backend, m, domain::Id::new("maintenance")?).await?;
+        }
         if audit > 0 {
             // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).
             let target = format!("{audit} records older than {} days", AUDIT_RETENTION.as_secs() / 86_400);
             let record = crate::audit::record(&self.backend, tenant, "maintenance", "audit.prune", Some(target), "ok");
             ports::records::AuditLog::append_audit(records, &record).await?;
         }
-        Ok((audit, sessions))
+        Ok((audit, sessions, forgotten))
     }
 }

@@ -182,10 +182,19 @@ pub struct IndexRequest<'a> {
     pub title: &'a str,
     pub body: &'a str,
     pub at: Timestamp,
+    /// When what it records happened, when that is not `at` (see `SearchDoc::occurred_at`).
+    pub occurred: Option<Timestamp>,
 }
 
 /// A searchable source record: id, title, body, kind, and whether it belongs in the index.
 type Source = (Id, String, String, DocKind, bool);
+
+/// A time window on when things happened: `since` inclusive, `until` exclusive.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Window {
+    pub since: Option<Timestamp>,
+    pub until: Option<Timestamp>,
+}
 
 /// What a reindex did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -294,6 +303,7 @@ impl SearchService {
                     vector,
                     embedder: self.backend.embedder.name().to_owned(),
                     updated_at: r.at,
+                    occurred_at: r.occurred,
                 })
             })
             .collect()
@@ -310,6 +320,8 @@ impl SearchService {
             embedder: first.embedder.clone(),
             mode: SearchMode::Vector,
             k: 4,
+            since: None,
+            until: None,
         };
         let hits = self.backend.search.search(&q).await.unwrap_or_default();
         hits.into_iter()
@@ -357,6 +369,8 @@ impl SearchService {
                 embedder: d.embedder.clone(),
                 mode: SearchMode::Hybrid,
                 k: READBACK_K,
+                since: None,
+                until: None,
             };
             let hits = self.backend.search.search(&q).await.map_err(|e| format!("the readback query failed: {}", e.code))?;
             // Hits are folded per record, so the record may answer with a sibling chunk:
@@ -395,6 +409,24 @@ impl SearchService {
         k: usize,
         mode: SearchMode,
     ) -> Result<Vec<SearchHit>> {
+        self.search_window(caller, scopes, kind, text, k, mode, Window::default()).await
+    }
+
+    /// [`SearchService::search`] of what happened within `window`.
+    ///
+    /// # Errors
+    /// As [`SearchService::search`].
+    #[allow(clippy::too_many_arguments)]
+    pub async fn search_window(
+        &self,
+        caller: &CallerContext,
+        scopes: Vec<MemoryScope>,
+        kind: Option<DocKind>,
+        text: &str,
+        k: usize,
+        mode: SearchMode,
+        window: Window,
+    ) -> Result<Vec<SearchHit>> {
         check_query(text)?;
         if let Some(s) = scopes.iter().find(|s| !s.readable_by(caller)) {
             return Err(Error::forbidden(format!("scope {} is not readable with this credential", s.storage_key())));
@@ -410,6 +442,8 @@ impl SearchService {
             embedder: self.backend.embedder.name().to_owned(),
             mode,
             k,
+            since: window.since,
+            until: window.until,
         };
         self.backend.search.search(&q).await
     }
@@ -471,6 +505,7 @@ impl SearchService {
                 title: &doc.title,
                 body: &doc.body,
                 at: doc.created_at,
+                occurred: None,
             })
             .await?;
         Ok((doc, v))
@@ -523,7 +558,7 @@ impl SearchService {
                     continue;
                 }
                 let v = self
-                    .index(IndexRequest { tenant, scope: &scope, kind, doc: &id, title: &title, body: &body, at: now })
+                    .index(IndexRequest { tenant, scope: &scope, kind, doc: &id, title: &title, body: &body, at: now, occurred: None })
                     .await?;
                 report.indexed += 1;
                 if v.is_some_and(|v| v.verified) {

@@ -37,7 +37,7 @@ use crate::signed::SignedHttp;
 
 /// How deep each retriever's list goes before fusion (as on embedded).
 const DEPTH: usize = 50;
-const SOURCE: [&str; 6] = ["partition", "chunk", "doc", "kind", "title", "text"];
+const SOURCE: [&str; 7] = ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"];
 
 /// The OpenSearch adapter of the search port.
 #[derive(Debug, Clone)]
@@ -84,6 +84,7 @@ impl OpenSearchIndex {
                 "title": {"type": "text", "analyzer": "english"},
                 "text": {"type": "text", "analyzer": "english"},
                 "updated_at": {"type": "date", "format": "epoch_millis"},
+                "occurred_at": {"type": "date", "format": "epoch_millis"},
                 "vector": {"type": "knn_vector", "dimension": self.dim, "method": {
                     "name": "hnsw", "engine": "faiss", "space_type": "cosinesimil",
                     "parameters": {"m": 16, "ef_construction": 64}
@@ -155,6 +156,7 @@ impl OpenSearchIndex {
                         scope: scope.clone(),
                         id: Id::new(s("chunk")).ok()?,
                         exact: has_identifiers(ids, doc.as_str(), &title, &text),
+                        occurred_at: src.get("occurred_at").and_then(Value::as_i64).map(domain::Timestamp),
                         doc,
                         kind: DocKind::parse(&s("kind")).ok()?,
                         title,
@@ -173,12 +175,24 @@ impl OpenSearchIndex {
             .collect()
     }
 
-    /// The filter every query carries: the caller's partitions (and the kind).
-    fn filter(parts: &[(String, MemoryScope)], kind: Option<DocKind>) -> Vec<Value> {
+    /// The filter every query carries: the caller's partitions (and the kind, and the
+    /// time window on `occurred_at` — a chunk indexed before that field existed has
+    /// none and is left out of windowed searches until the reindex job rewrites it).
+    fn filter(parts: &[(String, MemoryScope)], q: &SearchQuery) -> Vec<Value> {
         let names: Vec<&str> = parts.iter().map(|(p, _)| p.as_str()).collect();
         let mut f = vec![json!({"terms": {"partition": names}})];
-        if let Some(k) = kind {
+        if let Some(k) = q.kind {
             f.push(json!({"term": {"kind": k.as_str()}}));
+        }
+        if q.since.is_some() || q.until.is_some() {
+            let mut range = serde_json::Map::new();
+            if let Some(s) = q.since {
+                range.insert("gte".into(), json!(s.0));
+            }
+            if let Some(u) = q.until {
+                range.insert("lt".into(), json!(u.0));
+            }
+            f.push(json!({"range": {"occurred_at": range}}));
         }
         f
     }
@@ -208,7 +222,8 @@ impl SearchIndex for OpenSearchIndex {
             lines.push(json!({"index": {"_index": self.index}}));
             lines.push(json!({
                 "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
-                "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0, "vector": wire(&d.vector),
+                "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0,
+                "occurred_at": d.happened_at().0, "vector": wire(&d.vector),
             }));
         }
         self.bulk(lines).await
@@ -239,7 +254,7 @@ impl SearchIndex for OpenSearchIndex {
         self.ensure().await?;
         let ids = identifiers(&q.text);
         let parts: Vec<(String, MemoryScope)> = q.scopes.iter().map(|s| (partition(&q.tenant, s), s.clone())).collect();
-        let filter = Self::filter(&parts, q.kind);
+        let filter = Self::filter(&parts, q);
         let mut keyword = Vec::new();
         if q.mode != SearchMode::Vector {
             let hits = self

@@ -119,6 +119,7 @@ fn doc(tenant: &str, scope: MemoryScope, id: &str, text: &str) -> SearchDoc {
         vector: vec![0.6, 0.8, 0.0, 0.0],
         embedder: "hashing-4 (lexical)".into(),
         updated_at: Timestamp(1_700_000_000_000),
+        occurred_at: None,
     }
 }
 
@@ -163,6 +164,7 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
             lines[1],
             json!({"partition": "acme/org", "chunk": "kb-1~0", "doc": "kb-1", "kind": "kb", "embedder": "hashing-4 (lexical)",
                    "title": "Runbook", "text": "Restart with drain_ingest().", "updated_at": 1_700_000_000_000_i64,
+                   "occurred_at": 1_700_000_000_000_i64,
                    "vector": [0.6, 0.8, 0.0, 0.0]})
         );
         assert_eq!(lines[3]["partition"], "acme/project:apollo");
@@ -197,22 +199,24 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
         embedder: "hashing-4 (lexical)".into(),
         mode: SearchMode::Hybrid,
         k: 5,
+        since: None,
+        until: None,
     };
     let hits = index.search(&q).await.unwrap();
-    let seen = srv.seen.lock().unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
     assert_eq!(seen.len(), 2);
     let filter = json!([{"terms": {"partition": ["acme/org", "acme/project:apollo"]}}, {"term": {"kind": "kb"}}]);
     assert_eq!(seen[0].path, "/continuity/_search");
     assert_eq!(
         serde_json::from_str::<Value>(&seen[0].body).unwrap(),
-        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text"],
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"],
                "query": {"bool": {"filter": filter, "must": [{"multi_match": {"query": "restart drain_ingest", "fields": ["title^2", "text"]}}]}}})
     );
     let mut knn_filter = filter.as_array().unwrap().clone();
     knn_filter.push(json!({"term": {"embedder": "hashing-4 (lexical)"}}));
     assert_eq!(
         serde_json::from_str::<Value>(&seen[1].body).unwrap(),
-        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text"],
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"],
                "query": {"knn": {"vector": {"vector": [0.6, 0.8, 0.0, 0.0], "k": 50, "filter": {"bool": {"filter": knn_filter}}}}}})
     );
     let ids: Vec<&str> = hits.iter().map(|h| h.doc.as_str()).collect();
@@ -220,6 +224,31 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     assert!(hits[0].exact);
     assert_eq!(hits[1].scope, MemoryScope::Project("apollo".into()));
     assert!((hits[1].similarity.unwrap() - 0.9).abs() < 1e-6, "cosinesimil score (1 + cos) / 2 maps back to cos");
+
+    // A time window filters on `occurred_at` in both requests (since inclusive, until
+    // exclusive), and a hit carries its time back.
+    srv.seen.lock().unwrap().clear();
+    let mut at = hit("acme/org", "t-1~0", "t-1", 1.0, "Book the Lisbon flight");
+    at["_source"]["occurred_at"] = json!(1_767_312_000_000_i64);
+    *srv.searches.lock().unwrap() = vec![json!([at.clone()]), json!([at])];
+    let windowed = SearchQuery {
+        scopes: vec![MemoryScope::Org],
+        kind: None,
+        since: Some(Timestamp(1_767_225_600_000)),
+        until: Some(Timestamp(1_767_398_400_000)),
+        ..q
+    };
+    let hits = index.search(&windowed).await.unwrap();
+    assert_eq!(hits[0].occurred_at, Some(Timestamp(1_767_312_000_000)));
+    let seen = srv.seen.lock().unwrap();
+    let range = json!({"range": {"occurred_at": {"gte": 1_767_225_600_000_i64, "lt": 1_767_398_400_000_i64}}});
+    let keyword: Value = serde_json::from_str(&seen[0].body).unwrap();
+    assert_eq!(keyword["query"]["bool"]["filter"], json!([{"terms": {"partition": ["acme/org"]}}, range]));
+    let knn: Value = serde_json::from_str(&seen[1].body).unwrap();
+    assert_eq!(
+        knn["query"]["knn"]["vector"]["filter"]["bool"]["filter"],
+        json!([{"terms": {"partition": ["acme/org"]}}, range, {"term": {"embedder": "hashing-4 (lexical)"}}])
+    );
 }
 
 #[tokio::test]
@@ -276,6 +305,8 @@ async fn every_query_carries_exactly_the_callers_partitions() {
             embedder: "e".into(),
             mode: SearchMode::Hybrid,
             k: 10,
+            since: None,
+            until: None,
         };
         index.search(&q).await.unwrap();
         let seen = srv.seen.lock().unwrap();
@@ -314,6 +345,8 @@ async fn failures_map_to_the_taxonomy() {
         embedder: "e".into(),
         mode: SearchMode::Keyword,
         k: 3,
+        since: None,
+        until: None,
     };
     let e = index.search(&q).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::Internal, "a 400 on the search itself is our bug, not the caller's");

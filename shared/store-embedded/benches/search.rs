@@ -101,6 +101,7 @@ async fn main() {
                 vector: near(&mut rng, c, spread),
                 embedder: EMBEDDER.into(),
                 updated_at: Timestamp(i as i64),
+                occurred_at: None,
             }
         })
         .collect();
@@ -136,6 +137,8 @@ async fn main() {
         embedder: EMBEDDER.into(),
         mode,
         k: 10,
+        since: None,
+        until: None,
     };
     let mut found = 0usize;
     let recall_queries = 200;

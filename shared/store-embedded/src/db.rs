@@ -63,6 +63,9 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (tenant, scope, id)
      ) WITHOUT ROWID;
      CREATE INDEX search_docs_doc ON search_docs (tenant, scope, doc);",
+    // 3: when an indexed record happened (a turn's time, a memory's event time), for
+    // `since`/`until`; NULL means `updated_at`.
+    "ALTER TABLE search_docs ADD COLUMN occurred_at INTEGER;",
 ];
 
 /// Read-only connections beside the writer: in WAL mode readers never wait for a

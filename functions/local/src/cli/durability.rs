@@ -13,11 +13,13 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
         Command::Maintenance => {
             let r = s.maintenance.run().await.map_err(domain_err)?;
             println!(
-                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} expired OAuth records deleted; \
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} personal memories forgotten \
+                 (time to live), {} expired OAuth records deleted; \
                  governance upkeep queued for {} tenants (the pipeline consumer runs it){}",
                 r.tenants,
                 r.audit_pruned,
                 r.sessions_expired,
+                r.personal_forgotten,
                 r.oauth_pruned,
                 r.resume_queued,
                 if r.resume_not_queued > 0 { format!(", {} could not be queued", r.resume_not_queued) } else { String::new() }

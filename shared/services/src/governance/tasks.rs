@@ -148,6 +148,8 @@ impl Tasks {
                     embedder: self.backend.embedder.name().to_owned(),
                     mode: ports::search::SearchMode::Keyword,
                     k: CANDIDATES,
+                    since: None,
+                    until: None,
                 })
                 .await;
             match hits {
@@ -354,6 +356,8 @@ impl Tasks {
                 created_at: now,
                 updated_at: now,
                 version: 0,
+                occurred_at: None,
+                expires_at: None,
             };
             let superseded = old.map(|mut o| {
                 o.state = GovernanceState::Superseded { by: entry.id.clone() };
@@ -393,6 +397,7 @@ impl Tasks {
                 title: &entry.title,
                 body: &entry.body,
                 at: entry.created_at,
+                occurred: None,
             })
             .await;
         match indexed {

@@ -373,6 +373,8 @@ mod tests {
             created_at: now,
             updated_at: now,
             version: 1,
+            occurred_at: None,
+            expires_at: None,
         }
     }
 

@@ -304,7 +304,10 @@ impl Capability for WriteConversational {
                 at: tools.now(),
             };
             match records.append_turn(&turn).await {
-                Ok(()) => return Ok(WriteConversationalOutput { session, seq: turn.seq, at: turn.at.to_rfc3339() }),
+                Ok(()) => {
+                    tools.index_turn(&turn).await;
+                    return Ok(WriteConversationalOutput { session, seq: turn.seq, at: turn.at.to_rfc3339() });
+                }
                 Err(e) if e.code == ErrorCode::Conflict => {}
                 Err(e) => return Err(e),
             }
@@ -349,6 +352,7 @@ impl Capability for ReadPersonal {
             return Err(Error::forbidden("this personal scope belongs to someone else"));
         }
         let records = &cx.tools.backend.records;
+        let now = cx.tools.now();
         let (all, _) = crate::all_pages(MAX_SCAN, |p| {
             let scope = scope.clone();
             async move { records.list_memory(&caller.tenant, &scope, &p).await }
@@ -356,7 +360,7 @@ impl Capability for ReadPersonal {
         .await?;
         let patterns: Vec<MemoryView> = all
             .iter()
-            .filter(|m| m.memory_type == MemoryType::Personal && m.state == GovernanceState::Active)
+            .filter(|m| m.memory_type == MemoryType::Personal && m.live_at(now))
             .filter(|m| a.kind.is_none_or(|k| m.kind == k.as_str()))
             .take(max)
             .map(MemoryView::from)

@@ -3,6 +3,9 @@
 //!
 //! - [`memory`]: org memory (hybrid search, one entry with lineage, proposals), a
 //!   session's turns, the caller's personal patterns, governance decisions;
+//! - [`recall`]: one search over everything the caller can read (turns, personal,
+//!   team/project/org memory, KB) with time windows and `as_of`, and personal memory
+//!   remembered, updated and forgotten without governance;
 //! - [`session`]: Entity 360 / session continuity, a session summarized into a proposal,
 //!   recent sessions;
 //! - [`spine`]: entities, relationships and signals;
@@ -23,6 +26,7 @@ pub mod library;
 pub mod memory;
 pub mod prompts;
 pub mod proposals;
+pub mod recall;
 pub mod session;
 pub mod spine;
 
@@ -189,6 +193,7 @@ pub enum EntryState {
     Active,
     Superseded,
     Rejected,
+    Forgotten,
 }
 
 /// A memory entry's lineage: where it came from and what it replaced.
@@ -301,6 +306,12 @@ pub struct MemoryView {
     pub created_by: String,
     pub created_at: String,
     pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "string"), description = "When what it records happened, if not when it was stored (RFC 3339).")]
+    pub occurred_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "string"), description = "When this personal entry will be forgotten (RFC 3339).")]
+    pub expires_at: Option<String>,
     pub lineage: LineageView,
 }
 
@@ -310,6 +321,7 @@ impl From<&MemoryEntry> for MemoryView {
             GovernanceState::Active => (EntryState::Active, None, None),
             GovernanceState::Superseded { by } => (EntryState::Superseded, Some(by.to_string()), None),
             GovernanceState::Rejected { reason } => (EntryState::Rejected, None, Some(reason.clone())),
+            GovernanceState::Forgotten { .. } => (EntryState::Forgotten, None, None),
         };
         Self {
             id: m.id.to_string(),
@@ -323,6 +335,8 @@ impl From<&MemoryEntry> for MemoryView {
             created_by: m.created_by.to_string(),
             created_at: m.created_at.to_rfc3339(),
             updated_at: m.updated_at.to_rfc3339(),
+            occurred_at: m.occurred_at.map(|t| t.to_rfc3339()),
+            expires_at: m.expires_at.map(|t| t.to_rfc3339()),
             lineage: LineageView {
                 proposal: m.lineage.proposal.as_ref().map(ToString::to_string),
                 supersedes: m.lineage.supersedes.as_ref().map(ToString::to_string),
@@ -617,6 +631,7 @@ mod why_tests {
             keyword_rank: None,
             vector_rank: Some(2),
             exact: false,
+            occurred_at: None,
         };
         let why = WhyView::of_hit(&hit, "refunds sign-off EUR");
         assert_eq!(why.found_by, ["vector"]);

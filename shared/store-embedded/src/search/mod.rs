@@ -38,6 +38,9 @@ struct Slot {
     kind: DocKind,
     title: String,
     text: String,
+    occurred_at: Option<Timestamp>,
+    /// When it happened (`occurred_at`, else when it was indexed): what time windows test.
+    at: Timestamp,
     /// Whether `vectors` holds this slot's vector (same embedder as the index).
     has_vector: bool,
     alive: bool,
@@ -105,7 +108,18 @@ impl Partition {
         }
         self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
         self.by_id.insert(d.id.as_str().to_owned(), slot);
-        self.slots.push(Slot { id: d.id, doc: d.doc, kind: d.kind, title: d.title, text: d.text, has_vector, alive: true });
+        let at = d.happened_at();
+        self.slots.push(Slot {
+            id: d.id,
+            doc: d.doc,
+            kind: d.kind,
+            title: d.title,
+            text: d.text,
+            occurred_at: d.occurred_at,
+            at,
+            has_vector,
+            alive: true,
+        });
         if let Some(g) = &mut self.graph {
             if has_vector {
                 g.insert(&self.vectors, slot);
@@ -139,22 +153,30 @@ impl Partition {
             keyword_rank: None,
             vector_rank: None,
             exact: has_identifiers(ids, s.doc.as_str(), &s.title, &s.text),
+            occurred_at: s.occurred_at,
         }
     }
 
-    fn keep(&self, slot: u32, kind: Option<DocKind>) -> bool {
+    fn keep(&self, slot: u32, q: &SearchQuery) -> bool {
         let s = &self.slots[slot as usize];
-        s.alive && kind.is_none_or(|k| s.kind == k)
+        s.alive && q.kind.is_none_or(|k| s.kind == k) && q.in_window(s.at)
     }
 
     fn keyword(&self, q: &SearchQuery, ids: &[String]) -> Vec<Candidate> {
         let terms = query_terms(&q.text);
-        // Over-fetch when filtering by kind, since postings hold both kinds.
-        let n = if q.kind.is_some() { DEPTH * 4 } else { DEPTH };
+        // Over-fetch when filtering by kind, since postings hold every kind; a time window
+        // may keep few of the best, so then every match is ranked.
+        let n = if q.since.is_some() || q.until.is_some() {
+            self.slots.len()
+        } else if q.kind.is_some() {
+            DEPTH * 4
+        } else {
+            DEPTH
+        };
         let (found, idf_sum) = self.bm25.search(&terms, n);
         found
             .into_iter()
-            .filter(|(slot, _)| self.keep(*slot, q.kind))
+            .filter(|(slot, _)| self.keep(*slot, q))
             .take(DEPTH)
             .map(|(slot, score)| Candidate {
                 hit: self.hit(slot, ids),
@@ -165,7 +187,7 @@ impl Partition {
     }
 
     fn vector(&self, q: &SearchQuery, v: &[f32], ids: &[String]) -> Vec<Candidate> {
-        let keep = |slot: u32| self.slots[slot as usize].has_vector && self.keep(slot, q.kind);
+        let keep = |slot: u32| self.slots[slot as usize].has_vector && self.keep(slot, q);
         let near: Vec<(u32, f32)> = match &self.graph {
             Some(g) => g.search(&self.vectors, v, DEPTH, keep),
             None => {
@@ -241,7 +263,7 @@ impl SqliteSearch {
                     .read(move |c| {
                         let mut st = c
                             .prepare_cached(
-                                "SELECT id, doc, kind, title, text, embedder, vector, updated_at FROM search_docs
+                                "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
                                  WHERE tenant = ?1 AND scope = ?2",
                             )
                             .map_err(sql_err)?;
@@ -259,6 +281,7 @@ impl SqliteSearch {
                                 embedder: r.get(5).map_err(sql_err)?,
                                 vector: bytes_vector(&r.get::<_, Vec<u8>>(6).map_err(sql_err)?),
                                 updated_at: Timestamp(r.get(7).map_err(sql_err)?),
+                                occurred_at: r.get::<_, Option<i64>>(8).map_err(sql_err)?.map(Timestamp),
                             };
                             p.put(d, &embedder);
                             if p.slots.len().is_multiple_of(20_000) {
@@ -310,6 +333,7 @@ impl SearchIndex for SqliteSearch {
                         d.embedder.clone(),
                         vector_bytes(&d.vector),
                         d.updated_at.0,
+                        d.occurred_at.map(|t| t.0),
                     )
                 })
                 .collect();
@@ -320,12 +344,12 @@ impl SearchIndex for SqliteSearch {
                         let mut st = tx
                             .prepare_cached(
                                 "INSERT OR REPLACE INTO search_docs
-                                 (tenant, scope, id, doc, kind, title, text, embedder, vector, updated_at)
-                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                                 (tenant, scope, id, doc, kind, title, text, embedder, vector, updated_at, occurred_at)
+                                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                             )
                             .map_err(sql_err)?;
-                        for (id, doc, kind, title, text, emb, vec, at) in rows {
-                            st.execute(params![t, s, id, doc, kind, title, text, emb, vec, at]).map_err(sql_err)?;
+                        for (id, doc, kind, title, text, emb, vec, at, occurred) in rows {
+                            st.execute(params![t, s, id, doc, kind, title, text, emb, vec, at, occurred]).map_err(sql_err)?;
                         }
                     }
                     tx.commit().map_err(sql_err)

@@ -1,0 +1,308 @@
+//! Recall and personal memory (issue #21) through the capability executors — the path
+//! every MCP tool call takes — on both backends: `memory.search` over turns, personal
+//! and org memory with `since`/`until` and `as_of`; `memory.remember` (a repeat updates
+//! instead of adding a twin), `memory.update_personal`, `memory.forget` (a tombstone),
+//! time to live; and isolation under random searches — another principal's personal
+//! memory and sessions, other teams' and projects' memory never come back.
+//!
+//! On AWS the stack under test has no OpenSearch (moto has none), so `memory.search`
+//! takes its keyword-scan path there; the OpenSearch request shape of the time window is
+//! asserted in `shared/store-aws/tests/opensearch.rs`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use continuity_tests::caller_in;
+use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::principal::CallerContext;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{ErrorCode, Id, TenantId, Timestamp};
+use ports::records::{Expect, MemoryStore};
+use ports::Backend;
+use ports::clock::ManualClock;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use services::Services;
+
+const DAY: i64 = 86_400_000;
+/// 2026-01-01T00:00:00Z.
+const START: i64 = 1_767_225_600_000;
+const SCOPES: &str = "mcp:tools tenant:read tenant:write memory:read memory:write";
+
+async fn embedded(clock: Arc<ManualClock>) -> (tempfile::TempDir, Services) {
+    let home = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(ports::search::HashingEmbedder::new(384));
+    let backend = store_embedded::open_backend_with(home.path(), clock, embedder).unwrap();
+    (home, Services::new(backend))
+}
+
+async fn aws(clock: Arc<ManualClock>, label: &str) -> Services {
+    let backend = continuity_tests::aws::backend_in_own_table(label).await;
+    Services::new(Backend { clock, ..backend })
+}
+
+async fn tenant(s: &Services, label: &str) -> TenantId {
+    let t = contract::fresh_tenant(label);
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Engineering, Industry::Saas).await.unwrap();
+    t
+}
+
+async fn call(s: &Services, c: &CallerContext, tool: &str, args: Value) -> domain::Result<Value> {
+    s.capabilities.execute(c, tool, args).await.map(|r| r.data)
+}
+
+async fn ok(s: &Services, c: &CallerContext, tool: &str, args: Value) -> Value {
+    call(s, c, tool, args).await.unwrap_or_else(|e| panic!("{tool}: {e:?}"))
+}
+
+fn japan_first(found: &Value) -> Option<String> {
+    ids(found).into_iter().next()
+}
+
+fn ids(found: &Value) -> Vec<String> {
+    found["results"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// An org entry written as governance writes one (the store, then the index).
+async fn org_entry(s: &Services, t: &TenantId, id: &str, body: &str, at: i64, supersedes: Option<&str>) -> MemoryEntry {
+    scoped_entry(s, t, MemoryScope::Org, id, body, at, supersedes).await
+}
+
+/// A governed entry of `scope` (org, a team's or a project's).
+async fn scoped_entry(
+    s: &Services,
+    t: &TenantId,
+    scope: MemoryScope,
+    id: &str,
+    body: &str,
+    at: i64,
+    supersedes: Option<&str>,
+) -> MemoryEntry {
+    let m = MemoryEntry {
+        tenant: t.clone(),
+        id: Id::new(id).unwrap(),
+        memory_type: MemoryType::Org,
+        scope: scope.clone(),
+        kind: "decision".into(),
+        title: body.into(),
+        body: body.into(),
+        state: GovernanceState::Active,
+        lineage: Lineage { supersedes: supersedes.map(|x| Id::new(x).unwrap()), ..Lineage::default() },
+        created_by: Id::new("governance").unwrap(),
+        created_at: Timestamp(at),
+        updated_at: Timestamp(at),
+        version: 1,
+        occurred_at: None,
+        expires_at: None,
+    };
+    let m = s.backend.records.put_memory(&m, Expect::Absent).await.unwrap();
+    s.search
+        .index(services::search::IndexRequest {
+            tenant: t,
+            scope: &scope,
+            kind: ports::search::DocKind::Memory,
+            doc: &m.id,
+            title: &m.title,
+            body: &m.body,
+            at: m.updated_at,
+            occurred: None,
+        })
+        .await
+        .unwrap();
+    m
+}
+
+async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
+    let t = tenant(&s, "recall").await;
+    let ana = caller_in(&s, &t, SCOPES, &[], &[]).await;
+    let ben = caller_in(&s, &t, SCOPES, &[], &[]).await;
+
+    // Remember, and a repeat in other case and spacing updates instead of adding a twin.
+    let first = ok(&s, &ana, "memory.remember", json!({"text": "Prefers answers in French", "kind": "preference"})).await;
+    assert_eq!(first["action"], "created");
+    let id = first["memory"]["id"].as_str().unwrap().to_owned();
+    let again = ok(&s, &ana, "memory.remember", json!({"text": "prefers  answers in FRENCH"})).await;
+    assert_eq!((again["action"].as_str(), again["memory"]["id"].as_str()), (Some("updated"), Some(id.as_str())));
+    let listed = ok(&s, &ana, "memory.read_personal", json!({})).await;
+    assert_eq!(listed["count"], 1, "no twin: {listed}");
+
+    // An event in the past, given; and a conversation turn, timed by the clock.
+    ok(&s, &ana, "memory.remember", json!({"text": "Moved to Lisbon for the new office", "kind": "context", "occurred_at": "2025-05-01"}))
+        .await;
+    clock.advance(DAY);
+    ok(&s, &ana, "memory.write_conversational", json!({"session": "trip", "role": "user", "content": "Book the Lisbon flight for the offsite"}))
+        .await;
+
+    // Everything Ana can read, in one search; each result says when it happened.
+    let all = ok(&s, &ana, "memory.search", json!({"query": "Lisbon"})).await;
+    let kinds: Vec<&str> = all["results"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"turn") && kinds.contains(&"memory"), "{all}");
+    let turn = all["results"].as_array().unwrap().iter().find(|r| r["kind"] == "turn").unwrap();
+    assert_eq!(turn["scope"], format!("session:{}.trip", ana.principal));
+    assert_eq!(turn["occurred_at"], Timestamp(START + DAY).to_rfc3339());
+    let moved = all["results"].as_array().unwrap().iter().find(|r| r["kind"] == "memory").unwrap();
+    assert_eq!(moved["occurred_at"], "2025-05-01T00:00:00Z");
+    assert_eq!(moved["stored_at"], Timestamp(START).to_rfc3339());
+    assert!(!moved["why"]["matched_terms"].as_array().unwrap().is_empty());
+
+    // Time windows filter on when it happened, not when it was stored.
+    let before = ok(&s, &ana, "memory.search", json!({"query": "Lisbon", "until": "2025-06-01"})).await;
+    assert_eq!(ids(&before), [moved["id"].as_str().unwrap()], "{before}");
+    let since = ok(&s, &ana, "memory.search", json!({"query": "Lisbon", "since": "2025-12-31"})).await;
+    assert!(ids(&since).contains(&turn["id"].as_str().unwrap().to_owned()), "{since}");
+    assert!(!ids(&since).contains(&moved["id"].as_str().unwrap().to_owned()), "{since}");
+    let typed = ok(&s, &ana, "memory.search", json!({"query": "Lisbon", "type": "conversational"})).await;
+    assert!(typed["results"].as_array().unwrap().iter().all(|r| r["kind"] == "turn") && typed["count"] == 1, "{typed}");
+    let bad = call(&s, &ana, "memory.search", json!({"query": "Lisbon", "since": "last week"})).await.unwrap_err();
+    assert_eq!(bad.code, ErrorCode::InvalidRequest);
+
+    // Ben sees none of it: not Ana's personal memory, not her session.
+    let theirs = ok(&s, &ben, "memory.search", json!({"query": "Lisbon French answers"})).await;
+    assert_eq!(theirs["count"], 0, "{theirs}");
+    let named = ok(&s, &ben, "memory.search", json!({"query": "Lisbon", "scope": "session:trip"})).await;
+    assert_eq!(named["count"], 0, "Ben's own session of that name is empty: {named}");
+    let named = call(&s, &ben, "memory.search", json!({"query": "Lisbon", "scope": format!("personal:{}", ana.principal)})).await;
+    assert_eq!(named.unwrap_err().code, ErrorCode::Forbidden);
+    let other = call(&s, &ben, "memory.forget", json!({"id": id})).await.unwrap_err();
+    assert_eq!(other.code, ErrorCode::NotFound, "another's memory is not revealed");
+
+    // Update, then forget: a tombstone, gone from search and from the list.
+    let changed = ok(&s, &ana, "memory.update_personal", json!({"id": id, "text": "Prefers answers in Portuguese"})).await;
+    assert_eq!(changed["memory"]["body"], "Prefers answers in Portuguese");
+    assert_eq!(ids(&ok(&s, &ana, "memory.search", json!({"query": "Portuguese", "type": "personal"})).await), [id.as_str()]);
+    let gone = ok(&s, &ana, "memory.forget", json!({"id": id})).await;
+    assert_eq!((gone["memory"]["state"].as_str(), gone["memory"]["body"].as_str()), (Some("forgotten"), Some("")));
+    let tomb = s.backend.records.get_memory(&t, &Id::new(&id).unwrap()).await.unwrap().unwrap();
+    assert_eq!(tomb.state, GovernanceState::Forgotten { by: ana.principal.clone(), at: Timestamp(START + DAY) });
+    assert!(!tomb.body.contains("Portuguese"));
+    assert!(!ids(&ok(&s, &ana, "memory.search", json!({"query": "Portuguese"})).await).contains(&id), "forgotten, still found");
+    assert_eq!(call(&s, &ana, "memory.forget", json!({"id": id})).await.unwrap_err().code, ErrorCode::NotFound);
+
+    // A time to live: listed and found until it runs out.
+    let japan = ok(&s, &ana, "memory.remember", json!({"text": "Travelling in Japan, answer late evenings", "ttl_days": 2})).await;
+    let japan = japan["memory"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(japan_first(&ok(&s, &ana, "memory.search", json!({"query": "Japan evenings"})).await), Some(japan.clone()));
+    clock.advance(3 * DAY);
+    assert!(!ids(&ok(&s, &ana, "memory.search", json!({"query": "Japan evenings"})).await).contains(&japan), "expired, still found");
+    let left = ok(&s, &ana, "memory.read_personal", json!({})).await;
+    assert!(left["patterns"].as_array().unwrap().iter().all(|p| !p["body"].as_str().unwrap().contains("Japan")), "{left}");
+    // The maintenance job then forgets it for good: a tombstone by `maintenance`.
+    let report = s.maintenance.run().await.unwrap();
+    assert_eq!(report.personal_forgotten, 1, "{report:?}");
+    let expired = s.backend.records.get_memory(&t, &Id::new(&japan).unwrap()).await.unwrap().unwrap();
+    assert_eq!(expired.state, GovernanceState::Forgotten { by: Id::new("maintenance").unwrap(), at: Timestamp(START + 4 * DAY) });
+    assert!(expired.body.is_empty());
+    assert_eq!(s.maintenance.run().await.unwrap().personal_forgotten, 0, "once");
+    let too_long = call(&s, &ana, "memory.remember", json!({"text": "x", "ttl_days": 5000})).await.unwrap_err();
+    assert_eq!(too_long.code, ErrorCode::InvalidRequest);
+
+    // As of: the refund rule was 30 days until it was superseded by 14 days.
+    org_entry(&s, &t, "refund-v1", "Refund window is 30 days", START - 100 * DAY, None).await;
+    let v2 = org_entry(&s, &t, "refund-v2", "Refund window is 14 days", START - 10 * DAY, Some("refund-v1")).await;
+    let mut v1 = s.backend.records.get_memory(&t, &Id::new("refund-v1").unwrap()).await.unwrap().unwrap();
+    v1.state = GovernanceState::Superseded { by: v2.id.clone() };
+    s.backend.records.put_memory(&v1, Expect::Version(v1.version)).await.unwrap();
+    s.search.unindex(&t, &MemoryScope::Org, &v1.id).await.unwrap();
+    let now = ok(&s, &ana, "memory.search", json!({"query": "refund window", "type": "org"})).await;
+    assert_eq!(ids(&now), ["refund-v2"], "{now}");
+    assert_eq!(now["results"][0]["state"], "active");
+    let then = ok(&s, &ana, "memory.search", json!({"query": "refund window", "type": "org", "as_of": "2025-11-01"})).await;
+    assert_eq!(ids(&then), ["refund-v1"], "{then}");
+    assert_eq!(then["results"][0]["superseded_by"], "refund-v2");
+    assert_eq!(then["results"][0]["text"], "Refund window is 30 days");
+    let before_any = ok(&s, &ana, "memory.search", json!({"query": "refund window", "type": "org", "as_of": "2025-01-01"})).await;
+    assert!(!ids(&before_any).iter().any(|i| i.starts_with("refund")), "{before_any}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_and_personal_memory_embedded() {
+    let clock = Arc::new(ManualClock::new(START));
+    let (_home, s) = embedded(clock.clone()).await;
+    assert!(s.search.enabled());
+    recall_and_personal_memory(s, clock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_and_personal_memory_aws() {
+    let clock = Arc::new(ManualClock::new(START));
+    let s = aws(clock.clone(), "recall").await;
+    recall_and_personal_memory(s, clock).await;
+}
+
+// ---- isolation under random searches -------------------------------------------------
+
+const WORDS: [&str; 8] = ["lisbon", "refund", "deploy", "budget", "pager", "canary", "offsite", "keys"];
+const TEAMS: [&str; 2] = ["core", "growth"];
+const PROJECTS: [&str; 2] = ["apollo", "borealis"];
+
+/// Four principals (each a team and a project of their own, one sharing both), each with
+/// personal memory and a session full of the same words, org memory, and team/project
+/// memory; then `searches` random `memory.search` calls by random principals with random
+/// scopes and types: every result must be readable by the caller, a session only its
+/// owner's, a named foreign scope refused.
+async fn isolation(s: Services, searches: usize) {
+    let t = tenant(&s, "recall-iso").await;
+    let mut callers = Vec::new();
+    for i in 0..4 {
+        let c = caller_in(&s, &t, SCOPES, &[TEAMS[i % 2]], &[PROJECTS[i / 2 % 2]]).await;
+        for w in WORDS {
+            ok(&s, &c, "memory.remember", json!({"text": format!("{w} note of caller {i}")})).await;
+        }
+        for w in WORDS.iter().take(4) {
+            ok(&s, &c, "memory.write_conversational", json!({"session": "work", "role": "user", "content": format!("{w} talk {i}")}))
+                .await;
+        }
+        callers.push(c);
+    }
+    for (n, scope) in [MemoryScope::Org, MemoryScope::Team("core".into()), MemoryScope::Project("borealis".into())].iter().enumerate() {
+        for w in WORDS {
+            scoped_entry(&s, &t, scope.clone(), &format!("m{n}-{w}"), &format!("{w} rule"), START, None).await;
+        }
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(21);
+    let mut seen_foreign_refusal = false;
+    for _ in 0..searches {
+        let i = rng.random_range(0..callers.len());
+        let c = &callers[i];
+        let mut args = json!({"query": WORDS[rng.random_range(0..WORDS.len())], "limit": 50});
+        match rng.random_range(0..6) {
+            0 => args["type"] = json!(["conversational", "personal", "org", "kb"][rng.random_range(0..4)]),
+            1 => args["scope"] = json!(format!("session:{}.work", callers[rng.random_range(0..4)].principal)),
+            2 => args["scope"] = json!(format!("personal:{}", callers[rng.random_range(0..4)].principal)),
+            3 => args["scope"] = json!(format!("team:{}", TEAMS[rng.random_range(0..2)])),
+            4 => args["scope"] = json!(format!("project:{}", PROJECTS[rng.random_range(0..2)])),
+            _ => {}
+        }
+        let out = match call(&s, c, "memory.search", args.clone()).await {
+            Ok(out) => out,
+            Err(e) => {
+                assert_eq!(e.code, ErrorCode::Forbidden, "{args}: {e:?}");
+                let scope = MemoryScope::parse(args["scope"].as_str().unwrap()).unwrap();
+                assert!(!scope.readable_by(c), "{args} refused but readable");
+                seen_foreign_refusal = true;
+                continue;
+            }
+        };
+        for r in out["results"].as_array().unwrap() {
+            let scope = MemoryScope::parse(r["scope"].as_str().unwrap()).unwrap();
+            assert!(scope.readable_by(c), "caller {i} got {r} with {args}");
+            if let MemoryScope::Session(sid) = &scope {
+                assert!(sid.starts_with(&format!("{}.", c.principal)), "a session of another: {r}");
+            }
+        }
+    }
+    assert!(seen_foreign_refusal, "no foreign scope was tried");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_isolation_under_random_searches_embedded() {
+    let (_home, s) = embedded(Arc::new(ManualClock::new(START))).await;
+    isolation(s, 2_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recall_isolation_under_random_searches_aws() {
+    let s = aws(Arc::new(ManualClock::new(START)), "recall-iso").await;
+    isolation(s, 200).await;
+}
