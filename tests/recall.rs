@@ -18,9 +18,9 @@ use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryT
 use domain::principal::CallerContext;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{ErrorCode, Id, TenantId, Timestamp};
-use ports::records::{Expect, MemoryStore};
 use ports::Backend;
 use ports::clock::ManualClock;
+use ports::records::{Expect, MemoryStore};
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use services::Services;
@@ -128,11 +128,21 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(listed["count"], 1, "no twin: {listed}");
 
     // An event in the past, given; and a conversation turn, timed by the clock.
-    ok(&s, &ana, "memory.remember", json!({"text": "Moved to Lisbon for the new office", "kind": "context", "occurred_at": "2025-05-01"}))
-        .await;
+    ok(
+        &s,
+        &ana,
+        "memory.remember",
+        json!({"text": "Moved to Lisbon for the new office", "kind": "context", "occurred_at": "2025-05-01"}),
+    )
+    .await;
     clock.advance(DAY);
-    ok(&s, &ana, "memory.write_conversational", json!({"session": "trip", "role": "user", "content": "Book the Lisbon flight for the offsite"}))
-        .await;
+    ok(
+        &s,
+        &ana,
+        "memory.write_conversational",
+        json!({"session": "trip", "role": "user", "content": "Book the Lisbon flight for the offsite"}),
+    )
+    .await;
 
     // Everything Ana can read, in one search; each result says when it happened.
     let all = ok(&s, &ana, "memory.search", json!({"query": "Lisbon"})).await;
@@ -180,11 +190,15 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(call(&s, &ana, "memory.forget", json!({"id": id})).await.unwrap_err().code, ErrorCode::NotFound);
 
     // A time to live: listed and found until it runs out.
-    let japan = ok(&s, &ana, "memory.remember", json!({"text": "Travelling in Japan, answer late evenings", "ttl_days": 2})).await;
+    let japan =
+        ok(&s, &ana, "memory.remember", json!({"text": "Travelling in Japan, answer late evenings", "ttl_days": 2})).await;
     let japan = japan["memory"]["id"].as_str().unwrap().to_owned();
     assert_eq!(japan_first(&ok(&s, &ana, "memory.search", json!({"query": "Japan evenings"})).await), Some(japan.clone()));
     clock.advance(3 * DAY);
-    assert!(!ids(&ok(&s, &ana, "memory.search", json!({"query": "Japan evenings"})).await).contains(&japan), "expired, still found");
+    assert!(
+        !ids(&ok(&s, &ana, "memory.search", json!({"query": "Japan evenings"})).await).contains(&japan),
+        "expired, still found"
+    );
     let left = ok(&s, &ana, "memory.read_personal", json!({})).await;
     assert!(left["patterns"].as_array().unwrap().iter().all(|p| !p["body"].as_str().unwrap().contains("Japan")), "{left}");
     // The maintenance job then forgets it for good: a tombstone by `maintenance`.
@@ -250,12 +264,19 @@ async fn isolation(s: Services, searches: usize) {
             ok(&s, &c, "memory.remember", json!({"text": format!("{w} note of caller {i}")})).await;
         }
         for w in WORDS.iter().take(4) {
-            ok(&s, &c, "memory.write_conversational", json!({"session": "work", "role": "user", "content": format!("{w} talk {i}")}))
-                .await;
+            ok(
+                &s,
+                &c,
+                "memory.write_conversational",
+                json!({"session": "work", "role": "user", "content": format!("{w} talk {i}")}),
+            )
+            .await;
         }
         callers.push(c);
     }
-    for (n, scope) in [MemoryScope::Org, MemoryScope::Team("core".into()), MemoryScope::Project("borealis".into())].iter().enumerate() {
+    for (n, scope) in
+        [MemoryScope::Org, MemoryScope::Team("core".into()), MemoryScope::Project("borealis".into())].iter().enumerate()
+    {
         for w in WORDS {
             scoped_entry(&s, &t, scope.clone(), &format!("m{n}-{w}"), &format!("{w} rule"), START, None).await;
         }

@@ -212,7 +212,10 @@ fn title(t: &Turn) -> String {
 /// The report as a table, one line per split, kind and system.
 pub fn table(report: &Report, embedder: &str) -> String {
     let mut out = format!("conversational recall ({embedder}); a hit is an evidence turn in the top k\n");
-    out.push_str(&format!("{:<8} {:<12} {:<11} {:>6} {:>6} {:>7} {:>5}\n", "split", "kind", "system", "R@5", "R@10", "MRR@10", "n"));
+    out.push_str(&format!(
+        "{:<8} {:<12} {:<11} {:>6} {:>6} {:>7} {:>5}\n",
+        "split", "kind", "system", "R@5", "R@10", "MRR@10", "n"
+    ));
     for ((split, kind, system), s) in report {
         let (r5, r10, mrr) = s.mean();
         out.push_str(&format!("{split:<8} {kind:<12} {system:<11} {r5:>6.3} {r10:>6.3} {mrr:>7.3} {:>5}\n", s.n));
@@ -229,10 +232,9 @@ pub struct PlainBm25 {
 }
 
 const STOP: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how",
-    "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "s", "that", "the", "their", "them", "they",
-    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you",
-    "your",
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how", "i",
+    "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "s", "that", "the", "their", "them", "they", "this", "to",
+    "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
 ];
 
 fn words(text: &str) -> Vec<String> {

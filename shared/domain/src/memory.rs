@@ -106,11 +106,18 @@ string_enum! {
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum GovernanceState {
     Active,
-    Superseded { by: Id },
-    Rejected { reason: String },
+    Superseded {
+        by: Id,
+    },
+    Rejected {
+        reason: String,
+    },
     /// A personal entry its owner forgot (or whose time to live ran out: `by` is then
     /// the system).
-    Forgotten { by: Id, at: Timestamp },
+    Forgotten {
+        by: Id,
+        at: Timestamp,
+    },
 }
 
 impl GovernanceState {

@@ -299,10 +299,9 @@ pub fn tokens(text: &str) -> Vec<String> {
 /// NLTK-like list that also drops had/has/have/can/after… cost 0.03 R@5 on the
 /// conversational set's held-out split: docs/benchmarks.md.)
 pub const STOP_WORDS: &[&str] = &[
-    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how",
-    "i", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "s", "that", "the", "their", "them", "they",
-    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with",
-    "would", "you", "your",
+    "a", "about", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "has", "have", "how", "i",
+    "in", "is", "it", "its", "me", "my", "of", "on", "or", "our", "s", "that", "the", "their", "them", "they", "this", "to",
+    "was", "we", "were", "what", "when", "where", "which", "who", "whom", "whose", "why", "will", "with", "would", "you", "your",
 ];
 
 thread_local! {
@@ -312,11 +311,7 @@ thread_local! {
 /// A token as the keyword side indexes it: words of letters stemmed (Snowball English:
 /// `painting`, `painted` → `paint`); identifiers and numbers as they are.
 fn stem(token: String) -> String {
-    if token.chars().all(char::is_alphabetic) {
-        STEMMER.with(|s| s.stem(&token).into_owned())
-    } else {
-        token
-    }
+    if token.chars().all(char::is_alphabetic) { STEMMER.with(|s| s.stem(&token).into_owned()) } else { token }
 }
 
 /// The keyword terms of a document: its [`tokens`], stemmed.
@@ -581,7 +576,8 @@ mod tests {
         // A full keyword match beside a middling vector one beats the best vector match
         // alone; a partial keyword match (coverage 0.5, squared: 0.25) does not.
         let kw = vec![scored("full", 4.0, Some(1.0)), scored("partial", 2.0, Some(0.5))];
-        let vec = vec![scored("close", 0.8, None), scored("partial", 0.65, None), scored("full", 0.6, None), scored("far", 0.2, None)];
+        let vec =
+            vec![scored("close", 0.8, None), scored("partial", 0.65, None), scored("full", 0.6, None), scored("far", 0.2, None)];
         let fused = fuse(SearchMode::Hybrid, kw.clone(), vec.clone(), 10, SEMANTIC);
         let ids: Vec<&str> = fused.iter().map(|h| h.id.as_str()).collect();
         assert_eq!(ids, ["full", "close", "partial"], "far: no keyword match and the worst vector, dropped");

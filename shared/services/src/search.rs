@@ -558,7 +558,16 @@ impl SearchService {
                     continue;
                 }
                 let v = self
-                    .index(IndexRequest { tenant, scope: &scope, kind, doc: &id, title: &title, body: &body, at: now, occurred: None })
+                    .index(IndexRequest {
+                        tenant,
+                        scope: &scope,
+                        kind,
+                        doc: &id,
+                        title: &title,
+                        body: &body,
+                        at: now,
+                        occurred: None,
+                    })
                     .await?;
                 report.indexed += 1;
                 if v.is_some_and(|v| v.verified) {

@@ -26,9 +26,8 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId};
 use ports::search::{
-    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
-    Fusion, query_text,
-    identifiers,
+    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
+    identifiers, query_text,
 };
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;

@@ -160,7 +160,8 @@ impl Capability for Recall {
         let now = tools.now();
         let mut results = Vec::new();
         if search.enabled() {
-            let hits = search.search_window(caller, scopes, kind, &a.query, (max * 2).min(100), SearchMode::Hybrid, window).await?;
+            let hits =
+                search.search_window(caller, scopes, kind, &a.query, (max * 2).min(100), SearchMode::Hybrid, window).await?;
             let truncated = hits.len() >= 100;
             for h in &hits {
                 let why = WhyView::of_hit(h, &a.query);
@@ -204,7 +205,9 @@ impl Tools<'_> {
         let personal = MemoryScope::Personal(caller.principal.to_string());
         let scopes = match named {
             Some("personal") => vec![personal],
-            Some(raw) if raw.starts_with("session:") => vec![MemoryScope::Session(own_session(caller, &raw["session:".len()..])?)],
+            Some(raw) if raw.starts_with("session:") => {
+                vec![MemoryScope::Session(own_session(caller, &raw["session:".len()..])?)]
+            }
             Some(raw) => {
                 let scope = MemoryScope::parse(raw)?;
                 if !scope.readable_by(caller) {

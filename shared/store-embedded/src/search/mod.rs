@@ -17,8 +17,8 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
-    Candidate, DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
-    identifiers, index_terms, Fusion, query_terms,
+    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
+    identifiers, index_terms, query_terms,
 };
 use rusqlite::params;
 use tokio::sync::{OnceCell, RwLock};
