@@ -20,7 +20,7 @@ use domain::tenant::{Department, Industry, PlanTier};
 use domain::{ErrorCode, Id, TenantId, Timestamp};
 use ports::Backend;
 use ports::clock::ManualClock;
-use ports::records::{Expect, MemoryStore};
+use ports::records::{Expect, MemoryStore, ReviewStore};
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use services::Services;
@@ -155,6 +155,15 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(moved["occurred_at"], "2025-05-01T00:00:00Z");
     assert_eq!(moved["stored_at"], Timestamp(START).to_rfc3339());
     assert!(!moved["why"]["matched_terms"].as_array().unwrap().is_empty());
+    // Their readback verifications (which approvers read in the review queue) carry no
+    // private text: no title, no extracted entities.
+    if s.search.enabled() {
+        for (kind, doc) in [("memory", &moved["id"]), ("turn", &turn["id"])] {
+            let v = s.backend.records.get_verification(&t, kind, &Id::new(doc.as_str().unwrap()).unwrap()).await.unwrap();
+            let v = v.unwrap_or_else(|| panic!("no verification of the {kind}"));
+            assert!(v.title.is_empty() && v.entities.is_empty() && v.related.is_empty(), "{v:?}");
+        }
+    }
 
     // Time windows filter on when it happened, not when it was stored.
     let before = ok(&s, &ana, "memory.search", json!({"query": "Lisbon", "until": "2025-06-01"})).await;

@@ -264,18 +264,22 @@ impl SearchService {
                 (verified, reason, related)
             }
         };
+        // The review queue is read by approvers: a personal memory or a session turn
+        // (its owner's alone) shows there by id and scope only — no title, no
+        // extracted entities, no links.
+        let private = matches!(r.scope, MemoryScope::Personal(_) | MemoryScope::Session(_));
         let v = Verification {
             tenant: r.tenant.clone(),
             kind: r.kind.as_str().to_owned(),
             doc: r.doc.clone(),
             scope: r.scope.clone(),
-            title: r.title.chars().take(200).collect(),
+            title: if private { String::new() } else { r.title.chars().take(200).collect() },
             verified,
             confidence: if verified { VERIFIED_CONFIDENCE } else { UNVERIFIED_CONFIDENCE },
             fresh_at: verified.then(|| self.backend.clock.now()),
             reason,
-            entities: extract(&format!("{}\n{}", r.title, r.body)),
-            related,
+            entities: if private { Vec::new() } else { extract(&format!("{}\n{}", r.title, r.body)) },
+            related: if private { Vec::new() } else { related },
             at: self.backend.clock.now(),
         };
         self.backend.records.put_verification(&v).await?;
