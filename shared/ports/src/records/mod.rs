@@ -30,7 +30,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
-use domain::memory::{ConversationTurn, GovernanceState, MemoryEntry, MemoryScope, SessionSummary, Verification};
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary, Verification};
 use domain::principal::{ApiKeyRecord, Principal};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, Relationship, Signal};
@@ -40,6 +40,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
+
+mod retention;
+pub use retention::RetentionStore;
 
 /// How a versioned write is conditioned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,126 +287,6 @@ pub trait LibraryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>>;
-}
-
-/// Retention (SPEC §9, the maintenance job): what expires is deleted in batches, oldest
-/// first, at most `max` items a call so one run stays bounded.
-#[async_trait]
-pub trait RetentionStore: Send + Sync {
-    /// Deletes the tenant's audit records older than `before`. Returns how many.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
-    /// Deletes the tenant's session-scope memory entries last updated before `before`.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
-    /// The tenant's active personal entries whose time to live ran out at `now`, at
-    /// most `max` (the maintenance job forgets them).
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>>;
-}
-
-#[async_trait]
-impl RetentionStore for Records {
-    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
-        let t = tenant.as_str();
-        let cutoff = pad(before.0);
-        let mut deleted = 0;
-        while deleted < max {
-            let limit = u32::try_from((max - deleted).min(self.items.max_batch())).unwrap_or(25);
-            let q = Query { tenant: t, part: "audit", prefix: "", after: None, limit, descending: false };
-            let (items, _) = self.items.query(q).await?;
-            let old: Vec<Write> = items
-                .into_iter()
-                .take_while(|i| i.sk < cutoff)
-                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
-                .collect();
-            if old.is_empty() {
-                break;
-            }
-            deleted += old.len();
-            self.items.write(old).await?;
-        }
-        Ok(deleted)
-    }
-
-    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
-        let mut out = Vec::new();
-        let mut after: Option<String> = None;
-        loop {
-            let q = Query {
-                tenant: tenant.as_str(),
-                part: "memory_by_scope",
-                prefix: "personal:",
-                after: after.as_deref(),
-                limit: 200,
-                descending: false,
-            };
-            let (items, more) = self.items.query(q).await?;
-            let Some(last) = items.last() else { break };
-            after = Some(last.sk.clone());
-            for i in &items {
-                let entry: MemoryEntry = decode(i)?;
-                if entry.state == GovernanceState::Active && entry.expires_at.is_some_and(|e| e <= now) && out.len() < max {
-                    out.push(entry);
-                }
-            }
-            if !more || out.len() >= max {
-                break;
-            }
-        }
-        Ok(out)
-    }
-
-    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
-        let t = tenant.as_str();
-        let mut deleted = 0;
-        let mut after: Option<String> = None;
-        loop {
-            let q = Query {
-                tenant: t,
-                part: "memory_by_scope",
-                prefix: "session:",
-                after: after.as_deref(),
-                limit: 200,
-                descending: false,
-            };
-            let (items, more) = self.items.query(q).await?;
-            let Some(last) = items.last() else { break };
-            after = Some(last.sk.clone());
-            let mut writes = Vec::new();
-            for i in &items {
-                let entry: MemoryEntry = decode(i)?;
-                if entry.updated_at < before && deleted + writes.len() / 2 < max {
-                    writes.push(Write::Delete {
-                        tenant: t.into(),
-                        part: "memory".into(),
-                        sk: entry.id.to_string(),
-                        condition: Condition::None,
-                    });
-                    writes.push(Write::Delete {
-                        tenant: t.into(),
-                        part: i.part.clone(),
-                        sk: i.sk.clone(),
-                        condition: Condition::None,
-                    });
-                }
-            }
-            for chunk in writes.chunks(self.items.max_batch() & !1) {
-                self.items.write(chunk.to_vec()).await?;
-                deleted += chunk.len() / 2;
-            }
-            if !more || deleted >= max {
-                break;
-            }
-        }
-        Ok(deleted)
-    }
 }
 
 /// Records the ingestion pipeline could not write, with their reasons (SPEC §9).

@@ -1,0 +1,133 @@
+//! Retention (SPEC §9, the maintenance job) over the record layout: the audit ledger
+//! pruned, session memory expired, personal memory past its time to live found.
+
+use async_trait::async_trait;
+use domain::memory::{GovernanceState, MemoryEntry};
+use domain::{Result, TenantId, Timestamp};
+
+use super::{Records, decode, pad};
+use crate::items::{Condition, Item, Query, Write};
+
+/// Retention (SPEC §9, the maintenance job): what expires is deleted in batches, oldest
+/// first, at most `max` items a call so one run stays bounded.
+#[async_trait]
+pub trait RetentionStore: Send + Sync {
+    /// Deletes the tenant's audit records older than `before`. Returns how many.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    /// Deletes the tenant's session-scope memory entries last updated before `before`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    /// The tenant's active personal entries whose time to live ran out at `now`, at
+    /// most `max` (the maintenance job forgets them).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>>;
+}
+
+#[async_trait]
+impl RetentionStore for Records {
+    async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+        let t = tenant.as_str();
+        let cutoff = pad(before.0);
+        let mut deleted = 0;
+        while deleted < max {
+            let limit = u32::try_from((max - deleted).min(self.items.max_batch())).unwrap_or(25);
+            let q = Query { tenant: t, part: "audit", prefix: "", after: None, limit, descending: false };
+            let (items, _) = self.items.query(q).await?;
+            let old: Vec<Write> = items
+                .into_iter()
+                .take_while(|i| i.sk < cutoff)
+                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+                .collect();
+            if old.is_empty() {
+                break;
+            }
+            deleted += old.len();
+            self.items.write(old).await?;
+        }
+        Ok(deleted)
+    }
+
+    async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let (entries, more) = self.memory_by_scope_page(tenant, "personal:", &mut after).await?;
+            for (_, entry) in entries {
+                if entry.state == GovernanceState::Active && entry.expires_at.is_some_and(|e| e <= now) && out.len() < max {
+                    out.push(entry);
+                }
+            }
+            if !more || out.len() >= max {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+        let t = tenant.as_str();
+        let mut deleted = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let (entries, more) = self.memory_by_scope_page(tenant, "session:", &mut after).await?;
+            let mut writes = Vec::new();
+            for (i, entry) in &entries {
+                if entry.updated_at < before && deleted + writes.len() / 2 < max {
+                    writes.push(Write::Delete {
+                        tenant: t.into(),
+                        part: "memory".into(),
+                        sk: entry.id.to_string(),
+                        condition: Condition::None,
+                    });
+                    writes.push(Write::Delete {
+                        tenant: t.into(),
+                        part: i.part.clone(),
+                        sk: i.sk.clone(),
+                        condition: Condition::None,
+                    });
+                }
+            }
+            for chunk in writes.chunks(self.items.max_batch() & !1) {
+                self.items.write(chunk.to_vec()).await?;
+                deleted += chunk.len() / 2;
+            }
+            if !more || deleted >= max {
+                break;
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+impl Records {
+    /// One page (200) of the tenant's memory entries whose scope key starts with
+    /// `prefix`, after the cursor `after` (moved past the page), with their index items;
+    /// and whether more follow.
+    async fn memory_by_scope_page(
+        &self,
+        tenant: &TenantId,
+        prefix: &str,
+        after: &mut Option<String>,
+    ) -> Result<(Vec<(Item, MemoryEntry)>, bool)> {
+        let q = Query {
+            tenant: tenant.as_str(),
+            part: "memory_by_scope",
+            prefix,
+            after: after.as_deref(),
+            limit: 200,
+            descending: false,
+        };
+        let (items, more) = self.items.query(q).await?;
+        let Some(last) = items.last() else { return Ok((Vec::new(), false)) };
+        *after = Some(last.sk.clone());
+        let entries = items.into_iter().map(|i| decode(&i).map(|e| (i, e))).collect::<Result<Vec<_>>>()?;
+        Ok((entries, more))
+    }
+}
