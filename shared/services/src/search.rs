@@ -196,6 +196,13 @@ pub struct Window {
     pub until: Option<Timestamp>,
 }
 
+impl Window {
+    /// Whether something that happened at `at` falls in the window.
+    pub fn contains(&self, at: Timestamp) -> bool {
+        self.since.is_none_or(|s| at >= s) && self.until.is_none_or(|u| at < u)
+    }
+}
+
 /// What a reindex did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReindexReport {

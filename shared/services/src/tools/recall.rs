@@ -298,7 +298,6 @@ impl Tools<'_> {
         let terms = terms(query)?;
         let records = &self.backend.records;
         let now = self.now();
-        let in_window = |at: Timestamp| window.since.is_none_or(|s| at >= s) && window.until.is_none_or(|u| at < u);
         let mut found: Vec<(u8, Timestamp, RecallHitView)> = Vec::new();
         let mut truncated = false;
         for scope in scopes {
@@ -312,7 +311,7 @@ impl Tools<'_> {
                 })
                 .await?;
                 truncated |= cut;
-                for t in turns.iter().filter(|t| in_window(t.at)) {
+                for t in turns.iter().filter(|t| window.contains(t.at)) {
                     if let Some(r) = rank(&terms, t.id.as_str(), "", &t.content) {
                         found.push((r, t.at, turn_hit(scope, t, WhyView::of_scan(query, &[&t.content]))));
                     }
@@ -328,7 +327,7 @@ impl Tools<'_> {
             })
             .await?;
             truncated |= cut;
-            for m in all.iter().filter(|m| m.live_at(now) && in_window(m.happened_at())) {
+            for m in all.iter().filter(|m| m.live_at(now) && window.contains(m.happened_at())) {
                 if let Some(r) = rank(&terms, m.id.as_str(), &m.title, &m.body) {
                     let why = WhyView::of_scan(query, &[m.id.as_str(), &m.title, &m.body]);
                     if let Some(h) = self.recalled_memory(caller, &m.id, as_of, now, why).await? {
