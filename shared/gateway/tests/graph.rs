@@ -101,7 +101,10 @@ async fn the_reference_memory_tools_with_their_semantics() {
     assert_eq!((missing["isError"].as_bool(), missing["structuredContent"]["code"].as_str()), (Some(true), Some("NOT_FOUND")));
     let found = f.call(&key, "search_nodes", json!({"query": "TEA"})).await;
     assert_eq!(found["structuredContent"]["entities"][0]["name"], "Ada", "case-insensitive, observations searched");
-    assert_eq!(found["structuredContent"]["relations"], json!([]), "relations only between found entities");
+    assert_eq!(
+        found["structuredContent"]["relations"][0]["relationType"], "works_at",
+        "relations touching a found entity (the 2026 reference), here to Acme, which was not found"
+    );
     let opened = f.call(&key, "open_nodes", json!({"names": ["Ada", "Acme", "Nobody"]})).await;
     assert_eq!(opened["structuredContent"]["entities"].as_array().unwrap().len(), 2);
     assert_eq!(opened["structuredContent"]["relations"][0]["relationType"], "works_at");
@@ -217,6 +220,24 @@ async fn graph_reads_page_and_keep_to_a_token_budget() {
     let found = f.call(&key, "search_nodes", json!({"query": "team 1", "limit": 3})).await["structuredContent"].clone();
     assert_eq!(found["entities"].as_array().unwrap().len(), 3);
     assert!(found["nextCursor"].is_string(), "10 match: {found}");
+    // Paged, a found node's relations to nodes outside the answer come too, each once.
+    let whole = f.call(&key, "search_nodes", json!({"query": "team 1"})).await["structuredContent"].clone();
+    let mut all: Vec<String> = whole["relations"].as_array().unwrap().iter().map(|r| r.to_string()).collect();
+    assert_eq!(all.len(), 20, "nodes 1, 4, … 28 each call the next and are called by the one before: {whole}");
+    let (mut paged, mut cursor) = (Vec::new(), Value::Null);
+    loop {
+        let page =
+            f.call(&key, "search_nodes", json!({"query": "team 1", "limit": 3, "cursor": cursor})).await["structuredContent"]
+                .clone();
+        paged.extend(page["relations"].as_array().unwrap().iter().map(|r| r.to_string()));
+        match page.get("nextCursor") {
+            Some(c) => cursor = c.clone(),
+            None => break,
+        }
+    }
+    all.sort();
+    paged.sort();
+    assert_eq!(paged, all, "every relation of the answer on exactly one page");
     let opened = f.call(&key, "open_nodes", json!({"names": ["node-01", "node-02", "node-03"], "limit": 2})).await;
     assert_eq!(opened["structuredContent"]["entities"].as_array().unwrap().len(), 2);
 

@@ -7,8 +7,10 @@ use serde_json::{Map, Value, json};
 
 /// A successful result: `text` for the model to read, `structured` for programs.
 pub fn success(structured: Value, text: String) -> CallToolResult {
-    let mut r = CallToolResult::structured(structured);
-    r.content = vec![ContentBlock::text(text)];
+    // Not `CallToolResult::structured`, which also serializes the whole value into a
+    // text block that would be replaced at once (costly on a large graph answer).
+    let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+    r.structured_content = Some(structured);
     r
 }
 

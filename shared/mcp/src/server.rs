@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use domain::Error;
-use domain::principal::{CallerContext, Scope};
+use domain::principal::{CallerContext, Scope, Toolset};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -18,6 +18,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 use services::Services;
+use services::changes::GRAPH_URI;
 
 use crate::render;
 use crate::tools::McpTool;
@@ -160,7 +161,7 @@ impl ContinuityMcp {
                         };
                         let uri = change.resource_uri();
                         let subscribed = subscriptions.lock().map(|s| s.contains(&uri)).unwrap_or(false);
-                        if change.tenant() == &caller.tenant && subscribed
+                        if change.concerns(&caller) && subscribed
                             && peer.notify_resource_updated(rmcp::model::ResourceUpdatedNotificationParam::new(uri)).await.is_err()
                         {
                             break;
@@ -317,9 +318,11 @@ impl ServerHandler for ContinuityMcp {
         if !self.session {
             return Err(McpError::invalid_request("subscriptions need a session (Mcp-Session-Id)", None));
         }
-        if !request.uri.starts_with("continuity://entities/") || request.uri.len() > 512 {
+        let graph = request.uri == GRAPH_URI && caller.toolsets.contains(Toolset::Graph);
+        if !graph && (!request.uri.starts_with("continuity://entities/") || request.uri.len() > 512) {
             return Err(McpError::invalid_params(
-                "only entity resources (continuity://entities/{type}/{id}) can be subscribed to",
+                "only entity resources (continuity://entities/{type}/{id}) and, with the graph toolset, \
+                 memory://knowledge-graph can be subscribed to",
                 None,
             ));
         }
@@ -365,6 +368,16 @@ impl ServerHandler for ContinuityMcp {
                     )
                     .with_mime_type("application/json"),
             );
+            if caller.toolsets.contains(Toolset::Graph) {
+                resources.push(
+                    Resource::new(GRAPH_URI, "knowledge-graph")
+                        .with_title("Knowledge Graph")
+                        .with_description(
+                            "Your personal knowledge graph (the graph toolset's default) with all entities and relations; subscribe to hear when it changes.",
+                        )
+                        .with_mime_type("application/json"),
+                );
+            }
         }
         Ok(ListResourcesResult::with_all_items(resources))
     }
@@ -421,6 +434,11 @@ impl ServerHandler for ContinuityMcp {
                     }))
                     .collect::<Vec<_>>()
             )
+        } else if uri == GRAPH_URI {
+            // The graph toolset's read_graph, resolved and audited like the tool.
+            let tool = crate::tools::find(&caller, "read_graph").ok_or_else(not_found)?;
+            let (data, _) = tool.call(&self.services, &caller, serde_json::json!({})).await.map_err(|e| invalid_params(&e))?;
+            data
         } else if let Some(rest) = uri.strip_prefix("continuity://entities/") {
             let (t, id) = rest.split_once('/').ok_or_else(not_found)?;
             let args = serde_json::json!({"type": t, "id": id});

@@ -251,6 +251,15 @@ pub trait Embedder: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE` when the model cannot run (a remote model unreachable).
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+
+    /// The vector of one search query. A local model answers it at once instead of
+    /// queueing it behind writes; by default the same as [`Embedder::embed`].
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        self.embed(&[text.to_owned()]).await?.pop().ok_or_else(|| Error::internal("the embedder returned no vector"))
+    }
 }
 
 /// Refuses queries no retriever can answer sensibly: empty, over

@@ -90,13 +90,22 @@ impl Graph {
         self.index.get(name).map(|&i| &self.entities[i])
     }
 
-    /// The entities picked and the relations between them (the reference's filter).
-    fn subgraph(&self, picked: Vec<&GraphEntity>) -> Value {
-        let names: BTreeSet<&str> = picked.iter().map(|e| e.name.as_str()).collect();
-        let relations: Vec<&GraphRelation> =
-            self.relations.iter().filter(|r| names.contains(r.from.as_str()) && names.contains(r.to.as_str())).collect();
-        json!({"entities": picked, "relations": relations})
+    /// The entities picked and every relation with at least one end among them (the
+    /// 2026 reference's filter: a found node's connections to nodes outside the answer
+    /// are part of it).
+    fn subgraph(&self, picked: Vec<&GraphEntity>) -> Subgraph {
+        let names: std::collections::HashSet<&str> = picked.iter().map(|e| e.name.as_str()).collect();
+        let relations =
+            self.relations.iter().filter(|r| names.contains(r.from.as_str()) || names.contains(r.to.as_str())).cloned().collect();
+        Subgraph { entities: picked.into_iter().cloned().collect(), relations }
     }
+}
+
+/// A read's answer: entities, and the relations touching them.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Subgraph {
+    pub entities: Vec<GraphEntity>,
+    pub relations: Vec<GraphRelation>,
 }
 
 type Key = (TenantId, String);
@@ -110,6 +119,8 @@ struct Cached {
 #[derive(Clone, Default)]
 pub struct GraphService {
     backend: Option<Backend>,
+    /// Where a changed graph is announced (`memory://knowledge-graph` subscribers).
+    changes: Option<crate::changes::Changes>,
     cache: Arc<Mutex<HashMap<Key, Cached>>>,
     /// One writer per graph in this process (others are caught by the version check).
     locks: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
@@ -154,8 +165,8 @@ pub const TOOLS: &[&str] = &[
 ];
 
 impl GraphService {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend: Some(backend), ..Self::default() }
+    pub fn new(backend: Backend, changes: crate::changes::Changes) -> Self {
+        Self { backend: Some(backend), changes: Some(changes), ..Self::default() }
     }
 
     fn backend(&self) -> Result<&Backend> {
@@ -253,6 +264,9 @@ impl GraphService {
                     }
                     w.relations.extend(changes.put_relations);
                     w.version = next;
+                    if let Some(feed) = &self.changes {
+                        feed.publish(crate::changes::Change::GraphUpdated { tenant: tenant.clone(), scope: scope.to_owned() });
+                    }
                     return Ok(result);
                 }
                 // Another process wrote meanwhile: drop the copy and recompute.
@@ -274,6 +288,10 @@ impl GraphService {
     /// `FORBIDDEN` without `memory:write` (writes) or `memory:read` (reads);
     /// `INVALID_REQUEST`; `NOT_FOUND` for observations added to a missing entity.
     pub async fn run(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Value> {
+        if matches!(name, "read_graph" | "search_nodes" | "open_nodes") {
+            return serde_json::to_value(self.read(caller, name, args).await?)
+                .map_err(|e| Error::internal(format!("graph result: {e}")));
+        }
         let scope = Self::scope(caller, args)?;
         let mut args = args.clone();
         if let Some(o) = args.as_object_mut() {
@@ -281,8 +299,7 @@ impl GraphService {
         }
         // The ADK checked the capability's scope already; kept here so this service is
         // safe on its own.
-        let reads = matches!(name, "read_graph" | "search_nodes" | "open_nodes");
-        caller.scopes.require(if reads { Scope::MemoryRead } else { Scope::MemoryWrite })?;
+        caller.scopes.require(Scope::MemoryWrite)?;
         let t = &caller.tenant;
         let result = match name {
             "create_entities" => {
@@ -407,11 +424,30 @@ impl GraphService {
                 })
                 .await?
             }
+            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
+        };
+        Ok(result)
+    }
+
+    /// Runs one of the three read tools (`read_graph`, `search_nodes`, `open_nodes`).
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `memory:read` or for a project that is not the caller's;
+    /// `INVALID_REQUEST` for bad arguments.
+    pub async fn read(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Subgraph> {
+        let scope = Self::scope(caller, args)?;
+        let mut args = args.clone();
+        if let Some(o) = args.as_object_mut() {
+            o.remove("scope");
+        }
+        caller.scopes.require(Scope::MemoryRead)?;
+        let t = &caller.tenant;
+        let g = self.load(t, &scope).await?;
+        let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
+        Ok(match name {
             "read_graph" => {
                 let _: serde_json::Map<String, Value> = parse(&args)?;
-                let g = self.load(t, &scope).await?;
-                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
-                g.subgraph(g.entities.iter().collect())
+                Subgraph { entities: g.entities.clone(), relations: g.relations.iter().cloned().collect() }
             }
             "search_nodes" => {
                 #[derive(Deserialize)]
@@ -424,8 +460,6 @@ impl GraphService {
                     return Err(Error::invalid_field("query", "at most 1024 characters"));
                 }
                 let q = a.query.to_lowercase();
-                let g = self.load(t, &scope).await?;
-                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
                 // One SIMD substring finder for the whole scan.
                 let finder = memchr::memmem::Finder::new(q.as_bytes());
                 let picked: Vec<&GraphEntity> = g
@@ -439,13 +473,10 @@ impl GraphService {
             }
             "open_nodes" => {
                 let names: Vec<String> = list_arg(&args, "names")?;
-                let g = self.load(t, &scope).await?;
-                let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
                 let picked: Vec<&GraphEntity> = names.iter().filter_map(|n| g.get(n)).collect();
                 g.subgraph(picked)
             }
-            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
-        };
-        Ok(result)
+            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph read tool {other}"))),
+        })
     }
 }

@@ -94,7 +94,7 @@ impl Services {
         let auth = auth::Authenticator::new(backend.clone(), tokens.clone());
         let changes = changes::Changes::new();
         let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
-        let graph = graph::GraphService::new(backend.clone());
+        let graph = graph::GraphService::new(backend.clone(), changes.clone());
         let audit = audit::AuditService::new(backend.clone());
         Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(

@@ -342,9 +342,11 @@ impl SearchService {
             .collect()
     }
 
-    /// Asks the index for each chunk with a synthetic query (embedded like any query);
-    /// verified when each query retrieves the record within [`READBACK_K`] and the
-    /// chunk that comes back is byte-identical (SHA-256) to the chunk written. OpenSearch makes
+    /// Asks the index for each chunk with a synthetic query — its keyword leg the chunk's
+    /// first sentence, its vector leg the vector written (a second model run per chunk
+    /// would double the cost of every write and test the model, not the write); verified
+    /// when each query retrieves the record within [`READBACK_K`] and the chunk that
+    /// comes back is byte-identical (SHA-256) to the chunk written. OpenSearch makes
     /// writes searchable after a refresh (about a second), so a miss there is retried a
     /// few times before it counts.
     async fn readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> (bool, String) {
@@ -363,20 +365,15 @@ impl SearchService {
     }
 
     async fn readback_once(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> std::result::Result<(), String> {
-        let queries: Vec<String> = docs.iter().map(|d| synthetic_query(r.title, &d.text)).collect();
-        let vectors = self
-            .backend
-            .embedder
-            .embed(&queries)
-            .await
-            .map_err(|e| format!("the readback query could not be embedded: {}", e.code))?;
-        for ((d, text), vector) in docs.iter().zip(queries).zip(vectors) {
+        for d in docs {
+            let text = synthetic_query(r.title, &d.text);
+            let vector = (!d.vector.is_empty()).then(|| d.vector.clone());
             let q = SearchQuery {
                 tenant: r.tenant.clone(),
                 scopes: vec![r.scope.clone()],
                 kind: Some(r.kind),
                 text,
-                vector: Some(vector),
+                vector,
                 embedder: d.embedder.clone(),
                 mode: SearchMode::Hybrid,
                 k: READBACK_K,
@@ -442,8 +439,7 @@ impl SearchService {
         if let Some(s) = scopes.iter().find(|s| !s.readable_by(caller)) {
             return Err(Error::forbidden(format!("scope {} is not readable with this credential", s.storage_key())));
         }
-        let vector =
-            if mode == SearchMode::Keyword { None } else { self.backend.embedder.embed(&[text.to_owned()]).await?.pop() };
+        let vector = if mode == SearchMode::Keyword { None } else { Some(self.backend.embedder.embed_query(text).await?) };
         let q = SearchQuery {
             tenant: caller.tenant.clone(),
             scopes,

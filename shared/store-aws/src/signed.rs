@@ -46,6 +46,21 @@ impl SignedHttp {
         })
     }
 
+    /// The same client with a whole-request timeout of `timeout` instead of 10 s (for
+    /// slow control-plane calls, e.g. a local emulator's first IAM request, which loads
+    /// every managed policy).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` when the HTTP client cannot be built.
+    pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
+        self.http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(timeout)
+            .build()
+            .map_err(|e| Error::invalid(format!("{} client: {e}", self.service)))?;
+        Ok(self)
+    }
+
     /// Sends `body` (JSON or NDJSON) with `method` to `path`; the parsed JSON answer, or
     /// the taxonomy error for a failure (`UNAVAILABLE` for 5xx, throttling and transport
     /// errors, `INTERNAL` for an answer we do not understand).

@@ -251,7 +251,7 @@ async fn journey() {
         definition = definition.replace(&format!("${{{k}}}"), &lambda::resolve(v.as_str().unwrap(), &physical, k));
     }
     assert!(!definition.contains("${"), "every substitution filled");
-    let iam = SignedHttp::new(&sdk, &moto, "iam").unwrap();
+    let iam = SignedHttp::new(&sdk, &moto, "iam").unwrap().with_timeout(Duration::from_secs(120)).unwrap();
     let trust = json!({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]});
     let form: String = form_urlencoded::Serializer::new(String::new())
         .append_pair("Action", "CreateRole")

@@ -3,12 +3,16 @@
 //! personal scope or one of its projects — never the organisation's memory. Each is the
 //! capability `memory.graph_{tool}`; [`crate::graph::GraphService`] does the work.
 
+use std::collections::HashMap;
+
+use domain::graph::{GraphEntity, GraphRelation};
 use domain::{Error, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::capabilities::typed::{Capability, Context};
+use crate::graph::Subgraph;
 
 /// An entity to create.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -60,13 +64,13 @@ pub struct GraphChange {
     pub result: Value,
 }
 
-/// Entities and the relations between them.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+/// Entities and the relations touching them.
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct GraphView {
     #[schemars(with = "Vec<Map<String, Value>>")]
-    pub entities: Vec<Value>,
+    pub entities: Vec<GraphEntity>,
     #[schemars(with = "Vec<Map<String, Value>>")]
-    pub relations: Vec<Value>,
+    pub relations: Vec<GraphRelation>,
     /// Set when `limit` or `maxTokens` cut the answer short: pass it as `cursor` for the rest.
     #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "string"))]
@@ -117,29 +121,37 @@ impl Paging {
     /// the token budget holds (roughly four bytes of JSON a token; always at least one,
     /// so paging moves on), each with the relations that start from it — so a relation
     /// of the answer appears on exactly one page.
-    fn page(&self, view: GraphView) -> GraphView {
+    fn page(&self, whole: Subgraph) -> GraphView {
         if self.limit.is_none() && self.max_tokens.is_none() && self.offset == 0 {
-            return view;
+            return GraphView { entities: whole.entities, relations: whole.relations, next_cursor: None };
         }
-        let name = |v: &Value| v.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let from = |v: &Value| v.get("from").and_then(Value::as_str).unwrap_or_default().to_owned();
-        let cost = |v: &Value| serde_json::to_string(v).map_or(0, |s| s.len().div_ceil(4));
-        let total = view.entities.len();
+        // Each relation belongs to the first entity of the answer it touches.
+        let position: HashMap<&str, usize> = whole.entities.iter().enumerate().map(|(i, e)| (e.name.as_str(), i)).collect();
+        let mut owned: Vec<Vec<&GraphRelation>> = vec![Vec::new(); whole.entities.len()];
+        for r in &whole.relations {
+            let owner = [position.get(r.from.as_str()), position.get(r.to.as_str())].into_iter().flatten().min();
+            if let Some(&i) = owner {
+                owned[i].push(r);
+            }
+        }
+        let cost = |len: usize| len.div_ceil(4);
+        let total = whole.entities.len();
         let mut entities = Vec::new();
         let mut relations = Vec::new();
         let mut spent = 0;
-        for entity in view.entities.into_iter().skip(self.offset) {
+        for (i, entity) in whole.entities.iter().enumerate().skip(self.offset) {
             if self.limit.is_some_and(|l| entities.len() >= l) {
                 break;
             }
-            let own: Vec<Value> = view.relations.iter().filter(|r| from(r) == name(&entity)).cloned().collect();
-            let price = cost(&entity) + own.iter().map(cost).sum::<usize>();
+            let own = &owned[i];
+            let price = cost(serde_json::to_vec(entity).map_or(0, |v| v.len()))
+                + own.iter().map(|r| cost(serde_json::to_vec(r).map_or(0, |v| v.len()))).sum::<usize>();
             if self.max_tokens.is_some_and(|m| spent + price > m) && !entities.is_empty() {
                 break;
             }
             spent += price;
-            entities.push(entity);
-            relations.extend(own);
+            entities.push(entity.clone());
+            relations.extend(own.iter().map(|r| (*r).clone()));
         }
         let next = self.offset + entities.len();
         GraphView { entities, relations, next_cursor: (next < total).then(|| format!("graph:{next}")) }
@@ -159,9 +171,7 @@ async fn change<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<
 async fn view<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<GraphView> {
     let mut args = serde_json::to_value(args).map_err(|e| Error::internal(format!("graph arguments: {e}")))?;
     let paging = Paging::take(&mut args)?;
-    let whole: GraphView = serde_json::from_value(cx.tools.graph.run(cx.caller, tool, &args).await?)
-        .map_err(|e| Error::internal(format!("graph result: {e}")))?;
-    Ok(paging.page(whole))
+    Ok(paging.page(cx.tools.graph.read(cx.caller, tool, &args).await?))
 }
 
 /// One graph tool: its argument struct (with the optional `scope`) and capability.

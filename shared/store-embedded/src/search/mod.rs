@@ -2,6 +2,8 @@
 //! `search_docs` table; each `(tenant, scope)` partition is loaded on first use into an
 //! in-process BM25 index ([`bm25`]) and a vector index — an exact scan while the
 //! partition holds at most [`EXACT_MAX`] vectors, an HNSW graph ([`hnsw`]) above that.
+//! A partition loaded from the table is searchable as soon as its rows are read: its
+//! graph is built in the background, and until it is ready queries scan exactly.
 //!
 //! Isolation is structural: a query only ever opens the partitions of the tenant and
 //! scopes it names, so another tenant's or project's postings and graph nodes are never
@@ -52,10 +54,13 @@ struct Partition {
     slots: Vec<Slot>,
     by_id: HashMap<String, u32>,
     bm25: Bm25,
-    /// Slot-indexed, `dim` floats each (zeros for slots without a vector).
-    vectors: Vec<f32>,
+    /// Slot-indexed, `dim` floats each (zeros for slots without a vector). Append-only;
+    /// shared with a graph build in progress (a write during it copies the array once).
+    vectors: Arc<Vec<f32>>,
     live_vectors: usize,
     graph: Option<Hnsw>,
+    /// A graph is being built in the background: writes do not build one themselves.
+    building: bool,
 }
 
 fn doc_tokens(title: &str, text: &str) -> Vec<String> {
@@ -72,9 +77,10 @@ impl Partition {
             slots: Vec::new(),
             by_id: HashMap::new(),
             bm25: Bm25::default(),
-            vectors: Vec::new(),
+            vectors: Arc::default(),
             live_vectors: 0,
             graph: None,
+            building: false,
         }
     }
 
@@ -100,11 +106,12 @@ impl Partition {
         }
         let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         let has_vector = d.embedder == embedder && d.vector.len() == self.dim;
+        let vectors = Arc::make_mut(&mut self.vectors);
         if has_vector {
-            self.vectors.extend_from_slice(&d.vector);
+            vectors.extend_from_slice(&d.vector);
             self.live_vectors += 1;
         } else {
-            self.vectors.resize(self.vectors.len() + self.dim, 0.0);
+            vectors.resize(vectors.len() + self.dim, 0.0);
         }
         self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
         self.by_id.insert(d.id.as_str().to_owned(), slot);
@@ -124,19 +131,21 @@ impl Partition {
             if has_vector {
                 g.insert(&self.vectors, slot);
             }
-        } else if self.live_vectors > EXACT_MAX {
-            self.build_graph();
+        } else if self.live_vectors > EXACT_MAX && !self.building {
+            let mut g = Hnsw::new(self.dim);
+            for slot in self.graph_slots(0) {
+                g.insert(&self.vectors, slot);
+            }
+            self.graph = Some(g);
         }
     }
 
-    fn build_graph(&mut self) {
-        let mut g = Hnsw::new(self.dim);
-        for (i, s) in self.slots.iter().enumerate() {
-            if s.alive && s.has_vector {
-                g.insert(&self.vectors, u32::try_from(i).unwrap_or(u32::MAX));
-            }
-        }
-        self.graph = Some(g);
+    /// Slots from `from` on that belong in the graph (alive, with a vector).
+    fn graph_slots(&self, from: usize) -> Vec<u32> {
+        (from..self.slots.len())
+            .filter(|&i| self.slots[i].alive && self.slots[i].has_vector)
+            .filter_map(|i| u32::try_from(i).ok())
+            .collect()
     }
 
     fn hit(&self, slot: u32, ids: &[String]) -> SearchHit {
@@ -196,8 +205,12 @@ impl Partition {
                     .filter(|&s| keep(s))
                     .map(|s| (s, dot(v, &self.vectors[s as usize * self.dim..(s as usize + 1) * self.dim])))
                     .collect();
-                all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-                all.truncate(DEPTH);
+                let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+                if all.len() > DEPTH {
+                    all.select_nth_unstable_by(DEPTH, order);
+                    all.truncate(DEPTH);
+                }
+                all.sort_by(order);
                 all
             }
         };
@@ -212,8 +225,15 @@ impl Partition {
 }
 
 type Key = (String, String);
-/// One loaded partition, shared by searches (read) and writes (write).
-type Shared = Arc<RwLock<Partition>>;
+
+/// One loaded partition. Writers take `writer` for the whole write (table, then memory,
+/// so both see writes in the same order) and `index` for writing only while applying it
+/// in memory; searches take `index` for reading, so they never wait for a commit.
+struct Loaded {
+    index: RwLock<Partition>,
+    writer: tokio::sync::Mutex<()>,
+}
+type Shared = Arc<Loaded>;
 
 /// The embedded search index. Cheap to clone.
 #[derive(Clone)]
@@ -269,6 +289,8 @@ impl SqliteSearch {
                             .map_err(sql_err)?;
                         let mut rows = st.query(params![t, s]).map_err(sql_err)?;
                         let mut p = Partition::new(scope.clone(), dim);
+                        // The graph is built after loading, in the background.
+                        p.building = true;
                         while let Some(r) = rows.next().map_err(sql_err)? {
                             let d = SearchDoc {
                                 tenant: tenant.clone(),
@@ -288,13 +310,65 @@ impl SqliteSearch {
                                 tracing::info!(chunks = p.slots.len(), scope = %scope.storage_key(), "loading a search partition");
                             }
                         }
+                        p.building = p.live_vectors > EXACT_MAX;
                         Ok(p)
                     })
                     .await?;
-                Ok::<_, Error>(Arc::new(RwLock::new(p)))
+                let building = p.building;
+                let shared = Arc::new(Loaded { index: RwLock::new(p), writer: tokio::sync::Mutex::new(()) });
+                if building {
+                    tokio::spawn(build_graph(shared.clone()));
+                }
+                Ok::<_, Error>(shared)
             })
             .await?;
         Ok(part.clone())
+    }
+
+    /// Whether the partition is loaded and its vector search runs on a graph (false
+    /// while an exact scan serves it: small, not loaded, or its graph still building).
+    pub async fn graph_ready(&self, tenant: &TenantId, scope: &MemoryScope) -> bool {
+        let cell = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key(tenant, scope)).cloned();
+        match cell.as_ref().and_then(|c| c.get()) {
+            Some(part) => part.index.read().await.graph.is_some(),
+            None => false,
+        }
+    }
+}
+
+/// Builds a loaded partition's HNSW graph off the partition's lock — over a snapshot of
+/// its vectors (searches meanwhile scan exactly) — then adds what was written during the
+/// build and installs it.
+async fn build_graph(part: Shared) {
+    let (vectors, slots, dim, seen) = {
+        let p = part.index.read().await;
+        (p.vectors.clone(), p.graph_slots(0), p.dim, p.slots.len())
+    };
+    let started = std::time::Instant::now();
+    let built = tokio::task::spawn_blocking(move || {
+        let mut g = Hnsw::new(dim);
+        for slot in slots {
+            g.insert(&vectors, slot);
+        }
+        g
+    })
+    .await;
+    let mut p = part.index.write().await;
+    p.building = false;
+    match built {
+        Ok(mut g) => {
+            for slot in p.graph_slots(seen) {
+                g.insert(&p.vectors, slot);
+            }
+            tracing::info!(
+                vectors = p.live_vectors,
+                scope = %p.scope.storage_key(),
+                seconds = started.elapsed().as_secs_f64(),
+                "search partition graph built"
+            );
+            p.graph = Some(g);
+        }
+        Err(e) => tracing::error!(error = %e, "building a search partition's graph failed; it stays on exact scans"),
     }
 }
 
@@ -320,7 +394,7 @@ impl SearchIndex for SqliteSearch {
         }
         for ((t, s), group) in groups {
             let part = self.partition(&group[0].tenant, &group[0].scope).await?;
-            let mut p = part.write().await;
+            let _writing = part.writer.lock().await;
             let rows: Vec<_> = group
                 .iter()
                 .map(|d| {
@@ -355,6 +429,7 @@ impl SearchIndex for SqliteSearch {
                     tx.commit().map_err(sql_err)
                 })
                 .await?;
+            let mut p = part.index.write().await;
             for d in group {
                 p.put(d, &self.embedder);
             }
@@ -364,7 +439,20 @@ impl SearchIndex for SqliteSearch {
 
     async fn remove(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
         let part = self.partition(tenant, scope).await?;
-        let mut p = part.write().await;
+        let _writing = part.writer.lock().await;
+        let slots: Vec<u32> = {
+            let p = part.index.read().await;
+            p.slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.alive && s.doc == *doc)
+                .filter_map(|(i, _)| u32::try_from(i).ok())
+                .collect()
+        };
+        if slots.is_empty() {
+            // Memory and table agree (both change under `writer`): nothing to delete.
+            return Ok(());
+        }
         let (t, s) = key(tenant, scope);
         let d = doc.as_str().to_owned();
         self.db
@@ -374,13 +462,7 @@ impl SearchIndex for SqliteSearch {
                     .map_err(sql_err)
             })
             .await?;
-        let slots: Vec<u32> = p
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.alive && s.doc == *doc)
-            .filter_map(|(i, _)| u32::try_from(i).ok())
-            .collect();
+        let mut p = part.index.write().await;
         for slot in slots {
             p.remove_slot(slot);
         }
@@ -395,7 +477,7 @@ impl SearchIndex for SqliteSearch {
         let mut vector = Vec::new();
         for scope in &q.scopes {
             let part = self.partition(&q.tenant, scope).await?;
-            let p = part.read().await;
+            let p = part.index.read().await;
             if q.mode != SearchMode::Vector {
                 keyword.extend(p.keyword(q, &ids));
             }
@@ -429,5 +511,93 @@ impl SearchIndex for SqliteSearch {
             })
             .await?;
         raw.into_iter().map(Id::new).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ports::search::normalize;
+
+    const DIM: usize = 16;
+
+    fn vector(seed: u64) -> Vec<f32> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut v: Vec<f32> = (0..DIM)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                #[allow(clippy::cast_precision_loss)]
+                let u = (x >> 40) as f32 / (1u64 << 24) as f32;
+                u - 0.5
+            })
+            .collect();
+        normalize(&mut v);
+        v
+    }
+
+    fn doc(t: &TenantId, i: usize) -> SearchDoc {
+        SearchDoc {
+            tenant: t.clone(),
+            scope: MemoryScope::Org,
+            id: Id::new(format!("d{i}~0")).unwrap(),
+            doc: Id::new(format!("d{i}")).unwrap(),
+            kind: DocKind::Memory,
+            title: format!("memory {i}"),
+            text: format!("text of memory {i}"),
+            vector: vector(i as u64),
+            embedder: "e".into(),
+            updated_at: Timestamp(0),
+            occurred_at: None,
+        }
+    }
+
+    fn nearest(t: &TenantId, v: Vec<f32>) -> SearchQuery {
+        SearchQuery {
+            tenant: t.clone(),
+            scopes: vec![MemoryScope::Org],
+            kind: None,
+            text: "anything".into(),
+            vector: Some(v),
+            embedder: "e".into(),
+            mode: SearchMode::Vector,
+            k: 3,
+            since: None,
+            until: None,
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_reloaded_partition_answers_at_once_and_builds_its_graph_in_the_background() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("search.db")).unwrap();
+        let t = TenantId::new("t1").unwrap();
+        let n = EXACT_MAX + 400;
+        let docs: Vec<SearchDoc> = (0..n).map(|i| doc(&t, i)).collect();
+        let index = SqliteSearch::new(db.clone(), "e", DIM);
+        index.upsert(&docs).await.unwrap();
+        assert!(index.graph_ready(&t, &MemoryScope::Org).await, "a partition that grows past the exact limit builds its graph");
+
+        // A restart: nothing loaded; the first query loads the rows and answers (by an
+        // exact scan while the graph is built).
+        let reopened = SqliteSearch::new(db, "e", DIM);
+        assert!(!reopened.graph_ready(&t, &MemoryScope::Org).await);
+        let hits = reopened.search(&nearest(&t, docs[7].vector.clone())).await.unwrap();
+        assert_eq!(hits[0].doc.as_str(), "d7");
+        // Written while the graph may still be building: it must be in the graph too.
+        reopened.upsert(&[doc(&t, n)]).await.unwrap();
+        reopened.remove(&t, &MemoryScope::Org, &Id::new("d9").unwrap()).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while !reopened.graph_ready(&t, &MemoryScope::Org).await {
+            assert!(std::time::Instant::now() < deadline, "the graph was never built");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        for i in [7, 1_000, n] {
+            let hits = reopened.search(&nearest(&t, vector(i as u64))).await.unwrap();
+            assert_eq!(hits[0].doc.as_str(), format!("d{i}"), "memory {i} is its own nearest neighbour on the graph");
+        }
+        let hits = reopened.search(&nearest(&t, vector(9))).await.unwrap();
+        assert!(hits.iter().all(|h| h.doc.as_str() != "d9"), "a removed memory stays out");
     }
 }
