@@ -116,7 +116,8 @@ async fn the_reference_memory_tools_with_their_semantics() {
         json!([{"name": "Ada", "entityType": "person", "observations": ["Likes tea"]}])
     );
     assert_eq!(graph["structuredContent"]["relations"], json!([]), "deleting an entity deletes its relations");
-    assert!(graph["content"][0]["text"].as_str().unwrap().contains("\"entityType\": \"person\""));
+    let text: Value = serde_json::from_str(graph["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["entities"], graph["structuredContent"]["entities"], "the text is the structured content as JSON");
 
     // A project graph is separate; only projects of the key are reachable; org never.
     f.call(

@@ -527,7 +527,9 @@ async fn stdio(
     tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
     use rmcp::ServiceExt as _;
     let server = mcp::ContinuityMcp::for_caller(s.clone(), caller)
-        .serve(rmcp::transport::io::stdio())
+        // On the reactor when stdin/stdout are pipes (as MCP clients start servers), not
+        // a blocking-pool hand-off per write: a large answer goes out in far fewer hops.
+        .serve(rmcp::transport::io::stdio_pipes())
         .await
         .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
     server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
