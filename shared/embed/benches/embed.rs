@@ -5,6 +5,8 @@
 //! speaker, as the recall harness indexes them) in bursts of 64, and single short queries
 //! one at a time; prints texts/s and the single-query p50/p95.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::cast_precision_loss)]
+
 use std::time::Instant;
 
 fn main() {

@@ -43,11 +43,14 @@ struct Engine {
     name: String,
 }
 
+/// Where a write call's vectors go.
+type Reply = tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>>>;
+
 /// One write call: answered when each of its texts has its vector.
 struct Job {
     vectors: Mutex<Vec<Vec<f32>>>,
     left: std::sync::atomic::AtomicUsize,
-    reply: Mutex<Option<tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>>>>>,
+    reply: Mutex<Option<Reply>>,
 }
 
 impl Job {
@@ -262,7 +265,9 @@ impl Engine {
         // Several batches: one per core at a time, each on a one-thread pool, which keeps
         // the cores busier than splitting every small matrix product between them.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        let results: Vec<Result<Vec<(usize, Vec<Vec<f32>>)>>> = std::thread::scope(|scope| {
+        /// Each lane's batches: their numbers and vectors.
+        type Done = Result<Vec<(usize, Vec<Vec<f32>>)>>;
+        let results: Vec<Done> = std::thread::scope(|scope| {
             let workers: Vec<_> = self
                 .lanes
                 .iter()
