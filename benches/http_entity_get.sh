@@ -23,7 +23,7 @@ PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); p
 "$BIN" --home "$WORK/home" tenant set local --rate-limit-per-minute 100000000 >/dev/null
 "$BIN" --home "$WORK/home" entity put --tenant local --type account --id acme-1 \
   --attributes '{"name":"Acme Corp","tier":"gold"}' --pole-class organization >/dev/null
-RUST_LOG=warn "$BIN" --home "$WORK/home" serve --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
+RUST_LOG=warn "$BIN" --home "$WORK/home" serve --embedder hashing --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
 PID=$!
 for _ in $(seq 1 100); do
   python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/healthz')" 2>/dev/null && break

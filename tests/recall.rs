@@ -253,6 +253,82 @@ async fn recall_and_personal_memory_aws() {
     recall_and_personal_memory(s, clock).await;
 }
 
+/// The reindex rebuilds what a lost index held beyond org memory and KB — personal and
+/// team memory, session turns, each in its own scope and still private to its owner —
+/// and takes out an entry forgotten since it was indexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reindex_brings_back_personal_and_team_memory_and_turns() {
+    let clock = Arc::new(ManualClock::new(START));
+    let (_home, s) = embedded(clock.clone()).await;
+    let t = tenant(&s, "rx").await;
+    let ana = caller_in(&s, &t, SCOPES, &["core"], &[]).await;
+    let ben = caller_in(&s, &t, SCOPES, &["core"], &[]).await;
+    let seat = ok(&s, &ana, "memory.remember", json!({"text": "Prefers window seats on long flights"})).await;
+    let seat = seat["memory"]["id"].as_str().unwrap().to_owned();
+    ok(
+        &s,
+        &ana,
+        "memory.write_conversational",
+        json!({"session": "trip", "role": "user", "content": "The Lisbon offsite moved to March"}),
+    )
+    .await;
+    org_entry(&s, &t, "refund-window", "Refund window is 30 days", START, None).await;
+    let core = MemoryScope::Team("core".into());
+    scoped_entry(&s, &t, core, "team-pager-core", "The core team pager rotation starts on Mondays", START, None).await;
+    let nuts = ok(&s, &ana, "memory.remember", json!({"text": "Allergic to peanuts"})).await;
+    let nuts = nuts["memory"]["id"].as_str().unwrap().to_owned();
+    ok(&s, &ana, "memory.forget", json!({"id": nuts})).await;
+
+    // The index loses everything of the tenant; a stale copy of the forgotten entry
+    // comes back in (as from an old snapshot).
+    let personal = MemoryScope::Personal(ana.principal.to_string());
+    let session = MemoryScope::Session(format!("{}.trip", ana.principal));
+    for scope in [MemoryScope::Org, MemoryScope::Team("core".into()), personal.clone(), session.clone()] {
+        for doc in s.backend.search.doc_ids(&t, &scope, 1000).await.unwrap() {
+            s.backend.search.remove(&t, &scope, &doc).await.unwrap();
+        }
+    }
+    let e = &s.backend.embedder;
+    s.backend
+        .search
+        .upsert(&[ports::search::SearchDoc {
+            tenant: t.clone(),
+            scope: personal.clone(),
+            id: Id::new(format!("{nuts}~0")).unwrap(),
+            doc: Id::new(&nuts).unwrap(),
+            kind: ports::search::DocKind::Memory,
+            title: String::new(),
+            text: "Allergic to peanuts".into(),
+            vector: e.embed(&["Allergic to peanuts".into()]).await.unwrap().remove(0),
+            embedder: e.name().into(),
+            updated_at: Timestamp(START),
+            occurred_at: None,
+        }])
+        .await
+        .unwrap();
+    assert_eq!(ok(&s, &ana, "memory.search", json!({"query": "window seats"})).await["count"], 0);
+
+    let report = s.search.reindex(&t, false, &|_| {}).await.unwrap();
+    // The seat preference, the turn, the org entry and the team entry; the peanuts out.
+    assert_eq!((report.indexed, report.removed, report.orphaned), (4, 1, 0), "{report:?}");
+    assert_eq!(ids(&ok(&s, &ana, "memory.search", json!({"query": "window seats"})).await)[0], seat);
+    let turn = ok(&s, &ana, "memory.search", json!({"query": "Lisbon offsite", "type": "conversational"})).await;
+    assert_eq!(turn["results"][0]["scope"], format!("session:{}.trip", ana.principal), "{turn}");
+    assert_eq!(turn["results"][0]["occurred_at"], Timestamp(START).to_rfc3339());
+    assert!(
+        ids(&ok(&s, &ana, "memory.search", json!({"query": "pager rotation"})).await).contains(&"team-pager-core".to_owned())
+    );
+    assert!(!ids(&ok(&s, &ana, "memory.search", json!({"query": "peanuts"})).await).contains(&nuts));
+    // Still Ana's alone.
+    let theirs = ok(&s, &ben, "memory.search", json!({"query": "window seats Lisbon offsite"})).await;
+    assert!(
+        theirs["results"].as_array().unwrap().iter().all(|r| r["kind"] == "memory" && r["scope"] != personal.storage_key()),
+        "{theirs}"
+    );
+    let again = s.search.reindex(&t, false, &|_| {}).await.unwrap();
+    assert_eq!((again.indexed, again.removed), (0, 0), "idempotent: {again:?}");
+}
+
 // ---- isolation under random searches -------------------------------------------------
 
 const WORDS: [&str; 8] = ["lisbon", "refund", "deploy", "budget", "pager", "canary", "offsite", "keys"];

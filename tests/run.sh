@@ -320,6 +320,16 @@ if [ -z "$ONLY_SERVICES" ]; then
     say "    $((free_kb / 1024)) MB free: removing cargo's incremental files ($CARGO_TARGET_DIR/debug/incremental)"
     rm -rf "$CARGO_TARGET_DIR/debug/incremental"
   fi
+  if [ -n "$free_kb" ] && [ "$free_kb" -lt $((10 * 1024 * 1024)) ] && [ -d "$CARGO_TARGET_DIR/debug/deps" ]; then
+    # Each rebuild of a test binary leaves the previous one (≈ 150 MB) beside it:
+    # keep the newest of each name, drop the rest.
+    say "    $((free_kb / 1024)) MB free: removing superseded test binaries"
+    ( cd "$CARGO_TARGET_DIR/debug/deps" && declare -A seen && ls -t | while IFS= read -r f; do
+        case "$f" in *.*) continue ;; esac
+        [ -f "$f" ] && [ -x "$f" ] || continue
+        if [ -n "${seen[${f%-*}]:-}" ]; then rm -f "$f" "$f.d"; else seen[${f%-*}]=1; fi
+      done )
+  fi
   end_step
 fi
 

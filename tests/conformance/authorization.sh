@@ -28,7 +28,7 @@ PASSWORD="conformance password 42"
 
 "$BIN" --home "$WORK/home" tenant list >/dev/null
 printf '%s\n' "$PASSWORD" | "$BIN" --home "$WORK/home" user add --tenant local --email conformance@example.com >/dev/null
-"$BIN" --home "$WORK/home" serve --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
+"$BIN" --home "$WORK/home" serve --embedder hashing --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
 SERVE_PID=$!
 for _ in $(seq 1 100); do
   python3 -c "import urllib.request; urllib.request.urlopen('$BASE/healthz')" 2>/dev/null && break

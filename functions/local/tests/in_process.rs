@@ -17,6 +17,7 @@ async fn serve_runs_on_a_listener_until_its_shutdown_future_completes() {
         public_url: None,
         limits: gateway::server::Limits::default(),
         allowed_origins: Vec::new(),
+        embedder_note: None,
     };
     let server = tokio::spawn(continuity::serve::run(home, listener, settings, async move {
         let _ = stopped.await;

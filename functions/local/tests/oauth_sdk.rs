@@ -53,7 +53,7 @@ fn the_official_python_sdk_signs_in_lists_tools_and_refreshes() {
     // The server logs at debug level into a file we read afterwards.
     let log = std::fs::File::create(&log_path).unwrap();
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(&home)
         .env("RUST_LOG", "debug")
         .stdout(Stdio::piped())

@@ -48,7 +48,7 @@ fn serve_demo() -> Served {
     });
 
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(&home)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

@@ -319,6 +319,26 @@ pub async fn memory_scopes_and_turns(r: Records) {
     let mine = r.list_sessions(&t, &id("u1"), &PageRequest::first(10)).await.unwrap();
     assert_eq!(mine.items.iter().map(|s| s.session.as_str()).collect::<Vec<_>>(), ["u1.s1", "u1.s2"]);
     assert!(r.list_sessions(&fresh_tenant("other"), &id("u1"), &PageRequest::first(10)).await.unwrap().items.is_empty());
+
+    // For the reindex: every entry and every turn of the tenant, paged, and no other's.
+    let mut all = Vec::new();
+    let mut page = PageRequest::first(4);
+    loop {
+        let p = r.list_all_memory(&t, &page).await.unwrap();
+        all.extend(p.items.into_iter().map(|m| m.id.to_string()));
+        match p.next_cursor {
+            Some(c) => page = PageRequest::after(4, c),
+            None => break,
+        }
+    }
+    all.sort();
+    assert_eq!(all, ["m-ap2", "m0", "m1", "m2", "m3", "m4"]);
+    let turns = r.list_all_turns(&t, &PageRequest::first(10)).await.unwrap();
+    let keys: Vec<(&str, u64)> = turns.items.iter().map(|x| (x.session.as_str(), x.seq)).collect();
+    assert_eq!(keys, [("u1.s1", 1), ("u1.s1", 2), ("u1.s1", 3), ("u1.s2", 1), ("u2.s1", 1)]);
+    let other = fresh_tenant("other");
+    assert!(r.list_all_memory(&other, &PageRequest::first(10)).await.unwrap().items.is_empty());
+    assert!(r.list_all_turns(&other, &PageRequest::first(10)).await.unwrap().items.is_empty());
 }
 
 pub async fn library_entries_and_documents(r: Records) {

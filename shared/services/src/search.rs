@@ -187,7 +187,17 @@ pub struct IndexRequest<'a> {
 }
 
 /// A searchable source record: id, title, body, kind, and whether it belongs in the index.
-type Source = (Id, String, String, DocKind, bool);
+/// A record the reindex compares with the index.
+struct Source {
+    id: Id,
+    title: String,
+    body: String,
+    kind: DocKind,
+    /// Whether it belongs in the index (active, not expired).
+    live: bool,
+    at: Timestamp,
+    occurred: Option<Timestamp>,
+}
 
 /// A time window on when things happened: `since` inclusive, `until` exclusive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -518,10 +528,11 @@ impl SearchService {
         Ok((doc, v))
     }
 
-    /// The two-way reindex (SPEC §9) of one tenant's searchable records — active org
-    /// memory and knowledge-base documents — against the index. Forward: a record
-    /// missing from the index (or every record, with `full`, after an embedder change)
-    /// is chunked, embedded, indexed and verified; a superseded entry still indexed is
+    /// The two-way reindex (SPEC §9) of one tenant's searchable records — memory of
+    /// every scope (org, team, project, personal, session), knowledge-base documents and
+    /// conversation turns — against the index. Forward: a record missing from the index
+    /// (or every record, with `full`, after an embedder change) is chunked, embedded,
+    /// indexed and verified; a superseded, forgotten or expired entry still indexed is
     /// taken out. Backward: an indexed record whose source record is gone is flagged
     /// `orphaned — content unrecoverable` in the review queue. Idempotent. `progress`
     /// is called after each record indexed.
@@ -534,33 +545,55 @@ impl SearchService {
             return Ok(report);
         }
         let records = &self.backend.records;
-        // Source records by scope: (doc id, title, body, kind).
+        let now = self.backend.clock.now();
         let mut by_scope: std::collections::BTreeMap<MemoryScope, Vec<Source>> = std::collections::BTreeMap::new();
         by_scope.entry(MemoryScope::Org).or_default();
-        let (memory, _) =
-            crate::all_pages(usize::MAX, |p| async move { records.list_memory(tenant, &MemoryScope::Org, &p).await }).await?;
+        let (memory, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_memory(tenant, &p).await }).await?;
         for m in memory {
-            let active = m.state == domain::memory::GovernanceState::Active;
-            by_scope.entry(MemoryScope::Org).or_default().push((m.id, m.title, m.body, DocKind::Memory, active));
+            let (live, occurred) = (m.live_at(now), Some(m.happened_at()));
+            let source =
+                Source { id: m.id, title: m.title, body: m.body, kind: DocKind::Memory, live, at: m.updated_at, occurred };
+            by_scope.entry(m.scope).or_default().push(source);
         }
         let (kb, _) = crate::all_pages(usize::MAX, |p| async move { records.list_kb_documents(tenant, &p).await }).await?;
         for d in kb {
-            by_scope.entry(d.scope.clone()).or_default().push((d.id, d.title, d.body, DocKind::Kb, true));
+            let source = Source {
+                id: d.id,
+                title: d.title,
+                body: d.body,
+                kind: DocKind::Kb,
+                live: true,
+                at: d.created_at,
+                occurred: None,
+            };
+            by_scope.entry(d.scope).or_default().push(source);
         }
-        let now = self.backend.clock.now();
+        let (turns, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_turns(tenant, &p).await }).await?;
+        for t in turns {
+            let source = Source {
+                title: turn_title(&t),
+                id: t.id,
+                body: t.content,
+                kind: DocKind::Turn,
+                live: true,
+                at: t.at,
+                occurred: Some(t.at),
+            };
+            by_scope.entry(MemoryScope::Session(t.session)).or_default().push(source);
+        }
         for (scope, docs) in by_scope {
             let indexed: BTreeSet<Id> = self.backend.search.doc_ids(tenant, &scope, 1_000_000).await?.into_iter().collect();
             let mut known = BTreeSet::new();
-            for (id, title, body, kind, active) in docs {
-                known.insert(id.clone());
-                if !active {
-                    if indexed.contains(&id) {
-                        self.unindex(tenant, &scope, &id).await?;
+            for doc in docs {
+                known.insert(doc.id.clone());
+                if !doc.live {
+                    if indexed.contains(&doc.id) {
+                        self.unindex(tenant, &scope, &doc.id).await?;
                         report.removed += 1;
                     }
                     continue;
                 }
-                if indexed.contains(&id) && !full {
+                if indexed.contains(&doc.id) && !full {
                     report.kept += 1;
                     continue;
                 }
@@ -568,12 +601,12 @@ impl SearchService {
                     .index(IndexRequest {
                         tenant,
                         scope: &scope,
-                        kind,
-                        doc: &id,
-                        title: &title,
-                        body: &body,
-                        at: now,
-                        occurred: None,
+                        kind: doc.kind,
+                        doc: &doc.id,
+                        title: &doc.title,
+                        body: &doc.body,
+                        at: doc.at,
+                        occurred: doc.occurred,
                     })
                     .await?;
                 report.indexed += 1;
@@ -620,6 +653,11 @@ impl SearchService {
         s.extend(caller.projects.iter().map(|p| MemoryScope::Project(p.clone())));
         s
     }
+}
+
+/// How a conversation turn is titled in the index: its role and time.
+pub(crate) fn turn_title(turn: &domain::memory::ConversationTurn) -> String {
+    format!("{} · {}", turn.role.as_str(), turn.at.to_rfc3339())
 }
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ pub use vault::FileKeyWrapper;
 
 use ports::{Backend, Clock, Records};
 
+/// The home's database file (the record store, queues, search index).
+pub const DATABASE_FILE: &str = "continuity.db";
+
 /// Deliveries before a queue message is dead-lettered (SQS redrive `maxReceiveCount` on AWS).
 pub const DEFAULT_MAX_RECEIVES: u32 = 5;
 
@@ -56,7 +59,7 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
 /// # Errors
 /// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
 pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn ports::Embedder>) -> domain::Result<Backend> {
-    let db = Db::open(&home.join("continuity.db"))?;
+    let db = Db::open(&home.join(DATABASE_FILE))?;
     let fortress_db = Db::open(&home.join("fortress.db"))?;
     // Data sealed under the vault's master key needs that key and no other: a missing or
     // replaced `keys/vault.key` stops the start instead of failing every read later.

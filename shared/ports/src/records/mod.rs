@@ -171,6 +171,12 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// Every entry of the tenant whatever its scope, by scope then id: for the reindex,
+    /// never for callers (it ignores who may read what).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>>;
     /// Appends a turn and updates its session's index record in one atomic write.
     ///
     /// # Errors
@@ -191,6 +197,12 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+    /// Every turn of the tenant, by session then sequence: for the reindex, never for
+    /// callers (sessions are their owners' alone).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>>;
 }
 
 #[async_trait]
@@ -825,6 +837,10 @@ impl MemoryStore for Records {
         self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, false).await
     }
 
+    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>> {
+        self.page(tenant.as_str(), "memory_by_scope", "", page, false).await
+    }
+
     async fn append_turn(&self, turn: &ConversationTurn) -> Result<()> {
         Id::new(turn.session.clone())?;
         let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
@@ -866,6 +882,10 @@ impl MemoryStore for Records {
     async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>> {
         Id::new(session)?;
         self.page(tenant.as_str(), "turn", &format!("{session}#"), page, false).await
+    }
+
+    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>> {
+        self.page(tenant.as_str(), "turn", "", page, false).await
     }
 }
 

@@ -345,7 +345,7 @@ impl Tools<'_> {
     pub(crate) async fn index_turn(&self, turn: &domain::memory::ConversationTurn) {
         let search = SearchService::new(self.backend.clone());
         let scope = MemoryScope::Session(turn.session.clone());
-        let title = format!("{} · {}", turn.role.as_str(), turn.at.to_rfc3339());
+        let title = crate::search::turn_title(turn);
         let r = search
             .index(IndexRequest {
                 tenant: &turn.tenant,
