@@ -175,6 +175,17 @@ impl GraphService {
 
     /// The graph's scope key for this call: `personal:{principal}`, or `project:{id}` for
     /// one of the caller's projects. Checked before anything is read (wall 6).
+    /// The graph `args` name (checked against `caller`) and the arguments without it,
+    /// in the reference tool's shape.
+    fn scoped(caller: &CallerContext, args: &Value) -> Result<(String, Value)> {
+        let scope = Self::scope(caller, args)?;
+        let mut args = args.clone();
+        if let Some(o) = args.as_object_mut() {
+            o.remove("scope");
+        }
+        Ok((scope, args))
+    }
+
     fn scope(caller: &CallerContext, args: &Value) -> Result<String> {
         let scope = match args.get("scope").and_then(Value::as_str) {
             None | Some("personal") => MemoryScope::Personal(caller.principal.to_string()),
@@ -292,11 +303,7 @@ impl GraphService {
             return serde_json::to_value(self.read(caller, name, args).await?)
                 .map_err(|e| Error::internal(format!("graph result: {e}")));
         }
-        let scope = Self::scope(caller, args)?;
-        let mut args = args.clone();
-        if let Some(o) = args.as_object_mut() {
-            o.remove("scope");
-        }
+        let (scope, args) = Self::scoped(caller, args)?;
         // The ADK checked the capability's scope already; kept here so this service is
         // safe on its own.
         caller.scopes.require(Scope::MemoryWrite)?;
@@ -435,11 +442,7 @@ impl GraphService {
     /// `FORBIDDEN` without `memory:read` or for a project that is not the caller's;
     /// `INVALID_REQUEST` for bad arguments.
     pub async fn read(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Subgraph> {
-        let scope = Self::scope(caller, args)?;
-        let mut args = args.clone();
-        if let Some(o) = args.as_object_mut() {
-            o.remove("scope");
-        }
+        let (scope, args) = Self::scoped(caller, args)?;
         caller.scopes.require(Scope::MemoryRead)?;
         let t = &caller.tenant;
         let g = self.load(t, &scope).await?;

@@ -30,10 +30,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus, IngestFailure};
-use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary, Verification};
 use domain::principal::{ApiKeyRecord, Principal};
-use domain::proposal::{Proposal, ProposalState};
-use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, Relationship, Signal};
+use domain::spine::{Entity, EntityRef, Relationship, Signal};
 use domain::tenant::Tenant;
 use domain::{EntityType, Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use serde::Serialize;
@@ -41,7 +39,13 @@ use serde::de::DeserializeOwned;
 
 use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
 
+mod library;
+mod memory;
+mod proposals;
 mod retention;
+pub use library::{LibraryStore, ReviewStore};
+pub use memory::MemoryStore;
+pub use proposals::ProposalStore;
 pub use retention::RetentionStore;
 
 /// How a versioned write is conditioned.
@@ -159,92 +163,6 @@ pub trait SignalStore: Send + Sync {
 }
 
 #[async_trait]
-pub trait MemoryStore: Send + Sync {
-    /// # Errors
-    /// `CONFLICT` when `expect` does not hold; `UNAVAILABLE`.
-    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>>;
-    /// Entries of exactly one scope, oldest first. Callers check the scope is readable first.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
-    /// Every entry of the tenant whatever its scope, by scope then id: for the reindex,
-    /// never for callers (it ignores who may read what).
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>>;
-    /// Appends a turn and updates its session's index record in one atomic write.
-    ///
-    /// # Errors
-    /// `CONFLICT` when `(session, seq)` exists; `UNAVAILABLE`.
-    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()>;
-    /// The index record of one session.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>>;
-    /// Sessions owned by `principal`, in session-id order (callers sort by recency).
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>>;
-    /// Turns of one session in order.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>>;
-    /// Every turn of the tenant, by session then sequence: for the reindex, never for
-    /// callers (sessions are their owners' alone).
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>>;
-}
-
-#[async_trait]
-pub trait ProposalStore: Send + Sync {
-    /// # Errors
-    /// `CONFLICT` when the id exists; `UNAVAILABLE`.
-    async fn create_proposal(&self, proposal: &Proposal) -> Result<()>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn get_proposal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Proposal>>;
-    /// Writes `proposal` if the stored version is `proposal.version` and the state move is legal.
-    ///
-    /// # Errors
-    /// `CONFLICT` on a version mismatch or an illegal state move; `NOT_FOUND`; `UNAVAILABLE`.
-    async fn update_proposal(&self, proposal: &Proposal) -> Result<Proposal>;
-    /// [`Self::update_proposal`] and `audit` appended, in one atomic write (one commit:
-    /// every triage step is one).
-    ///
-    /// # Errors
-    /// As [`Self::update_proposal`]; `INVALID_REQUEST` for an audit record of another tenant.
-    async fn update_proposal_audited(&self, proposal: &Proposal, audit: &AuditRecord) -> Result<Proposal>;
-    /// The single writer's one atomic commit (SPEC §6.1 step 5): `proposal` moves to
-    /// `written` (from its stored version), `entry` is created, and `superseded` — the
-    /// active entry it replaces, already marked `superseded` by the caller — is written
-    /// over its stored version, with the audit records of it. All of it, or nothing.
-    ///
-    /// # Errors
-    /// `CONFLICT` when any version does not match or `entry` exists; `UNAVAILABLE`.
-    async fn commit_governed_write(
-        &self,
-        proposal: &Proposal,
-        entry: &MemoryEntry,
-        superseded: Option<&MemoryEntry>,
-        audit: &[AuditRecord],
-    ) -> Result<Proposal>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_proposals(&self, tenant: &TenantId, state: Option<ProposalState>, page: &PageRequest)
-    -> Result<Page<Proposal>>;
-}
-
-#[async_trait]
 pub trait AuditLog: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
@@ -271,36 +189,6 @@ pub trait IdempotencyStore: Send + Sync {
     async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool>;
 }
 
-/// Connector status (SPEC §4.5), one record per `(tenant, source)`.
-///
-/// Every state change goes through [`ConnectorStatus::transition`] between a read and a
-/// write conditioned on the version read, so two concurrent transitions never both
-/// succeed: the loser gets `CONFLICT` and re-reads, and no update is lost.
-#[async_trait]
-pub trait LibraryStore: Send + Sync {
-    /// Creates or replaces a book-of-projects entry.
-    ///
-    /// # Errors
-    /// `INVALID_REQUEST` for a bad project name; `UNAVAILABLE`.
-    async fn put_book_entry(&self, entry: &BookEntry) -> Result<()>;
-    /// Entries of one project, or of all projects, ordered by project then id.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_book_entries(&self, tenant: &TenantId, project: Option<&str>, page: &PageRequest) -> Result<Page<BookEntry>>;
-    /// Creates or replaces a knowledge-base document.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn put_kb_document(&self, doc: &KbDocument) -> Result<()>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn get_kb_document(&self, tenant: &TenantId, id: &Id) -> Result<Option<KbDocument>>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>>;
-}
-
 /// Records the ingestion pipeline could not write, with their reasons (SPEC §9).
 #[async_trait]
 pub trait IngestFailureStore: Send + Sync {
@@ -316,6 +204,11 @@ pub trait IngestFailureStore: Send + Sync {
     async fn list_ingest_failures(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<IngestFailure>>;
 }
 
+/// Connector status (SPEC §4.5), one record per `(tenant, source)`.
+///
+/// Every state change goes through [`ConnectorStatus::transition`] between a read and a
+/// write conditioned on the version read, so two concurrent transitions never both
+/// succeed: the loser gets `CONFLICT` and re-reads, and no update is lost.
 #[async_trait]
 pub trait ConnectorStore: Send + Sync {
     /// # Errors
@@ -361,27 +254,6 @@ pub trait ConnectorStore: Send + Sync {
     }
 }
 
-/// Readback verifications and the review queue (SPEC §5.4): every indexed memory entry
-/// or KB document has its latest verification; the failed ones are also listed in the
-/// review queue, visible to approvers, until a later readback succeeds.
-#[async_trait]
-pub trait ReviewStore: Send + Sync {
-    /// Records `v` (replacing the previous verification of the same record) and adds it
-    /// to, or takes it off, the review queue — in one atomic write.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn put_verification(&self, v: &Verification) -> Result<()>;
-    /// # Errors
-    /// `UNAVAILABLE`.
-    async fn get_verification(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>>;
-    /// The review queue: records whose last readback failed, by kind and id.
-    ///
-    /// # Errors
-    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
-    async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>>;
-}
-
 /// The typed stores over one item backend.
 #[derive(Clone)]
 pub struct Records {
@@ -404,10 +276,6 @@ pub(crate) fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
 
 pub(crate) fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
     Write::Put { item: Item { tenant: tenant.to_owned(), part: part.to_owned(), sk, version, body }, condition }
-}
-
-fn session_key(principal: &Id, session: &str) -> String {
-    format!("{principal}#{session}")
 }
 
 fn entity_ref_key(r: &EntityRef) -> String {
@@ -803,217 +671,6 @@ impl SignalStore for Records {
 }
 
 #[async_trait]
-impl MemoryStore for Records {
-    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry> {
-        let t = entry.tenant.as_str();
-        let (mut version, condition) = versioned(expect);
-        let existing = self.items.get(t, "memory", entry.id.as_str()).await?;
-        if expect == Expect::Any {
-            version = existing.as_ref().map_or(1, |i| i.version + 1);
-        }
-        if let Some(item) = &existing {
-            let old: MemoryEntry = decode(item)?;
-            if old.scope != entry.scope {
-                return Err(Error::invalid_field("scope", "a memory entry never changes scope"));
-            }
-        }
-        let mut stored = entry.clone();
-        stored.version = version;
-        let body = encode(&stored)?;
-        self.items
-            .write(vec![
-                put(t, "memory", entry.id.to_string(), version, body.clone(), condition),
-                put(t, "memory_by_scope", format!("{}#{}", entry.scope.storage_key(), entry.id), version, body, Condition::None),
-            ])
-            .await?;
-        Ok(stored)
-    }
-
-    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>> {
-        self.get_one(tenant.as_str(), "memory", id.as_str()).await
-    }
-
-    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>> {
-        self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, false).await
-    }
-
-    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>> {
-        self.page(tenant.as_str(), "memory_by_scope", "", page, false).await
-    }
-
-    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()> {
-        Id::new(turn.session.clone())?;
-        let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
-        let t = turn.tenant.as_str();
-        let existing: Option<SessionSummary> = self.get_one(t, "session", &session_key(&turn.principal, &turn.session)).await?;
-        let summary = match existing {
-            Some(mut s) => {
-                s.turns = s.turns.max(turn.seq);
-                s.last_at = s.last_at.max(turn.at);
-                s
-            }
-            None => SessionSummary {
-                tenant: turn.tenant.clone(),
-                session: turn.session.clone(),
-                principal: turn.principal.clone(),
-                turns: turn.seq,
-                first_at: turn.at,
-                last_at: turn.at,
-                title: turn.content.chars().take(80).collect(),
-            },
-        };
-        self.items
-            .write(vec![
-                put(t, "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent),
-                put(t, "session", session_key(&turn.principal, &turn.session), 1, encode(&summary)?, Condition::None),
-            ])
-            .await
-    }
-
-    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>> {
-        Id::new(session)?;
-        self.get_one(tenant.as_str(), "session", &session_key(principal, session)).await
-    }
-
-    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>> {
-        self.page(tenant.as_str(), "session", &format!("{principal}#"), page, false).await
-    }
-
-    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>> {
-        Id::new(session)?;
-        self.page(tenant.as_str(), "turn", &format!("{session}#"), page, false).await
-    }
-
-    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>> {
-        self.page(tenant.as_str(), "turn", "", page, false).await
-    }
-}
-
-impl Records {
-    /// A proposal's versioned update (and its state index), with `extra` writes in the
-    /// same atomic write.
-    async fn write_proposal(&self, p: &Proposal, extra: Vec<Write>) -> Result<Proposal> {
-        let t = p.tenant.as_str();
-        let current: Proposal =
-            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
-        if current.state != p.state && !current.state.can_move_to(p.state) {
-            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
-        }
-        let mut next = p.clone();
-        next.version = p.version + 1;
-        let body = encode(&next)?;
-        let mut writes = vec![put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version))];
-        if current.state != p.state {
-            writes.push(Write::Delete {
-                tenant: t.to_owned(),
-                part: "proposal_by_state".into(),
-                sk: format!("{}#{}", current.state, p.id),
-                condition: Condition::None,
-            });
-        }
-        writes.push(put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), next.version, body, Condition::None));
-        writes.extend(extra);
-        self.items.write(writes).await?;
-        Ok(next)
-    }
-}
-
-#[async_trait]
-impl ProposalStore for Records {
-    async fn create_proposal(&self, p: &Proposal) -> Result<()> {
-        let t = p.tenant.as_str();
-        let mut stored = p.clone();
-        stored.version = 1;
-        let body = encode(&stored)?;
-        self.items
-            .write(vec![
-                put(t, "proposal", p.id.to_string(), 1, body.clone(), Condition::Absent),
-                put(t, "proposal_by_state", format!("{}#{}", p.state, p.id), 1, body, Condition::None),
-            ])
-            .await
-    }
-
-    async fn get_proposal(&self, tenant: &TenantId, id: &Id) -> Result<Option<Proposal>> {
-        self.get_one(tenant.as_str(), "proposal", id.as_str()).await
-    }
-
-    async fn update_proposal(&self, p: &Proposal) -> Result<Proposal> {
-        self.write_proposal(p, Vec::new()).await
-    }
-
-    async fn update_proposal_audited(&self, p: &Proposal, audit: &AuditRecord) -> Result<Proposal> {
-        if audit.tenant != p.tenant {
-            return Err(Error::invalid_field("tenant", "an audit record stays inside its tenant"));
-        }
-        let record =
-            put(p.tenant.as_str(), "audit", format!("{}#{}", pad(audit.at.0), audit.id), 1, encode(audit)?, Condition::Absent);
-        self.write_proposal(p, vec![record]).await
-    }
-
-    async fn commit_governed_write(
-        &self,
-        p: &Proposal,
-        entry: &MemoryEntry,
-        superseded: Option<&MemoryEntry>,
-        audit: &[AuditRecord],
-    ) -> Result<Proposal> {
-        let t = p.tenant.as_str();
-        if p.state != ProposalState::Written {
-            return Err(Error::conflict(format!("proposal {} must be committed as written, not {}", p.id, p.state)));
-        }
-        let current: Proposal =
-            self.get_proposal(&p.tenant, &p.id).await?.ok_or_else(|| Error::not_found(format!("proposal {}", p.id)))?;
-        if !current.state.can_move_to(p.state) {
-            return Err(Error::conflict(format!("a proposal cannot move from {} to {}", current.state, p.state)));
-        }
-        let mut next = p.clone();
-        next.version = p.version + 1;
-        let body = encode(&next)?;
-        let mut writes = vec![
-            put(t, "proposal", p.id.to_string(), next.version, body.clone(), Condition::Version(p.version)),
-            Write::Delete {
-                tenant: t.to_owned(),
-                part: "proposal_by_state".into(),
-                sk: format!("{}#{}", current.state, p.id),
-                condition: Condition::None,
-            },
-            put(t, "proposal_by_state", format!("{}#{}", next.state, p.id), next.version, body, Condition::None),
-        ];
-        for (m, expect) in std::iter::once((entry, Expect::Absent)).chain(superseded.map(|o| (o, Expect::Version(o.version)))) {
-            if m.tenant != p.tenant {
-                return Err(Error::invalid_field("tenant", "a governed write stays inside one tenant"));
-            }
-            let (version, condition) = versioned(expect);
-            let mut stored = m.clone();
-            stored.version = version;
-            let body = encode(&stored)?;
-            writes.push(put(t, "memory", m.id.to_string(), version, body.clone(), condition));
-            writes.push(put(t, "memory_by_scope", format!("{}#{}", m.scope.storage_key(), m.id), version, body, Condition::None));
-        }
-        for r in audit {
-            if r.tenant != p.tenant {
-                return Err(Error::invalid_field("tenant", "a governed write stays inside one tenant"));
-            }
-            writes.push(put(t, "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent));
-        }
-        self.items.write(writes).await?;
-        Ok(next)
-    }
-
-    async fn list_proposals(
-        &self,
-        tenant: &TenantId,
-        state: Option<ProposalState>,
-        page: &PageRequest,
-    ) -> Result<Page<Proposal>> {
-        match state {
-            Some(s) => self.page(tenant.as_str(), "proposal_by_state", &format!("{s}#"), page, false).await,
-            None => self.page(tenant.as_str(), "proposal", "", page, false).await,
-        }
-    }
-}
-
-#[async_trait]
 impl AuditLog for Records {
     async fn append_audit(&self, r: &AuditRecord) -> Result<()> {
         self.items
@@ -1066,38 +723,6 @@ impl IngestFailureStore for Records {
 }
 
 #[async_trait]
-impl LibraryStore for Records {
-    async fn put_book_entry(&self, entry: &BookEntry) -> Result<()> {
-        Id::new(entry.project.clone())
-            .map_err(|_| Error::invalid_field("project", "must be 1-128 printable characters without # or /"))?;
-        let t = entry.tenant.as_str();
-        self.items
-            .write(vec![put(t, "book", format!("{}#{}", entry.project, entry.id), 1, encode(entry)?, Condition::None)])
-            .await
-    }
-
-    async fn list_book_entries(&self, tenant: &TenantId, project: Option<&str>, page: &PageRequest) -> Result<Page<BookEntry>> {
-        let prefix = match project {
-            Some(p) => format!("{}#", Id::new(p)?),
-            None => String::new(),
-        };
-        self.page(tenant.as_str(), "book", &prefix, page, false).await
-    }
-
-    async fn put_kb_document(&self, doc: &KbDocument) -> Result<()> {
-        self.items.write(vec![put(doc.tenant.as_str(), "kb", doc.id.to_string(), 1, encode(doc)?, Condition::None)]).await
-    }
-
-    async fn get_kb_document(&self, tenant: &TenantId, id: &Id) -> Result<Option<KbDocument>> {
-        self.get_one(tenant.as_str(), "kb", id.as_str()).await
-    }
-
-    async fn list_kb_documents(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<KbDocument>> {
-        self.page(tenant.as_str(), "kb", "", page, false).await
-    }
-}
-
-#[async_trait]
 impl ConnectorStore for Records {
     async fn get_connector(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<Option<ConnectorStatus>> {
         self.get_one(tenant.as_str(), "connector", source.as_str()).await
@@ -1133,29 +758,6 @@ impl ConnectorStore for Records {
             },
         )?;
         Ok(stored)
-    }
-}
-
-#[async_trait]
-impl ReviewStore for Records {
-    async fn put_verification(&self, v: &Verification) -> Result<()> {
-        let tenant = v.tenant.as_str();
-        let sk = format!("{}#{}", v.kind, v.doc);
-        let body = encode(v)?;
-        let queue = if v.verified {
-            Write::Delete { tenant: tenant.to_owned(), part: "review".into(), sk: sk.clone(), condition: Condition::None }
-        } else {
-            put(tenant, "review", sk.clone(), 1, body.clone(), Condition::None)
-        };
-        self.items.write(vec![put(tenant, "verify", sk, 1, body, Condition::None), queue]).await
-    }
-
-    async fn get_verification(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>> {
-        self.get_one(tenant.as_str(), "verify", &format!("{kind}#{doc}")).await
-    }
-
-    async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>> {
-        self.page(tenant.as_str(), "review", "", page, false).await
     }
 }
 

@@ -53,6 +53,8 @@ struct Partition {
     dim: usize,
     slots: Vec<Slot>,
     by_id: HashMap<String, u32>,
+    /// The live slots of each record (its chunks), so a removal does not scan them all.
+    by_doc: HashMap<String, Vec<u32>>,
     bm25: Bm25,
     /// Slot-indexed, `dim` floats each (zeros for slots without a vector). Append-only;
     /// shared with a graph build in progress (a write during it copies the array once).
@@ -76,6 +78,7 @@ impl Partition {
             dim,
             slots: Vec::new(),
             by_id: HashMap::new(),
+            by_doc: HashMap::new(),
             bm25: Bm25::default(),
             vectors: Arc::default(),
             live_vectors: 0,
@@ -96,6 +99,12 @@ impl Partition {
         let t = doc_tokens(&s.title, &s.text);
         self.bm25.remove(slot, &t);
         self.by_id.remove(s.id.as_str());
+        if let Some(chunks) = self.by_doc.get_mut(s.doc.as_str()) {
+            chunks.retain(|&c| c != slot);
+            if chunks.is_empty() {
+                self.by_doc.remove(s.doc.as_str());
+            }
+        }
     }
 
     /// Adds or replaces one chunk. A replaced chunk's slot is retired (the graph keeps it
@@ -115,6 +124,7 @@ impl Partition {
         }
         self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
         self.by_id.insert(d.id.as_str().to_owned(), slot);
+        self.by_doc.entry(d.doc.as_str().to_owned()).or_default().push(slot);
         let at = d.happened_at();
         self.slots.push(Slot {
             id: d.id,
@@ -442,12 +452,7 @@ impl SearchIndex for SqliteSearch {
         let _writing = part.writer.lock().await;
         let slots: Vec<u32> = {
             let p = part.index.read().await;
-            p.slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.alive && s.doc == *doc)
-                .filter_map(|(i, _)| u32::try_from(i).ok())
-                .collect()
+            p.by_doc.get(doc.as_str()).cloned().unwrap_or_default()
         };
         if slots.is_empty() {
             // Memory and table agree (both change under `writer`): nothing to delete.

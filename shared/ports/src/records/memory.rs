@@ -1,0 +1,146 @@
+//! Memory entries of every scope, conversation turns and their sessions.
+
+use async_trait::async_trait;
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary};
+use domain::{Error, Id, Page, PageRequest, Result, TenantId};
+
+use super::{Expect, Records, decode, encode, pad, put, versioned};
+use crate::items::Condition;
+
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// # Errors
+    /// `CONFLICT` when `expect` does not hold; `UNAVAILABLE`.
+    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry>;
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>>;
+    /// Entries of exactly one scope, oldest first. Callers check the scope is readable first.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// Every entry of the tenant whatever its scope, by scope then id: for the reindex,
+    /// never for callers (it ignores who may read what).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// Appends a turn and updates its session's index record in one atomic write.
+    ///
+    /// # Errors
+    /// `CONFLICT` when `(session, seq)` exists; `UNAVAILABLE`.
+    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()>;
+    /// The index record of one session.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>>;
+    /// Sessions owned by `principal`, in session-id order (callers sort by recency).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>>;
+    /// Turns of one session in order.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+    /// Every turn of the tenant, by session then sequence: for the reindex, never for
+    /// callers (sessions are their owners' alone).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+}
+
+fn session_key(principal: &Id, session: &str) -> String {
+    format!("{principal}#{session}")
+}
+
+#[async_trait]
+impl MemoryStore for Records {
+    async fn put_memory(&self, entry: &MemoryEntry, expect: Expect) -> Result<MemoryEntry> {
+        let t = entry.tenant.as_str();
+        let (mut version, condition) = versioned(expect);
+        let existing = self.items.get(t, "memory", entry.id.as_str()).await?;
+        if expect == Expect::Any {
+            version = existing.as_ref().map_or(1, |i| i.version + 1);
+        }
+        if let Some(item) = &existing {
+            let old: MemoryEntry = decode(item)?;
+            if old.scope != entry.scope {
+                return Err(Error::invalid_field("scope", "a memory entry never changes scope"));
+            }
+        }
+        let mut stored = entry.clone();
+        stored.version = version;
+        let body = encode(&stored)?;
+        self.items
+            .write(vec![
+                put(t, "memory", entry.id.to_string(), version, body.clone(), condition),
+                put(t, "memory_by_scope", format!("{}#{}", entry.scope.storage_key(), entry.id), version, body, Condition::None),
+            ])
+            .await?;
+        Ok(stored)
+    }
+
+    async fn get_memory(&self, tenant: &TenantId, id: &Id) -> Result<Option<MemoryEntry>> {
+        self.get_one(tenant.as_str(), "memory", id.as_str()).await
+    }
+
+    async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>> {
+        self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, false).await
+    }
+
+    async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>> {
+        self.page(tenant.as_str(), "memory_by_scope", "", page, false).await
+    }
+
+    async fn append_turn(&self, turn: &ConversationTurn) -> Result<()> {
+        Id::new(turn.session.clone())?;
+        let seq = i64::try_from(turn.seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
+        let t = turn.tenant.as_str();
+        let existing: Option<SessionSummary> = self.get_one(t, "session", &session_key(&turn.principal, &turn.session)).await?;
+        let summary = match existing {
+            Some(mut s) => {
+                s.turns = s.turns.max(turn.seq);
+                s.last_at = s.last_at.max(turn.at);
+                s
+            }
+            None => SessionSummary {
+                tenant: turn.tenant.clone(),
+                session: turn.session.clone(),
+                principal: turn.principal.clone(),
+                turns: turn.seq,
+                first_at: turn.at,
+                last_at: turn.at,
+                title: turn.content.chars().take(80).collect(),
+            },
+        };
+        self.items
+            .write(vec![
+                put(t, "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent),
+                put(t, "session", session_key(&turn.principal, &turn.session), 1, encode(&summary)?, Condition::None),
+            ])
+            .await
+    }
+
+    async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>> {
+        Id::new(session)?;
+        self.get_one(tenant.as_str(), "session", &session_key(principal, session)).await
+    }
+
+    async fn list_sessions(&self, tenant: &TenantId, principal: &Id, page: &PageRequest) -> Result<Page<SessionSummary>> {
+        self.page(tenant.as_str(), "session", &format!("{principal}#"), page, false).await
+    }
+
+    async fn list_turns(&self, tenant: &TenantId, session: &str, page: &PageRequest) -> Result<Page<ConversationTurn>> {
+        Id::new(session)?;
+        self.page(tenant.as_str(), "turn", &format!("{session}#"), page, false).await
+    }
+
+    async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>> {
+        self.page(tenant.as_str(), "turn", "", page, false).await
+    }
+}
