@@ -300,6 +300,9 @@ impl SearchIndex for LosesWrites {
     async fn doc_ids(&self, t: &TenantId, s: &MemoryScope, max: usize) -> Result<Vec<Id>> {
         self.0.doc_ids(t, s, max).await
     }
+    async fn warm_up(&self) -> Result<usize> {
+        self.0.warm_up().await
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

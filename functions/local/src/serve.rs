@@ -88,6 +88,16 @@ pub async fn run(
     println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
 
+    // The search index's partitions load in the background, so the first query after a
+    // restart does not wait for its partition's rows.
+    let search = home.services.backend.search.clone();
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        match search.warm_up().await {
+            Ok(partitions) => tracing::info!(partitions, ms = started.elapsed().as_millis(), "search index loaded"),
+            Err(e) => tracing::warn!(code = ?e.code, "search index not preloaded: the first queries load it"),
+        }
+    });
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), stop.clone()));
     let maintenance = tokio::spawn(run_maintenance(home.services.clone(), stop.clone()));
     let workflow = tokio::spawn(run_workflow(home.services.clone(), stop.clone()));

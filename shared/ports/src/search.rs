@@ -212,6 +212,14 @@ pub trait SearchIndex: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE` when the index cannot be read.
     async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>>;
+
+    /// Loads what the index keeps in memory ahead of the first search after a start, so
+    /// no query waits for it; returns how many partitions it loaded. An index that keeps
+    /// nothing in this process (OpenSearch, none) has nothing to load.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be read.
+    async fn warm_up(&self) -> Result<usize>;
 }
 
 /// The index of a deployment that has none (an AWS stack without an OpenSearch
@@ -235,6 +243,9 @@ impl SearchIndex for NoIndex {
     }
     async fn doc_ids(&self, _: &TenantId, _: &MemoryScope, _: usize) -> Result<Vec<Id>> {
         Ok(Vec::new())
+    }
+    async fn warm_up(&self) -> Result<usize> {
+        Ok(0)
     }
 }
 

@@ -9,7 +9,7 @@
 //! concurrent writers in other processes are detected) and then update the copy in place.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use domain::graph::{GraphEntity, GraphRelation, MAX_ITEMS_PER_CALL, MAX_OBSERVATIONS, validate_observation};
@@ -28,13 +28,49 @@ const MAX_CACHED_GRAPHS: usize = 256;
 /// seen within this time.
 const REVALIDATE_AFTER: Duration = Duration::from_millis(1000);
 
-/// One graph in memory, with lower-cased search text per entity.
+/// One graph in memory, with lower-cased search text per entity. Entities are shared
+/// with the answers that hold them (no copy per read).
 struct Graph {
     version: u64,
-    entities: Vec<GraphEntity>,
+    entities: Vec<Arc<GraphEntity>>,
     index: HashMap<String, usize>,
     haystacks: Vec<String>,
+    /// Every haystack in entity order, NUL-separated, built on the first search after a
+    /// change: a search is one substring scan instead of one per entity.
+    joined: OnceLock<Joined>,
     relations: BTreeSet<GraphRelation>,
+}
+
+struct Joined {
+    text: String,
+    /// Where each entity's haystack starts in `text`.
+    starts: Vec<usize>,
+}
+
+impl Joined {
+    fn of(haystacks: &[String]) -> Self {
+        let mut text = String::with_capacity(haystacks.iter().map(|h| h.len() + 1).sum());
+        let mut starts = Vec::with_capacity(haystacks.len());
+        for h in haystacks {
+            starts.push(text.len());
+            text.push_str(h);
+            text.push('\0');
+        }
+        Self { text, starts }
+    }
+
+    /// The indexes of the haystacks holding `needle` (lower-cased, without NUL), in order.
+    fn matches(&self, needle: &str) -> Vec<usize> {
+        let mut found: Vec<usize> = Vec::new();
+        for at in memchr::memmem::find_iter(self.text.as_bytes(), needle.as_bytes()) {
+            // A match never spans a separator (the needle holds no NUL).
+            let i = self.starts.partition_point(|&s| s <= at) - 1;
+            if found.last() != Some(&i) {
+                found.push(i);
+            }
+        }
+        found
+    }
 }
 
 impl Graph {
@@ -44,6 +80,7 @@ impl Graph {
             entities: Vec::new(),
             index: HashMap::new(),
             haystacks: Vec::new(),
+            joined: OnceLock::new(),
             relations: relations.into_iter().collect(),
         };
         for e in entities {
@@ -63,14 +100,15 @@ impl Graph {
 
     fn upsert(&mut self, e: GraphEntity) {
         let hay = Self::haystack(&e);
+        self.joined = OnceLock::new();
         match self.index.get(&e.name) {
             Some(&i) => {
-                self.entities[i] = e;
+                self.entities[i] = Arc::new(e);
                 self.haystacks[i] = hay;
             }
             None => {
                 self.index.insert(e.name.clone(), self.entities.len());
-                self.entities.push(e);
+                self.entities.push(Arc::new(e));
                 self.haystacks.push(hay);
             }
         }
@@ -78,6 +116,7 @@ impl Graph {
 
     fn remove(&mut self, name: &str) {
         if let Some(i) = self.index.remove(name) {
+            self.joined = OnceLock::new();
             self.entities.swap_remove(i);
             self.haystacks.swap_remove(i);
             if let Some(moved) = self.entities.get(i) {
@@ -87,24 +126,50 @@ impl Graph {
     }
 
     fn get(&self, name: &str) -> Option<&GraphEntity> {
+        self.index.get(name).map(|&i| &*self.entities[i])
+    }
+
+    fn get_shared(&self, name: &str) -> Option<&Arc<GraphEntity>> {
         self.index.get(name).map(|&i| &self.entities[i])
+    }
+
+    /// The entities whose name, type or an observation holds `query` (any case).
+    fn search(&self, query: &str) -> Vec<&Arc<GraphEntity>> {
+        let q = query.to_lowercase();
+        if q.contains('\0') {
+            // Could match across the joined text's separators: one haystack at a time.
+            let finder = memchr::memmem::Finder::new(q.as_bytes());
+            return self
+                .entities
+                .iter()
+                .zip(&self.haystacks)
+                .filter(|(_, h)| finder.find(h.as_bytes()).is_some())
+                .map(|(e, _)| e)
+                .collect();
+        }
+        let joined = self.joined.get_or_init(|| Joined::of(&self.haystacks));
+        joined.matches(&q).into_iter().map(|i| &self.entities[i]).collect()
     }
 
     /// The entities picked and every relation with at least one end among them (the
     /// 2026 reference's filter: a found node's connections to nodes outside the answer
     /// are part of it).
-    fn subgraph(&self, picked: Vec<&GraphEntity>) -> Subgraph {
-        let names: std::collections::HashSet<&str> = picked.iter().map(|e| e.name.as_str()).collect();
-        let relations =
-            self.relations.iter().filter(|r| names.contains(r.from.as_str()) || names.contains(r.to.as_str())).cloned().collect();
+    fn subgraph(&self, picked: Vec<&Arc<GraphEntity>>) -> Subgraph {
+        let relations = if self.relations.is_empty() {
+            Vec::new()
+        } else {
+            let names: std::collections::HashSet<&str> = picked.iter().map(|e| e.name.as_str()).collect();
+            self.relations.iter().filter(|r| names.contains(r.from.as_str()) || names.contains(r.to.as_str())).cloned().collect()
+        };
         Subgraph { entities: picked.into_iter().cloned().collect(), relations }
     }
 }
 
-/// A read's answer: entities, and the relations touching them.
+/// A read's answer: entities (shared with the graph in memory), and the relations
+/// touching them.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Subgraph {
-    pub entities: Vec<GraphEntity>,
+    pub entities: Vec<Arc<GraphEntity>>,
     pub relations: Vec<GraphRelation>,
 }
 
@@ -462,24 +527,61 @@ impl GraphService {
                 if a.query.len() > 1024 {
                     return Err(Error::invalid_field("query", "at most 1024 characters"));
                 }
-                let q = a.query.to_lowercase();
-                // One SIMD substring finder for the whole scan.
-                let finder = memchr::memmem::Finder::new(q.as_bytes());
-                let picked: Vec<&GraphEntity> = g
-                    .entities
-                    .iter()
-                    .zip(&g.haystacks)
-                    .filter(|(_, h)| finder.find(h.as_bytes()).is_some())
-                    .map(|(e, _)| e)
-                    .collect();
-                g.subgraph(picked)
+                g.subgraph(g.search(&a.query))
             }
             "open_nodes" => {
                 let names: Vec<String> = list_arg(&args, "names")?;
-                let picked: Vec<&GraphEntity> = names.iter().filter_map(|n| g.get(n)).collect();
+                let picked: Vec<&Arc<GraphEntity>> = names.iter().filter_map(|n| g.get_shared(n)).collect();
                 g.subgraph(picked)
             }
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph read tool {other}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entity(name: &str, observations: &[&str]) -> GraphEntity {
+        GraphEntity {
+            name: name.into(),
+            entity_type: "person".into(),
+            observations: observations.iter().map(|o| (*o).to_owned()).collect(),
+        }
+    }
+
+    fn names(found: &[&Arc<GraphEntity>]) -> Vec<String> {
+        found.iter().map(|e| e.name.clone()).collect()
+    }
+
+    /// The one-pass scan over the joined haystacks finds what a scan per entity finds:
+    /// in entity order, each entity once however often it matches, never across two
+    /// entities' text, and it follows changes to the graph.
+    #[test]
+    fn search_scans_the_joined_text_like_one_scan_per_entity() {
+        let mut g = Graph::new(
+            1,
+            vec![
+                entity("Ada", &["Lives in Lisbon", "lisbon again"]),
+                entity("Bob", &["ends with lis"]),
+                entity("Cy", &["bon appetit"]),
+                entity("Dee", &["LISBON office"]),
+            ],
+            Vec::new(),
+        );
+        assert_eq!(names(&g.search("Lisbon")), ["Ada", "Dee"]);
+        assert!(g.search("lisbon appetit").is_empty(), "no match across two entities");
+        assert!(g.search("lis\nbon").is_empty(), "nor with the line break between them");
+        assert_eq!(names(&g.search("person")), ["Ada", "Bob", "Cy", "Dee"]);
+        assert!(g.search("nobody").is_empty());
+        assert_eq!(names(&g.search("a\0b")), Vec::<String>::new(), "a NUL in the query scans entity by entity");
+        g.remove("Ada");
+        g.upsert(entity("Eve", &["moved to Lisbon"]));
+        assert_eq!(names(&g.search("lisbon")), ["Dee", "Eve"]);
+        g.upsert(entity("Dee", &["Porto office"]));
+        assert_eq!(names(&g.search("lisbon")), ["Eve"]);
+        let answer = g.subgraph(g.search("lisbon"));
+        assert!(Arc::ptr_eq(&answer.entities[0], &g.entities[g.index["Eve"]]), "shared, not copied");
     }
 }

@@ -300,4 +300,9 @@ impl SearchIndex for OpenSearchIndex {
             .filter_map(|d| Id::new(d).ok())
             .collect())
     }
+
+    /// The collection holds the index: nothing is kept in this process.
+    async fn warm_up(&self) -> Result<usize> {
+        Ok(0)
+    }
 }

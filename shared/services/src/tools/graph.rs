@@ -4,6 +4,7 @@
 //! capability `memory.graph_{tool}`; [`crate::graph::GraphService`] does the work.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use domain::graph::{GraphEntity, GraphRelation};
 use domain::{Error, Result};
@@ -68,7 +69,7 @@ pub struct GraphChange {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GraphView {
     #[schemars(with = "Vec<Map<String, Value>>")]
-    pub entities: Vec<GraphEntity>,
+    pub entities: Vec<Arc<GraphEntity>>,
     #[schemars(with = "Vec<Map<String, Value>>")]
     pub relations: Vec<GraphRelation>,
     /// Set when `limit` or `maxTokens` cut the answer short: pass it as `cursor` for the rest.

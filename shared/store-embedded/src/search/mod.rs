@@ -517,6 +517,26 @@ impl SearchIndex for SqliteSearch {
             .await?;
         raw.into_iter().map(Id::new).collect()
     }
+
+    async fn warm_up(&self) -> Result<usize> {
+        let keys = self
+            .db
+            .read(|c| {
+                let mut st = c.prepare_cached("SELECT DISTINCT tenant, scope FROM search_docs").map_err(sql_err)?;
+                let rows = st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))).map_err(sql_err)?;
+                rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)
+            })
+            .await?;
+        let mut loaded = 0;
+        for (t, s) in keys {
+            // The global scope's rows carry no tenant: any tenant names its partition.
+            let tenant = if t.is_empty() { TenantId::new("global") } else { TenantId::new(t) };
+            let (Ok(tenant), Ok(scope)) = (tenant, MemoryScope::parse(&s)) else { continue };
+            self.partition(&tenant, &scope).await?;
+            loaded += 1;
+        }
+        Ok(loaded)
+    }
 }
 
 #[cfg(test)]
@@ -604,5 +624,35 @@ mod tests {
         }
         let hits = reopened.search(&nearest(&t, vector(9))).await.unwrap();
         assert!(hits.iter().all(|h| h.doc.as_str() != "d9"), "a removed memory stays out");
+    }
+
+    /// After a restart, `warm_up` loads every partition (global included) before any
+    /// query asks, and their graphs build in the background.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn warm_up_loads_every_partition_ahead_of_the_first_query() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("search.db")).unwrap();
+        let (t1, t2) = (TenantId::new("t1").unwrap(), TenantId::new("t2").unwrap());
+        let index = SqliteSearch::new(db.clone(), "e", DIM);
+        let mut docs: Vec<SearchDoc> = (0..EXACT_MAX + 10).map(|i| doc(&t1, i)).collect();
+        docs.push(SearchDoc { tenant: t2.clone(), scope: MemoryScope::Team("core".into()), ..doc(&t2, 1) });
+        docs.push(SearchDoc { scope: MemoryScope::Global, ..doc(&t2, 2) });
+        index.upsert(&docs).await.unwrap();
+
+        let reopened = SqliteSearch::new(db, "e", DIM);
+        assert_eq!(reopened.partitions.lock().unwrap().len(), 0);
+        assert_eq!(reopened.warm_up().await.unwrap(), 3);
+        let loaded = |tenant: &TenantId, scope: &MemoryScope| {
+            reopened.partitions.lock().unwrap().get(&key(tenant, scope)).is_some_and(|c| c.get().is_some())
+        };
+        assert!(loaded(&t1, &MemoryScope::Org) && loaded(&t2, &MemoryScope::Team("core".into())));
+        assert!(loaded(&t1, &MemoryScope::Global), "global is one partition for every tenant");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while !reopened.graph_ready(&t1, &MemoryScope::Org).await {
+            assert!(std::time::Instant::now() < deadline, "the graph was never built");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let hits = reopened.search(&nearest(&t1, docs[5].vector.clone())).await.unwrap();
+        assert_eq!(hits[0].doc.as_str(), "d5");
     }
 }
