@@ -68,7 +68,7 @@ impl Config {
             act,
             max_positions: int("max_position_embeddings")?,
         };
-        if c.heads == 0 || c.hidden % c.heads != 0 {
+        if c.heads == 0 || !c.hidden.is_multiple_of(c.heads) {
             return Err(format!("hidden_size {} is not a multiple of num_attention_heads {}", c.hidden, c.heads));
         }
         Ok(c)
