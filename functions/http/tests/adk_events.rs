@@ -134,3 +134,27 @@ async fn approvers_list_and_reject_from_events() {
         "forms post to the stage's URL: {html}"
     );
 }
+
+/// The gate API on the approvals function, from `events/gates-*.json`: an approver
+/// authorizes a push once; a CI key's verify gets 200 and spends it, the same verify
+/// again 403; an unknown gate is 404; the agent's key (no `approvals:decide`) cannot set.
+#[tokio::test]
+async fn gates_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let (status, _, v) = invoke(&s, event("gates-verify.json")).await;
+    assert_eq!((status, v["verdict"].as_str()), (404, Some("unknown")), "{v}");
+    let (status, _, v) = invoke(&s, event("gates-set.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!((v["gate"]["status"].as_str(), v["gate"]["set_by"].as_str()), (Some("authorized"), Some("bob")));
+    let (status, _, v) = invoke(&s, event("gates-verify.json")).await;
+    assert_eq!((status, v["verdict"].as_str(), v["consumed"].as_bool()), (200, Some("authorized"), Some(true)), "{v}");
+    let (status, _, v) = invoke(&s, event("gates-verify.json")).await;
+    assert_eq!((status, v["verdict"].as_str()), (403, Some("blocked")), "{v}");
+    // The same set by a caller without approvals:decide.
+    let mut ev = event("gates-set.json");
+    ev["requestContext"]["authorizer"]["scopes"] = "mcp:tools tenant:read memory:read memory:write".into();
+    let (status, _, v) = invoke(&s, ev).await;
+    assert_eq!(status, 403, "{v}");
+    assert_eq!(v["error"]["code"], "FORBIDDEN");
+}

@@ -20,9 +20,17 @@ async fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt().json().with_writer(std::io::stderr).with_env_filter(gateway::observe::log_filter()).init();
     match cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
+        Err(e) => match e.downcast_ref::<cli::ExitStatus>() {
+            Some(x) => {
+                if let Some(m) = &x.message {
+                    eprintln!("{m}");
+                }
+                std::process::ExitCode::from(x.code)
+            }
+            None => {
+                eprintln!("error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        },
     }
 }

@@ -7,7 +7,8 @@ use std::fmt;
 use domain::{Error, ErrorCode};
 
 /// The domains of SPEC §5.1.
-pub const DOMAINS: &[&str] = &["spine", "memory", "session", "signal", "task", "proposal", "connector", "book", "kb", "playbook"];
+pub const DOMAINS: &[&str] =
+    &["spine", "memory", "session", "signal", "task", "proposal", "connector", "book", "kb", "playbook", "engineering"];
 
 /// A well-formed capability name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -141,7 +141,7 @@ const fn connector(mut c: CapabilitySpec, n: ConnectorNeed) -> CapabilitySpec {
 /// Every capability. The canonical MCP tools of SPEC §7.1 (twenty, and the four of
 /// recall and personal memory: `memory.search`, `memory.remember`,
 /// `memory.update_personal`, `memory.forget`); then the nine tools of the `graph`
-/// toolset; then capabilities of the capability API only.
+/// toolset; the `engineering` toolset's; then capabilities of the capability API only.
 pub static REGISTRY: &[CapabilitySpec] = &[
     // memory channel
     cap(
@@ -354,6 +354,25 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "store.graph",
         "Open knowledge-graph nodes by name.",
     ),
+    // the `engineering` toolset (issue #18): gates an agent reads and requests
+    cap(
+        "engineering.gate_status",
+        Tool,
+        Starter,
+        &[TenantRead],
+        StoreIndex,
+        "store.gate",
+        "Where gates stand (authorized, blocked, pending).",
+    ),
+    writes(cap(
+        "engineering.gate_request",
+        Tool,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.gate",
+        "Ask a person to authorize a gated action (pending until decided).",
+    )),
     // capability API only
     schema(
         cached(
@@ -404,9 +423,9 @@ pub fn find(name: &str) -> Option<&'static CapabilitySpec> {
 }
 
 /// The canonical MCP tools (every capability not on the `Api` channel and not of the
-/// `graph` toolset).
+/// `graph` or `engineering` toolsets).
 pub fn mcp_tools() -> impl Iterator<Item = &'static CapabilitySpec> {
-    REGISTRY.iter().filter(|c| c.channel != Api && !c.name.starts_with("memory.graph_"))
+    REGISTRY.iter().filter(|c| c.channel != Api && !c.name.starts_with("memory.graph_") && !c.name.starts_with("engineering."))
 }
 
 #[cfg(test)]
@@ -422,6 +441,7 @@ mod tests {
         assert_eq!(names.len(), REGISTRY.len(), "names are unique");
         assert_eq!(mcp_tools().count(), 24, "the canonical 20 MCP tools and the 4 of recall and personal memory");
         assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 9, "the graph toolset");
+        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("engineering.")).count(), 2, "the engineering toolset");
         for c in REGISTRY {
             assert!(CapabilityName::parse(c.name).is_ok(), "{} parses", c.name);
             assert!(!c.scopes.is_empty());

@@ -80,6 +80,7 @@ macro_rules! contract_suite {
                 tenant_isolation_everywhere,
                 connector_status_transitions,
                 connector_status_isolation,
+                gates_are_versioned_and_spent_once,
             ]
         );
     };

@@ -76,9 +76,10 @@ impl Scopes {
 }
 
 string_enum! {
-    /// Sets of MCP tools a credential may be offered: the 20 `canonical` tools, and the
-    /// `graph` tools compatible with the reference knowledge-graph memory server.
-    Toolset, "toolset" { Canonical = "canonical", Graph = "graph" }
+    /// Sets of MCP tools a credential may be offered: the `canonical` tools, the `graph`
+    /// tools compatible with the reference knowledge-graph memory server, and the
+    /// `engineering` tools of coding agents (gates).
+    Toolset, "toolset" { Canonical = "canonical", Graph = "graph", Engineering = "engineering" }
 }
 
 /// The toolsets a credential enables; `canonical` alone unless said otherwise.

@@ -12,6 +12,9 @@
 //!   revoking the key, disabling the user or lowering the role ends the session.
 //! - `POST /approvals/{id}/decide` (`decision=approve|reject`, `reason`): the same
 //!   `GovernanceService::decide` as the approver API — it sends the wait's task token.
+//! - `POST /approvals/gates/decide` (`namespace`, `action`, `decision=authorize|block`,
+//!   `reason`, `hours`, `consume_once`): a gate request an agent made is authorized (for
+//!   some hours, once only by default) or blocked with a reason — `GateService::set`.
 //! - `POST /approvals/logout`.
 //!
 //! Every form carries a CSRF token: the session's own secret (decisions, sign-out) or a
@@ -190,6 +193,38 @@ fn card(base: &str, csrf: &str, w: &Waiting) -> String {
     )
 }
 
+/// A gate request: what is asked, by whom and why, with authorize and block forms.
+fn gate_card(base: &str, csrf: &str, g: &domain::gate::Gate) -> String {
+    let key = format!("{}-{}", g.namespace, g.action).replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    let hidden = format!(
+        "<input type=hidden name=csrf value=\"{csrf}\"><input type=hidden name=namespace value=\"{ns}\">\
+         <input type=hidden name=action value=\"{ac}\">",
+        csrf = esc(csrf),
+        ns = esc(&g.namespace),
+        ac = esc(&g.action),
+    );
+    format!(
+        "<section class=p id=\"g-{key}\"><h3><code>{ac}</code> in <code>{ns}</code></h3>\
+         <p><small>requested by {by} · {at}{until}</small></p>{why}\
+         <div class=forms>\
+         <form method=post action=\"{b}/approvals/gates/decide\">{hidden}<input type=hidden name=decision value=authorize>\
+         <label for=\"gh-{key}\">Valid for (hours)</label><input id=\"gh-{key}\" name=hours type=number min=1 max=8760 value=24>\
+         <label><input type=checkbox name=consume_once value=1 checked style=\"width:auto\"> Once only (the first verify spends it)</label>\
+         <label for=\"ga-{key}\">Reason (optional)</label><textarea id=\"ga-{key}\" name=reason maxlength=500></textarea>\
+         <button type=submit class=authorize>Authorize</button></form>\
+         <form method=post action=\"{b}/approvals/gates/decide\">{hidden}<input type=hidden name=decision value=block>\
+         <label for=\"gb-{key}\">Reason (required)</label><textarea id=\"gb-{key}\" name=reason required maxlength=500></textarea>\
+         <button type=submit class=block>Block</button></form></div></section>",
+        ac = esc(&g.action),
+        ns = esc(&g.namespace),
+        by = esc(g.requested_by.as_deref().unwrap_or(&g.set_by)),
+        at = g.updated_at.to_rfc3339(),
+        until = g.expires_at.map(|e| format!(" · waits until {}", e.to_rfc3339())).unwrap_or_default(),
+        why = g.reason.as_ref().map(|r| format!("<blockquote>{}</blockquote>", esc(r))).unwrap_or_default(),
+        b = esc(base),
+    )
+}
+
 async fn list_page(
     state: &AppState,
     base: &str,
@@ -211,7 +246,21 @@ async fn list_page(
         .map(|(ok, m)| format!("<p class={} role=status id=notice>{}</p>", if ok { "ok" } else { "err" }, esc(&m)))
         .unwrap_or_default();
     let cards: String = waiting.items.iter().map(|w| card(base, csrf, w)).collect();
-    let empty = if waiting.items.is_empty() { "<p id=empty>Nothing is waiting for a decision.</p>" } else { "" };
+    let gates = match state.services.gates.waiting(caller, 50).await {
+        Ok(g) => g,
+        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    };
+    let gate_cards: String = gates.iter().map(|g| gate_card(base, csrf, g)).collect();
+    let gate_section = if gates.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<h2 id=gates>Gate requests</h2><p>An agent asked to do something a person must allow first. A script \
+             verifying the gate is refused until it is authorized here.</p>{gate_cards}"
+        )
+    };
+    let empty =
+        if waiting.items.is_empty() && gates.is_empty() { "<p id=empty>Nothing is waiting for a decision.</p>" } else { "" };
     let more = waiting
         .next_cursor
         .map(|c| format!("<p><a href=\"{}/approvals?cursor={}\">More…</a></p>", esc(base), esc(&c)))
@@ -224,7 +273,7 @@ async fn list_page(
              <input type=hidden name=csrf value=\"{csrf}\"><button type=submit>Sign out</button></form></header>\
              {notice}<p>Proposals wait here when triage scored them between the tenant's bars, or found them contradicting \
              an active entry. Nothing is ever approved by waiting: a proposal nobody decides expires and is escalated.</p>\
-             {empty}{cards}{more}",
+             {empty}{gate_section}{cards}{more}",
             b = esc(base),
             who = esc(caller.principal.as_str()),
             tenant = esc(caller.tenant.as_str()),
@@ -267,6 +316,8 @@ pub async fn show(
                     Some((true, "Approved: the entry is written (or being written) as organisational memory.".into()))
                 }
                 Some("rejected") => Some((true, "Rejected: the reason is kept with the proposal.".into())),
+                Some("authorized") => Some((true, "Authorized: the next verify of that gate is allowed.".into())),
+                Some("blocked") => Some((true, "Blocked: verifies of that gate are refused with your reason.".into())),
                 _ => None,
             };
             list_page(&state, &base, &caller, &csrf, q.cursor, StatusCode::OK, notice).await
@@ -375,6 +426,64 @@ pub async fn decide(
         Ok(p) => {
             tracing::info!(proposal = %p.id, state = %p.state, "approvals console: decided");
             redirect(&format!("{base}/approvals?done={}", if approve { "approved" } else { "rejected" }))
+        }
+        Err(e) => refuse(status_of(&e), format!("Nothing was decided: {}", message_of(&e))).await,
+    }
+}
+
+/// `POST /approvals/gates/decide` (`namespace`, `action`, `decision=authorize|block`,
+/// `reason`, `hours`, `consume_once`): the same `GateService::set` as `POST /v1/gates`.
+pub async fn decide_gate(
+    State(state): State<AppState>,
+    b: Option<Extension<BaseUrl>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let base = base(&state, b);
+    let (caller, csrf) = match session(&state, &base, &headers).await {
+        Ok(s) => s,
+        Err(e) if e.code == ErrorCode::Unauthenticated => {
+            return login_page(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again."));
+        }
+        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    };
+    let refuse = |status: StatusCode, message: String| {
+        let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
+        async move { list_page(state, base, caller, csrf, None, status, Some((false, message))).await }
+    };
+    let Some(f) = form(&body) else { return refuse(StatusCode::BAD_REQUEST, "The form was malformed.".into()).await };
+    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
+        return refuse(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.".into()).await;
+    }
+    let status = match f.get("decision") {
+        Some("authorize") => domain::gate::GateStatus::Authorized,
+        Some("block") => domain::gate::GateStatus::Blocked,
+        _ => return refuse(StatusCode::BAD_REQUEST, "Choose authorize or block.".into()).await,
+    };
+    let reason = f.get("reason").map(str::to_owned).filter(|r| !r.trim().is_empty());
+    if status == domain::gate::GateStatus::Blocked && reason.is_none() {
+        return refuse(StatusCode::BAD_REQUEST, "Nothing was decided: blocking needs a reason.".into()).await;
+    }
+    let hours = match f.get("hours").filter(|h| !h.is_empty()).map(str::parse::<u64>) {
+        None => None,
+        Some(Ok(h)) if (1..=8_760).contains(&h) => Some(h * 3_600),
+        Some(_) => return refuse(StatusCode::BAD_REQUEST, "Nothing was decided: hours must be 1 to 8760.".into()).await,
+    };
+    let set = services::gates::GateSet {
+        namespace: f.get("namespace").unwrap_or_default().to_owned(),
+        action: f.get("action").unwrap_or_default().to_owned(),
+        status,
+        reason,
+        expires_in: if status == domain::gate::GateStatus::Authorized { hours } else { None },
+        consume_once: f.get("consume_once").is_some(),
+    };
+    match state.services.gates.set(&caller, set).await {
+        Ok(g) => {
+            tracing::info!(namespace = %g.namespace, action = %g.action, status = %g.status.as_str(), "approvals console: gate set");
+            redirect(&format!(
+                "{base}/approvals?done={}",
+                if status == domain::gate::GateStatus::Authorized { "authorized" } else { "blocked" }
+            ))
         }
         Err(e) => refuse(status_of(&e), format!("Nothing was decided: {}", message_of(&e))).await,
     }

@@ -22,8 +22,9 @@
 //! - [`throttle`]: per-address limits on the routes callable without a credential.
 //! - [`capabilities`]: the capability API (`GET /v1/capabilities`, `POST
 //!   /v1/capabilities/{name}`); [`ingest`]: the ingest API, connectors, the KB documents
-//!   and the review queue; [`approvals`]: the approver API; [`console`]: the approvals
-//!   console (its own sign-in, signed session, CSRF on every form).
+//!   and the review queue; [`approvals`]: the approver API; [`gates`]: the gate API
+//!   (set, verify with 200/403/404, request, list); [`console`]: the approvals console
+//!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests).
 
 pub mod admin;
 pub mod approvals;
@@ -33,6 +34,7 @@ pub mod capabilities;
 pub mod console;
 pub mod cors;
 pub mod error;
+pub mod gates;
 pub mod ingest;
 pub mod lambda;
 pub mod oauth;

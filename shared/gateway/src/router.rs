@@ -210,6 +210,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/approvals", get(crate::approvals::list))
         .route("/v1/approvals/{id}/approve", post(crate::approvals::approve))
         .route("/v1/approvals/{id}/reject", post(crate::approvals::reject))
+        .route("/v1/gates", get(crate::gates::list).post(crate::gates::set))
+        .route("/v1/gates/verify", get(crate::gates::verify))
+        .route("/v1/gates/request", post(crate::gates::request))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let oauth = Router::new()
         .route("/.well-known/oauth-authorization-server", get(crate::oauth::authorization_server_metadata))
@@ -226,7 +229,8 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals", get(crate::console::show))
         .route("/approvals/login", post(crate::console::login))
         .route("/approvals/logout", post(crate::console::logout))
-        .route("/approvals/{id}/decide", post(crate::console::decide));
+        .route("/approvals/{id}/decide", post(crate::console::decide))
+        .route("/approvals/gates/decide", post(crate::console::decide_gate));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(crate::prometheus::metrics_text))

@@ -59,6 +59,7 @@ pub trait Render {
     fn render(&self) -> String;
 }
 
+use services::tools::engineering::{GateList, GateRequested};
 use services::tools::graph::{GraphChange, GraphView};
 use services::tools::library::{BookListOutput, KbSearchOutput, PlaybookOutput};
 use services::tools::memory::{
@@ -348,6 +349,36 @@ impl Render for KbSearchOutput {
 impl Render for PlaybookOutput {
     fn render(&self) -> String {
         format!("Playbook with {} steps for: {}", self.playbook.steps.len(), self.playbook.goal)
+    }
+}
+
+impl Render for GateList {
+    fn render(&self) -> String {
+        if self.gates.is_empty() {
+            return "No gate matches. A person sets gates (approvals console or `continuity gate set`); \
+                    ask for one with engineering.gate_request."
+                .to_owned();
+        }
+        let mut text = format!("{} gate(s):", self.gates.len());
+        for g in &self.gates {
+            text.push_str(&format!("\n- {} in {}: {}", g.action, g.namespace, g.status.as_str()));
+            if let Some(r) = &g.reason {
+                text.push_str(&format!(" — {}", first(r, 200)));
+            }
+            if let Some(e) = &g.expires_at {
+                text.push_str(&format!(" (until {e})"));
+            }
+            if g.consume_once {
+                text.push_str(" (once)");
+            }
+        }
+        text
+    }
+}
+
+impl Render for GateRequested {
+    fn render(&self) -> String {
+        format!("Gate {} in {} is {}. {}", self.gate.action, self.gate.namespace, self.gate.status.as_str(), self.note)
     }
 }
 

@@ -30,7 +30,13 @@ pub struct McpTool {
 impl McpTool {
     /// The toolset it belongs to.
     pub fn toolset(&self) -> Toolset {
-        if self.capability.starts_with("memory.graph_") { Toolset::Graph } else { Toolset::Canonical }
+        if self.capability.starts_with("memory.graph_") {
+            Toolset::Graph
+        } else if self.capability.starts_with("engineering.") {
+            Toolset::Engineering
+        } else {
+            Toolset::Canonical
+        }
     }
 
     /// Whether it writes (for the `readOnlyHint` annotation).
@@ -87,7 +93,8 @@ macro_rules! mcp_tools {
 services::for_each_capability!(mcp_tools);
 
 /// The MCP tools, in registration order: the canonical tools of SPEC §7.1, then the
-/// `graph` toolset (capabilities of the capability API only are not tools).
+/// `graph` toolset, then the `engineering` toolset (capabilities of the capability API
+/// only are not tools).
 pub fn all() -> impl Iterator<Item = &'static McpTool> {
     REGISTERED.iter().filter(|t| adk::registry::find(t.capability).is_some_and(|s| s.channel != adk::registry::Channel::Api))
 }

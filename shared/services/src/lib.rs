@@ -10,6 +10,8 @@
 //!   the grants, revocation), its one token library and the ID-JAG verifier.
 //! - [`tools`]: the canonical MCP tools beyond `spine.entity.*`, and the prompts.
 //! - [`graph`]: the `graph` toolset (knowledge graphs in personal and project scopes).
+//! - [`gates`]: gates — a person authorizes or blocks an action (a push, a deploy);
+//!   scripts and agents verify them, agents may only request them.
 //! - [`governance`]: triage, the workflow's task code, decisions, redaction of secrets
 //!   and personal data, the single writer of org memory.
 //! - [`search`]: hybrid search confined to the caller's scopes, verified indexing, KB
@@ -32,6 +34,7 @@ pub mod backup;
 pub mod capabilities;
 pub mod changes;
 pub mod entities;
+pub mod gates;
 pub mod governance;
 pub mod graph;
 pub mod ingest;
@@ -76,6 +79,8 @@ pub struct ServiceSet {
     pub maintenance: maintenance::MaintenanceService,
     /// Triage, decisions and the single writer of org memory.
     pub governance: governance::GovernanceService,
+    /// Gates: set by people, verified by scripts, requested by agents.
+    pub gates: gates::GateService,
     /// Hybrid search, verified indexing and the review queue.
     pub search: search::SearchService,
 }
@@ -96,6 +101,7 @@ impl Services {
         let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
         let graph = graph::GraphService::new(backend.clone(), changes.clone());
         let audit = audit::AuditService::new(backend.clone());
+        let gate_service = gates::GateService::new(backend.clone(), audit.clone());
         Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(
                 backend.clone(),
@@ -103,6 +109,7 @@ impl Services {
                 entities.clone(),
                 graph.clone(),
                 audit.clone(),
+                gate_service.clone(),
             ),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             ingest: ingest::IngestService::new(backend.clone(), entities.clone()),
@@ -112,6 +119,7 @@ impl Services {
             audit,
             backup: backup::BackupService::new(backend.clone()),
             maintenance: maintenance::MaintenanceService::new(backend.clone()),
+            gates: gate_service,
             governance: governance::GovernanceService::new(backend.clone()),
             search: search::SearchService::new(backend.clone()),
             changes,

@@ -49,6 +49,8 @@ pub struct MaintenanceReport {
     /// Personal memories forgotten because their time to live ran out.
     pub personal_forgotten: usize,
     pub oauth_pruned: usize,
+    /// Gates whose authorization or request ran out, now stored as blocked.
+    pub gates_expired: usize,
     /// Tenants whose governance upkeep was queued (one `governance.resume` message each;
     /// the pipeline consumer runs it, [`crate::governance::GovernanceService::resume`]).
     pub resume_queued: usize,
@@ -86,12 +88,14 @@ impl MaintenanceService {
         let now = self.backend.clock.now();
         let records = &self.backend.records;
         let mut report = MaintenanceReport::default();
+        let gates = crate::gates::GateService::new(self.backend.clone(), crate::audit::AuditService::new(self.backend.clone()));
         for tenant in self.tenants().await? {
             report.tenants += 1;
             let (audit, sessions, forgotten) = self.tenant(&tenant, now).await?;
             report.audit_pruned += audit;
             report.sessions_expired += sessions;
             report.personal_forgotten += forgotten;
+            report.gates_expired += gates.expire(&tenant, MAX_PER_TENANT).await?;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
         let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
@@ -103,6 +107,7 @@ impl MaintenanceService {
             sessions_expired = report.sessions_expired,
             personal_forgotten = report.personal_forgotten,
             oauth_pruned = report.oauth_pruned,
+            gates_expired = report.gates_expired,
             resume_queued = report.resume_queued,
             resume_not_queued = report.resume_not_queued,
             "maintenance run"

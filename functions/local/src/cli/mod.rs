@@ -1,6 +1,7 @@
 //! Command-line parsing, and the dispatch of each command to its module: [`tenants`]
 //! (tenants and their trusted IdPs), [`access`] (API keys, users, OAuth clients, signing
-//! keys), [`spine`] (operator entity writes), [`durability`] (maintenance, reindex,
+//! keys), [`spine`] (operator entity writes), [`gates`] (gates: set, verify with exit
+//! codes for scripts, list, the git pre-push hook), [`durability`] (maintenance, reindex,
 //! backup, compaction, restore), [`stack`] (`bootstrap`, `doctor` and the backend of a
 //! deployed stack named by `--stack`) and `serve` / `stdio`. With `--backend aws` the
 //! admin and durability commands run against a stack. Each command opens the home, does one thing, and prints the result
@@ -23,6 +24,7 @@ use crate::serve::{self, ServeSettings};
 
 mod access;
 mod durability;
+mod gates;
 pub mod model;
 mod spine;
 mod stack;
@@ -173,6 +175,11 @@ enum Command {
     /// The sentence model of semantic search.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Gates: a person authorizes or blocks an action (a push, a deploy) that scripts and
+    /// agents verify first. `gate verify` exits 0 authorized, 1 blocked or pending, 2
+    /// unknown or error.
+    #[command(subcommand)]
+    Gate(gates::GateCommand),
     /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
     /// the newest copy of each entity wins; replaying twice changes nothing.
     Restore {
@@ -405,6 +412,22 @@ enum EntityCommand {
     },
 }
 
+/// A command's own exit status (`gate verify`: 1 refused, 2 unknown or error), with what
+/// to print on stderr first (nothing when the command printed it already).
+#[derive(Debug)]
+pub struct ExitStatus {
+    pub code: u8,
+    pub message: Option<String>,
+}
+
+impl std::fmt::Display for ExitStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.code)
+    }
+}
+
+impl std::error::Error for ExitStatus {}
+
 /// Who the audit ledger names for an admin command: `cli:<login name>`.
 fn cli_actor() -> String {
     format!("cli:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
@@ -455,6 +478,16 @@ async fn first_serve_model(path: &std::path::Path, embedder: &str, index: &str) 
 /// # Errors
 /// What the command could not do, with its cause, for the person at the terminal.
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    // A gate command fails with status 2 (scripts read 1 as "refused").
+    if matches!(cli.command, Command::Gate(_)) {
+        return run_inner(cli).await.map_err(|e| {
+            if e.is::<ExitStatus>() { e } else { ExitStatus { code: 2, message: Some(format!("error: {e:#}")) }.into() }
+        });
+    }
+    run_inner(cli).await
+}
+
+async fn run_inner(cli: Cli) -> anyhow::Result<()> {
     if cli.backend == BackendKind::Aws {
         return run_aws(cli).await;
     }
@@ -469,6 +502,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
              continuity reindex --full --tenant TENANT"
         );
         return Ok(());
+    }
+    if let Command::Gate(c) = cli.command {
+        return gates::run(cli.home, None, c).await;
     }
     let path = home::resolve(cli.home);
     // The first `serve` of a new home fetches the sentence model (semantic search by
@@ -502,7 +538,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Client(c) => access::clients(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
-        Command::Model(_) => Ok(()),
+        Command::Model(_) | Command::Gate(_) => Ok(()),
         c @ (Command::Maintenance
         | Command::Reindex { .. }
         | Command::Backup { .. }
@@ -522,6 +558,9 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Some(name) => stack::services(name, cli.region.as_deref()).await?,
         None => aws_services().await?,
     };
+    if let Command::Gate(c) = cli.command {
+        return gates::run(cli.home, Some(s), c).await;
+    }
     let admin = s.admin.acting_as(cli_actor());
     match cli.command {
         Command::Bootstrap { tenant } => stack::bootstrap(&s, &admin, cli.stack.as_deref(), cli.region.as_deref(), tenant).await,
@@ -539,6 +578,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
             "entity writes on a stack go through its admin API (PUT /v1/admin/entities/{{type}}/{{id}}), which runs inside \
              the VPC and evicts the stack's cache; this machine cannot reach it"
         )),
+        Command::Gate(_) => Ok(()),
         Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) | Command::Model(_) => {
             Err(anyhow!("this command runs on an embedded home; drop --backend aws"))
         }

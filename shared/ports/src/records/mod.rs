@@ -19,6 +19,7 @@
 //! | audit record | `audit` | `{at}#{id}` |
 //! | idempotency key | `idem` | `{key}` |
 //! | connector status | `connector` | `{source}` |
+//! | gate | `gate` | `{namespace}#{action}` |
 //! | user login | `login` | `{email}` |
 //! | OAuth client / code / refresh token / refresh family / pending login / used `jti` | `oauth_client` / `oauth_code` / `oauth_refresh` / `oauth_family` / `oauth_pending` / `oauth_jti` under `_registry` | `{client_id}` / `{sha256}` / `{sha256}` / `{id}` / `{id}` / `{sha256(iss)}#{sha256(jti)}` |
 //!
@@ -39,10 +40,12 @@ use serde::de::DeserializeOwned;
 
 use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
 
+mod gates;
 mod library;
 mod memory;
 mod proposals;
 mod retention;
+pub use gates::GateStore;
 pub use library::{LibraryStore, ReviewStore};
 pub use memory::MemoryStore;
 pub use proposals::ProposalStore;
@@ -494,7 +497,7 @@ impl PrincipalStore for Records {
     }
 }
 
-fn versioned(expect: Expect) -> (u64, Condition) {
+pub(crate) fn versioned(expect: Expect) -> (u64, Condition) {
     match expect {
         Expect::Absent => (1, Condition::Absent),
         Expect::Version(v) => (v + 1, Condition::Version(v)),

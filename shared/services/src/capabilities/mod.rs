@@ -63,6 +63,7 @@ pub struct CapabilityService {
     entities: EntityService,
     graph: crate::graph::GraphService,
     audit: crate::audit::AuditService,
+    gates: crate::gates::GateService,
 }
 
 /// The parts of a request body the resolver looks at.
@@ -110,8 +111,9 @@ impl CapabilityService {
         entities: EntityService,
         graph: crate::graph::GraphService,
         audit: crate::audit::AuditService,
+        gates: crate::gates::GateService,
     ) -> Self {
-        Self { backend, auth, entities, graph, audit }
+        Self { backend, auth, entities, graph, audit, gates }
     }
 
     /// The tenant's configuration and connectors, through their cache tiers. `None`
@@ -301,6 +303,7 @@ impl CapabilityService {
                 entities: &self.entities,
                 schema: resolution.schema,
                 graph: &self.graph,
+                gates: &self.gates,
             },
         }
     }

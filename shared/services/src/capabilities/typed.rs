@@ -146,6 +146,8 @@ macro_rules! for_each_capability {
             $crate::tools::graph::SearchNodes,
             $crate::tools::graph::OpenNodes,
             $crate::tools::spine::EntityList,
+            $crate::tools::engineering::GateStatusTool,
+            $crate::tools::engineering::GateRequestTool,
         }
     };
 }

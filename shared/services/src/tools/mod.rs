@@ -13,6 +13,8 @@
 //! - [`library`]: the book of projects, the knowledge base, playbooks;
 //! - [`graph`]: the reference memory server's knowledge-graph tools, in the caller's
 //!   personal or project scope;
+//! - [`engineering`]: the `engineering` toolset — gates an agent reads and requests
+//!   (a person authorizes them elsewhere);
 //! - [`prompts`]: the MCP prompts, assembled from the same stores.
 //!
 //! The ADK has resolved a call (plan, scopes, connectors) before a handler runs; each
@@ -21,6 +23,7 @@
 //! typed views of the records ([`MemoryView`], [`ProposalView`]…); the MCP surface
 //! renders them as text for a model.
 
+pub mod engineering;
 pub mod graph;
 pub mod library;
 pub mod memory;
@@ -51,13 +54,14 @@ pub const MAX_QUERY_LEN: usize = 512;
 pub const MAX_SCAN: usize = 10_000;
 
 /// What the handlers run on: the backend, the entity service (the Spine Cache), the
-/// tenant's resolved schema and the knowledge-graph service.
+/// tenant's resolved schema, the knowledge-graph service and the gates.
 pub struct Tools<'a> {
     pub backend: &'a Backend,
     pub entities: &'a EntityService,
     /// The visible-entity rendering of the tenant's schema.
     pub schema: &'a adk::schema::TenantSchema,
     pub graph: &'a crate::graph::GraphService,
+    pub gates: &'a crate::gates::GateService,
 }
 
 impl Tools<'_> {
