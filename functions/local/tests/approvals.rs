@@ -5,6 +5,9 @@
 //! protocol) that signs in as an approver user (workspace, e-mail, password), approves
 //! one proposal and rejects another with a reason. The browser's screenshot is kept under `$CONTINUITY_TEST_ARTIFACTS`
 //! (`tests/run.sh` sets it; default: the system temp folder).
+//!
+//! Gates (issue #18): `continuity gate` exit statuses on the home and over HTTP, and the
+//! git pre-push hook refusing a push until a person authorizes it in the same browser.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -365,4 +368,194 @@ async fn a_browser_approves_one_proposal_and_rejects_another() {
     assert_eq!(rejected["decision_reason"], "The CSM owns the deck this year");
     let read = call_tool(&s.base, &s.key, "memory.read_org", json!({"id": approve_id})).await;
     assert_eq!(read["structuredContent"]["entry"]["state"], "active", "{read}");
+}
+
+// ------------------------------------------------------------------ gates (issue #18)
+
+/// `continuity gate …` with its exit status and both outputs.
+fn gate(home: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let out = Command::new(common::BIN)
+        .arg("--home")
+        .arg(home)
+        .arg("gate")
+        .args(args)
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run continuity gate");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The exit statuses scripts rely on — 0 authorized, 1 blocked or pending, 2 unknown or
+/// any error — on the home and through the HTTP API (`--url`, a key file), and the API's
+/// own 200/403/404; an agent's key can request a gate but not set one.
+#[tokio::test]
+async fn gate_exit_codes_on_the_home_and_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let verify = ["verify", "--namespace", "env:prod", "--action", "deploy"];
+    let (code, out) = gate(&s.home, &verify, &[]);
+    assert_eq!(code, 2, "unknown: {out}");
+    assert!(out.contains("unknown"), "{out}");
+
+    // An agent (no approvals:decide) asks; the API answers 403 to its set.
+    let agent = cli(&s.home, &["key", "create", "--tenant", "local", "--scopes", "mcp:tools tenant:read memory:write"]);
+    let http = client();
+    let r = http
+        .post(format!("{}/v1/gates/request", s.base))
+        .bearer_auth(agent.trim())
+        .json(&json!({"namespace": "env:prod", "action": "deploy", "reason": "migration 42 is reviewed"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = http
+        .post(format!("{}/v1/gates", s.base))
+        .bearer_auth(agent.trim())
+        .json(&json!({"namespace": "env:prod", "action": "deploy", "status": "authorized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403, "an agent cannot authorize");
+    let (code, out) = gate(&s.home, &verify, &[]);
+    assert_eq!(code, 1, "pending: {out}");
+    assert!(out.contains("pending"), "{out}");
+
+    // The operator authorizes once on the home; verify through HTTP with a key file.
+    let (code, out) =
+        gate(&s.home, &["set", "--namespace", "env:prod", "--action", "deploy", "--status", "authorized", "--once"], &[]);
+    assert_eq!(code, 0, "{out}");
+    let ci = cli(&s.home, &["key", "create", "--tenant", "local", "--scopes", "tenant:read"]);
+    let key_file = dir.path().join("ci.key");
+    std::fs::write(&key_file, ci.trim()).unwrap();
+    let remote = ["--url", s.base.as_str(), "--key-file", key_file.to_str().unwrap()];
+    let over_http: Vec<&str> = verify.iter().chain(remote.iter()).copied().collect();
+    let (code, out) = gate(&s.home, &over_http, &[]);
+    assert_eq!(code, 0, "authorized once: {out}");
+    assert!(out.contains("(spent)"), "{out}");
+    let (code, out) = gate(&s.home, &over_http, &[]);
+    assert_eq!(code, 1, "spent: {out}");
+    // The raw API: 403 now, 404 for a gate nobody set.
+    let q = |action: &str| format!("{}/v1/gates/verify?namespace=env:prod&action={action}", s.base);
+    assert_eq!(http.get(q("deploy")).bearer_auth(ci.trim()).send().await.unwrap().status(), 403);
+    let r = http.get(q("rollback")).bearer_auth(ci.trim()).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(r.json::<Value>().await.unwrap()["verdict"], "unknown");
+
+    // Blocked with a reason (on the home), listed; errors are 2.
+    let (code, _) = gate(
+        &s.home,
+        &["set", "--namespace", "env:prod", "--action", "deploy", "--status", "blocked", "--reason", "release freeze"],
+        &[],
+    );
+    assert_eq!(code, 0);
+    let (code, out) = gate(&s.home, &verify, &[]);
+    assert_eq!(code, 1);
+    assert!(out.contains("release freeze"), "{out}");
+    let (code, out) = gate(&s.home, &["list"], &[]);
+    assert_eq!(code, 0);
+    assert!(out.contains("env:prod\tdeploy\tblocked"), "{out}");
+    let (code, out) = gate(&s.home, &["verify", "--namespace", "bad name", "--action", "push"], &[]);
+    assert_eq!(code, 2, "{out}");
+    let (code, out) = gate(&dir.path().join("nowhere"), &verify, &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("no Continuity home"), "{out}");
+    assert!(!dir.path().join("nowhere").exists(), "a gate command never creates a home");
+    let bad_key = dir.path().join("bad.key");
+    std::fs::write(&bad_key, "ctn_local.nope.nope").unwrap();
+    let (code, out) = gate(&s.home, &[&verify[..], &["--url", &s.base, "--key-file", bad_key.to_str().unwrap()]].concat(), &[]);
+    assert_eq!(code, 2, "a refused key is an error, not a 'no': {out}");
+}
+
+/// `git` in `dir`, with its status and output.
+fn git(dir: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "Ada")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_NAME", "Ada")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .output()
+        .expect("git");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// The pre-push hook in a real repository: a push is refused while the gate is unknown
+/// and while an agent's request waits; a person signs in to the console in a headless
+/// Chromium and authorizes it (once); the push goes through; the next push is refused
+/// again. Every outcome is in the hook's log.
+#[tokio::test]
+async fn a_push_waits_until_a_person_authorizes_it_in_the_console() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let (remote, work) = (dir.path().join("remote.git"), dir.path().join("web"));
+    assert!(git(dir.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]).0);
+    assert!(git(dir.path(), &["init", "-q", "-b", "main", work.to_str().unwrap()]).0);
+    std::fs::write(work.join("README"), "hello\n").unwrap();
+    assert!(git(&work, &["add", "README"]).0);
+    assert!(git(&work, &["commit", "-q", "-m", "first"]).0);
+    assert!(git(&work, &["remote", "add", "origin", remote.to_str().unwrap()]).0);
+
+    let (code, out) = gate(&s.home, &["install-hook", "--repo", work.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("repo:web"), "{out}");
+    let (ok, out) = git(&work, &["push", "-q", "origin", "main"]);
+    assert!(!ok, "no gate, no push: {out}");
+    assert!(out.contains("unknown") && out.contains("push refused"), "{out}");
+
+    // The agent (the owner key here) asks; still refused while it waits.
+    let r = client()
+        .post(format!("{}/v1/gates/request", s.base))
+        .bearer_auth(&s.key)
+        .json(&json!({"namespace": "repo:web", "action": "push", "reason": "login fix; 212 tests pass"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let (ok, out) = git(&work, &["push", "-q", "origin", "main"]);
+    assert!(!ok && out.contains("pending"), "{out}");
+    // Whoever requested it cannot authorize it, even holding approvals:decide.
+    let r = client()
+        .post(format!("{}/v1/gates", s.base))
+        .bearer_auth(&s.key)
+        .json(&json!({"namespace": "repo:web", "action": "push", "status": "authorized"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // A person authorizes it in the console.
+    user(&s, "ada@example.com", "approver");
+    let browser = Driver::start().await;
+    browser.go(&format!("{}/approvals", s.base)).await;
+    browser.type_into("#tenant", "local").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("#sign-in-user").await;
+    browser.wait_for(&["Gate requests", "repo:web", "login fix; 212 tests pass"]).await;
+    browser.type_into("#ga-repo-web-push", "reviewed with Ada").await;
+    browser.click("#g-repo-web-push button.authorize").await;
+    let page = browser.wait_for(&["Authorized:"]).await;
+    assert!(!page.contains("g-repo-web-push"), "no longer waiting");
+
+    let (ok, out) = git(&work, &["push", "-q", "origin", "main"]);
+    assert!(ok, "authorized: {out}");
+    assert!(git(&remote, &["rev-parse", "--verify", "main"]).0, "the push arrived");
+    // Once only: the next push needs a new authorization.
+    std::fs::write(work.join("README"), "hello again\n").unwrap();
+    assert!(git(&work, &["commit", "-q", "-am", "second"]).0);
+    let (ok, out) = git(&work, &["push", "-q", "origin", "main"]);
+    assert!(!ok && out.contains("spent"), "{out}");
+
+    let log = std::fs::read_to_string(work.join(".git/continuity-gate.log")).unwrap();
+    let statuses: Vec<&str> = log.lines().map(|l| l.split('\t').nth(1).unwrap()).collect();
+    assert_eq!(statuses, ["2", "1", "0", "1"], "{log}");
+
+    // The hook comes out again.
+    let (code, out) = gate(&s.home, &["install-hook", "--repo", work.to_str().unwrap(), "--remove"], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(git(&work, &["push", "-q", "origin", "main"]).0, "no hook, no gate");
 }

@@ -123,7 +123,8 @@ enum Command {
         #[arg(long, default_value = "owner")]
         principal: Id,
         /// Toolsets to offer: `canonical` (the 20 tools), `graph` (the knowledge-graph
-        /// tools of the reference memory server), or both: `canonical,graph`.
+        /// tools of the reference memory server), `engineering` (gates for coding agents),
+        /// or several: `canonical,graph,engineering`.
         #[arg(long, default_value = "canonical")]
         toolsets: Toolsets,
     },
@@ -244,7 +245,8 @@ enum ClientCommand {
         /// Also allow enterprise sign-in (the ID-JAG jwt-bearer grant).
         #[arg(long)]
         jwt_bearer: bool,
-        /// MCP toolsets its tokens are offered: `canonical`, `graph`, or `canonical,graph`.
+        /// MCP toolsets its tokens are offered: `canonical`, `graph`, `engineering`, or several
+        /// (`canonical,graph`).
         #[arg(long, default_value = "canonical")]
         toolsets: Toolsets,
     },
@@ -253,7 +255,7 @@ enum ClientCommand {
     Toolsets {
         /// The client id (`dyn-…` for dynamically registered clients).
         client_id: Id,
-        /// `canonical`, `graph`, or `canonical,graph`.
+        /// `canonical`, `graph`, `engineering`, or several (`canonical,graph`).
         toolsets: Toolsets,
     },
 }
@@ -377,7 +379,8 @@ enum KeyCommand {
         /// Projects whose project-scoped memory the key may read (comma-separated).
         #[arg(long, value_delimiter = ',')]
         projects: Vec<String>,
-        /// MCP toolsets the key is offered: `canonical`, `graph`, or `canonical,graph`.
+        /// MCP toolsets the key is offered: `canonical`, `graph`, `engineering`, or several
+        /// (`canonical,engineering`).
         #[arg(long, default_value = "canonical")]
         toolsets: Toolsets,
     },
