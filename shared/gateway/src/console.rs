@@ -388,6 +388,29 @@ pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>
     resp
 }
 
+/// A decision form's signed-in approver, session CSRF secret and fields — or the page
+/// that refuses it (signed out, malformed, or without the session's CSRF token).
+async fn decision_form(
+    state: &AppState,
+    base: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(CallerContext, String, Params), Response> {
+    let (caller, csrf) = match session(state, base, headers).await {
+        Ok(s) => s,
+        Err(e) if e.code == ErrorCode::Unauthenticated => {
+            return Err(login_page(base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again.")));
+        }
+        Err(e) => return Err(page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))))),
+    };
+    let refused = |status, message: &str| list_page(state, base, &caller, &csrf, None, status, Some((false, message.to_owned())));
+    let Some(f) = form(body) else { return Err(refused(StatusCode::BAD_REQUEST, "The form was malformed.").await) };
+    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
+        return Err(refused(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.").await);
+    }
+    Ok((caller, csrf, f))
+}
+
 /// `POST /approvals/{id}/decide`.
 pub async fn decide(
     State(state): State<AppState>,
@@ -397,22 +420,15 @@ pub async fn decide(
     body: Bytes,
 ) -> Response {
     let base = base(&state, b);
-    let (caller, csrf) = match session(&state, &base, &headers).await {
-        Ok(s) => s,
-        Err(e) if e.code == ErrorCode::Unauthenticated => {
-            return login_page(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again."));
-        }
-        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
+        Ok(signed) => signed,
+        Err(refused) => return refused,
     };
     // A refused form shows the list again with why; nothing was decided.
     let refuse = |status: StatusCode, message: String| {
         let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
         async move { list_page(state, base, caller, csrf, None, status, Some((false, message))).await }
     };
-    let Some(f) = form(&body) else { return refuse(StatusCode::BAD_REQUEST, "The form was malformed.".into()).await };
-    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
-        return refuse(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.".into()).await;
-    }
     let approve = match f.get("decision") {
         Some("approve") => true,
         Some("reject") => false,
@@ -440,21 +456,14 @@ pub async fn decide_gate(
     body: Bytes,
 ) -> Response {
     let base = base(&state, b);
-    let (caller, csrf) = match session(&state, &base, &headers).await {
-        Ok(s) => s,
-        Err(e) if e.code == ErrorCode::Unauthenticated => {
-            return login_page(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again."));
-        }
-        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+    let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
+        Ok(signed) => signed,
+        Err(refused) => return refused,
     };
     let refuse = |status: StatusCode, message: String| {
         let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
         async move { list_page(state, base, caller, csrf, None, status, Some((false, message))).await }
     };
-    let Some(f) = form(&body) else { return refuse(StatusCode::BAD_REQUEST, "The form was malformed.".into()).await };
-    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
-        return refuse(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.".into()).await;
-    }
     let status = match f.get("decision") {
         Some("authorize") => domain::gate::GateStatus::Authorized,
         Some("block") => domain::gate::GateStatus::Blocked,

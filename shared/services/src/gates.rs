@@ -114,6 +114,17 @@ impl GateService {
         Self { backend, audit }
     }
 
+    /// Writes `gate` in place of `current` (or as new): the stored gate, or `None` when
+    /// another writer changed it first (read again and retry).
+    async fn replace(&self, current: Option<&Gate>, gate: &Gate) -> Result<Option<Gate>> {
+        let expect = current.map_or(Expect::Absent, |g| Expect::Version(g.version));
+        match self.backend.records.put_gate(gate, expect).await {
+            Ok(stored) => Ok(Some(stored)),
+            Err(e) if e.code == ErrorCode::Conflict => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Sets a gate's status (a person's decision).
     ///
     /// # Errors
@@ -161,22 +172,12 @@ impl GateService {
                 version: 0,
                 last_verified: current.as_ref().and_then(|g| g.last_verified),
             };
-            let expect = current.as_ref().map_or(Expect::Absent, |g| Expect::Version(g.version));
-            match records.put_gate(&gate, expect).await {
-                Ok(stored) => {
-                    self.audit
-                        .record(
-                            &caller.tenant,
-                            caller.principal.as_str(),
-                            "gate.set",
-                            target(&gate.namespace, &gate.action),
-                            set.status.as_str(),
-                        )
-                        .await;
-                    return Ok(stored);
-                }
-                Err(e) if e.code == ErrorCode::Conflict => {}
-                Err(e) => return Err(e),
+            if let Some(stored) = self.replace(current.as_ref(), &gate).await? {
+                let (ns, action) = (&gate.namespace, &gate.action);
+                self.audit
+                    .record(&caller.tenant, caller.principal.as_str(), "gate.set", target(ns, action), set.status.as_str())
+                    .await;
+                return Ok(stored);
             }
         }
         Err(Error::conflict("the gate keeps changing; try again"))
@@ -294,16 +295,11 @@ impl GateService {
                 version: 0,
                 last_verified: current.as_ref().and_then(|g| g.last_verified),
             };
-            let expect = current.as_ref().map_or(Expect::Absent, |g| Expect::Version(g.version));
-            match records.put_gate(&gate, expect).await {
-                Ok(stored) => {
-                    self.audit
-                        .record(&caller.tenant, caller.principal.as_str(), "gate.request", target(namespace, action), "pending")
-                        .await;
-                    return Ok(stored);
-                }
-                Err(e) if e.code == ErrorCode::Conflict => {}
-                Err(e) => return Err(e),
+            if let Some(stored) = self.replace(current.as_ref(), &gate).await? {
+                self.audit
+                    .record(&caller.tenant, caller.principal.as_str(), "gate.request", target(namespace, action), "pending")
+                    .await;
+                return Ok(stored);
             }
         }
         Err(Error::conflict("the gate keeps changing; try again"))
