@@ -186,3 +186,209 @@ async fn gates_on_the_aws_backend() {
     let backend = continuity_tests::aws::backend().await;
     gates(Services::new(Backend { clock: clock.clone(), ..backend }), clock).await;
 }
+
+// ---- engineering records ------------------------------------------------------------
+
+/// A record of each kind, each with a word of its own to search for.
+fn examples() -> Vec<Value> {
+    vec![
+        json!({"kind": "task", "title": "Fix the quokka login redirect", "status": "todo", "priority": "high", "assignee": "ada"}),
+        json!({"kind": "note", "text": "The narwhal staging box reboots at noon"}),
+        json!({"kind": "summary", "text": "Session: moved the pangolin importer to streaming"}),
+        json!({"kind": "handoff", "text": "Next: finish the axolotl migration, tests in db/", "to": "bob"}),
+        json!({"kind": "adr", "title": "Use okapi queues for jobs", "status": "proposed", "context": "Cron is flaky",
+               "decision": "Jobs go through a queue", "consequences": "One more service"}),
+        json!({"kind": "snippet", "title": "Retry with ibex backoff", "language": "rust", "code": "for i in 0..5 { sleep(1 << i) }"}),
+        json!({"kind": "error_fix", "signature": "tapir: connection refused on port 5432", "cause": "the database is not running",
+               "fix": "start it with docker compose up db", "files": ["docker-compose.yml"]}),
+        json!({"kind": "tech_debt", "area": "billing", "description": "The wombat invoice code is copy-pasted three times",
+               "severity": "medium", "effort": "small", "status": "open"}),
+        json!({"kind": "checklist", "pr": "482", "items": [{"text": "lemur docs updated", "checked": false}]}),
+        json!({"kind": "change", "summary": "Renamed the gecko module", "files": ["src/gecko.rs"], "commit": "a1b2c3d"}),
+        json!({"kind": "pinned_file", "path": "src/marmot/auth.rs", "why": "Every login path goes through it"}),
+        json!({"kind": "environment", "name": "ci-linux", "fingerprint": {"os": "debian 12", "rust": "1.95"}, "notes": "the jackal runner"}),
+        json!({"kind": "milestone", "title": "Beta of the heron app", "due": "2026-03-01", "status": "planned"}),
+        json!({"kind": "workspace", "name": "Login work with the ocelot flag", "items": []}),
+    ]
+}
+
+/// The word each example holds for the search.
+fn word(v: &Value) -> &'static str {
+    [
+        "quokka", "narwhal", "pangolin", "axolotl", "okapi", "ibex", "tapir", "wombat", "lemur", "gecko", "marmot", "jackal",
+        "heron", "ocelot",
+    ][examples().iter().position(|e| e == v).unwrap()]
+}
+
+async fn tool(s: &Services, c: &CallerContext, name: &str, args: Value) -> Value {
+    let (err, out) = mcp(s, c, name, args.clone()).await;
+    assert!(!err, "{name} {args}: {out}");
+    out
+}
+
+async fn records(s: Services, clock: Arc<ManualClock>) {
+    let t = tenant(&s, "eng").await;
+    let mut ada = continuity_tests::caller_in(&s, &t, AGENT, &[], &["web"]).await;
+    ada.toolsets = Toolsets::parse("canonical,engineering").unwrap();
+    let mut other_project = continuity_tests::caller_in(&s, &t, AGENT, &[], &["api"]).await;
+    other_project.toolsets = ada.toolsets.clone();
+
+    let mut ids = Vec::new();
+    for example in examples() {
+        let kind = example["kind"].as_str().unwrap().to_owned();
+        // Create.
+        let out = tool(&s, &ada, "engineering.save", json!({"record": example})).await;
+        let r = &out["record"];
+        let id = r["id"].as_str().unwrap().to_owned();
+        assert!(id.starts_with(&format!("{kind}.")), "{id}");
+        assert_eq!((r["project"].as_str(), r["version"].as_u64()), (Some("web"), Some(1)));
+        assert_eq!(r["created_by"], ada.principal.as_str());
+        assert_eq!(r["record"]["kind"], kind.as_str());
+        // Listed under its kind.
+        let listed = tool(&s, &ada, "engineering.list", json!({"kind": kind})).await;
+        assert_eq!(listed["records"][0]["id"], id.as_str(), "{kind}: {listed}");
+        // Found by search, in the project's scope.
+        let found = tool(&s, &ada, "memory.search", json!({"query": word(&example), "scope": "project:web"})).await;
+        let hit = found["results"].as_array().unwrap().iter().find(|h| h["id"] == id.as_str());
+        assert!(hit.is_some(), "{kind}: memory.search found {found}");
+        assert_eq!(hit.unwrap()["kind"], "engineering");
+        // Updated under its version: the new text is what is found.
+        let mut changed = example.clone();
+        let text_field = ["title", "text", "summary", "why", "name", "description", "signature"]
+            .into_iter()
+            .find(|f| changed.get(*f).is_some_and(Value::is_string))
+            .unwrap_or("pr");
+        changed[text_field] = json!(format!("{} and the capybara", changed[text_field].as_str().unwrap()));
+        let out = tool(&s, &ada, "engineering.save", json!({"id": id, "expected_version": 1, "record": changed})).await;
+        assert_eq!(out["record"]["version"], 2, "{kind}");
+        let (err, stale) = mcp(&s, &ada, "engineering.save", json!({"id": id, "expected_version": 1, "record": changed})).await;
+        assert!(err && stale["code"] == "CONFLICT", "{kind}: a stale update is refused: {stale}");
+        let got = tool(&s, &ada, "engineering.get", json!({"id": id})).await;
+        assert_eq!(got["record"]["record"][text_field], changed[text_field], "{kind}");
+        // Another project's member sees none of it.
+        let (err, denied) = mcp(&s, &other_project, "engineering.get", json!({"id": id, "project": "web"})).await;
+        assert!(err && denied["code"] == "FORBIDDEN", "{kind}: {denied}");
+        let theirs = tool(&s, &other_project, "memory.search", json!({"query": word(&example)})).await;
+        assert!(theirs["results"].as_array().unwrap().iter().all(|h| h["id"] != id.as_str()), "{kind}: {theirs}");
+        ids.push(id);
+    }
+    let found = tool(&s, &ada, "memory.search", json!({"query": "capybara", "type": "engineering"})).await;
+    assert!(found["results"].as_array().unwrap().len() >= 10, "updated text is searchable: {found}");
+
+    // An id of another kind, an unknown one, and a body that does not parse are refused.
+    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": ids[0], "record": examples()[1]})).await;
+    assert!(err && out["code"] == "INVALID_REQUEST", "{out}");
+    let (err, out) = mcp(&s, &ada, "engineering.get", json!({"id": "task.nope"})).await;
+    assert!(err && out["code"] == "NOT_FOUND", "{out}");
+    let (err, out) = mcp(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "task", "title": "x", "status": "later", "priority": "high"}}),
+    )
+    .await;
+    assert!(err && out["code"] == "INVALID_REQUEST", "{out}");
+
+    // Open tasks only.
+    tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "task", "title": "Done already", "status": "done", "priority": "low"}}),
+    )
+    .await;
+    let open = tool(&s, &ada, "engineering.list", json!({"kind": "task", "status": "todo"})).await;
+    assert_eq!(open["count"], 1, "{open}");
+
+    // Sticky notes: an unpinned one is gone 24 h after its last update; a pinned one stays.
+    let pinned = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "note", "text": "Pinned: deploys need the VPN", "pinned": true}}),
+    )
+    .await;
+    clock.advance(23 * 3_600_000);
+    let notes = tool(&s, &ada, "engineering.list", json!({"kind": "note"})).await;
+    assert_eq!(notes["count"], 2, "both alive at 23 h: {notes}");
+    clock.advance(2 * 3_600_000);
+    let notes = tool(&s, &ada, "engineering.list", json!({"kind": "note"})).await;
+    assert_eq!(notes["count"], 1, "the unpinned note is gone at 25 h: {notes}");
+    assert_eq!(notes["records"][0]["id"], pinned["record"]["id"]);
+    let report = s.maintenance.run().await.unwrap();
+    assert!(report.notes_expired >= 1, "{report:?}");
+    let narwhal = tool(&s, &ada, "memory.search", json!({"query": "narwhal", "scope": "project:web"})).await;
+    assert!(
+        narwhal["results"].as_array().unwrap().iter().all(|h| h["id"] != ids[1].as_str()),
+        "an expired note is not found: {narwhal}"
+    );
+
+    // ADRs: an agent saves them proposed; a person accepts one that supersedes another,
+    // and the lineage shows both ways.
+    let adr_id = &ids[4];
+    let accepted = json!({"kind": "adr", "title": "Use okapi queues for jobs", "status": "accepted", "context": "Cron is flaky",
+                          "decision": "Jobs go through a queue", "consequences": "One more service"});
+    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": adr_id, "record": accepted})).await;
+    assert!(err && out["code"] == "FORBIDDEN", "an agent cannot accept an ADR: {out}");
+    let mut person =
+        continuity_tests::caller_in(&s, &t, "mcp:tools tenant:read memory:read memory:write approvals:decide", &[], &["web"])
+            .await;
+    person.toolsets = ada.toolsets.clone();
+    tool(&s, &person, "engineering.save", json!({"id": adr_id, "record": accepted})).await;
+    let newer = tool(&s, &ada, "engineering.save", json!({"record": {"kind": "adr", "title": "Use the managed okapi service",
+        "status": "proposed", "context": "Running queues costs time", "decision": "Buy it", "consequences": "A bill", "supersedes": adr_id}})).await;
+    let newer_id = newer["record"]["id"].as_str().unwrap().to_owned();
+    let mut accept_newer = newer["record"]["record"].clone();
+    accept_newer["status"] = json!("accepted");
+    tool(&s, &person, "engineering.save", json!({"id": newer_id, "record": accept_newer})).await;
+    let old = tool(&s, &ada, "engineering.get", json!({"id": adr_id})).await;
+    assert_eq!(old["record"]["record"]["status"], "superseded");
+    assert_eq!(old["record"]["record"]["superseded_by"], newer_id.as_str());
+    let new = tool(&s, &ada, "engineering.get", json!({"id": newer_id})).await;
+    assert_eq!(new["record"]["record"]["supersedes"], adr_id.as_str());
+
+    // An error fix found from a differently worded error.
+    let fixes =
+        tool(&s, &ada, "engineering.find_fix", json!({"error": "psql: could not connect: Connection refused (port 5432)"})).await;
+    assert_eq!(fixes["fixes"][0]["id"], ids[6].as_str(), "{fixes}");
+    let none = tool(&s, &other_project, "engineering.find_fix", json!({"error": "connection refused 5432"})).await;
+    assert!(none["fixes"].as_array().unwrap().is_empty(), "another project's fixes stay there: {none}");
+
+    // A workspace restores what it names, in order.
+    let ws = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "workspace", "name": "login", "items": [ids[0], ids[10], pinned["record"]["id"]]}}),
+    )
+    .await;
+    let restored = tool(&s, &ada, "engineering.restore_workspace", json!({"id": ws["record"]["id"]})).await;
+    let got: Vec<&str> = restored["records"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(got, [ids[0].as_str(), ids[10].as_str(), pinned["record"]["id"].as_str().unwrap()]);
+
+    // Another tenant's caller with the same project name sees nothing.
+    let other = tenant(&s, "engb").await;
+    let mut stranger = continuity_tests::caller_in(&s, &other, AGENT, &[], &["web"]).await;
+    stranger.toolsets = ada.toolsets.clone();
+    let theirs = tool(&s, &stranger, "engineering.list", json!({})).await;
+    assert_eq!(theirs["count"], 0, "{theirs}");
+    let (err, out) = mcp(&s, &stranger, "engineering.get", json!({"id": ids[0]})).await;
+    assert!(err && out["code"] == "NOT_FOUND", "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engineering_records_on_the_embedded_backend() {
+    let clock = Arc::new(ManualClock::new(START));
+    let home = tempfile::tempdir().unwrap();
+    let backend =
+        store_embedded::open_backend_with(home.path(), clock.clone(), Arc::new(ports::search::HashingEmbedder::new(384)))
+            .unwrap();
+    records(Services::new(backend), clock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engineering_records_on_the_aws_backend() {
+    let clock = Arc::new(ManualClock::new(START));
+    let backend = continuity_tests::aws::backend_in_own_table("eng").await;
+    records(Services::new(Backend { clock: clock.clone(), ..backend }), clock).await;
+}

@@ -304,7 +304,7 @@ const SCOPES: [&str; 6] = ["tenant:read", "tenant:write", "memory:read", "memory
 
 /// What each single-scope key may see: the (tool, scope) pairs whose answer holds memory.
 /// Everything else answers without it (or refuses).
-const SEES_MEMORY: [(&str, &str); 8] = [
+const SEES_MEMORY: [(&str, &str); 12] = [
     ("memory.search_org", "memory:read"),
     ("memory.search", "memory:read"),
     ("memory.read_org", "memory:read"),
@@ -313,6 +313,10 @@ const SEES_MEMORY: [(&str, &str); 8] = [
     ("memory.graph_read_graph", "memory:read"),
     ("memory.graph_search_nodes", "memory:read"),
     ("memory.graph_open_nodes", "memory:read"),
+    ("engineering.list", "memory:read"),
+    ("engineering.get", "memory:read"),
+    ("engineering.find_fix", "memory:read"),
+    ("engineering.restore_workspace", "memory:read"),
 ];
 
 async fn key_for(s: &Services, t: &TenantId, principal: &Id, scopes: &str) -> CallerContext {
@@ -323,7 +327,7 @@ async fn key_for(s: &Services, t: &TenantId, principal: &Id, scopes: &str) -> Ca
             scopes: Scopes::parse(scopes).unwrap(),
             principal: Some(principal.clone()),
             teams: Vec::new(),
-            projects: Vec::new(),
+            projects: vec!["web".into()],
         })
         .await
         .unwrap();
@@ -392,6 +396,18 @@ async fn scope_walk(backend: Backend) {
         let r = s.capabilities.execute(&me, "memory.remember", json!({"text": text})).await.unwrap();
         ids.push(r.data["memory"]["id"].as_str().unwrap().to_owned());
     }
+    // Another project member's engineering records: a fix holding the canary, and a
+    // workspace naming it.
+    let member = continuity_tests::caller_in(&s, &t, "mcp:tools memory:write", &[], &["web"]).await;
+    let fix = domain::engineering::Body::ErrorFix {
+        signature: format!("Globex sync: connection refused {CANARY}"),
+        cause: "the sync worker is down".into(),
+        fix: "restart it".into(),
+        files: vec![],
+    };
+    let fix = s.engineering.save(&member, None, None, fix, None).await.unwrap();
+    let ws = domain::engineering::Body::Workspace { name: "Globex sync".into(), description: None, items: vec![fix.id.clone()] };
+    let ws = s.engineering.save(&member, None, None, ws, None).await.unwrap();
     let entity = json!({"type": "account", "id": "acct-1"});
     let calls: Vec<(&str, Value)> = vec![
         ("memory.search", json!({"query": "Globex"})),
@@ -441,8 +457,15 @@ async fn scope_walk(backend: Backend) {
         ("memory.graph_read_graph", json!({})),
         ("memory.graph_search_nodes", json!({"query": "Globex"})),
         ("memory.graph_open_nodes", json!({"names": ["Globex"]})),
+        ("engineering.gate_status", json!({})),
+        ("engineering.gate_request", json!({"namespace": "repo:walk", "action": "push"})),
+        ("engineering.save", json!({"record": {"kind": "task", "title": "Walk task", "status": "todo", "priority": "low"}})),
+        ("engineering.list", json!({})),
+        ("engineering.get", json!({"id": fix.id.as_str()})),
+        ("engineering.find_fix", json!({"error": "Globex sync connection refused"})),
+        ("engineering.restore_workspace", json!({"id": ws.id.as_str()})),
     ];
-    // Every canonical and graph tool is walked.
+    // Every canonical, graph and engineering tool is walked.
     for spec in adk::registry::REGISTRY.iter().filter(|c| c.channel != adk::registry::Channel::Api) {
         assert!(calls.iter().any(|(n, _)| *n == spec.name), "the walk misses {}", spec.name);
     }

@@ -354,7 +354,8 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "store.graph",
         "Open knowledge-graph nodes by name.",
     ),
-    // the `engineering` toolset (issue #18): gates an agent reads and requests
+    // the `engineering` toolset (issue #18): gates an agent reads and requests, and a
+    // project's engineering records
     cap(
         "engineering.gate_status",
         Tool,
@@ -373,6 +374,35 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "store.gate",
         "Ask a person to authorize a gated action (pending until decided).",
     )),
+    writes(cap(
+        "engineering.save",
+        Tool,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.engineering",
+        "Create or update a project's engineering record.",
+    )),
+    cap("engineering.list", Tool, Starter, &[MemoryRead], StoreIndex, "store.engineering", "A project's engineering records."),
+    cap("engineering.get", Tool, Starter, &[MemoryRead], StoreIndex, "store.engineering", "One engineering record."),
+    cap(
+        "engineering.find_fix",
+        Tool,
+        Starter,
+        &[MemoryRead],
+        VectorIndex,
+        "search.engineering",
+        "Known fixes for an error, by words and meaning.",
+    ),
+    cap(
+        "engineering.restore_workspace",
+        Tool,
+        Starter,
+        &[MemoryRead],
+        StoreIndex,
+        "store.engineering",
+        "Every record a context workspace names.",
+    ),
     // capability API only
     schema(
         cached(
@@ -441,7 +471,7 @@ mod tests {
         assert_eq!(names.len(), REGISTRY.len(), "names are unique");
         assert_eq!(mcp_tools().count(), 24, "the canonical 20 MCP tools and the 4 of recall and personal memory");
         assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 9, "the graph toolset");
-        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("engineering.")).count(), 2, "the engineering toolset");
+        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("engineering.")).count(), 7, "the engineering toolset");
         for c in REGISTRY {
             assert!(CapabilityName::parse(c.name).is_ok(), "{} parses", c.name);
             assert!(!c.scopes.is_empty());

@@ -81,6 +81,7 @@ macro_rules! contract_suite {
                 connector_status_transitions,
                 connector_status_isolation,
                 gates_are_versioned_and_spent_once,
+                engineering_records_per_project,
             ]
         );
     };

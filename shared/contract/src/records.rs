@@ -14,8 +14,8 @@ use domain::value::{Attributes, Value};
 use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
 use ports::Records;
 use ports::records::{
-    AuditLog, ConnectorStore, Direction, EntityStore, Expect, GateStore, IdempotencyStore, LibraryStore, MemoryStore,
-    PrincipalStore, ProposalStore, RelationshipStore, ReviewStore, SignalStore, TenantStore,
+    AuditLog, ConnectorStore, Direction, EngineeringStore, EntityStore, Expect, GateStore, IdempotencyStore, LibraryStore,
+    MemoryStore, PrincipalStore, ProposalStore, RelationshipStore, ReviewStore, SignalStore, TenantStore,
 };
 
 use crate::fresh_tenant;
@@ -897,4 +897,69 @@ pub async fn gates_are_versioned_and_spent_once(r: Records) {
     assert_eq!(r.delete_gate(&g).await.unwrap_err().code, ErrorCode::Conflict, "changed since version 1");
     r.delete_gate(&any).await.unwrap();
     assert_eq!(r.get_gate(&t, "repo:acme/web", "push").await.unwrap(), None);
+}
+
+fn eng(t: &TenantId, project: &str, id: &str, body: domain::engineering::Body) -> domain::engineering::EngRecord {
+    domain::engineering::EngRecord {
+        tenant: t.clone(),
+        project: project.into(),
+        id: Id::new(id).unwrap(),
+        body,
+        created_by: Id::new("ada").unwrap(),
+        created_at: Timestamp(1),
+        updated_by: Id::new("ada").unwrap(),
+        updated_at: Timestamp(1),
+        expires_at: None,
+        version: 0,
+    }
+}
+
+/// Engineering records: versioned, listed per project (and kind), every project's for
+/// the reindex, an id must name its kind, deletes only the version read, and another
+/// tenant sees nothing.
+pub async fn engineering_records_per_project(r: Records) {
+    use domain::engineering::{Body, Priority, RecordKind, TaskStatus};
+    let t = fresh_tenant("eng");
+    let task = |title: &str| Body::Task {
+        title: title.into(),
+        status: TaskStatus::Todo,
+        priority: Priority::High,
+        assignee: None,
+        details: None,
+    };
+    let note = Body::Note { text: "n".into(), pinned: false };
+    let a = r.put_eng_record(&eng(&t, "web", "task.1", task("one")), Expect::Absent).await.unwrap();
+    assert_eq!(a.version, 1);
+    assert_eq!(
+        r.put_eng_record(&eng(&t, "web", "task.1", task("again")), Expect::Absent).await.unwrap_err().code,
+        ErrorCode::Conflict
+    );
+    let a2 = r.put_eng_record(&eng(&t, "web", "task.1", task("two")), Expect::Version(1)).await.unwrap();
+    assert_eq!(a2.version, 2);
+    assert_eq!(
+        r.put_eng_record(&eng(&t, "web", "task.1", task("three")), Expect::Version(1)).await.unwrap_err().code,
+        ErrorCode::Conflict
+    );
+    r.put_eng_record(&eng(&t, "web", "note.1", note.clone()), Expect::Absent).await.unwrap();
+    r.put_eng_record(&eng(&t, "api", "task.2", task("api")), Expect::Absent).await.unwrap();
+    assert_eq!(
+        r.put_eng_record(&eng(&t, "web", "note.2", task("mislabelled")), Expect::Absent).await.unwrap_err().code,
+        ErrorCode::InvalidRequest,
+        "an id names its kind"
+    );
+    let got = r.get_eng_record(&t, "web", &id("task.1")).await.unwrap().unwrap();
+    assert_eq!(got, a2);
+    assert!(r.get_eng_record(&t, "api", &id("task.1")).await.unwrap().is_none(), "per project");
+    let pg = PageRequest::first(10);
+    assert_eq!(r.list_eng_records(&t, "web", None, &pg).await.unwrap().items.len(), 2);
+    let tasks = r.list_eng_records(&t, "web", Some(RecordKind::Task), &pg).await.unwrap().items;
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].id.as_str(), "task.1");
+    assert_eq!(r.list_all_eng_records(&t, &pg).await.unwrap().items.len(), 3);
+    let other = fresh_tenant("engb");
+    assert!(r.list_all_eng_records(&other, &pg).await.unwrap().items.is_empty());
+    assert!(r.get_eng_record(&other, "web", &id("task.1")).await.unwrap().is_none());
+    assert_eq!(r.delete_eng_record(&a).await.unwrap_err().code, ErrorCode::Conflict, "changed since version 1");
+    r.delete_eng_record(&a2).await.unwrap();
+    assert!(r.get_eng_record(&t, "web", &id("task.1")).await.unwrap().is_none());
 }

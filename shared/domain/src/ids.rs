@@ -117,6 +117,18 @@ impl fmt::Display for EntityType {
 #[serde(try_from = "String", into = "String")]
 pub struct Id(String);
 
+/// With the `schema` feature: a string of 1–128 characters.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for Id {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Id".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "minLength": 1, "maxLength": 128 })
+    }
+}
+
 /// Entities are addressed by `(type, id)`; the id part is an [`Id`].
 pub type EntityId = Id;
 

@@ -11,6 +11,7 @@
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
 //! - [`page`]: cursor pagination shared by every list.
 //! - [`graph`]: the knowledge-graph toolset's entities, relations and observations.
+//! - [`engineering`]: a project's engineering records (tasks, notes, ADRs, error fixes…).
 //! - [`gate`]: gates — a person's standing authorization or block of an action (a push, a deploy).
 //! - [`oauth`]: OAuth clients, grants, codes, refresh tokens, users' logins, trusted IdPs.
 //! - [`value`]: the domain's own dynamic value (entity attributes), no wire type.
@@ -21,6 +22,7 @@
 
 pub mod audit;
 pub mod connector;
+pub mod engineering;
 pub mod error;
 pub mod gate;
 pub mod graph;

@@ -52,6 +52,18 @@ macro_rules! string_enum {
             type Err = $crate::error::Error;
             fn from_str(s: &str) -> Result<Self, $crate::error::Error> { Self::parse(s) }
         }
+
+        /// With the `schema` feature: a string with the wire names as its `enum`.
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string", "enum": [$($text),+] })
+            }
+        }
     };
 }
 pub(crate) use string_enum;

@@ -59,7 +59,7 @@ pub trait Render {
     fn render(&self) -> String;
 }
 
-use services::tools::engineering::{GateList, GateRequested};
+use services::tools::engineering::{FixesFound, GateList, GateRequested, RecordList, RecordSaved, RecordView, WorkspaceRestored};
 use services::tools::graph::{GraphChange, GraphView};
 use services::tools::library::{BookListOutput, KbSearchOutput, PlaybookOutput};
 use services::tools::memory::{
@@ -349,6 +349,70 @@ impl Render for KbSearchOutput {
 impl Render for PlaybookOutput {
     fn render(&self) -> String {
         format!("Playbook with {} steps for: {}", self.playbook.steps.len(), self.playbook.goal)
+    }
+}
+
+/// One engineering record: its kind, title and id, then its searchable text.
+fn record_text(r: &RecordView, full: bool) -> String {
+    let kind = r.record.kind().as_str();
+    let mut t = format!("[{kind}] {} (id {}, v{}, updated {} by {})", r.title, r.id, r.version, r.updated_at, r.updated_by);
+    if let Some(e) = &r.expires_at {
+        t.push_str(&format!(", expires {e}"));
+    }
+    if full {
+        t.push('\n');
+        t.push_str(&r.record.text());
+    }
+    t
+}
+
+impl Render for RecordSaved {
+    fn render(&self) -> String {
+        record_text(&self.record, true)
+    }
+}
+
+impl Render for RecordList {
+    fn render(&self) -> String {
+        if self.records.is_empty() {
+            return format!("No matching records in project {}.", self.project);
+        }
+        let mut text = format!(
+            "{} record(s) in project {}, newest first{}:",
+            self.count,
+            self.project,
+            if self.truncated { " (more exist)" } else { "" }
+        );
+        for r in &self.records {
+            text.push_str("\n- ");
+            text.push_str(&record_text(r, false));
+        }
+        text
+    }
+}
+
+impl Render for FixesFound {
+    fn render(&self) -> String {
+        if self.fixes.is_empty() {
+            return "No recorded fix matches this error. Once you fix it, save it as an error_fix.".to_owned();
+        }
+        let mut text = format!("{} known fix(es), best first:", self.fixes.len());
+        for f in &self.fixes {
+            text.push_str("\n\n");
+            text.push_str(&record_text(f, true));
+        }
+        text
+    }
+}
+
+impl Render for WorkspaceRestored {
+    fn render(&self) -> String {
+        let mut text = format!("Workspace {} with {} record(s):", self.workspace.title, self.records.len());
+        for r in &self.records {
+            text.push_str("\n\n");
+            text.push_str(&record_text(r, true));
+        }
+        text
     }
 }
 

@@ -65,6 +65,8 @@ pub enum DocKind {
     Kb,
     /// A conversation turn (in its session's scope).
     Turn,
+    /// An engineering record (in its project's scope).
+    Engineering,
 }
 
 impl DocKind {
@@ -73,17 +75,19 @@ impl DocKind {
             Self::Memory => "memory",
             Self::Kb => "kb",
             Self::Turn => "turn",
+            Self::Engineering => "engineering",
         }
     }
 
     /// # Errors
-    /// `INVALID_REQUEST` for anything but `memory`, `kb` or `turn`.
+    /// `INVALID_REQUEST` for anything but `memory`, `kb`, `turn` or `engineering`.
     pub fn parse(raw: &str) -> Result<Self> {
         match raw {
             "memory" => Ok(Self::Memory),
             "kb" => Ok(Self::Kb),
             "turn" => Ok(Self::Turn),
-            _ => Err(Error::invalid_field("kind", "expected memory, kb or turn")),
+            "engineering" => Ok(Self::Engineering),
+            _ => Err(Error::invalid_field("kind", "expected memory, kb, turn or engineering")),
         }
     }
 }

@@ -10,6 +10,8 @@
 //!   the grants, revocation), its one token library and the ID-JAG verifier.
 //! - [`tools`]: the canonical MCP tools beyond `spine.entity.*`, and the prompts.
 //! - [`graph`]: the `graph` toolset (knowledge graphs in personal and project scopes).
+//! - [`engineering`]: a project's engineering records for coding agents (tasks, notes,
+//!   ADRs, error fixes…), indexed in the project's scope.
 //! - [`gates`]: gates — a person authorizes or blocks an action (a push, a deploy);
 //!   scripts and agents verify them, agents may only request them.
 //! - [`governance`]: triage, the workflow's task code, decisions, redaction of secrets
@@ -33,6 +35,7 @@ pub mod auth;
 pub mod backup;
 pub mod capabilities;
 pub mod changes;
+pub mod engineering;
 pub mod entities;
 pub mod gates;
 pub mod governance;
@@ -81,6 +84,8 @@ pub struct ServiceSet {
     pub governance: governance::GovernanceService,
     /// Gates: set by people, verified by scripts, requested by agents.
     pub gates: gates::GateService,
+    /// A project's engineering records.
+    pub engineering: engineering::EngineeringService,
     /// Hybrid search, verified indexing and the review queue.
     pub search: search::SearchService,
 }
@@ -102,6 +107,7 @@ impl Services {
         let graph = graph::GraphService::new(backend.clone(), changes.clone());
         let audit = audit::AuditService::new(backend.clone());
         let gate_service = gates::GateService::new(backend.clone(), audit.clone());
+        let engineering = engineering::EngineeringService::new(backend.clone(), audit.clone());
         Self(std::sync::Arc::new(ServiceSet {
             capabilities: capabilities::CapabilityService::new(
                 backend.clone(),
@@ -110,6 +116,7 @@ impl Services {
                 graph.clone(),
                 audit.clone(),
                 gate_service.clone(),
+                engineering.clone(),
             ),
             oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
             ingest: ingest::IngestService::new(backend.clone(), entities.clone()),
@@ -120,6 +127,7 @@ impl Services {
             backup: backup::BackupService::new(backend.clone()),
             maintenance: maintenance::MaintenanceService::new(backend.clone()),
             gates: gate_service,
+            engineering,
             governance: governance::GovernanceService::new(backend.clone()),
             search: search::SearchService::new(backend.clone()),
             changes,

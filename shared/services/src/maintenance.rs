@@ -51,6 +51,8 @@ pub struct MaintenanceReport {
     pub oauth_pruned: usize,
     /// Gates whose authorization or request ran out, now stored as blocked.
     pub gates_expired: usize,
+    /// Sticky notes deleted 24 h after their last update (unpinned).
+    pub notes_expired: usize,
     /// Tenants whose governance upkeep was queued (one `governance.resume` message each;
     /// the pipeline consumer runs it, [`crate::governance::GovernanceService::resume`]).
     pub resume_queued: usize,
@@ -88,7 +90,9 @@ impl MaintenanceService {
         let now = self.backend.clock.now();
         let records = &self.backend.records;
         let mut report = MaintenanceReport::default();
-        let gates = crate::gates::GateService::new(self.backend.clone(), crate::audit::AuditService::new(self.backend.clone()));
+        let audit = crate::audit::AuditService::new(self.backend.clone());
+        let gates = crate::gates::GateService::new(self.backend.clone(), audit.clone());
+        let engineering = crate::engineering::EngineeringService::new(self.backend.clone(), audit);
         for tenant in self.tenants().await? {
             report.tenants += 1;
             let (audit, sessions, forgotten) = self.tenant(&tenant, now).await?;
@@ -96,6 +100,7 @@ impl MaintenanceService {
             report.sessions_expired += sessions;
             report.personal_forgotten += forgotten;
             report.gates_expired += gates.expire(&tenant, MAX_PER_TENANT).await?;
+            report.notes_expired += engineering.expire_notes(&tenant, MAX_PER_TENANT).await?;
         }
         report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
         let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
@@ -108,6 +113,7 @@ impl MaintenanceService {
             personal_forgotten = report.personal_forgotten,
             oauth_pruned = report.oauth_pruned,
             gates_expired = report.gates_expired,
+            notes_expired = report.notes_expired,
             resume_queued = report.resume_queued,
             resume_not_queued = report.resume_not_queued,
             "maintenance run"

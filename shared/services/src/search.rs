@@ -14,7 +14,7 @@ use domain::principal::{CallerContext, Scope};
 use domain::spine::KbDocument;
 use domain::{Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use ports::Backend;
-use ports::records::{LibraryStore, MemoryStore, ReviewStore};
+use ports::records::{EngineeringStore, LibraryStore, MemoryStore, ReviewStore};
 use ports::search::{DocKind, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query, identifiers};
 use sha2::{Digest, Sha256};
 
@@ -529,8 +529,8 @@ impl SearchService {
     }
 
     /// The two-way reindex (SPEC §9) of one tenant's searchable records — memory of
-    /// every scope (org, team, project, personal, session), knowledge-base documents and
-    /// conversation turns — against the index. Forward: a record missing from the index
+    /// every scope (org, team, project, personal, session), knowledge-base documents,
+    /// conversation turns and engineering records — against the index. Forward: a record missing from the index
     /// (or every record, with `full`, after an embedder change) is chunked, embedded,
     /// indexed and verified; a superseded, forgotten or expired entry still indexed is
     /// taken out. Backward: an indexed record whose source record is gone is flagged
@@ -580,6 +580,19 @@ impl SearchService {
                 occurred: Some(t.at),
             };
             by_scope.entry(MemoryScope::Session(t.session)).or_default().push(source);
+        }
+        let (eng, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_eng_records(tenant, &p).await }).await?;
+        for r in eng {
+            let source = Source {
+                title: r.body.title(),
+                body: r.body.text(),
+                live: !r.expired(now),
+                at: r.updated_at,
+                occurred: Some(r.created_at),
+                kind: DocKind::Engineering,
+                id: r.id,
+            };
+            by_scope.entry(MemoryScope::Project(r.project)).or_default().push(source);
         }
         for (scope, docs) in by_scope {
             let indexed: BTreeSet<Id> = self.backend.search.doc_ids(tenant, &scope, 1_000_000).await?.into_iter().collect();

@@ -127,6 +127,12 @@ enum Command {
         /// or several: `canonical,graph,engineering`.
         #[arg(long, default_value = "canonical")]
         toolsets: Toolsets,
+        /// Teams whose team memory the session may read (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
+        /// Projects the session belongs to (project memory, the engineering records).
+        #[arg(long, value_delimiter = ',')]
+        projects: Vec<String>,
     },
     /// Manage tenants.
     #[command(subcommand)]
@@ -531,7 +537,9 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
             let settings = ServeSettings { public_url, limits, allowed_origins, embedder_note };
             serve::run(home, listener, settings, serve::wait_for_signal()).await
         }
-        Command::Stdio { tenant, principal, toolsets } => stdio(&s, &admin, tenant, principal, toolsets).await,
+        Command::Stdio { tenant, principal, toolsets, teams, projects } => {
+            stdio(&s, &admin, tenant, principal, toolsets, teams, projects).await
+        }
         Command::Bootstrap { .. } | Command::Doctor => {
             Err(anyhow!("`bootstrap` and `doctor` are for a deployed stack: add --backend aws --stack NAME"))
         }
@@ -596,7 +604,12 @@ async fn stdio(
     tenant: TenantId,
     principal: Id,
     toolsets: Toolsets,
+    teams: Vec<String>,
+    projects: Vec<String>,
 ) -> anyhow::Result<()> {
+    for name in teams.iter().chain(&projects) {
+        Id::new(name.clone()).map_err(|_| anyhow!("--teams/--projects: {name:?} is not a valid name"))?;
+    }
     let t = admin.show_tenant(&tenant).await.map_err(domain_err)?;
     let scopes = Scopes(domain::principal::Scope::ALL.iter().copied().filter(|s| s.grantable_to_mcp_client()).collect());
     let caller = domain::principal::CallerContext {
@@ -604,8 +617,8 @@ async fn stdio(
         principal,
         scopes,
         plan: t.plan,
-        teams: vec![],
-        projects: vec![],
+        teams,
+        projects,
         credential: "stdio".into(),
         toolsets,
     };

@@ -20,6 +20,7 @@
 //! | idempotency key | `idem` | `{key}` |
 //! | connector status | `connector` | `{source}` |
 //! | gate | `gate` | `{namespace}#{action}` |
+//! | engineering record | `eng` | `{project}#{kind}#{id}` |
 //! | user login | `login` | `{email}` |
 //! | OAuth client / code / refresh token / refresh family / pending login / used `jti` | `oauth_client` / `oauth_code` / `oauth_refresh` / `oauth_family` / `oauth_pending` / `oauth_jti` under `_registry` | `{client_id}` / `{sha256}` / `{sha256}` / `{id}` / `{id}` / `{sha256(iss)}#{sha256(jti)}` |
 //!
@@ -40,11 +41,13 @@ use serde::de::DeserializeOwned;
 
 use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
 
+mod engineering;
 mod gates;
 mod library;
 mod memory;
 mod proposals;
 mod retention;
+pub use engineering::EngineeringStore;
 pub use gates::GateStore;
 pub use library::{LibraryStore, ReviewStore};
 pub use memory::MemoryStore;

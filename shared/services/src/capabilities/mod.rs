@@ -64,6 +64,7 @@ pub struct CapabilityService {
     graph: crate::graph::GraphService,
     audit: crate::audit::AuditService,
     gates: crate::gates::GateService,
+    engineering: crate::engineering::EngineeringService,
 }
 
 /// The parts of a request body the resolver looks at.
@@ -112,8 +113,9 @@ impl CapabilityService {
         graph: crate::graph::GraphService,
         audit: crate::audit::AuditService,
         gates: crate::gates::GateService,
+        engineering: crate::engineering::EngineeringService,
     ) -> Self {
-        Self { backend, auth, entities, graph, audit, gates }
+        Self { backend, auth, entities, graph, audit, gates, engineering }
     }
 
     /// The tenant's configuration and connectors, through their cache tiers. `None`
@@ -304,6 +306,7 @@ impl CapabilityService {
                 schema: resolution.schema,
                 graph: &self.graph,
                 gates: &self.gates,
+                engineering: &self.engineering,
             },
         }
     }

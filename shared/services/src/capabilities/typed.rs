@@ -148,6 +148,11 @@ macro_rules! for_each_capability {
             $crate::tools::spine::EntityList,
             $crate::tools::engineering::GateStatusTool,
             $crate::tools::engineering::GateRequestTool,
+            $crate::tools::engineering::Save,
+            $crate::tools::engineering::List,
+            $crate::tools::engineering::Get,
+            $crate::tools::engineering::FindFix,
+            $crate::tools::engineering::RestoreWorkspace,
         }
     };
 }

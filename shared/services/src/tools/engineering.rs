@@ -1,11 +1,13 @@
 //! The `engineering` toolset (issue #18, seed 002): what a coding agent needs day to day.
-//! So far its gates: an agent reads where a gate stands (`engineering.gate_status`) and
-//! asks a person for one (`engineering.gate_request`, which waits as `pending` in the
-//! approvals console). No tool authorizes a gate — people do, through the approvals
+//! A project's working state (`engineering.save`, `list`, `get`, `find_fix`,
+//! `restore_workspace` over [`crate::engineering`]) and gates: an agent reads where a
+//! gate stands (`engineering.gate_status`) and asks a person for one
+//! (`engineering.gate_request`, which waits as `pending` in the approvals console). No tool authorizes a gate — people do, through the approvals
 //! console, `POST /v1/gates` or `continuity gate set` (`approvals:decide`, never granted
 //! to an MCP client).
 
 use domain::Result;
+use domain::engineering::{Body, EngRecord, RecordKind};
 use domain::gate::{Gate, GateStatus};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -156,5 +158,235 @@ impl Capability for GateRequestTool {
             ),
         };
         Ok(GateRequested { gate: GateView::of(&g), note })
+    }
+}
+
+// ---- engineering records ----------------------------------------------------------------
+
+/// An engineering record as shown: its typed fields under `record` (with its `kind`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RecordView {
+    /// `{kind}.{…}`: pass it back as `id` to update the record.
+    pub id: String,
+    pub project: String,
+    pub title: String,
+    pub record: Body,
+    pub created_by: String,
+    pub created_at: String,
+    pub updated_by: String,
+    pub updated_at: String,
+    /// A sticky note's end (24 h after its last update unless pinned).
+    pub expires_at: Option<String>,
+    /// Pass as `expected_version` to update only what you read.
+    pub version: u64,
+    /// How well it matched (the error-fix lookup only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+impl RecordView {
+    pub fn of(r: &EngRecord) -> Self {
+        Self {
+            id: r.id.to_string(),
+            project: r.project.clone(),
+            title: r.body.title(),
+            record: r.body.clone(),
+            created_by: r.created_by.to_string(),
+            created_at: r.created_at.to_rfc3339(),
+            updated_by: r.updated_by.to_string(),
+            updated_at: r.updated_at.to_rfc3339(),
+            expires_at: r.expires_at.map(domain::Timestamp::to_rfc3339),
+            version: r.version,
+            score: None,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecordSaved {
+    pub record: RecordView,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RecordList {
+    pub project: String,
+    pub records: Vec<RecordView>,
+    pub count: usize,
+    /// More matched than `limit`.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WorkspaceRestored {
+    pub workspace: RecordView,
+    pub records: Vec<RecordView>,
+}
+
+const PROJECT_HELP: &str = "Your project (default: your only one).";
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SaveArgs {
+    #[schemars(length(min = 1, max = 128), description = PROJECT_HELP)]
+    pub project: Option<String>,
+    #[schemars(
+        length(min = 3, max = 128),
+        description = "Update this record (its id, e.g. task.0190…); omit to create a new one."
+    )]
+    pub id: Option<String>,
+    #[schemars(description = "With id: the version you read; the update is refused if the record changed since.")]
+    pub expected_version: Option<u64>,
+    #[schemars(
+        description = "The record, by kind. Examples: {\"kind\":\"task\",\"title\":\"Fix login redirect\",\"status\":\"todo\",\"priority\":\"high\"}; {\"kind\":\"note\",\"text\":\"CI is flaky on arm64\",\"pinned\":false}; {\"kind\":\"error_fix\",\"signature\":\"ECONNREFUSED 127.0.0.1:5432\",\"cause\":\"postgres not started\",\"fix\":\"docker compose up db\",\"files\":[]}."
+    )]
+    pub record: Body,
+}
+
+pub struct Save;
+
+impl Capability for Save {
+    const NAME: &'static str = "engineering.save";
+    const TITLE: &'static str = "Save an engineering record";
+    const DESCRIPTION: &'static str = "Create or update a record of your project's working state, so it survives sessions \
+         and agents: task, note (sticky, gone 24 h after its last update unless pinned), summary (what this session \
+         did), handoff (what the next one must know), adr, snippet, error_fix (an error's signature, cause and fix), \
+         tech_debt, checklist (a PR's items), change (code-change log), pinned_file, environment, milestone, workspace \
+         (a named set of record ids to restore together). To update, pass the id and the whole record. An ADR is \
+         saved as proposed; a person accepts it.";
+    type Args = SaveArgs;
+    type Output = RecordSaved;
+
+    async fn run<'a>(cx: &'a Context<'a>, a: SaveArgs) -> Result<RecordSaved> {
+        let r = cx.tools.engineering.save(cx.caller, a.project.as_deref(), a.id.as_deref(), a.record, a.expected_version).await?;
+        Ok(RecordSaved { record: RecordView::of(&r) })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListArgs {
+    #[schemars(length(min = 1, max = 128), description = PROJECT_HELP)]
+    pub project: Option<String>,
+    #[schemars(with = "Option<RecordKindSchema>", description = "Only this kind, e.g. task or handoff.")]
+    pub kind: Option<RecordKind>,
+    #[schemars(
+        length(min = 1, max = 32),
+        description = "Only records with this status (tasks: todo, in_progress, blocked, done; ADRs: proposed, accepted…; tech debt: open…; milestones: planned…)."
+    )]
+    pub status: Option<String>,
+    #[schemars(range(min = 1, max = 100), description = "At most this many, newest change first (default 20).")]
+    pub limit: Option<u32>,
+}
+
+crate::enum_schema!(RecordKindSchema, RecordKind);
+
+fn status_of(b: &Body) -> Option<&'static str> {
+    match b {
+        Body::Task { status, .. } => Some(status.as_str()),
+        Body::Adr { status, .. } => Some(status.as_str()),
+        Body::TechDebt { status, .. } => Some(status.as_str()),
+        Body::Milestone { status, .. } => Some(status.as_str()),
+        _ => None,
+    }
+}
+
+pub struct List;
+
+impl Capability for List {
+    const NAME: &'static str = "engineering.list";
+    const TITLE: &'static str = "List engineering records";
+    const DESCRIPTION: &'static str = "Your project's records, newest change first: e.g. kind task with status todo for \
+         the open tasks, kind handoff for what the last session left you, kind adr for decisions, kind pinned_file for \
+         the files that matter. Expired sticky notes are never listed.";
+    type Args = ListArgs;
+    type Output = RecordList;
+
+    async fn run<'a>(cx: &'a Context<'a>, a: ListArgs) -> Result<RecordList> {
+        let max = super::limit(a.limit, 20, 100) as usize;
+        let (project, all) = cx.tools.engineering.list(cx.caller, a.project.as_deref(), a.kind).await?;
+        let matching: Vec<&EngRecord> =
+            all.iter().filter(|r| a.status.as_deref().is_none_or(|s| status_of(&r.body) == Some(s))).collect();
+        let truncated = matching.len() > max;
+        let records: Vec<RecordView> = matching.into_iter().take(max).map(RecordView::of).collect();
+        Ok(RecordList { project, count: records.len(), records, truncated })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordIdArgs {
+    #[schemars(length(min = 1, max = 128), description = PROJECT_HELP)]
+    pub project: Option<String>,
+    #[schemars(length(min = 3, max = 128), description = "The record's id, e.g. adr.0190…")]
+    pub id: String,
+}
+
+pub struct Get;
+
+impl Capability for Get {
+    const NAME: &'static str = "engineering.get";
+    const TITLE: &'static str = "Read an engineering record";
+    const DESCRIPTION: &'static str = "One record of your project by id, with its version (pass it back as \
+         expected_version when you update it).";
+    type Args = RecordIdArgs;
+    type Output = RecordSaved;
+
+    async fn run<'a>(cx: &'a Context<'a>, a: RecordIdArgs) -> Result<RecordSaved> {
+        let r = cx.tools.engineering.get(cx.caller, a.project.as_deref(), &a.id).await?;
+        Ok(RecordSaved { record: RecordView::of(&r) })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FindFixArgs {
+    #[schemars(length(min = 1, max = 128), description = PROJECT_HELP)]
+    pub project: Option<String>,
+    #[schemars(
+        length(min = 1, max = 2000),
+        description = "The error you hit, as printed (message, code, the key line of the stack trace)."
+    )]
+    pub error: String,
+    #[schemars(range(min = 1, max = 20), description = "At most this many fixes (default 5).")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FixesFound {
+    pub fixes: Vec<RecordView>,
+}
+
+pub struct FindFix;
+
+impl Capability for FindFix {
+    const NAME: &'static str = "engineering.find_fix";
+    const TITLE: &'static str = "Look up a known fix for an error";
+    const DESCRIPTION: &'static str = "Before debugging an error, look for a fix someone already recorded in your \
+         project (error_fix records), matched by words and meaning, best first. After you fix a new one, save it with \
+         engineering.save {\"kind\":\"error_fix\",…} so the next agent finds it.";
+    type Args = FindFixArgs;
+    type Output = FixesFound;
+
+    async fn run<'a>(cx: &'a Context<'a>, a: FindFixArgs) -> Result<FixesFound> {
+        let max = super::limit(a.limit, 5, 20) as usize;
+        let found = cx.tools.engineering.find_fixes(cx.caller, a.project.as_deref(), &a.error, max).await?;
+        let fixes = found.iter().map(|f| RecordView { score: Some(f.score), ..RecordView::of(&f.record) }).collect();
+        Ok(FixesFound { fixes })
+    }
+}
+
+pub struct RestoreWorkspace;
+
+impl Capability for RestoreWorkspace {
+    const NAME: &'static str = "engineering.restore_workspace";
+    const TITLE: &'static str = "Restore a context workspace";
+    const DESCRIPTION: &'static str = "Load every record a workspace names (tasks, notes, ADRs, pinned files…) in one \
+         call, to pick up where a session left off.";
+    type Args = RecordIdArgs;
+    type Output = WorkspaceRestored;
+
+    async fn run<'a>(cx: &'a Context<'a>, a: RecordIdArgs) -> Result<WorkspaceRestored> {
+        let (ws, records) = cx.tools.engineering.restore_workspace(cx.caller, a.project.as_deref(), &a.id).await?;
+        Ok(WorkspaceRestored { workspace: RecordView::of(&ws), records: records.iter().map(RecordView::of).collect() })
     }
 }

@@ -62,6 +62,7 @@ pub struct Tools<'a> {
     pub schema: &'a adk::schema::TenantSchema,
     pub graph: &'a crate::graph::GraphService,
     pub gates: &'a crate::gates::GateService,
+    pub engineering: &'a crate::engineering::EngineeringService,
 }
 
 impl Tools<'_> {

@@ -15,7 +15,7 @@
 use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, PersonalKind};
 use domain::principal::CallerContext;
 use domain::{Error, Id, Result, Timestamp};
-use ports::records::{Expect, MemoryStore};
+use ports::records::{EngineeringStore, Expect, MemoryStore};
 use ports::search::{DocKind, SearchMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -44,10 +44,11 @@ pub enum RecallType {
     Personal,
     Org,
     Kb,
+    Engineering,
 }
 
 impl RecallType {
-    pub const ALL: &'static [Self] = &[Self::Conversational, Self::Personal, Self::Org, Self::Kb];
+    pub const ALL: &'static [Self] = &[Self::Conversational, Self::Personal, Self::Org, Self::Kb, Self::Engineering];
 
     pub const fn as_str(self) -> &'static str {
         match self {
@@ -55,6 +56,7 @@ impl RecallType {
             Self::Personal => "personal",
             Self::Org => "org",
             Self::Kb => "kb",
+            Self::Engineering => "engineering",
         }
     }
 }
@@ -76,7 +78,7 @@ pub struct RecallArgs {
     #[serde(rename = "type")]
     #[schemars(
         with = "Option<RecallTypeSchema>",
-        description = "Only conversational turns, personal memory, org (governed team/project/org) memory, or knowledge-base documents."
+        description = "Only conversational turns, personal memory, org (governed team/project/org) memory, knowledge-base documents, or your projects' engineering records."
     )]
     pub memory_type: Option<RecallType>,
     #[schemars(description = "Only what happened at or after this time (RFC 3339 or a date, e.g. 2026-03-01).")]
@@ -155,6 +157,7 @@ impl Capability for Recall {
             RecallType::Conversational => DocKind::Turn,
             RecallType::Kb => DocKind::Kb,
             RecallType::Personal | RecallType::Org => DocKind::Memory,
+            RecallType::Engineering => DocKind::Engineering,
         });
         let search = SearchService::new(tools.backend.clone());
         let now = tools.now();
@@ -167,6 +170,7 @@ impl Capability for Recall {
                 let why = WhyView::of_hit(h, &a.query);
                 let found = match h.kind {
                     DocKind::Memory => tools.recalled_memory(caller, &h.doc, as_of, now, why).await?,
+                    DocKind::Engineering => tools.recalled_engineering(caller, h, why).await?,
                     DocKind::Turn | DocKind::Kb => Some(RecallHitView {
                         kind: h.kind.as_str().to_owned(),
                         id: h.doc.to_string(),
@@ -245,8 +249,21 @@ impl Tools<'_> {
                 Some(RecallType::Kb) => {
                     matches!(s, MemoryScope::Org | MemoryScope::Team(_) | MemoryScope::Project(_) | MemoryScope::Global)
                 }
+                Some(RecallType::Engineering) => matches!(s, MemoryScope::Project(_)),
             })
             .collect())
+    }
+
+    /// An engineering record's hit re-read from the store (gone or expired: none).
+    async fn recalled_engineering(
+        &self,
+        caller: &CallerContext,
+        h: &ports::search::SearchHit,
+        why: WhyView,
+    ) -> Result<Option<RecallHitView>> {
+        let MemoryScope::Project(project) = &h.scope else { return Ok(None) };
+        let r = self.backend.records.get_eng_record(&caller.tenant, project, &h.doc).await?;
+        Ok(r.filter(|r| !r.expired(self.now())).map(|r| engineering_hit(&r, why)))
     }
 
     /// A memory hit re-read from the store: live entries as they are; with `as_of`, a
@@ -318,6 +335,23 @@ impl Tools<'_> {
                 }
                 continue;
             }
+            if let MemoryScope::Project(project) = scope
+                && kind.is_none_or(|k| k == DocKind::Engineering)
+            {
+                let (all, cut) = crate::all_pages(MAX_SCAN, |p| {
+                    let project = project.clone();
+                    async move { records.list_eng_records(&caller.tenant, &project, None, &p).await }
+                })
+                .await?;
+                truncated |= cut;
+                for r in all.iter().filter(|r| !r.expired(now) && window.contains(r.created_at)) {
+                    let (title, text) = (r.body.title(), r.body.text());
+                    if let Some(rank) = rank(&terms, r.id.as_str(), &title, &text) {
+                        let why = WhyView::of_scan(query, &[r.id.as_str(), &title, &text]);
+                        found.push((rank, r.created_at, engineering_hit(r, why)));
+                    }
+                }
+            }
             if kind.is_some_and(|k| k != DocKind::Memory) || *scope == MemoryScope::Global {
                 continue;
             }
@@ -361,6 +395,22 @@ impl Tools<'_> {
         if let Err(e) = r {
             tracing::warn!(code = ?e.code, "a turn was stored but not indexed");
         }
+    }
+}
+
+fn engineering_hit(r: &domain::engineering::EngRecord, why: WhyView) -> RecallHitView {
+    RecallHitView {
+        kind: DocKind::Engineering.as_str().to_owned(),
+        id: r.id.to_string(),
+        scope: MemoryScope::Project(r.project.clone()).storage_key(),
+        memory_type: Some(r.kind().as_str().to_owned()),
+        title: r.body.title(),
+        text: r.body.text(),
+        occurred_at: r.created_at.to_rfc3339(),
+        stored_at: Some(r.updated_at.to_rfc3339()),
+        state: None,
+        superseded_by: None,
+        why,
     }
 }
 
