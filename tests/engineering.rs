@@ -366,6 +366,49 @@ async fn records(s: Services, clock: Arc<ManualClock>) {
     let got: Vec<&str> = restored["records"].as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
     assert_eq!(got, [ids[0].as_str(), ids[10].as_str(), pinned["record"]["id"].as_str().unwrap()]);
 
+    // merge_entities (graph toolset): duplicates folded into one, relations re-pointed.
+    let mut grapher = ada.clone();
+    grapher.toolsets = Toolsets::parse("canonical,graph,engineering").unwrap();
+    let g = json!({"scope": "project:web"});
+    let with = |extra: Value| {
+        let mut v = g.clone();
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v
+    };
+    tool(
+        &s,
+        &grapher,
+        "create_entities",
+        with(json!({"entities": [
+        {"name": "Bob", "entityType": "person", "observations": ["likes tea"]},
+        {"name": "Robert Smith", "entityType": "person", "observations": ["CTO", "likes tea"]},
+        {"name": "Acme", "entityType": "company", "observations": []}]})),
+    )
+    .await;
+    tool(
+        &s,
+        &grapher,
+        "create_relations",
+        with(json!({"relations": [
+        {"from": "Bob", "to": "Acme", "relationType": "works_at"},
+        {"from": "Robert Smith", "to": "Acme", "relationType": "works_at"},
+        {"from": "Bob", "to": "Robert Smith", "relationType": "same_as"}]})),
+    )
+    .await;
+    let merged = tool(&s, &grapher, "merge_entities", with(json!({"sourceNames": ["Bob"], "targetName": "Robert Smith"}))).await;
+    assert_eq!(merged["result"]["entity"]["observations"], json!(["CTO", "likes tea"]), "{merged}");
+    let graph = tool(&s, &grapher, "read_graph", g.clone()).await;
+    let names: Vec<&str> = graph["entities"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names.len(), 2, "{graph}");
+    assert!(!names.contains(&"Bob"));
+    assert_eq!(
+        graph["relations"],
+        json!([{"from": "Robert Smith", "to": "Acme", "relationType": "works_at"}]),
+        "re-pointed once, the self-loop dropped"
+    );
+    let (err, out) = mcp(&s, &grapher, "merge_entities", with(json!({"sourceNames": ["Nobody"], "targetName": "Acme"}))).await;
+    assert!(err && out["code"] == "NOT_FOUND", "{out}");
+
     // Another tenant's caller with the same project name sees nothing.
     let other = tenant(&s, "engb").await;
     let mut stranger = continuity_tests::caller_in(&s, &other, AGENT, &[], &["web"]).await;

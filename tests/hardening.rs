@@ -453,6 +453,7 @@ async fn scope_walk(backend: Backend) {
             json!({"relations": [{"from": "Globex", "to": "Initech", "relationType": "partners"}]}),
         ),
         ("memory.graph_delete_observations", json!({"deletions": [{"entityName": "Globex", "observations": ["met on Monday"]}]})),
+        ("memory.graph_merge_entities", json!({"sourceNames": ["Initech"], "targetName": "Initech Corp"})),
         ("memory.graph_delete_entities", json!({"entityNames": ["Initech"]})),
         ("memory.graph_read_graph", json!({})),
         ("memory.graph_search_nodes", json!({"query": "Globex"})),

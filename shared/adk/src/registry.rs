@@ -140,8 +140,8 @@ const fn connector(mut c: CapabilitySpec, n: ConnectorNeed) -> CapabilitySpec {
 
 /// Every capability. The canonical MCP tools of SPEC §7.1 (twenty, and the four of
 /// recall and personal memory: `memory.search`, `memory.remember`,
-/// `memory.update_personal`, `memory.forget`); then the nine tools of the `graph`
-/// toolset; the `engineering` toolset's; then capabilities of the capability API only.
+/// `memory.update_personal`, `memory.forget`); then the ten tools of the `graph`
+/// toolset (the reference memory server's nine and `merge_entities`); the `engineering` toolset's; then capabilities of the capability API only.
 pub static REGISTRY: &[CapabilitySpec] = &[
     // memory channel
     cap(
@@ -343,6 +343,15 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "Delete observations.",
     )),
     writes(cap("memory.graph_delete_relations", Memory, Starter, &[MemoryWrite], StoreIndex, "store.graph", "Delete relations.")),
+    writes(cap(
+        "memory.graph_merge_entities",
+        Memory,
+        Starter,
+        &[MemoryWrite],
+        StoreIndex,
+        "store.graph",
+        "Merge duplicate entities into one.",
+    )),
     cap("memory.graph_read_graph", Memory, Starter, &[MemoryRead], StoreIndex, "store.graph", "The whole knowledge graph."),
     cap("memory.graph_search_nodes", Memory, Starter, &[MemoryRead], StoreIndex, "store.graph", "Search knowledge-graph nodes."),
     cap(
@@ -470,7 +479,7 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), REGISTRY.len(), "names are unique");
         assert_eq!(mcp_tools().count(), 24, "the canonical 20 MCP tools and the 4 of recall and personal memory");
-        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 9, "the graph toolset");
+        assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("memory.graph_")).count(), 10, "the graph toolset");
         assert_eq!(REGISTRY.iter().filter(|c| c.name.starts_with("engineering.")).count(), 7, "the engineering toolset");
         for c in REGISTRY {
             assert!(CapabilityName::parse(c.name).is_ok(), "{} parses", c.name);

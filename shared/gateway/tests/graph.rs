@@ -68,7 +68,7 @@ async fn the_reference_memory_tools_with_their_semantics() {
     for t in services::graph::TOOLS {
         assert!(tools.iter().any(|x| x == t), "{t} listed: {tools:?}");
     }
-    assert_eq!(tools.len(), 33, "24 canonical + 9 graph tools");
+    assert_eq!(tools.len(), 34, "24 canonical + 10 graph tools");
 
     let created = f
         .call(
@@ -157,7 +157,7 @@ async fn the_graph_toolset_is_offered_only_where_enabled() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names.len(), 9, "{names:?}");
+    assert_eq!(names.len(), 10, "{names:?}");
     assert_eq!(
         f.call(&graph_only, "spine.entity.get", json!({"type": "account", "id": "x"})).await["structuredContent"]["code"],
         "CAPABILITY_NOT_FOUND"

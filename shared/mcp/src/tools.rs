@@ -115,6 +115,6 @@ mod tests {
             assert_eq!((t.input_schema)()["type"], "object");
             assert_eq!((t.output_schema)()["type"], "object");
         }
-        assert_eq!(all().count(), 40, "24 canonical tools, the 9 of the graph toolset and the 7 of the engineering toolset");
+        assert_eq!(all().count(), 41, "24 canonical tools, the 10 of the graph toolset and the 7 of the engineering toolset");
     }
 }

@@ -1,5 +1,6 @@
 //! The `graph` toolset: the nine tools of the reference MCP memory server
-//! (`@modelcontextprotocol/server-memory`) with the same argument shapes and results,
+//! (`@modelcontextprotocol/server-memory`) with the same argument shapes and results, and
+//! `merge_entities` (seed 002 §10: duplicates folded into one entity, relations re-pointed),
 //! over the caller's `personal` scope (default) or one of the caller's `project`s —
 //! never `org` (wall 4: org memory is written only by governance).
 //!
@@ -216,7 +217,7 @@ fn too_many(n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The graph tools' names (the reference server's).
+/// The graph tools' names (the reference server's nine, and `merge_entities`).
 pub const TOOLS: &[&str] = &[
     "create_entities",
     "create_relations",
@@ -227,6 +228,7 @@ pub const TOOLS: &[&str] = &[
     "read_graph",
     "search_nodes",
     "open_nodes",
+    "merge_entities",
 ];
 
 impl GraphService {
@@ -496,6 +498,22 @@ impl GraphService {
                 })
                 .await?
             }
+            "merge_entities" => {
+                #[derive(Deserialize)]
+                #[serde(deny_unknown_fields, rename_all = "camelCase")]
+                struct M {
+                    source_names: Vec<String>,
+                    target_name: String,
+                }
+                let m: M = parse(&args)?;
+                if m.source_names.is_empty() || m.source_names.len() > 100 {
+                    return Err(Error::invalid_field("sourceNames", "1 to 100 entity names"));
+                }
+                if m.source_names.contains(&m.target_name) {
+                    return Err(Error::invalid_field("sourceNames", "the target is not one of the sources"));
+                }
+                self.write(t, &scope, |g| merge(g, &m.source_names, &m.target_name)).await?
+            }
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
         };
         Ok(result)
@@ -537,6 +555,62 @@ impl GraphService {
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph read tool {other}"))),
         })
     }
+}
+
+/// `merge_entities` (seed 002 §10): the sources' observations are added to the target
+/// (created with the first source's type when absent; each observation once), every
+/// relation touching a source is re-pointed to the target (one that would join the
+/// target to itself is dropped, a duplicate kept once), and the sources are deleted.
+fn merge(g: &Graph, sources: &[String], target: &str) -> Result<(GraphChanges, Value)> {
+    let found: Vec<&GraphEntity> = sources
+        .iter()
+        .map(|n| g.get(n).ok_or_else(|| Error::not_found(format!("entity with name {n}"))))
+        .collect::<Result<_>>()?;
+    let mut merged = match g.get(target) {
+        Some(e) => e.clone(),
+        None => {
+            let first = found.first().ok_or_else(|| Error::invalid_field("sourceNames", "at least one entity"))?;
+            let e = GraphEntity { name: target.to_owned(), entity_type: first.entity_type.clone(), observations: Vec::new() };
+            e.validate()?;
+            e
+        }
+    };
+    for e in &found {
+        for o in &e.observations {
+            if !merged.observations.contains(o) {
+                merged.observations.push(o.clone());
+            }
+        }
+    }
+    if merged.observations.len() > MAX_OBSERVATIONS {
+        return Err(Error::invalid_field(
+            "sourceNames",
+            format!("the merged entity would hold more than {MAX_OBSERVATIONS} observations"),
+        ));
+    }
+    let names: BTreeSet<&str> = sources.iter().map(String::as_str).collect();
+    let point = |n: &str| if names.contains(n) { target.to_owned() } else { n.to_owned() };
+    let mut gone = Vec::new();
+    let mut added: Vec<GraphRelation> = Vec::new();
+    for r in g.relations.iter().filter(|r| names.contains(r.from.as_str()) || names.contains(r.to.as_str())) {
+        gone.push(r.clone());
+        let moved = GraphRelation { from: point(&r.from), to: point(&r.to), relation_type: r.relation_type.clone() };
+        if moved.from != moved.to && !g.relations.contains(&moved) && !added.contains(&moved) {
+            added.push(moved);
+        }
+    }
+    let out = json!({
+        "entity": merged,
+        "mergedFrom": sources,
+        "relationsRepointed": added.len(),
+    });
+    let changes = GraphChanges {
+        put_entities: vec![merged],
+        delete_entities: sources.to_vec(),
+        put_relations: added,
+        delete_relations: gone,
+    };
+    Ok((changes, out))
 }
 
 #[cfg(test)]

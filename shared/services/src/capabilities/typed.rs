@@ -142,6 +142,7 @@ macro_rules! for_each_capability {
             $crate::tools::graph::DeleteEntities,
             $crate::tools::graph::DeleteObservations,
             $crate::tools::graph::DeleteRelations,
+            $crate::tools::graph::MergeEntities,
             $crate::tools::graph::ReadGraph,
             $crate::tools::graph::SearchNodes,
             $crate::tools::graph::OpenNodes,

@@ -225,6 +225,11 @@ graph_tool!(DeleteObservations, DeleteObservationsArgs, "delete_observations", "
 graph_tool!(DeleteRelations, DeleteRelationsArgs, "delete_relations", "Delete relations",
     "Delete multiple relations from the knowledge graph", GraphChange, change,
     { #[schemars(description = "An array of relations to delete")] relations: Vec<GraphRelationArg> });
+graph_tool!(MergeEntities, MergeEntitiesArgs, "merge_entities", "Merge entities",
+    "Merge duplicate entities into one (e.g. \"Bob\" and \"Robert Smith\" into \"Robert Smith\"): their observations are added to the target, their relations re-pointed to it, and the duplicates deleted. The target is created with the first duplicate's type if it does not exist.",
+    GraphChange, change,
+    { #[schemars(length(min = 1, max = 100), description = "The duplicate entities' names")] source_names: Vec<String>,
+      #[schemars(description = "The entity they become (existing or new)")] target_name: String });
 graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView, view,
     { #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
