@@ -300,6 +300,24 @@ async fn records(s: Services, clock: Arc<ManualClock>) {
     let open = tool(&s, &ada, "engineering.list", json!({"kind": "task", "status": "todo"})).await;
     assert_eq!(open["count"], 1, "{open}");
 
+    // session.get_context for the project: the latest handoff and summary, the open tasks.
+    clock.advance(1_000);
+    let handoff = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "handoff", "text": "Newest: ship the login fix", "to": "bob"}}),
+    )
+    .await;
+    let ctx = tool(&s, &ada, "session.get_context", json!({"project": "web"})).await;
+    assert_eq!(ctx["project"]["latest_handoff"]["id"], handoff["record"]["id"], "{ctx}");
+    assert_eq!(ctx["project"]["latest_summary"]["id"], ids[2].as_str());
+    let open_tasks: Vec<&str> =
+        ctx["project"]["open_tasks"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(open_tasks, [ids[0].as_str()], "the done task is left out");
+    let (err, out) = mcp(&s, &other_project, "session.get_context", json!({"project": "web"})).await;
+    assert!(err && out["code"] == "FORBIDDEN", "{out}");
+
     // Sticky notes: an unpinned one is gone 24 h after its last update; a pinned one stays.
     let pinned = tool(
         &s,

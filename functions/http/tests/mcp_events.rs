@@ -182,3 +182,26 @@ async fn each_invocation_prints_emf_metrics() {
     let last: Value = serde_json::from_str(metrics::printed().last().unwrap()).unwrap();
     assert_eq!((last["Route"].as_str(), last["Errors"].as_u64()), (Some("POST /mcp"), Some(1)), "{last}");
 }
+
+/// The engineering toolset on the MCP function, from `events/mcp-tools-call-engineering-save.json`:
+/// the toolsets come from the authorizer's context; the record is stored in the caller's
+/// project and found by the error-fix lookup; without the toolset the tool is not there.
+#[tokio::test]
+async fn an_engineering_record_from_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let (status, v) = invoke(&s, event("mcp-tools-call-engineering-save.json")).await;
+    assert_eq!(status, 200, "{v}");
+    let r = &v["result"]["structuredContent"]["record"];
+    assert_eq!((r["project"].as_str(), r["record"]["kind"].as_str()), (Some("apollo"), Some("error_fix")), "{v}");
+    let demo = TenantId::new("demo").unwrap();
+    let mut alice = continuity_tests::caller_in(&s, &demo, "mcp:tools memory:read", &[], &["apollo"]).await;
+    alice.toolsets = domain::principal::Toolsets::parse("engineering").unwrap();
+    let found = s.engineering.find_fixes(&alice, None, "connect ECONNREFUSED 127.0.0.1:5432 (postgres)", 5).await.unwrap();
+    assert_eq!(found.first().map(|f| f.record.id.to_string()), r["id"].as_str().map(str::to_owned));
+    let mut ev = event("mcp-tools-call-engineering-save.json");
+    ev["requestContext"]["authorizer"]["toolsets"] = "canonical".into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["result"]["structuredContent"]["code"], "CAPABILITY_NOT_FOUND", "{v}");
+}

@@ -421,6 +421,10 @@ async fn gate_exit_codes_on_the_home_and_over_http() {
     let (code, out) = gate(&s.home, &verify, &[]);
     assert_eq!(code, 1, "pending: {out}");
     assert!(out.contains("pending"), "{out}");
+    // Beside the proposals in the approver API.
+    let listed: Value =
+        http.get(format!("{}/v1/approvals", s.base)).bearer_auth(approver(&s)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(listed["gates"][0]["action"], "deploy", "{listed}");
 
     // The operator authorizes once on the home; verify through HTTP with a key file.
     let (code, out) =

@@ -2,7 +2,9 @@
 //! client, which is never granted that scope:
 //!
 //! - `GET /v1/approvals` lists proposals awaiting a person, oldest first, with their
-//!   triage factors, reasons and the active entries they conflict with (`?cursor=`).
+//!   triage factors, reasons and the active entries they conflict with (`?cursor=`),
+//!   and beside them the gate requests waiting for a person (`gates`; decided with
+//!   `POST /v1/gates`).
 //! - `POST /v1/approvals/{id}/approve` (`{"reason": "…"}` optional) writes the entry
 //!   (superseding what it replaces, with lineage).
 //! - `POST /v1/approvals/{id}/reject` (`{"reason": "…"}` required) records the rejection.
@@ -35,7 +37,8 @@ pub async fn list(
     Query(q): Query<Cursor>,
 ) -> Result<Response, ApiError> {
     let p = state.services.governance.waiting(&caller, &q.page(50)).await?;
-    Ok(Json(json!({ "approvals": p.items, "next_cursor": p.next_cursor })).into_response())
+    let gates = state.services.gates.waiting(&caller, 100).await?;
+    Ok(Json(json!({ "approvals": p.items, "next_cursor": p.next_cursor, "gates": gates })).into_response())
 }
 
 pub async fn approve(

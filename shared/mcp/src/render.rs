@@ -244,6 +244,19 @@ impl Render for GetContextOutput {
         if let Some(s) = &self.session {
             text.push_str(&format!("\nSession {}: {} turns (showing the last {})", s.session, s.turns, s.recent_turns.len()));
         }
+        if let Some(p) = &self.project {
+            text.push_str(&format!("\nProject {}:", p.project));
+            for (what, r) in [("latest handoff", &p.latest_handoff), ("latest session summary", &p.latest_summary)] {
+                match r {
+                    Some(r) => text.push_str(&format!("\n{what} ({}, {}):\n{}", r.updated_at, r.updated_by, r.record.text())),
+                    None => text.push_str(&format!("\nno {what}")),
+                }
+            }
+            text.push_str(&format!("\n{} open task(s)", p.open_tasks.len()));
+            for t in &p.open_tasks {
+                text.push_str(&format!("\n- {} [{}]", t.title, t.id));
+            }
+        }
         match &self.memory {
             Some(memory) if !memory.is_empty() => {
                 text.push_str("\nRelevant org memory:");

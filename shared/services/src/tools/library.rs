@@ -244,7 +244,7 @@ impl Capability for PlaybookHandoff {
         // The context a caller may read: org memory matching the goal needs `memory:read`.
         let query = reads_memory(cx.caller).then(|| a.goal.clone());
         let context = if query.is_some() || a.entity.is_some() || a.session.is_some() {
-            let args = GetContextArgs { entity: a.entity.clone(), session: a.session.clone(), query };
+            let args = GetContextArgs { entity: a.entity.clone(), session: a.session.clone(), query, project: None };
             Some(GetContext::run(cx, args).await?)
         } else {
             None

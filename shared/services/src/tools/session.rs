@@ -25,6 +25,21 @@ pub struct GetContextArgs {
     pub session: Option<SessionArg>,
     #[schemars(length(max = 512), description = "Words to find relevant org memory.")]
     pub query: Option<String>,
+    #[schemars(
+        length(min = 1, max = 128),
+        description = "One of your projects: its latest handoff and session summary and its open tasks (engineering records)."
+    )]
+    pub project: Option<String>,
+}
+
+/// A project's working state, in a context: what the last session left.
+#[derive(Debug, Serialize)]
+pub struct ContextProject {
+    pub project: String,
+    pub latest_handoff: Option<crate::tools::engineering::RecordView>,
+    pub latest_summary: Option<crate::tools::engineering::RecordView>,
+    /// Tasks not done (todo, in progress, blocked), newest change first, at most 10.
+    pub open_tasks: Vec<crate::tools::engineering::RecordView>,
 }
 
 /// A session's recent turns, in a context.
@@ -52,6 +67,9 @@ pub struct GetContextOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Map<String, Value>")]
     pub session: Option<ContextSession>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Map<String, Value>")]
+    pub project: Option<ContextProject>,
     #[schemars(description = "Null without the memory:read scope.")]
     pub memory: Option<Vec<MemoryView>>,
 }
@@ -61,22 +79,23 @@ pub struct GetContext;
 impl Capability for GetContext {
     const NAME: &'static str = "session.get_context";
     const TITLE: &'static str = "Get context (Entity 360)";
-    const DESCRIPTION: &'static str = "Assemble context in one call: an entity with its relationships and recent signals, the recent turns of a session, and the org memory relevant to the entity or a query. Give at least one of entity, session or query.";
+    const DESCRIPTION: &'static str = "Assemble context in one call: an entity with its relationships and recent signals, the recent turns of a session, a project's latest handoff, session summary and open tasks, and the org memory relevant to the entity or a query. Give at least one of entity, session, project or query.";
     type Args = GetContextArgs;
     type Output = GetContextOutput;
 
     async fn run<'a>(cx: &'a Context<'a>, a: GetContextArgs) -> Result<GetContextOutput> {
         let (tools, caller) = (&cx.tools, cx.caller);
-        if a.entity.is_none() && a.session.is_none() && a.query.is_none() {
-            return Err(Error::invalid("give an entity, a session or a query"));
+        if a.entity.is_none() && a.session.is_none() && a.query.is_none() && a.project.is_none() {
+            return Err(Error::invalid("give an entity, a session, a project or a query"));
         }
         // Turns and org memory are memory: they need `memory:read` like every other path
         // that returns memory; the entity part needs only what the tool needs.
         let reader = reads_memory(caller);
-        if !reader && (a.session.is_some() || a.entity.is_none()) {
+        if !reader && (a.session.is_some() || a.project.is_some() || a.entity.is_none()) {
             return Err(Error::missing_scope(Scope::MemoryRead.as_str()));
         }
-        let mut out = GetContextOutput { entity: None, relationships: None, signals: None, session: None, memory: None };
+        let mut out =
+            GetContextOutput { entity: None, relationships: None, signals: None, session: None, project: None, memory: None };
         let mut memory_query = a.query.clone().unwrap_or_default();
         if let Some(e) = &a.entity {
             let r = e.to_ref()?;
@@ -102,6 +121,25 @@ impl Capability for GetContext {
             let turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
             let recent: Vec<TurnView> = turns.iter().rev().take(20).rev().map(TurnView::from).collect();
             out.session = Some(ContextSession { session, turns: turns.len(), recent_turns: recent });
+        }
+        if let Some(p) = &a.project {
+            use crate::tools::engineering::RecordView;
+            use domain::engineering::{Body, RecordKind, TaskStatus};
+            let eng = tools.engineering;
+            let latest = |kind| async move {
+                let (_, records) = eng.list(caller, Some(p), Some(kind)).await?;
+                Ok::<_, Error>(records.first().map(RecordView::of))
+            };
+            let latest_handoff = latest(RecordKind::Handoff).await?;
+            let latest_summary = latest(RecordKind::Summary).await?;
+            let (project, tasks) = eng.list(caller, Some(p), Some(RecordKind::Task)).await?;
+            let open_tasks = tasks
+                .iter()
+                .filter(|r| matches!(r.body, Body::Task { status, .. } if status != TaskStatus::Done))
+                .take(10)
+                .map(RecordView::of)
+                .collect();
+            out.project = Some(ContextProject { project, latest_handoff, latest_summary, open_tasks });
         }
         if reader {
             let memory = if memory_query.split_whitespace().next().is_some() {
