@@ -341,29 +341,89 @@ async fn records(s: Services, clock: Arc<ManualClock>) {
         "an expired note is not found: {narwhal}"
     );
 
-    // ADRs: an agent saves them proposed; a person accepts one that supersedes another,
-    // and the lineage shows both ways.
+    // ADRs: an agent's acceptance goes to governance as an org decision; once written, the
+    // ADR is accepted and points at it. One that supersedes another supersedes its org
+    // decision too (a person decides), and the lineage shows both ways.
     let adr_id = &ids[4];
-    let accepted = json!({"kind": "adr", "title": "Use okapi queues for jobs", "status": "accepted", "context": "Cron is flaky",
-                          "decision": "Jobs go through a queue", "consequences": "One more service"});
-    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": adr_id, "record": accepted})).await;
-    assert!(err && out["code"] == "FORBIDDEN", "an agent cannot accept an ADR: {out}");
     let mut person =
         continuity_tests::caller_in(&s, &t, "mcp:tools tenant:read memory:read memory:write approvals:decide", &[], &["web"])
             .await;
     person.toolsets = ada.toolsets.clone();
-    tool(&s, &person, "engineering.save", json!({"id": adr_id, "record": accepted})).await;
-    let newer = tool(&s, &ada, "engineering.save", json!({"record": {"kind": "adr", "title": "Use the managed okapi service",
-        "status": "proposed", "context": "Running queues costs time", "decision": "Buy it", "consequences": "A bill", "supersedes": adr_id}})).await;
+    let accept = |title: &str, decision: &str, supersedes: Option<&str>| {
+        let mut v = json!({"kind": "adr", "title": title, "status": "accepted",
+            "context": "Nightly cron jobs failed silently three times this quarter and nobody noticed until customers did.",
+            "decision": decision,
+            "consequences": "Every background job is retried, visible on the dashboard and alerts the on-call engineer on failure."});
+        if let Some(old) = supersedes {
+            v["supersedes"] = json!(old);
+        }
+        v
+    };
+    let decided = |out: Value| {
+        let (s, person) = (s.clone(), person.clone());
+        async move {
+            let p = &out["proposal"];
+            let id = domain::Id::new(p["id"].as_str().unwrap()).unwrap();
+            if p["state"] == "awaiting_approval" {
+                s.governance.decide(&person, &id, true, Some("Agreed in the design review".into())).await.unwrap();
+            } else {
+                assert_eq!(p["state"], "written", "triage wrote it or a person must: {out}");
+            }
+            id
+        }
+    };
+    let out = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"id": adr_id, "record": accept("Use okapi queues for jobs",
+        "All background jobs run through the okapi work queue instead of cron, with retries and alerts.", None)}),
+    )
+    .await;
+    assert!(out["proposal"]["id"].is_string(), "an agent's acceptance is a proposal: {out}");
+    let first = decided(out).await;
+    let old = tool(&s, &ada, "engineering.get", json!({"id": adr_id})).await;
+    assert_eq!(old["record"]["record"]["status"], "accepted", "{old}");
+    assert_eq!(old["record"]["record"]["accepted_as"], first.as_str());
+    let entry = ports::records::MemoryStore::get_memory(&s.backend.records, &t, &first).await.unwrap().unwrap();
+    assert_eq!((entry.state.clone(), entry.kind.as_str()), (domain::memory::GovernanceState::Active, "decision"));
+    let newer = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": accept("Use the managed okapi service",
+        "All background jobs run through the managed okapi queue service instead of our own queue cluster.", Some(adr_id))}),
+    )
+    .await;
+    assert_eq!(newer["proposal"]["state"], "awaiting_approval", "replacing a decision always waits for a person: {newer}");
     let newer_id = newer["record"]["id"].as_str().unwrap().to_owned();
-    let mut accept_newer = newer["record"]["record"].clone();
-    accept_newer["status"] = json!("accepted");
-    tool(&s, &person, "engineering.save", json!({"id": newer_id, "record": accept_newer})).await;
+    let second = decided(newer).await;
     let old = tool(&s, &ada, "engineering.get", json!({"id": adr_id})).await;
     assert_eq!(old["record"]["record"]["status"], "superseded");
     assert_eq!(old["record"]["record"]["superseded_by"], newer_id.as_str());
     let new = tool(&s, &ada, "engineering.get", json!({"id": newer_id})).await;
+    assert_eq!(new["record"]["record"]["status"], "accepted");
     assert_eq!(new["record"]["record"]["supersedes"], adr_id.as_str());
+    let entry = ports::records::MemoryStore::get_memory(&s.backend.records, &t, &second).await.unwrap().unwrap();
+    assert_eq!(entry.lineage.supersedes.as_ref(), Some(&first), "the org decisions' lineage");
+    let gone = ports::records::MemoryStore::get_memory(&s.backend.records, &t, &first).await.unwrap().unwrap();
+    assert_eq!(gone.state, domain::memory::GovernanceState::Superseded { by: second.clone() });
+    // A person may also accept directly; an agent may not supersede by hand.
+    let direct = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": {"kind": "adr", "title": "Tabs", "status": "proposed",
+        "context": "c", "decision": "d", "consequences": "e"}}),
+    )
+    .await;
+    let mut accepted = direct["record"]["record"].clone();
+    accepted["status"] = json!("accepted");
+    let out = tool(&s, &person, "engineering.save", json!({"id": direct["record"]["id"], "record": accepted})).await;
+    assert_eq!((out["record"]["record"]["status"].as_str(), out.get("proposal")), (Some("accepted"), None));
+    accepted["status"] = json!("superseded");
+    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": direct["record"]["id"], "record": accepted})).await;
+    assert!(err && out["code"] == "FORBIDDEN", "{out}");
 
     // An error fix found from a differently worded error.
     let fixes =

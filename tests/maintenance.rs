@@ -158,6 +158,7 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
             decision_reason: None,
             proposed_by: Id::new("agent-1").unwrap(),
             source_session: None,
+            origin: None,
             wait: None,
             detected: Vec::new(),
             created_at: Timestamp(now.0 - 3_600_000),

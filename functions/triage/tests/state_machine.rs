@@ -221,6 +221,7 @@ async fn pending(s: &Services, t: &TenantId, title: &str, body: &str, session: O
         decision_reason: None,
         proposed_by: Id::new("agent-1").unwrap(),
         source_session: session.map(str::to_owned),
+        origin: None,
         wait: None,
         detected: Vec::new(),
         created_at: now,

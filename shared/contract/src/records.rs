@@ -78,6 +78,7 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         decision_reason: None,
         proposed_by: id("u1"),
         source_session: None,
+        origin: None,
         wait: None,
         detected: Vec::new(),
         created_at: Timestamp(1),

@@ -108,6 +108,8 @@ pub enum Body {
         supersedes: Option<Id>,
         /// The ADR that replaced this one.
         superseded_by: Option<Id>,
+        /// The org decision governance wrote when it accepted this ADR (set by governance).
+        accepted_as: Option<Id>,
     },
     Snippet {
         title: String,

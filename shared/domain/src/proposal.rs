@@ -115,6 +115,11 @@ pub struct Proposal {
     pub decision_reason: Option<String>,
     pub proposed_by: Id,
     pub source_session: Option<String>,
+    /// What the proposal came from when not an agent's own words: `adr:{project}/{id}`
+    /// for an engineering ADR whose acceptance governance decides (written: the ADR is
+    /// accepted, pointing at the org decision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
     /// Set while the proposal awaits a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<Wait>,

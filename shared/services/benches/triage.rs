@@ -134,6 +134,7 @@ fn main() {
                         decision_reason: None,
                         proposed_by: Id::new("agent").unwrap(),
                         source_session: (k % 2 == 0).then(|| "s1".to_owned()),
+                        origin: None,
                         wait: None,
                         detected: Vec::new(),
                         created_at: now,

@@ -7,9 +7,13 @@
 //! Isolation as everywhere: a record lives in one project, and the caller must hold that
 //! project (its key's or token's projects); the default is the caller's project when it
 //! has exactly one. Sticky notes end 24 h after their last update unless pinned (the
-//! maintenance job deletes them and takes them out of the index). Accepting an ADR is a
-//! person's decision (`approvals:decide`); an accepted ADR that supersedes another marks
-//! that one `superseded`, with the link both ways.
+//! maintenance job deletes them and takes them out of the index). Accepting an ADR is
+//! governance's decision: an agent's acceptance becomes a proposal of an org decision
+//! (`engineering.save` submits it; triage, a person or a rejection decide), and when the
+//! single writer writes it the ADR is accepted ([`EngineeringService::accept_governed`],
+//! pointing at the org entry); a person with `approvals:decide` may accept directly. An
+//! accepted ADR that supersedes another marks that one `superseded`, with the link both
+//! ways (and the org decisions carry the same lineage).
 
 use domain::engineering::{AdrStatus, Body, EngRecord, RecordKind, kind_of};
 use domain::memory::MemoryScope;
@@ -142,7 +146,7 @@ impl EngineeringService {
         let stored = records.put_eng_record(&record, expect).await?;
         self.index(&stored).await?;
         if let Body::Adr { status: AdrStatus::Accepted, supersedes: Some(old), .. } = &stored.body {
-            self.supersede(caller, &project, old, &stored.id).await?;
+            self.supersede(&caller.tenant, &caller.principal, &project, old, &stored.id).await?;
         }
         let action = if existing.is_some() { "engineering.update" } else { "engineering.create" };
         self.audit
@@ -155,14 +159,14 @@ impl EngineeringService {
     /// acceptance of the ADR that replaces it; `supersedes` must name another ADR of the
     /// project.
     async fn adr_rules(&self, caller: &CallerContext, project: &str, body: Body, existing: Option<&EngRecord>) -> Result<Body> {
-        let Body::Adr { title, status, context, decision, consequences, supersedes, superseded_by: _ } = body else {
+        let Body::Adr { title, status, context, decision, consequences, supersedes, .. } = body else {
             return Ok(body);
         };
         let before = existing.and_then(|r| match &r.body {
-            Body::Adr { status, superseded_by, .. } => Some((*status, superseded_by.clone())),
+            Body::Adr { status, superseded_by, accepted_as, .. } => Some((*status, superseded_by.clone(), accepted_as.clone())),
             _ => None,
         });
-        let changes_status = before.as_ref().is_none_or(|(s, _)| *s != status);
+        let changes_status = before.as_ref().is_none_or(|(s, _, _)| *s != status);
         if changes_status && matches!(status, AdrStatus::Accepted | AdrStatus::Superseded) {
             caller.scopes.require(Scope::ApprovalsDecide).map_err(|_| {
                 Error::forbidden(
@@ -178,20 +182,67 @@ impl EngineeringService {
                 return Err(Error::not_found(format!("ADR {old} in project {project}")));
             }
         }
-        Ok(Body::Adr { title, status, context, decision, consequences, supersedes, superseded_by: before.and_then(|(_, by)| by) })
+        Ok(Body::Adr {
+            title,
+            status,
+            context,
+            decision,
+            consequences,
+            supersedes,
+            superseded_by: before.as_ref().and_then(|(_, by, _)| by.clone()),
+            accepted_as: before.and_then(|(_, _, m)| m),
+        })
+    }
+
+    /// Accepts ADR `id` of `project` after governance wrote its org decision `entry`
+    /// (called by the single writer for a proposal whose origin is the ADR), and marks the
+    /// ADR it supersedes. Idempotent.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` when the ADR is gone; `UNAVAILABLE`.
+    pub async fn accept_governed(&self, tenant: &TenantId, project: &str, id: &Id, entry: &Id) -> Result<()> {
+        let governance = Id::new("governance")?;
+        for _ in 0..8 {
+            let Some(mut r) = self.backend.records.get_eng_record(tenant, project, id).await? else {
+                return Err(Error::not_found(format!("ADR {id} in project {project}")));
+            };
+            let Body::Adr { status, accepted_as, supersedes, .. } = &mut r.body else {
+                return Err(Error::invalid_field("origin", format!("{id} is not an ADR")));
+            };
+            *status = AdrStatus::Accepted;
+            *accepted_as = Some(entry.clone());
+            let old = supersedes.clone();
+            r.updated_by = governance.clone();
+            r.updated_at = self.backend.clock.now();
+            let version = r.version;
+            match self.backend.records.put_eng_record(&r, Expect::Version(version)).await {
+                Ok(stored) => {
+                    self.index(&stored).await?;
+                    if let Some(old) = old {
+                        self.supersede(tenant, &governance, project, &old, id).await?;
+                    }
+                    let target = Some(format!("{project}/{id}"));
+                    self.audit.record(tenant, "governance", "engineering.adr_accepted", target, entry.as_str()).await;
+                    return Ok(());
+                }
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::conflict(format!("ADR {id} keeps changing; try again")))
     }
 
     /// Marks ADR `old` superseded by `by` (the lineage's other direction).
-    async fn supersede(&self, caller: &CallerContext, project: &str, old: &Id, by: &Id) -> Result<()> {
+    async fn supersede(&self, tenant: &TenantId, who: &Id, project: &str, old: &Id, by: &Id) -> Result<()> {
         for _ in 0..8 {
-            let Some(mut r) = self.backend.records.get_eng_record(&caller.tenant, project, old).await? else {
+            let Some(mut r) = self.backend.records.get_eng_record(tenant, project, old).await? else {
                 return Err(Error::not_found(format!("ADR {old} in project {project}")));
             };
             if let Body::Adr { status, superseded_by, .. } = &mut r.body {
                 *status = AdrStatus::Superseded;
                 *superseded_by = Some(by.clone());
             }
-            r.updated_by = caller.principal.clone();
+            r.updated_by = who.clone();
             r.updated_at = self.backend.clock.now();
             let version = r.version;
             match self.backend.records.put_eng_record(&r, Expect::Version(version)).await {

@@ -118,6 +118,7 @@ mod tests {
             decision_reason: None,
             proposed_by: domain::Id::new("u1").unwrap(),
             source_session: None,
+            origin: None,
             wait: None,
             detected: Vec::new(),
             created_at: now,

@@ -375,6 +375,7 @@ impl Tasks {
             match records.commit_governed_write(&written, &entry, superseded.as_ref(), &audits).await {
                 Ok(stored) => {
                     self.index(&entry, superseded.as_ref(), actor).await;
+                    self.accept_origin(&stored, &entry.id).await;
                     return Ok(stored);
                 }
                 // Someone moved first (a concurrent retry, an edit of the superseded
@@ -384,6 +385,28 @@ impl Tasks {
             }
         }
         Err(Error::conflict(format!("proposal {id}: the write kept conflicting; retry")))
+    }
+
+    /// A written proposal that came from an engineering ADR accepts the ADR (pointing at
+    /// the org entry). The entry is written either way; a failure here is logged and the
+    /// ADR stays proposed, its org decision active.
+    async fn accept_origin(&self, p: &Proposal, entry: &Id) {
+        let Some((project, adr)) = p.origin.as_deref().and_then(|o| o.strip_prefix("adr:")).and_then(|o| o.split_once('/'))
+        else {
+            return;
+        };
+        let accepted = match Id::new(adr) {
+            Ok(id) => {
+                let audit = crate::audit::AuditService::new(self.backend.clone());
+                crate::engineering::EngineeringService::new(self.backend.clone(), audit)
+                    .accept_governed(&p.tenant, project, &id, entry)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        if let Err(e) = accepted {
+            tracing::warn!(code = ?e.code, proposal = %p.id, "the org decision is written but its ADR could not be marked accepted");
+        }
     }
 
     async fn index(&self, entry: &MemoryEntry, superseded: Option<&MemoryEntry>, actor: &str) {

@@ -6,9 +6,12 @@
 //! console, `POST /v1/gates` or `continuity gate set` (`approvals:decide`, never granted
 //! to an MCP client).
 
-use domain::Result;
-use domain::engineering::{Body, EngRecord, RecordKind};
+use domain::engineering::{AdrStatus, Body, EngRecord, RecordKind};
 use domain::gate::{Gate, GateStatus};
+use domain::memory::{GovernanceState, MemoryScope};
+use domain::principal::{CallerContext, Scope};
+use domain::{Error, Result};
+use ports::records::{EngineeringStore, MemoryStore};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -205,6 +208,11 @@ impl RecordView {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct RecordSaved {
     pub record: RecordView,
+    /// An ADR you asked to accept: the proposal governance decides (the ADR is accepted
+    /// when it is written).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub proposal: Option<super::ProposalView>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -251,14 +259,31 @@ impl Capability for Save {
          and agents: task, note (sticky, gone 24 h after its last update unless pinned), summary (what this session \
          did), handoff (what the next one must know), adr, snippet, error_fix (an error's signature, cause and fix), \
          tech_debt, checklist (a PR's items), change (code-change log), pinned_file, environment, milestone, workspace \
-         (a named set of record ids to restore together). To update, pass the id and the whole record. An ADR is \
-         saved as proposed; a person accepts it.";
+         (a named set of record ids to restore together). To update, pass the id and the whole record. Saving an ADR \
+         as accepted submits it to governance as an org decision (superseding the decision of the ADR it replaces): \
+         it stays proposed until governance writes it.";
     type Args = SaveArgs;
     type Output = RecordSaved;
 
     async fn run<'a>(cx: &'a Context<'a>, a: SaveArgs) -> Result<RecordSaved> {
-        let r = cx.tools.engineering.save(cx.caller, a.project.as_deref(), a.id.as_deref(), a.record, a.expected_version).await?;
-        Ok(RecordSaved { record: RecordView::of(&r) })
+        let (eng, caller) = (cx.tools.engineering, cx.caller);
+        let mut record = a.record;
+        // An agent's acceptance of an ADR is governance's to decide.
+        let governed = match &mut record {
+            Body::Adr { status, .. } if *status == AdrStatus::Accepted && !caller.scopes.contains(Scope::ApprovalsDecide) => {
+                *status = AdrStatus::Proposed;
+                true
+            }
+            _ => false,
+        };
+        let r = eng.save(caller, a.project.as_deref(), a.id.as_deref(), record, a.expected_version).await?;
+        if !governed {
+            return Ok(RecordSaved { record: RecordView::of(&r), proposal: None });
+        }
+        let proposal = cx.tools.adr_proposal(caller, &r).await?.proposal;
+        // Triage may have written it already (and so accepted the ADR).
+        let now = eng.get(caller, Some(&r.project), r.id.as_str()).await?;
+        Ok(RecordSaved { record: RecordView::of(&now), proposal: Some(proposal) })
     }
 }
 
@@ -333,7 +358,7 @@ impl Capability for Get {
 
     async fn run<'a>(cx: &'a Context<'a>, a: RecordIdArgs) -> Result<RecordSaved> {
         let r = cx.tools.engineering.get(cx.caller, a.project.as_deref(), &a.id).await?;
-        Ok(RecordSaved { record: RecordView::of(&r) })
+        Ok(RecordSaved { record: RecordView::of(&r), proposal: None })
     }
 }
 
@@ -388,5 +413,42 @@ impl Capability for RestoreWorkspace {
     async fn run<'a>(cx: &'a Context<'a>, a: RecordIdArgs) -> Result<WorkspaceRestored> {
         let (ws, records) = cx.tools.engineering.restore_workspace(cx.caller, a.project.as_deref(), &a.id).await?;
         Ok(WorkspaceRestored { workspace: RecordView::of(&ws), records: records.iter().map(RecordView::of).collect() })
+    }
+}
+
+impl super::Tools<'_> {
+    /// Submits an ADR's acceptance to governance: a proposal of an org decision (title,
+    /// decision, context, consequences), superseding the org decision of the ADR it
+    /// replaces when that one was accepted through governance, with the ADR as its origin.
+    async fn adr_proposal(&self, caller: &CallerContext, r: &EngRecord) -> Result<super::memory::ProposalOutput> {
+        let Body::Adr { title, context, decision, consequences, supersedes, .. } = &r.body else {
+            return Err(Error::invalid_field("record", "an ADR"));
+        };
+        let mut body =
+            format!("{decision}\n\nContext: {context}\nConsequences: {consequences}\n(ADR {} of project {})", r.id, r.project);
+        if body.len() > super::MAX_BODY_BYTES {
+            let mut end = super::MAX_BODY_BYTES - 3;
+            while !body.is_char_boundary(end) {
+                end -= 1;
+            }
+            body.truncate(end);
+            body.push('…');
+        }
+        let title: String = format!("ADR: {title}").chars().take(super::MAX_TITLE_LEN).collect();
+        let mut p = self.proposal(caller, "memory:decision", title, body)?;
+        if let Some(old) = supersedes
+            && let Some(old) = self.backend.records.get_eng_record(&caller.tenant, &r.project, old).await?
+            && let Body::Adr { accepted_as: Some(entry), .. } = &old.body
+            && self
+                .backend
+                .records
+                .get_memory(&caller.tenant, entry)
+                .await?
+                .is_some_and(|m| m.scope == MemoryScope::Org && m.state == GovernanceState::Active)
+        {
+            p.supersedes = Some(entry.clone());
+        }
+        p.origin = Some(format!("adr:{}/{}", r.project, r.id));
+        self.new_proposal(caller, p).await
     }
 }

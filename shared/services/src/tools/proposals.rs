@@ -39,6 +39,7 @@ impl Tools<'_> {
             decision_reason: None,
             proposed_by: caller.principal.clone(),
             source_session: None,
+            origin: None,
             wait: None,
             detected: Vec::new(),
             created_at: now,
