@@ -14,13 +14,15 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
             let r = s.maintenance.run().await.map_err(domain_err)?;
             println!(
                 "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} personal memories forgotten \
-                 (time to live), {} expired OAuth records deleted; \
+                 (time to live), {} expired OAuth records deleted, {} gates expired, {} sticky notes expired; \
                  governance upkeep queued for {} tenants (the pipeline consumer runs it){}",
                 r.tenants,
                 r.audit_pruned,
                 r.sessions_expired,
                 r.personal_forgotten,
                 r.oauth_pruned,
+                r.gates_expired,
+                r.notes_expired,
                 r.resume_queued,
                 if r.resume_not_queued > 0 { format!(", {} could not be queued", r.resume_not_queued) } else { String::new() }
             );
