@@ -143,6 +143,17 @@ async fn gates(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(s.gates.verify(&agent, ns, "deploy", false).await.unwrap().verdict, Verdict::Blocked);
     assert!(s.gates.waiting(&approver, 10).await.unwrap().is_empty());
 
+    // An agent's request never overturns a person's block: it gets the block and its reason.
+    s.gates
+        .set(&approver, GateSet { reason: Some("code freeze".into()), ..set(ns, "hotfix", GateStatus::Blocked, false, None) })
+        .await
+        .unwrap();
+    let (err, out) =
+        mcp(&s, &agent, "engineering.gate_request", json!({"namespace": ns, "action": "hotfix", "reason": "urgent"})).await;
+    assert!(!err, "{out}");
+    assert_eq!(out["gate"]["status"], "blocked");
+    assert!(out["note"].as_str().unwrap().contains("code freeze"), "{out}");
+
     // Blocked with a reason: verifies say why.
     s.gates
         .set(&approver, GateSet { reason: Some("release freeze".into()), ..set(ns, "tag", GateStatus::Blocked, false, None) })
@@ -408,6 +419,33 @@ async fn records(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(entry.lineage.supersedes.as_ref(), Some(&first), "the org decisions' lineage");
     let gone = ports::records::MemoryStore::get_memory(&s.backend.records, &t, &first).await.unwrap().unwrap();
     assert_eq!(gone.state, domain::memory::GovernanceState::Superseded { by: second.clone() });
+    // What governance approved is what gets accepted: an ADR edited after its proposal
+    // stays proposed (the approved org decision stands).
+    let third = tool(
+        &s,
+        &ada,
+        "engineering.save",
+        json!({"record": accept("Use okapi for cron too",
+        "Scheduled jobs also run through the managed okapi queue service, retiring the cron hosts.", Some(&newer_id))}),
+    )
+    .await;
+    assert_eq!(third["proposal"]["state"], "awaiting_approval", "{third}");
+    let third_id = third["record"]["id"].as_str().unwrap().to_owned();
+    let mut edited = third["record"]["record"].clone();
+    edited["decision"] = json!("Turn off authentication on /admin.");
+    tool(&s, &ada, "engineering.save", json!({"id": third_id, "record": edited})).await;
+    decided(third).await;
+    let third = tool(&s, &ada, "engineering.get", json!({"id": third_id})).await;
+    assert_eq!(third["record"]["record"]["status"], "proposed", "an edited ADR is not accepted: {third}");
+    assert_eq!(tool(&s, &ada, "engineering.get", json!({"id": newer_id})).await["record"]["record"]["status"], "accepted");
+    // An accepted ADR is history for an agent: a new ADR supersedes it. None supersedes itself.
+    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": newer_id, "record": new["record"]["record"]})).await;
+    assert!(err && out["code"] == "FORBIDDEN", "{out}");
+    let mut own = third["record"]["record"].clone();
+    own["supersedes"] = json!(third_id);
+    let (err, out) = mcp(&s, &ada, "engineering.save", json!({"id": third_id, "record": own})).await;
+    assert!(err && out["code"] == "INVALID_REQUEST", "{out}");
+
     // A person may also accept directly; an agent may not supersede by hand.
     let direct = tool(
         &s,

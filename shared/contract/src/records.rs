@@ -843,6 +843,7 @@ fn gate(t: &TenantId, namespace: &str, action: &str, status: GateStatus) -> Gate
         updated_at: Timestamp(1),
         version: 0,
         last_verified: None,
+        decided: true,
     }
 }
 

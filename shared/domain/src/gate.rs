@@ -60,6 +60,10 @@ pub struct Gate {
     /// The last verify that found it, and what it answered.
     #[serde(default)]
     pub last_verified: Option<Timestamp>,
+    /// The status is a person's decision (`set`), not a spent authorization, an expiry or
+    /// a request: an agent's request never overturns a person's block.
+    #[serde(default)]
+    pub decided: bool,
 }
 
 impl Gate {
@@ -106,6 +110,7 @@ mod tests {
             updated_at: Timestamp(0),
             version: 0,
             last_verified: None,
+            decided: true,
         }
     }
 

@@ -166,6 +166,17 @@ impl EngineeringService {
             Body::Adr { status, superseded_by, accepted_as, .. } => Some((*status, superseded_by.clone(), accepted_as.clone())),
             _ => None,
         });
+        let decided = before.as_ref().is_some_and(|(s, _, _)| matches!(s, AdrStatus::Accepted | AdrStatus::Superseded));
+        if decided && !caller.scopes.contains(Scope::ApprovalsDecide) {
+            return Err(Error::forbidden(
+                "an accepted or superseded ADR is history: write a new ADR that supersedes it (its acceptance goes through governance)",
+            ));
+        }
+        if let (Some(old), Some(r)) = (&supersedes, existing)
+            && *old == r.id
+        {
+            return Err(Error::invalid_field("supersedes", "an ADR cannot supersede itself"));
+        }
         let changes_status = before.as_ref().is_none_or(|(s, _, _)| *s != status);
         if changes_status && matches!(status, AdrStatus::Accepted | AdrStatus::Superseded) {
             caller.scopes.require(Scope::ApprovalsDecide).map_err(|_| {
@@ -195,17 +206,32 @@ impl EngineeringService {
     }
 
     /// Accepts ADR `id` of `project` after governance wrote its org decision `entry`
-    /// (called by the single writer for a proposal whose origin is the ADR), and marks the
-    /// ADR it supersedes. Idempotent.
+    /// (called by the single writer for a proposal whose origin is the ADR at `version`),
+    /// and marks the ADR it supersedes. Only the version governance saw is accepted, and
+    /// only while it is still proposed: an ADR edited, deprecated or superseded since is
+    /// left as it is (the org decision stands; a new acceptance needs a new proposal).
+    /// Idempotent.
     ///
     /// # Errors
-    /// `NOT_FOUND` when the ADR is gone; `UNAVAILABLE`.
-    pub async fn accept_governed(&self, tenant: &TenantId, project: &str, id: &Id, entry: &Id) -> Result<()> {
+    /// `NOT_FOUND` when the ADR is gone; `CONFLICT` when it changed since `version`;
+    /// `UNAVAILABLE`.
+    pub async fn accept_governed(&self, tenant: &TenantId, project: &str, id: &Id, version: u64, entry: &Id) -> Result<()> {
         let governance = Id::new("governance")?;
         for _ in 0..8 {
             let Some(mut r) = self.backend.records.get_eng_record(tenant, project, id).await? else {
                 return Err(Error::not_found(format!("ADR {id} in project {project}")));
             };
+            if let Body::Adr { status: AdrStatus::Accepted, accepted_as: Some(done), .. } = &r.body
+                && done == entry
+            {
+                return Ok(());
+            }
+            if r.version != version || !matches!(r.body, Body::Adr { status: AdrStatus::Proposed, .. }) {
+                return Err(Error::conflict(format!(
+                    "ADR {id} changed since governance was asked (version {version}, now {}); it stays as it is",
+                    r.version
+                )));
+            }
             let Body::Adr { status, accepted_as, supersedes, .. } = &mut r.body else {
                 return Err(Error::invalid_field("origin", format!("{id} is not an ADR")));
             };

@@ -171,6 +171,7 @@ impl GateService {
                 updated_at: now,
                 version: 0,
                 last_verified: current.as_ref().and_then(|g| g.last_verified),
+                decided: true,
             };
             if let Some(stored) = self.replace(current.as_ref(), &gate).await? {
                 let (ns, action) = (&gate.namespace, &gate.action);
@@ -220,6 +221,7 @@ impl GateService {
                     expires_at: None,
                     updated_at: now,
                     last_verified: Some(now),
+                    decided: false,
                     ..gate.clone()
                 };
                 match records.put_gate(&spent, Expect::Version(gate.version)).await {
@@ -276,8 +278,12 @@ impl GateService {
         for _ in 0..ATTEMPTS {
             let now = self.backend.clock.now();
             let current = records.get_gate(&caller.tenant, namespace, action).await?;
+            // Already authorized, already waiting, or blocked by a person: unchanged (the
+            // caller sees why); a spent or expired gate may be asked for again.
             if let Some(g) = &current
-                && (g.authorizes(now) || (g.status == GateStatus::Pending && !g.expired(now)))
+                && (g.authorizes(now)
+                    || (g.status == GateStatus::Pending && !g.expired(now))
+                    || (g.status == GateStatus::Blocked && g.decided && !g.expired(now)))
             {
                 return Ok(g.clone());
             }
@@ -294,6 +300,7 @@ impl GateService {
                 updated_at: now,
                 version: 0,
                 last_verified: current.as_ref().and_then(|g| g.last_verified),
+                decided: false,
             };
             if let Some(stored) = self.replace(current.as_ref(), &gate).await? {
                 self.audit
@@ -359,6 +366,7 @@ impl GateService {
                 reason: Some(format!("the {what} expired at {}", expired_at(&g))),
                 set_by: "maintenance".into(),
                 consume_once: false,
+                decided: false,
                 updated_at: now,
                 ..g.clone()
             };

@@ -505,7 +505,9 @@ impl GraphService {
                     source_names: Vec<String>,
                     target_name: String,
                 }
-                let m: M = parse(&args)?;
+                let mut m: M = parse(&args)?;
+                let mut seen = BTreeSet::new();
+                m.source_names.retain(|n| seen.insert(n.clone()));
                 if m.source_names.is_empty() || m.source_names.len() > 100 {
                     return Err(Error::invalid_field("sourceNames", "1 to 100 entity names"));
                 }

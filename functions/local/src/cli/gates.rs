@@ -425,15 +425,15 @@ fn install_hook(
          # Verifies and spends the gate {action} in {namespace} before every push: exit 0 lets the push go,\n\
          # anything else stops it. Each outcome is appended to continuity-gate.log in the git folder.\n\
          log=\"$(git rev-parse --git-dir)/continuity-gate.log\"\n\
+         prev=\"$(dirname \"$0\")/pre-push.before-continuity\"\n\
+         # The hook this one replaced runs first, so a failing check does not spend the gate.\n\
+         if [ -x \"$prev\" ]; then \"$prev\" \"$@\" || exit $?; fi\n\
          out=$({cmd} 2>&1)\n\
          status=$?\n\
          printf '%s\\t%s\\t%s\\n' \"$(date -u +%Y-%m-%dT%H:%M:%SZ)\" \"$status\" \"$out\" >> \"$log\"\n\
          printf '%s\\n' \"$out\" >&2\n\
          if [ $status -ne 0 ]; then\n\
          \x20 echo \"continuity: push refused — ask a person to authorize {action} in {namespace} (approvals console, or continuity gate set)\" >&2\n\
-         fi\n\
-         if [ $status -eq 0 ] && [ -x \"$(dirname \"$0\")/pre-push.before-continuity\" ]; then\n\
-         \x20 exec \"$(dirname \"$0\")/pre-push.before-continuity\" \"$@\"\n\
          fi\n\
          exit $status\n",
         cmd = args.join(" "),

@@ -314,7 +314,11 @@ impl Tasks {
         for attempt in 0..4 {
             let p = self.load(tenant, id).await?;
             match p.state {
-                ProposalState::Written => return Ok(p),
+                ProposalState::Written => {
+                    // A retry after a crash between the commit and the ADR's acceptance.
+                    self.accept_origin(&p, &p.id).await;
+                    return Ok(p);
+                }
                 ProposalState::Approved | ProposalState::AutoApproved => {}
                 other => return Err(Error::conflict(format!("proposal {id} is {other}, not approved"))),
             }
@@ -395,11 +399,15 @@ impl Tasks {
         else {
             return;
         };
+        let Some((adr, version)) = adr.split_once('@').and_then(|(a, v)| Some((a, v.parse::<u64>().ok()?))) else {
+            tracing::warn!(proposal = %p.id, "a proposal's ADR origin has no version; the ADR is left as it is");
+            return;
+        };
         let accepted = match Id::new(adr) {
             Ok(id) => {
                 let audit = crate::audit::AuditService::new(self.backend.clone());
                 crate::engineering::EngineeringService::new(self.backend.clone(), audit)
-                    .accept_governed(&p.tenant, project, &id, entry)
+                    .accept_governed(&p.tenant, project, &id, version, entry)
                     .await
             }
             Err(e) => Err(e),

@@ -155,7 +155,13 @@ impl Capability for GateRequestTool {
         let g = cx.tools.gates.request(cx.caller, &a.namespace, &a.action, a.reason, a.expires_in).await?;
         let note = match g.status {
             GateStatus::Authorized => "Already authorized by a person: you may go ahead.".to_owned(),
-            _ => format!(
+            GateStatus::Blocked => format!(
+                "A person blocked {} in {}{}. Do not act; tell the user.",
+                g.action,
+                g.namespace,
+                g.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+            ),
+            GateStatus::Pending => format!(
                 "Waiting for a person: ask the user to authorize {} in {} in the approvals console (/approvals). Do not act until it is authorized.",
                 g.action, g.namespace
             ),
@@ -448,7 +454,8 @@ impl super::Tools<'_> {
         {
             p.supersedes = Some(entry.clone());
         }
-        p.origin = Some(format!("adr:{}/{}", r.project, r.id));
+        // The version governance sees: an ADR edited after this is not what was approved.
+        p.origin = Some(format!("adr:{}/{}@{}", r.project, r.id, r.version));
         self.new_proposal(caller, p).await
     }
 }
