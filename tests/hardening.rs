@@ -586,7 +586,14 @@ async fn sign_in_limits(backend: Backend) {
     let password = "correct horse battery staple 42";
     for email in ["ada@example.com", "bob@example.com"] {
         s.admin
-            .add_user(NewUser { tenant: t.clone(), email: email.into(), role: Role::Member, password: password.into() })
+            .add_user(NewUser {
+                tenant: t.clone(),
+                email: email.into(),
+                role: Role::Member,
+                password: password.into(),
+                teams: vec![],
+                projects: vec![],
+            })
             .await
             .unwrap();
     }

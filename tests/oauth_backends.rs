@@ -39,7 +39,14 @@ async fn flow(backend: Backend) {
     s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
     let password = "a long enough password 42";
     s.admin
-        .add_user(NewUser { tenant: t.clone(), email: "ada@example.com".into(), role: Role::Member, password: password.into() })
+        .add_user(NewUser {
+            tenant: t.clone(),
+            email: "ada@example.com".into(),
+            role: Role::Member,
+            password: password.into(),
+            teams: vec!["core".into(), " core".into()],
+            projects: vec!["apollo".into()],
+        })
         .await
         .unwrap();
 
@@ -67,9 +74,11 @@ async fn flow(backend: Backend) {
     else {
         panic!("a wrong password must not sign in")
     };
-    let LoginOutcome::Consent(_) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password, None).await.unwrap() else {
+    let LoginOutcome::Consent(consent) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password, None).await.unwrap()
+    else {
         panic!("sign-in failed")
     };
+    assert_eq!((consent.teams.clone(), consent.projects.clone()), (vec!["core".to_owned()], vec!["apollo".to_owned()]));
     let to = s.oauth.consent(BASE, &id, &csrf, true).await.unwrap();
     let q = query(&to);
     assert_eq!((q["state"].as_str(), q["iss"].as_str()), ("s", "https://continuity.example.com/"));
@@ -85,6 +94,8 @@ async fn flow(backend: Backend) {
     let caller = s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap();
     assert_eq!((caller.tenant.clone(), caller.plan), (t.clone(), PlanTier::Pro));
     assert!(caller.credential.starts_with("jwt:"));
+    // The user's memberships ride in its token (deduplicated when it was added).
+    assert_eq!((caller.teams.clone(), caller.projects.clone()), (vec!["core".to_owned()], vec!["apollo".to_owned()]));
     assert_eq!(s.oauth.token(BASE, &exchange, &none).await.unwrap_err().error, "invalid_grant", "single-use code");
 
     // Refresh: rotation, then reuse of the rotated token revokes the family.
@@ -115,7 +126,19 @@ async fn flow(backend: Backend) {
         s.oauth.token(BASE, &p, &none).await.unwrap().refresh_token.unwrap()
     };
     let refresh = |rt: &str| params(&[("grant_type", "refresh_token"), ("client_id", &client), ("refresh_token", rt)]);
-    let rt2 = s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap().refresh_token.unwrap();
+    // Moved to another team: the next refresh carries the change.
+    let changes = services::admin::UserChanges { teams: Some(vec!["growth".into()]), ..Default::default() };
+    s.admin.set_user(&t, "ada@example.com", changes).await.unwrap();
+    let refreshed = s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap();
+    let moved = s.auth.authenticate_header(Some(&format!("Bearer {}", refreshed.access_token)), BASE).await.unwrap();
+    assert_eq!((moved.teams, moved.projects), (vec!["growth".to_owned()], vec!["apollo".to_owned()]));
+    let listed = s.admin.list_users(&t).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!((listed[0].email.as_str(), listed[0].teams.clone()), ("ada@example.com", vec!["growth".to_owned()]));
+    let bad = services::admin::UserChanges { projects: Some(vec!["has space".into()]), ..Default::default() };
+    let e = s.admin.set_user(&t, "ada@example.com", bad).await.unwrap_err();
+    assert_eq!(e.code, domain::ErrorCode::InvalidRequest, "{e:?}");
+    let rt2 = refreshed.refresh_token.unwrap();
     assert_eq!(s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap_err().error, "invalid_grant");
     assert_eq!(s.oauth.token(BASE, &refresh(&rt2), &none).await.unwrap_err().error, "invalid_grant", "family revoked");
 

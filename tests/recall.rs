@@ -335,7 +335,8 @@ const WORDS: [&str; 8] = ["lisbon", "refund", "deploy", "budget", "pager", "cana
 const TEAMS: [&str; 2] = ["core", "growth"];
 const PROJECTS: [&str; 2] = ["apollo", "borealis"];
 
-/// Four principals (each a team and a project of their own, one sharing both), each with
+/// Four principals (each a team and a project of their own, one sharing both; two by
+/// API key, two people signed in through OAuth), each with
 /// personal memory and a session full of the same words, org memory, and team/project
 /// memory; then `searches` random `memory.search` calls by random principals with random
 /// scopes and types: every result must be readable by the caller, a session only its
@@ -344,7 +345,27 @@ async fn isolation(s: Services, searches: usize) {
     let t = tenant(&s, "recall-iso").await;
     let mut callers = Vec::new();
     for i in 0..4 {
-        let c = caller_in(&s, &t, SCOPES, &[TEAMS[i % 2]], &[PROJECTS[i / 2 % 2]]).await;
+        // Two hold API keys with memberships; two are people who signed in through OAuth
+        // (their memberships are their user record's, carried by the access token).
+        let c = if i < 2 {
+            caller_in(&s, &t, SCOPES, &[TEAMS[i % 2]], &[PROJECTS[i / 2 % 2]]).await
+        } else {
+            let c = continuity_tests::oauth_member(
+                &s,
+                &t,
+                &format!("user{i}@example.com"),
+                SCOPES,
+                &[TEAMS[i % 2]],
+                &[PROJECTS[i / 2 % 2]],
+            )
+            .await;
+            assert!(c.credential.starts_with("jwt:"), "{c:?}");
+            assert_eq!(
+                (c.teams.clone(), c.projects.clone()),
+                (vec![TEAMS[i % 2].to_owned()], vec![PROJECTS[i / 2 % 2].to_owned()])
+            );
+            c
+        };
         for w in WORDS {
             ok(&s, &c, "memory.remember", json!({"text": format!("{w} note of caller {i}")})).await;
         }
@@ -366,6 +387,13 @@ async fn isolation(s: Services, searches: usize) {
             scoped_entry(&s, &t, scope.clone(), &format!("m{n}-{w}"), &format!("{w} rule"), START, None).await;
         }
     }
+    // A person signed in through OAuth reads its own team's memory, and not another's.
+    let member = &callers[2];
+    assert_eq!(member.teams, ["core"]);
+    let own = ok(&s, member, "memory.search", json!({"query": "lisbon rule", "scope": "team:core"})).await;
+    assert!(own["results"].as_array().unwrap().iter().any(|r| r["scope"] == "team:core"), "{own}");
+    let e = call(&s, member, "memory.search", json!({"query": "lisbon rule", "scope": "team:growth"})).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::Forbidden);
     let mut rng = rand::rngs::StdRng::seed_from_u64(21);
     let mut seen_foreign_refusal = false;
     for _ in 0..searches {

@@ -52,3 +52,78 @@ pub async fn caller_in(
         .unwrap();
     s.auth.authenticate_token(&key.token, "http://localhost").await.unwrap()
 }
+
+/// A user of `tenant` added with `teams` and `projects` (role member) who signs in
+/// through the OAuth authorization-code flow (PKCE, sign-in page, consent) as an MCP
+/// client would, asking for `scopes`; returns the caller its access token authenticates
+/// as.
+pub async fn oauth_member(
+    s: &services::Services,
+    tenant: &domain::TenantId,
+    email: &str,
+    scopes: &str,
+    teams: &[&str],
+    projects: &[&str],
+) -> domain::principal::CallerContext {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    const BASE: &str = "http://localhost";
+    let params = |pairs: &[(&str, &str)]| {
+        let mut q = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in pairs {
+            q.append_pair(k, v);
+        }
+        services::oauth::Params::parse(q.finish().as_bytes()).unwrap()
+    };
+    let password = "a long enough password 42";
+    s.admin
+        .add_user(services::admin::NewUser {
+            tenant: tenant.clone(),
+            email: email.into(),
+            role: domain::principal::Role::Member,
+            password: password.into(),
+            teams: teams.iter().map(|t| (*t).to_owned()).collect(),
+            projects: projects.iter().map(|p| (*p).to_owned()).collect(),
+        })
+        .await
+        .unwrap();
+    let reg = s
+        .oauth
+        .register(&serde_json::json!({"redirect_uris": ["http://127.0.0.1:9/cb"], "client_name": "a chat client"}))
+        .await
+        .unwrap();
+    let client = reg["client_id"].as_str().unwrap().to_owned();
+    let verifier = format!("{:032x}{:032x}", rand::random::<u128>(), rand::random::<u128>());
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let view = s
+        .oauth
+        .begin_authorize(
+            BASE,
+            &params(&[
+                ("response_type", "code"),
+                ("client_id", &client),
+                ("redirect_uri", "http://127.0.0.1:9/cb"),
+                ("code_challenge", &challenge),
+                ("code_challenge_method", "S256"),
+                ("scope", scopes),
+            ]),
+        )
+        .await
+        .unwrap();
+    let (id, csrf) = (view.pending.id.to_string(), view.csrf.clone().unwrap());
+    s.oauth.login(&id, &csrf, tenant.as_str(), email, password, None).await.unwrap();
+    let to = s.oauth.consent(BASE, &id, &csrf, true).await.unwrap();
+    let code: String = form_urlencoded::parse(to.split_once('?').unwrap().1.as_bytes())
+        .find(|(k, _)| k == "code")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| panic!("no code in {to}"));
+    let exchange = params(&[
+        ("grant_type", "authorization_code"),
+        ("client_id", &client),
+        ("code", &code),
+        ("code_verifier", &verifier),
+        ("redirect_uri", "http://127.0.0.1:9/cb"),
+    ]);
+    let tok = s.oauth.token(BASE, &exchange, &services::oauth::ClientCredentials::default()).await.unwrap();
+    s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap()
+}

@@ -1,7 +1,8 @@
-//! The admin-API Lambda (`AdminFunction`) driven with `events/admin-create-tenant.json`,
-//! as API Gateway delivers it after the authorizer: the operator's admin key creates a
-//! tenant; the same request from a tenant that is not the operator's is refused and
-//! creates nothing.
+//! The admin-API Lambda (`AdminFunction`) driven with `events/admin-create-tenant.json`
+//! and `events/admin-add-user.json`, as API Gateway delivers them after the authorizer:
+//! the operator's admin key creates a tenant, then adds a user with teams and projects;
+//! the same request from a tenant that is not the operator's is refused and creates
+//! nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -40,4 +41,17 @@ async fn the_operator_creates_a_tenant_from_the_event() {
     .unwrap()
     .items;
     assert!(ledger.iter().any(|r| r.action == "admin:tenant.create" && r.actor == "admin-api:operator/owner"), "{ledger:?}");
+
+    // A user with memberships: stored on the user's principal (what its tokens carry).
+    let (status, v) = invoke(&s, continuity_tests::event("admin-add-user.json")).await;
+    assert_eq!(status, 201, "{v}");
+    assert_eq!(v["email"], "ada@globex.example");
+    let users = s.admin.list_users(&TenantId::new("globex").unwrap()).await.unwrap();
+    assert_eq!(users.len(), 1);
+    assert_eq!(
+        (users[0].teams.clone(), users[0].projects.clone()),
+        (vec!["emea".into(), "support".into()], vec!["apollo".into()])
+    );
+    let (status, v) = invoke(&s, continuity_tests::event("admin-add-user.json")).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (409, Some("CONFLICT")), "the e-mail is taken: {v}");
 }

@@ -195,8 +195,18 @@ async fn console_sign_in_sessions_and_csrf() {
     assert_eq!(r.status(), 401);
     // A user signs in with a password: an approver may, a member may not, a wrong
     // password is the one generic refusal.
-    user(&s, "ada@example.com", "approver");
+    let out = cli_with_stdin(
+        &s.home,
+        &["user", "add", "--tenant", "local", "--email", "ada@example.com", "--role", "approver", "--teams", "support,emea"],
+        &format!("{PASSWORD}\n"),
+    );
+    assert!(out.contains("added user ada@example.com (approver, teams emea,support)"), "{out}");
     user(&s, "bob@example.com", "member");
+    let out = cli(&s.home, &["user", "set", "--tenant", "local", "--email", "bob@example.com", "--projects", "apollo"]);
+    assert!(out.contains("changed user bob@example.com"), "{out}");
+    let listed = cli(&s.home, &["user", "list", "--tenant", "local"]);
+    assert!(listed.contains("ada@example.com  approver  active") && listed.contains("teams emea,support"), "{listed}");
+    assert!(listed.contains("bob@example.com  member  active") && listed.contains("projects apollo"), "{listed}");
     let user_login = |email: &'static str, password: &'static str| {
         http.post(format!("{url}/login"))
             .header("cookie", login_cookie.clone())
@@ -214,6 +224,7 @@ async fn console_sign_in_sessions_and_csrf() {
     let ada = set_cookie(&r, "ctn_console").unwrap();
     let page = http.get(&url).header("cookie", &ada).send().await.unwrap().text().await.unwrap();
     assert!(page.contains(&format!("id=\"p-{id}\"")), "the approver user sees the queue");
+    assert!(page.contains("teams <span id=teams>emea, support</span>"), "the console shows the user's teams: {page}");
     assert!(!page.contains(PASSWORD));
 
     // Revoking the approver key ends its console sessions at once.

@@ -95,6 +95,8 @@ pub async fn clients_and_logins(r: Records) {
         role: Role::Member,
         display_name: "Ada".into(),
         created_at: Timestamp(1),
+        teams: Vec::new(),
+        projects: Vec::new(),
     };
     let login = UserLogin {
         tenant: t.clone(),

@@ -131,6 +131,8 @@ pub async fn principals_and_api_keys(r: Records) {
         role: Role::Owner,
         display_name: "Owner".into(),
         created_at: Timestamp(1),
+        teams: Vec::new(),
+        projects: Vec::new(),
     };
     r.create_principal(&p).await.unwrap();
     assert_eq!(r.create_principal(&p).await.unwrap_err().code, ErrorCode::Conflict);

@@ -197,6 +197,21 @@ pub struct TrustedIdp {
     pub jwks_uri: Option<String>,
     /// Or the keys themselves (a JWK Set), for IdPs whose JWKS is not reachable from here.
     pub jwks: Option<serde_json::Value>,
+    /// IdP group → team: a user whose assertion lists the group (its `groups` claim)
+    /// is signed in as a member of the team, besides the teams it has here.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub group_teams: std::collections::BTreeMap<String, String>,
+}
+
+/// The most group mappings one trusted IdP holds.
+pub const MAX_GROUP_MAPPINGS: usize = 256;
+
+impl TrustedIdp {
+    /// The teams `groups` map to, sorted, each once.
+    pub fn teams_of(&self, groups: &[String]) -> Vec<String> {
+        let teams: std::collections::BTreeSet<&String> = groups.iter().filter_map(|g| self.group_teams.get(g)).collect();
+        teams.into_iter().cloned().collect()
+    }
 }
 
 impl TrustedIdp {
@@ -206,6 +221,20 @@ impl TrustedIdp {
     pub fn validate(&self) -> Result<(), Error> {
         if !is_secure_url(&self.issuer) {
             return Err(Error::invalid_field("issuer", "must be an https URL (http only for localhost)"));
+        }
+        if self.group_teams.len() > MAX_GROUP_MAPPINGS {
+            return Err(Error::invalid_field("group_teams", format!("at most {MAX_GROUP_MAPPINGS} mappings")));
+        }
+        for (group, team) in &self.group_teams {
+            if group.is_empty() || group.len() > 256 || group.chars().any(char::is_control) {
+                return Err(Error::invalid_field("group_teams", "a group name is 1-256 characters without control characters"));
+            }
+            crate::Id::new(team.clone()).map_err(|_| {
+                Error::invalid_field(
+                    "group_teams",
+                    format!("{:?} is not a valid team name", team.chars().take(64).collect::<String>()),
+                )
+            })?;
         }
         match (&self.jwks_uri, &self.jwks) {
             (Some(u), None) if is_secure_url(u) => Ok(()),
@@ -261,7 +290,8 @@ mod tests {
 
     #[test]
     fn idps_need_one_key_source() {
-        let mut idp = TrustedIdp { issuer: "https://idp.example.com".into(), jwks_uri: None, jwks: None };
+        let mut idp =
+            TrustedIdp { issuer: "https://idp.example.com".into(), jwks_uri: None, jwks: None, group_teams: Default::default() };
         assert!(idp.validate().is_err());
         idp.jwks = Some(serde_json::json!({"keys": []}));
         assert!(idp.validate().is_ok());

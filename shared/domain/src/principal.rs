@@ -132,6 +132,44 @@ pub struct Principal {
     pub role: Role,
     pub display_name: String,
     pub created_at: Timestamp,
+    /// Teams whose team memory this user reads (and whose team scope it may write to
+    /// where its scopes allow): carried by the access tokens it signs in for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub teams: Vec<String>,
+    /// Projects it belongs to (project memory, the engineering records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<String>,
+}
+
+/// The most teams or projects one principal or key belongs to.
+pub const MAX_MEMBERSHIPS: usize = 64;
+
+/// Checks a list of team or project names (`field` names the list in the error): each
+/// a valid id, at most [`MAX_MEMBERSHIPS`]; returns them sorted, each once.
+///
+/// # Errors
+/// `INVALID_REQUEST` naming the first bad name.
+pub fn memberships(field: &str, names: Vec<String>) -> Result<Vec<String>, Error> {
+    let mut out: Vec<String> = Vec::with_capacity(names.len());
+    for name in names {
+        let name = name.trim().to_owned();
+        if Id::new(name.clone()).is_err() {
+            return Err(Error::invalid_field(
+                field,
+                format!(
+                    "{:?} is not a valid name (1-128 characters, no spaces, '#' or '/')",
+                    name.chars().take(64).collect::<String>()
+                ),
+            ));
+        }
+        out.push(name);
+    }
+    out.sort();
+    out.dedup();
+    if out.len() > MAX_MEMBERSHIPS {
+        return Err(Error::invalid_field(field, format!("at most {MAX_MEMBERSHIPS} names")));
+    }
+    Ok(out)
 }
 
 /// A stored API key. The secret itself is never stored: only its SHA-256 digest, and

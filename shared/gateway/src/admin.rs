@@ -10,7 +10,7 @@
 //! | `GET /v1/admin/tenants`, `POST /v1/admin/tenants` | list, create (operator) |
 //! | `GET`/`PATCH /v1/admin/tenants/{tenant}` | show, change |
 //! | `GET`/`POST /v1/admin/tenants/{tenant}/keys`, `DELETE …/keys/{key}` | API keys |
-//! | `POST …/users`, `PATCH …/users/{email}` | add a user (with a password), set role / disable |
+//! | `GET`/`POST …/users`, `PATCH …/users/{email}` | list users, add one (with a password, teams, projects), set role / memberships / disable |
 //! | `POST …/clients`, `PUT …/clients/{client}/toolsets` | service clients |
 //! | `POST …/idps`, `DELETE …/idps?issuer=…` | trusted identity providers |
 //! | `PUT /v1/admin/entities/{type}/{id}` | seed one entity (the caller's tenant) |
@@ -24,7 +24,7 @@ use domain::tenant::{Department, Industry, PlanTier, StorageTier};
 use domain::{Id, TenantId};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use services::admin::{AdminApi, KeyRequest, NewServiceClient, NewTenant, NewUser, TenantChanges};
+use services::admin::{AdminApi, KeyRequest, NewServiceClient, NewTenant, NewUser, TenantChanges, UserChanges};
 
 use crate::body::StrictJson;
 use crate::error::ApiError;
@@ -193,6 +193,11 @@ pub struct AddUser {
     role: String,
     /// Taken like the CLI's stdin: never echoed, logged or stored but as its hash.
     password: String,
+    /// Teams and projects the user belongs to (its access tokens carry them).
+    #[serde(default)]
+    teams: Vec<String>,
+    #[serde(default)]
+    projects: Vec<String>,
 }
 
 pub async fn add_user(
@@ -202,7 +207,14 @@ pub async fn add_user(
     StrictJson(b): StrictJson<AddUser>,
 ) -> Result<Response, ApiError> {
     let api = api(&state, &caller).await?;
-    let user = NewUser { tenant: tenant_id(&tenant)?, email: b.email.clone(), role: Role::parse(&b.role)?, password: b.password };
+    let user = NewUser {
+        tenant: tenant_id(&tenant)?,
+        email: b.email.clone(),
+        role: Role::parse(&b.role)?,
+        password: b.password,
+        teams: b.teams,
+        projects: b.projects,
+    };
     let id = api.add_user(user).await?;
     Ok((StatusCode::CREATED, Json(json!({ "principal": id.as_str(), "email": b.email.trim().to_ascii_lowercase() })))
         .into_response())
@@ -213,6 +225,18 @@ pub async fn add_user(
 pub struct SetUser {
     role: Option<String>,
     disabled: Option<bool>,
+    /// Replaces the user's teams (`[]` removes every one); absent: unchanged.
+    teams: Option<Vec<String>>,
+    projects: Option<Vec<String>>,
+}
+
+pub async fn list_users(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let users = api(&state, &caller).await?.list_users(&tenant_id(&tenant)?).await?;
+    Ok(Json(json!({ "users": users })).into_response())
 }
 
 pub async fn set_user(
@@ -223,7 +247,8 @@ pub async fn set_user(
 ) -> Result<Response, ApiError> {
     let api = api(&state, &caller).await?;
     let role = b.role.as_deref().map(Role::parse).transpose()?;
-    api.set_user(&tenant_id(&tenant)?, &email, role, b.disabled).await?;
+    let changes = UserChanges { role, disabled: b.disabled, teams: b.teams, projects: b.projects };
+    api.set_user(&tenant_id(&tenant)?, &email, changes).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -282,6 +307,9 @@ pub struct AddIdp {
     issuer: String,
     jwks_uri: Option<String>,
     jwks: Option<Value>,
+    /// IdP group → team (`{"eng-platform": "platform"}`).
+    #[serde(default)]
+    group_teams: std::collections::BTreeMap<String, String>,
 }
 
 pub async fn add_idp(
@@ -291,7 +319,7 @@ pub async fn add_idp(
     StrictJson(b): StrictJson<AddIdp>,
 ) -> Result<Response, ApiError> {
     let api = api(&state, &caller).await?;
-    let idp = domain::oauth::TrustedIdp { issuer: b.issuer, jwks_uri: b.jwks_uri, jwks: b.jwks };
+    let idp = domain::oauth::TrustedIdp { issuer: b.issuer, jwks_uri: b.jwks_uri, jwks: b.jwks, group_teams: b.group_teams };
     let t = api.trust_idp(&tenant_id(&tenant)?, idp).await?;
     Ok((StatusCode::CREATED, Json(tenant_json(&t))).into_response())
 }

@@ -269,7 +269,7 @@ async fn list_page(
         status,
         "Approvals",
         &format!(
-            "<header><h1>Approvals</h1><form method=post action=\"{b}/approvals/logout\"><small>{who} · workspace {tenant}</small> \
+            "<header><h1>Approvals</h1><form method=post action=\"{b}/approvals/logout\"><small>{who} · workspace {tenant}{memberships}</small> \
              <input type=hidden name=csrf value=\"{csrf}\"><button type=submit>Sign out</button></form></header>\
              {notice}<p>Proposals wait here when triage scored them between the tenant's bars, or found them contradicting \
              an active entry. Nothing is ever approved by waiting: a proposal nobody decides expires and is escalated.</p>\
@@ -277,9 +277,22 @@ async fn list_page(
             b = esc(base),
             who = esc(caller.principal.as_str()),
             tenant = esc(caller.tenant.as_str()),
+            memberships = memberships(caller),
             csrf = esc(csrf),
         ),
     )
+}
+
+/// ` · teams a, b · projects p` for the header (escaped; nothing for none).
+fn memberships(caller: &CallerContext) -> String {
+    let mut out = String::new();
+    if !caller.teams.is_empty() {
+        out.push_str(&format!(" · teams <span id=teams>{}</span>", esc(&caller.teams.join(", "))));
+    }
+    if !caller.projects.is_empty() {
+        out.push_str(&format!(" · projects <span id=projects>{}</span>", esc(&caller.projects.join(", "))));
+    }
+    out
 }
 
 async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {

@@ -260,11 +260,20 @@ fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response
 fn consent_page(view: &PendingView, csrf: &str) -> Response {
     let scopes: String = view.pending.scopes.0.iter().map(|s| format!("<li><code>{}</code></li>", esc(s.as_str()))).collect();
     let (tenant, _) = view.pending.user.clone().unzip();
+    let names = |v: &[String]| v.iter().map(|n| format!("<code>{}</code>", esc(n))).collect::<Vec<_>>().join(", ");
+    let mut reach = String::new();
+    if !view.teams.is_empty() {
+        reach.push_str(&format!("<li>the memory of your teams: {}</li>", names(&view.teams)));
+    }
+    if !view.projects.is_empty() {
+        reach.push_str(&format!("<li>the memory and records of your projects: {}</li>", names(&view.projects)));
+    }
+    let reach = if reach.is_empty() { String::new() } else { format!("<p>As you, it will reach:</p><ul>{reach}</ul>") };
     page(
         StatusCode::OK,
         "Allow access?",
         &format!(
-            "<p><strong>{client}</strong> asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>\
+            "<p><strong>{client}</strong> asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>{reach}\
              <p>It will be sent back to <code>{redirect}</code>.</p>\
              <form method=post action=\"authorize\">\
              <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\

@@ -168,7 +168,7 @@ async fn scenario(backend: Backend) {
         "POST",
         &format!("{base}/users"),
         &admin,
-        Some(json!({"email": "Ada@Globex.example", "role": "member", "password": password})),
+        Some(json!({"email": "Ada@Globex.example", "role": "member", "password": password, "teams": ["support"], "projects": ["apollo"]})),
     )
     .await;
     assert_eq!(status, 201, "{v}");
@@ -179,10 +179,21 @@ async fn scenario(backend: Backend) {
         "PATCH",
         &format!("{base}/users/ada@globex.example"),
         &admin,
-        Some(json!({"role": "approver", "disabled": true})),
+        Some(json!({"role": "approver", "disabled": true, "teams": ["support", "emea"]})),
     )
     .await;
     assert_eq!(status, 204);
+    let (status, v) = call(&app, "GET", &format!("{base}/users"), &admin, None).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        v["users"],
+        json!([{"email": "ada@globex.example", "principal": v["users"][0]["principal"], "role": "approver", "disabled": true,
+                "teams": ["emea", "support"], "projects": ["apollo"]}]),
+        "memberships replaced whole, projects unchanged; never a password hash"
+    );
+    let (status, v) =
+        call(&app, "PATCH", &format!("{base}/users/ada@globex.example"), &admin, Some(json!({"projects": ["no/slashes"]}))).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (400, Some("INVALID_REQUEST")), "{v}");
     let login = s.backend.records.get_login(&t, "ada@globex.example").await.unwrap().unwrap();
     assert!(login.disabled && login.role == domain::principal::Role::Approver);
     let check = s.oauth.check_password(t.as_str(), "ada@globex.example", password, None).await.unwrap();

@@ -99,7 +99,14 @@ impl Fixture {
     }
 
     async fn user(&self, tenant: &str, email: &str, role: Role) -> Id {
-        let u = NewUser { tenant: TenantId::new(tenant).unwrap(), email: email.into(), role, password: PASSWORD.into() };
+        let u = NewUser {
+            tenant: TenantId::new(tenant).unwrap(),
+            email: email.into(),
+            role,
+            password: PASSWORD.into(),
+            teams: vec![],
+            projects: vec![],
+        };
         self.services.admin.add_user(u).await.unwrap()
     }
 
@@ -803,7 +810,19 @@ async fn enterprise_sign_in_with_an_id_jag() {
     let acme = TenantId::new("acme").unwrap();
     f.services
         .admin
-        .trust_idp(&acme, domain::oauth::TrustedIdp { issuer: issuer.into(), jwks_uri: Some(jwks_uri), jwks: None })
+        .trust_idp(
+            &acme,
+            domain::oauth::TrustedIdp {
+                issuer: issuer.into(),
+                jwks_uri: Some(jwks_uri),
+                jwks: None,
+                // The tenant maps two of the IdP's groups to teams.
+                group_teams: [("eng-platform", "platform"), ("sales-emea", "sales")]
+                    .into_iter()
+                    .map(|(g, t)| (g.to_owned(), t.to_owned()))
+                    .collect(),
+            },
+        )
         .await
         .unwrap();
     let c = f
@@ -847,7 +866,8 @@ async fn enterprise_sign_in_with_an_id_jag() {
             .await
         }
     };
-    let good = assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({})));
+    let good =
+        assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"groups": ["eng-platform", "unmapped", "eng-platform"]})));
     let r = grant(good.clone()).await;
     assert_eq!(r.status, 200, "{}", r.text());
     let t = r.json();
@@ -859,13 +879,20 @@ async fn enterprise_sign_in_with_an_id_jag() {
     let ada = f.services.backend.records.get_login(&acme, "ada@example.com").await.unwrap().unwrap();
     use ports::oauth::OAuthStore as _;
     assert_eq!(sub["sub"], ada.principal.as_str(), "mapped to the local user by its verified e-mail");
+    assert_eq!(sub["teams"], json!(["platform"]), "the IdP group maps to its team, unmapped groups to nothing: {sub}");
     // An unverified e-mail links nothing: the user is the IdP subject's own principal.
-    let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"email_verified": false})))).await;
+    let r =
+        grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"email_verified": false, "groups": "sales-emea"}))))
+            .await;
     let t = r.json();
     let sub: Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(t["access_token"].as_str().unwrap().split('.').nth(1).unwrap()).unwrap())
             .unwrap();
     assert!(sub["sub"].as_str().unwrap().starts_with("sso-"), "{sub}");
+    assert_eq!(sub["teams"], json!(["sales"]), "a single group as a string maps too: {sub}");
+    let caller =
+        f.services.auth.authenticate_header(Some(&format!("Bearer {}", t["access_token"].as_str().unwrap())), BASE).await;
+    assert_eq!(caller.map(|c| c.teams).ok(), Some(vec!["sales".to_owned()]), "the team reaches the caller");
     // An asserted scope with only unknown words grants nothing.
     let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"scope": "openid profile"})))).await;
     assert_eq!(r.json()["error"], "invalid_scope", "{}", r.text());

@@ -62,6 +62,8 @@ impl Fixture {
             role: domain::principal::Role::Member,
             display_name: id.into(),
             created_at: Timestamp(1),
+            teams: Vec::new(),
+            projects: Vec::new(),
         };
         self.services.backend.records.create_principal(&p).await.unwrap();
     }

@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 use domain::oauth::{AuthCode, OAuthClient, PendingAuthorization, RefreshFamily, RefreshToken, UserLogin};
 use domain::principal::Principal;
-use domain::{Error, ErrorCode, Id, Result, TenantId, Timestamp};
+use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId, Timestamp};
 
 use crate::items::{Condition, REGISTRY_TENANT, Write};
 use crate::records::{Records, decode, encode, put};
@@ -74,6 +74,11 @@ pub trait OAuthStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn get_login(&self, tenant: &TenantId, email: &str) -> Result<Option<UserLogin>>;
+    /// A tenant's logins, by e-mail.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn list_logins(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<UserLogin>>;
 
     /// Stores a pending login; `expected` is the stored version to replace (`None`: create).
     /// Returns the new version.
@@ -217,6 +222,10 @@ impl OAuthStore for Records {
             return Ok(None);
         }
         self.get_one(tenant.as_str(), LOGIN, &email).await
+    }
+
+    async fn list_logins(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<UserLogin>> {
+        self.page(tenant.as_str(), LOGIN, "", page, false).await
     }
 
     async fn put_pending(&self, pending: &PendingAuthorization, expected: Option<u64>) -> Result<u64> {

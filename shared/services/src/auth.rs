@@ -183,8 +183,8 @@ impl Authenticator {
                 principal: login.principal,
                 scopes: domain::principal::Scopes([decide].into_iter().collect()),
                 plan,
-                teams: Vec::new(),
-                projects: Vec::new(),
+                teams: principal.teams.clone(),
+                projects: principal.projects.clone(),
                 credential: format!("console:user:{}", principal.id),
                 toolsets: domain::principal::Toolsets::default(),
             })

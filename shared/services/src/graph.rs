@@ -29,11 +29,45 @@ const MAX_CACHED_GRAPHS: usize = 256;
 /// seen within this time.
 const REVALIDATE_AFTER: Duration = Duration::from_millis(1000);
 
+/// An entity of a graph in memory with its JSON, written once when the entity is
+/// stored: a read's text is then these strings joined (a broad search's answer is
+/// hundreds of entities, and escaping their strings again on every read dominated it).
+#[derive(Debug)]
+pub struct Node {
+    entity: GraphEntity,
+    json: Box<str>,
+}
+
+impl Node {
+    pub fn new(entity: GraphEntity) -> Self {
+        let json = serde_json::to_string(&entity).unwrap_or_default().into_boxed_str();
+        Self { entity, json }
+    }
+
+    /// The entity as `serde_json::to_string` writes it.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+}
+
+impl std::ops::Deref for Node {
+    type Target = GraphEntity;
+    fn deref(&self) -> &GraphEntity {
+        &self.entity
+    }
+}
+
+impl serde::Serialize for Node {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        self.entity.serialize(s)
+    }
+}
+
 /// One graph in memory, with lower-cased search text per entity. Entities are shared
 /// with the answers that hold them (no copy per read).
 struct Graph {
     version: u64,
-    entities: Vec<Arc<GraphEntity>>,
+    entities: Vec<Arc<Node>>,
     index: HashMap<String, usize>,
     haystacks: Vec<String>,
     /// Every haystack in entity order, NUL-separated, built on the first search after a
@@ -104,12 +138,12 @@ impl Graph {
         self.joined = OnceLock::new();
         match self.index.get(&e.name) {
             Some(&i) => {
-                self.entities[i] = Arc::new(e);
+                self.entities[i] = Arc::new(Node::new(e));
                 self.haystacks[i] = hay;
             }
             None => {
                 self.index.insert(e.name.clone(), self.entities.len());
-                self.entities.push(Arc::new(e));
+                self.entities.push(Arc::new(Node::new(e)));
                 self.haystacks.push(hay);
             }
         }
@@ -127,15 +161,15 @@ impl Graph {
     }
 
     fn get(&self, name: &str) -> Option<&GraphEntity> {
-        self.index.get(name).map(|&i| &*self.entities[i])
+        self.index.get(name).map(|&i| &**self.entities[i])
     }
 
-    fn get_shared(&self, name: &str) -> Option<&Arc<GraphEntity>> {
+    fn get_shared(&self, name: &str) -> Option<&Arc<Node>> {
         self.index.get(name).map(|&i| &self.entities[i])
     }
 
     /// The entities whose name, type or an observation holds `query` (any case).
-    fn search(&self, query: &str) -> Vec<&Arc<GraphEntity>> {
+    fn search(&self, query: &str) -> Vec<&Arc<Node>> {
         let q = query.to_lowercase();
         if q.contains('\0') {
             // Could match across the joined text's separators: one haystack at a time.
@@ -155,7 +189,7 @@ impl Graph {
     /// The entities picked and every relation with at least one end among them (the
     /// 2026 reference's filter: a found node's connections to nodes outside the answer
     /// are part of it).
-    fn subgraph(&self, picked: Vec<&Arc<GraphEntity>>) -> Subgraph {
+    fn subgraph(&self, picked: Vec<&Arc<Node>>) -> Subgraph {
         let relations = if self.relations.is_empty() {
             Vec::new()
         } else {
@@ -170,7 +204,7 @@ impl Graph {
 /// touching them.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Subgraph {
-    pub entities: Vec<Arc<GraphEntity>>,
+    pub entities: Vec<Arc<Node>>,
     pub relations: Vec<GraphRelation>,
 }
 
@@ -551,7 +585,7 @@ impl GraphService {
             }
             "open_nodes" => {
                 let names: Vec<String> = list_arg(&args, "names")?;
-                let picked: Vec<&Arc<GraphEntity>> = names.iter().filter_map(|n| g.get_shared(n)).collect();
+                let picked: Vec<&Arc<Node>> = names.iter().filter_map(|n| g.get_shared(n)).collect();
                 g.subgraph(picked)
             }
             other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph read tool {other}"))),
@@ -627,7 +661,7 @@ mod tests {
         }
     }
 
-    fn names(found: &[&Arc<GraphEntity>]) -> Vec<String> {
+    fn names(found: &[&Arc<Node>]) -> Vec<String> {
         found.iter().map(|e| e.name.clone()).collect()
     }
 

@@ -3,7 +3,7 @@
 //! sign access tokens).
 
 use anyhow::anyhow;
-use services::admin::{AdminService, KeyRequest, NewServiceClient, NewUser};
+use services::admin::{AdminService, KeyRequest, NewServiceClient, NewUser, UserChanges};
 
 use super::{ClientCommand, KeyCommand, SigningKeyCommand, UserCommand, domain_err};
 
@@ -31,23 +31,54 @@ pub(super) async fn keys(admin: &AdminService, command: KeyCommand) -> anyhow::R
 
 pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow::Result<()> {
     match command {
-        UserCommand::Add { tenant, email, role } => {
+        UserCommand::Add { tenant, email, role, teams, projects } => {
+            // Names are checked before the password is asked for.
+            let teams = domain::principal::memberships("teams", teams).map_err(domain_err)?;
+            let projects = domain::principal::memberships("projects", projects).map_err(domain_err)?;
             let password = read_password(&format!("Password for {email}: "))?;
+            let shown = memberships_line(&teams, &projects);
             let id = admin
-                .add_user(NewUser { tenant: tenant.clone(), email: email.clone(), role, password })
+                .add_user(NewUser { tenant: tenant.clone(), email: email.clone(), role, password, teams, projects })
                 .await
                 .map_err(domain_err)?;
-            println!("added user {email} ({role}) to tenant {tenant} as principal {id}");
+            println!("added user {email} ({role}{shown}) to tenant {tenant} as principal {id}");
         }
-        UserCommand::Set { tenant, email, role, disabled } => {
-            if role.is_none() && disabled.is_none() {
-                return Err(anyhow::anyhow!("nothing to change: give --role and/or --disabled true|false"));
+        UserCommand::Set { tenant, email, role, disabled, teams, projects } => {
+            if role.is_none() && disabled.is_none() && teams.is_none() && projects.is_none() {
+                return Err(anyhow::anyhow!("nothing to change: give --role, --disabled true|false, --teams and/or --projects"));
             }
-            admin.set_user(&tenant, &email, role, disabled).await.map_err(domain_err)?;
+            // `--teams ''` is one empty name: no teams.
+            let none_if_blank = |v: Vec<String>| v.into_iter().filter(|n| !n.trim().is_empty()).collect::<Vec<_>>();
+            let changes = UserChanges { role, disabled, teams: teams.map(none_if_blank), projects: projects.map(none_if_blank) };
+            admin.set_user(&tenant, &email, changes).await.map_err(domain_err)?;
             println!("changed user {email} of tenant {tenant}");
+        }
+        UserCommand::List { tenant } => {
+            for u in admin.list_users(&tenant).await.map_err(domain_err)? {
+                let state = if u.disabled { "disabled" } else { "active" };
+                println!(
+                    "{}  {}  {state}  principal={}{}",
+                    u.email,
+                    u.role,
+                    u.principal,
+                    memberships_line(&u.teams, &u.projects)
+                );
+            }
         }
     }
     Ok(())
+}
+
+/// `, teams a,b, projects p` (nothing for none).
+fn memberships_line(teams: &[String], projects: &[String]) -> String {
+    let mut out = String::new();
+    if !teams.is_empty() {
+        out.push_str(&format!(", teams {}", teams.join(",")));
+    }
+    if !projects.is_empty() {
+        out.push_str(&format!(", projects {}", projects.join(",")));
+    }
+    out
 }
 
 pub(super) async fn clients(admin: &AdminService, command: ClientCommand) -> anyhow::Result<()> {

@@ -221,9 +221,16 @@ enum UserCommand {
         email: String,
         #[arg(long, default_value = "member")]
         role: Role,
+        /// Teams the user belongs to (comma-separated): its sign-ins read their team memory.
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
+        /// Projects the user belongs to (comma-separated): project memory, engineering records.
+        #[arg(long, value_delimiter = ',')]
+        projects: Vec<String>,
     },
-    /// Change a user's role, or disable (or re-enable) them: a disabled user cannot sign
-    /// in, refresh a token or keep a console session.
+    /// Change a user's role or memberships, or disable (or re-enable) them: a disabled
+    /// user cannot sign in, refresh a token or keep a console session. Memberships reach
+    /// the user's tokens at the next sign-in or refresh.
     Set {
         #[arg(long)]
         tenant: TenantId,
@@ -234,6 +241,17 @@ enum UserCommand {
         /// `true` to disable, `false` to enable again.
         #[arg(long)]
         disabled: Option<bool>,
+        /// Replace the user's teams (comma-separated; `--teams ''` removes every one).
+        #[arg(long, value_delimiter = ',')]
+        teams: Option<Vec<String>>,
+        /// Replace the user's projects (comma-separated; `--projects ''` removes every one).
+        #[arg(long, value_delimiter = ',')]
+        projects: Option<Vec<String>>,
+    },
+    /// List a tenant's users: e-mail, role, state, teams and projects.
+    List {
+        #[arg(long)]
+        tenant: TenantId,
     },
 }
 
@@ -289,6 +307,10 @@ enum IdpCommand {
         /// A JWK Set file, for an IdP whose JWKS is not reachable from here.
         #[arg(long)]
         jwks_file: Option<PathBuf>,
+        /// Map an IdP group to a team, `GROUP=TEAM` (repeatable): a user whose assertion
+        /// lists the group in its `groups` claim signs in as a member of the team.
+        #[arg(long = "map-group", value_name = "GROUP=TEAM")]
+        map_group: Vec<String>,
     },
     /// Stop trusting an identity provider.
     Remove {

@@ -64,7 +64,14 @@ pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow:
                 t.id, t.plan, t.department, t.industry, t.storage_tier, t.version
             );
         }
-        TenantCommand::Idp(IdpCommand::Add { tenant, issuer, jwks_uri, jwks_file }) => {
+        TenantCommand::Idp(IdpCommand::Add { tenant, issuer, jwks_uri, jwks_file, map_group }) => {
+            let mut group_teams = std::collections::BTreeMap::new();
+            for m in map_group {
+                let (group, team) = m
+                    .rsplit_once('=')
+                    .ok_or_else(|| anyhow!("--map-group {m:?}: write it GROUP=TEAM (e.g. eng-platform=platform)"))?;
+                group_teams.insert(group.trim().to_owned(), team.trim().to_owned());
+            }
             let jwks = match jwks_file {
                 Some(f) => Some(
                     serde_json::from_str(&std::fs::read_to_string(&f).map_err(|e| anyhow!("reading {}: {e}", f.display()))?)
@@ -72,9 +79,14 @@ pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow:
                 ),
                 None => None,
             };
-            let idp = TrustedIdp { issuer: issuer.clone(), jwks_uri, jwks };
+            let mapped = group_teams.len();
+            let idp = TrustedIdp { issuer: issuer.clone(), jwks_uri, jwks, group_teams };
             let t = admin.trust_idp(&tenant, idp).await.map_err(domain_err)?;
-            println!("tenant {} now trusts {issuer} ({} trusted IdPs)", t.id, t.trusted_idps.len());
+            println!(
+                "tenant {} now trusts {issuer} ({} trusted IdPs; {mapped} groups mapped to teams)",
+                t.id,
+                t.trusted_idps.len()
+            );
         }
         TenantCommand::Idp(IdpCommand::Remove { tenant, issuer }) => {
             let t = admin.distrust_idp(&tenant, &issuer).await.map_err(domain_err)?;

@@ -144,9 +144,18 @@ impl AdminApi {
 
     /// # Errors
     /// `FORBIDDEN`; as [`AdminService::set_user`].
-    pub async fn set_user(&self, tenant: &TenantId, email: &str, role: Option<Role>, disabled: Option<bool>) -> Result<()> {
+    pub async fn set_user(&self, tenant: &TenantId, email: &str, changes: UserChanges) -> Result<()> {
         self.check(tenant)?;
-        self.admin.set_user(tenant, email, role, disabled).await
+        self.admin.set_user(tenant, email, changes).await
+    }
+
+    /// The tenant's users (e-mail, role, disabled, memberships), by e-mail.
+    ///
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::list_users`].
+    pub async fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserView>> {
+        self.check(tenant)?;
+        self.admin.list_users(tenant).await
     }
 
     /// # Errors
@@ -196,13 +205,41 @@ pub struct NewTenant {
     pub industry: domain::tenant::Industry,
 }
 
+/// One user as the admin API and the CLI list it (never the password hash).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct UserView {
+    pub email: String,
+    pub principal: Id,
+    pub role: Role,
+    pub disabled: bool,
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
+}
+
+/// The most users one listing returns.
+const MAX_LISTED_USERS: usize = 10_000;
+
+/// What `set_user` changes (absent: unchanged). Memberships are replaced whole.
+#[derive(Debug, Clone, Default)]
+pub struct UserChanges {
+    pub role: Option<Role>,
+    pub disabled: Option<bool>,
+    pub teams: Option<Vec<String>>,
+    pub projects: Option<Vec<String>>,
+}
+
 impl AdminService {
-    /// Changes a user's role and/or disables (or re-enables) them. A disabled user cannot
-    /// sign in, refresh a token or use a console session (each is checked again).
+    /// Changes a user's role, memberships, and/or disables (or re-enables) them. A
+    /// disabled user cannot sign in, refresh a token or use a console session (each is
+    /// checked again); changed memberships reach its tokens at the next sign-in or
+    /// refresh (an access token already issued keeps its own for at most an hour).
     ///
     /// # Errors
     /// `NOT_FOUND` for an unknown user; `UNAVAILABLE`.
-    pub async fn set_user(&self, tenant: &TenantId, email: &str, role: Option<Role>, disabled: Option<bool>) -> Result<()> {
+    pub async fn set_user(&self, tenant: &TenantId, email: &str, changes: UserChanges) -> Result<()> {
+        let UserChanges { role, disabled, teams, projects } = changes;
+        let teams = teams.map(|t| domain::principal::memberships("teams", t)).transpose()?;
+        let projects = projects.map(|p| domain::principal::memberships("projects", p)).transpose()?;
         let records = &self.backend.records;
         let mut login = records.get_login(tenant, email).await?.ok_or_else(|| Error::not_found(format!("user {email}")))?;
         let mut principal =
@@ -214,9 +251,52 @@ impl AdminService {
         if let Some(d) = disabled {
             login.disabled = d;
         }
+        if let Some(t) = teams {
+            principal.teams = t;
+        }
+        if let Some(p) = projects {
+            principal.projects = p;
+        }
         records.update_login(&login, &principal).await?;
-        let outcome = format!("role {}{}", login.role.as_str(), if login.disabled { ", disabled" } else { "" });
+        let outcome = format!(
+            "role {}{}{}",
+            login.role.as_str(),
+            if login.disabled { ", disabled" } else { "" },
+            super::identity::shown_memberships(&principal)
+        );
         self.audited(tenant, "admin:user.set", &login.email, &outcome).await;
         Ok(())
+    }
+
+    /// The tenant's users with their role and memberships, by e-mail (at most 10 000).
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn list_users(&self, tenant: &TenantId) -> Result<Vec<UserView>> {
+        self.show_tenant(tenant).await?;
+        let records = &self.backend.records;
+        let mut out = Vec::new();
+        let mut page = domain::PageRequest::first(200);
+        loop {
+            let p = records.list_logins(tenant, &page).await?;
+            for login in p.items {
+                let member = records.get_principal(tenant, &login.principal).await?;
+                let (teams, projects) = member.map(|m| (m.teams, m.projects)).unwrap_or_default();
+                out.push(UserView {
+                    email: login.email,
+                    principal: login.principal,
+                    role: login.role,
+                    disabled: login.disabled,
+                    teams,
+                    projects,
+                });
+            }
+            match p.next_cursor {
+                Some(c) if out.len() < MAX_LISTED_USERS => page.cursor = Some(c),
+                _ => break,
+            }
+        }
+        out.truncate(MAX_LISTED_USERS);
+        Ok(out)
     }
 }

@@ -17,6 +17,9 @@ pub struct NewUser {
     pub email: String,
     pub role: Role,
     pub password: String,
+    /// Teams and projects the user belongs to (carried by its access tokens).
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
 }
 
 /// A new confidential client bound to a tenant (`continuity client create`).
@@ -80,6 +83,8 @@ impl AdminService {
             role: Role::Member,
             display_name: req.name.clone(),
             created_at: self.backend.clock.now(),
+            teams: Vec::new(),
+            projects: Vec::new(),
         };
         self.backend.records.create_principal(&principal).await?;
         let client = OAuthClient {
@@ -117,6 +122,8 @@ impl AdminService {
         if !valid {
             return Err(Error::invalid_field("email", "must be an e-mail address"));
         }
+        let teams = domain::principal::memberships("teams", user.teams)?;
+        let projects = domain::principal::memberships("projects", user.projects)?;
         let hash = crate::oauth::password::hash(&user.password)?;
         let id = crate::new_id(&self.backend);
         let principal = Principal {
@@ -126,6 +133,8 @@ impl AdminService {
             role: user.role,
             display_name: email.clone(),
             created_at: self.backend.clock.now(),
+            teams,
+            projects,
         };
         let login = UserLogin {
             tenant: user.tenant,
@@ -138,7 +147,19 @@ impl AdminService {
         };
         let (tenant, role) = (login.tenant.clone(), login.role);
         self.backend.records.create_login(&login, &principal).await?;
-        self.audited(&tenant, "admin:user.add", id.as_str(), &format!("role {role}")).await;
+        self.audited(&tenant, "admin:user.add", id.as_str(), &format!("role {role}{}", shown_memberships(&principal))).await;
         Ok(id)
     }
+}
+
+/// `; teams a,b; projects p` for an audit outcome (nothing when it has none).
+pub(crate) fn shown_memberships(p: &Principal) -> String {
+    let mut out = String::new();
+    if !p.teams.is_empty() {
+        out.push_str(&format!("; teams {}", p.teams.join(",")));
+    }
+    if !p.projects.is_empty() {
+        out.push_str(&format!("; projects {}", p.projects.join(",")));
+    }
+    out
 }

@@ -9,7 +9,7 @@
 pub mod api;
 pub mod identity;
 
-pub use api::{AdminApi, NewTenant};
+pub use api::{AdminApi, NewTenant, UserChanges, UserView};
 pub use identity::{IssuedClient, NewServiceClient, NewUser};
 
 use domain::principal::{ApiKeyRecord, CallerContext, Principal, PrincipalKind, Role, Scopes};
@@ -234,6 +234,8 @@ impl AdminService {
                     role: Role::Member,
                     display_name: format!("API key {key_id}"),
                     created_at: now,
+                    teams: Vec::new(),
+                    projects: Vec::new(),
                 };
                 self.backend.records.create_principal(&p).await?;
                 p.id
@@ -315,6 +317,8 @@ impl AdminService {
             role: Role::Owner,
             display_name: "Owner".into(),
             created_at: self.backend.clock.now(),
+            teams: Vec::new(),
+            projects: Vec::new(),
         };
         self.backend.records.create_principal(&owner).await?;
         self.create_key(KeyRequest {

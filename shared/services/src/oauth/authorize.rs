@@ -85,7 +85,7 @@ impl OAuthService {
             failed_logins: 0,
         };
         self.backend.records.put_pending(&pending, None).await?;
-        Ok(PendingView { pending, client_name: client.client_name, csrf: Some(csrf) })
+        Ok(PendingView { pending, client_name: client.client_name, csrf: Some(csrf), teams: Vec::new(), projects: Vec::new() })
     }
 
     /// RFC 8707: the resource must be us (the MCP URL or the API base); absent means the
@@ -246,7 +246,13 @@ impl OAuthService {
     ) -> std::result::Result<LoginOutcome, AuthorizeError> {
         let (mut p, v) = self.pending(pending_id, csrf).await?;
         let client_name = self.client_name(&p.client_id).await?;
-        let view = |p: PendingAuthorization| PendingView { pending: p, client_name: client_name.clone(), csrf: None };
+        let view = |p: PendingAuthorization| PendingView {
+            pending: p,
+            client_name: client_name.clone(),
+            csrf: None,
+            teams: Vec::new(),
+            projects: Vec::new(),
+        };
         let wrong = "Unknown workspace, e-mail or password.".to_owned();
         if p.failed_logins >= MAX_FAILED_LOGINS {
             return Err(AuthorizeError::Page(OAuthError::new(
@@ -284,7 +290,9 @@ impl OAuthService {
         p.user = Some((login.tenant.clone(), login.principal.clone()));
         self.backend.records.put_pending(&p, Some(v)).await?;
         tracing::info!(tenant = %login.tenant, principal = %login.principal, "signed in for consent");
-        Ok(LoginOutcome::Consent(view(p)))
+        let member = self.backend.records.get_principal(&login.tenant, &login.principal).await?;
+        let (teams, projects) = member.map(|m| (m.teams, m.projects)).unwrap_or_default();
+        Ok(LoginOutcome::Consent(PendingView { teams, projects, ..view(p) }))
     }
 
     async fn client_name(&self, id: &Id) -> Result<String> {
@@ -319,11 +327,10 @@ impl OAuthService {
             pairs.push(("error", "access_denied".into()));
             pairs.push(("error_description", "the user declined".into()));
         } else {
-            let role = self.backend.records.get_principal(&tenant, &principal).await?.map(|pr| pr.role);
-            let Some(role) = role else {
+            let Some(member) = self.backend.records.get_principal(&tenant, &principal).await? else {
                 return Err(AuthorizeError::Page(OAuthError::new("access_denied", "the user no longer exists")));
             };
-            let allowed = role.allowed_scopes();
+            let allowed = member.role.allowed_scopes();
             let scopes = Scopes(p.scopes.0.iter().copied().filter(|s| allowed.contains(*s)).collect());
             if scopes.0.is_empty() {
                 pairs.push(("error", "invalid_scope".into()));
@@ -337,8 +344,10 @@ impl OAuthService {
                         client_id: p.client_id.clone(),
                         scopes,
                         resource: p.resource.clone(),
-                        teams: vec![],
-                        projects: vec![],
+                        // The user's memberships as of this consent; a refresh reads
+                        // them again.
+                        teams: member.teams,
+                        projects: member.projects,
                     },
                     redirect_uri: p.redirect_uri.clone(),
                     code_challenge: p.code_challenge.clone(),

@@ -51,6 +51,29 @@ struct Claims {
     email: Option<String>,
     #[serde(default)]
     email_verified: bool,
+    /// The user's IdP groups (a list, or one string), mapped to teams by the tenant's
+    /// `group_teams`.
+    #[serde(default)]
+    groups: Groups,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(untagged)]
+enum Groups {
+    #[default]
+    None,
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Groups {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Self::None => Vec::new(),
+            Self::One(g) => vec![g],
+            Self::Many(g) => g,
+        }
+    }
 }
 
 /// What a valid assertion says about the user.
@@ -62,6 +85,8 @@ pub struct Assertion {
     /// Whether the IdP asserts it verified the e-mail (only then may it link a local account).
     pub email_verified: bool,
     pub scope: Option<String>,
+    /// Teams the user's IdP groups map to (the trusted IdP's `group_teams`).
+    pub teams: Vec<String>,
 }
 
 /// Fetched key sets by `jwks_uri`, with when they were fetched.
@@ -229,12 +254,14 @@ impl IdpKeys {
         if !fresh {
             return Err(refuse("replayed (jti already used)"));
         }
+        let teams = idp.teams_of(&claims.groups.into_vec());
         Ok(Assertion {
             issuer: claims.iss,
             subject: claims.sub,
             email: claims.email,
             email_verified: claims.email_verified,
             scope: claims.scope,
+            teams,
         })
     }
 }

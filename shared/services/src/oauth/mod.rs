@@ -181,6 +181,10 @@ pub struct PendingView {
     pub client_name: String,
     /// The CSRF token (only returned when the pending login is created).
     pub csrf: Option<String>,
+    /// On the consent page: the signed-in user's teams and projects, whose memory the
+    /// client will reach.
+    pub teams: Vec<String>,
+    pub projects: Vec<String>,
 }
 
 /// The outcome of checking a user's workspace, e-mail and password.

@@ -172,15 +172,14 @@ impl OAuthService {
         // Re-check who the grant is for: a principal that is gone gets nothing, and the
         // scopes never exceed what its role and the client allow today.
         let mut stored = current.grant.clone();
-        let role = self
-            .backend
-            .records
-            .get_principal(&stored.tenant, &stored.principal)
-            .await
-            .map_err(OAuthError::from)?
-            .map(|p| p.role);
-        let Some(role) = role else { return Err(invalid()) };
-        let allowed = role.allowed_scopes();
+        let member = self.backend.records.get_principal(&stored.tenant, &stored.principal).await.map_err(OAuthError::from)?;
+        let Some(member) = member else { return Err(invalid()) };
+        let allowed = member.role.allowed_scopes();
+        // Memberships as they are now: a user removed from a team loses it at the next
+        // refresh (only the authorization-code grant issues refresh tokens, so the
+        // grant is a signed-in user's).
+        stored.teams.clone_from(&member.teams);
+        stored.projects.clone_from(&member.projects);
         stored.scopes = Scopes(
             stored.scopes.0.iter().copied().filter(|s| allowed.contains(*s) && client.allowed_scopes.contains(*s)).collect(),
         );
@@ -312,6 +311,8 @@ impl OAuthService {
                     role: Role::Member,
                     display_name: a.email.clone().unwrap_or_else(|| a.subject.chars().take(100).collect()),
                     created_at: self.now(),
+                    teams: Vec::new(),
+                    projects: Vec::new(),
                 };
                 match self.backend.records.create_principal(&p).await {
                     Ok(()) => {}
@@ -321,14 +322,14 @@ impl OAuthService {
                 id
             }
         };
-        let role = self
+        let member = self
             .backend
             .records
             .get_principal(&tenant.id, &principal)
             .await
             .map_err(OAuthError::from)?
-            .map(|p| p.role)
             .ok_or_else(|| OAuthError::new("invalid_grant", "the user no longer exists"))?;
+        let role = member.role;
         let allowed = Scopes(role.allowed_scopes().0.intersection(&client.allowed_scopes.0).copied().collect());
         let mut scopes = Self::requested_scopes(params, &allowed)?;
         if let Some(asserted) = a.scope.as_deref() {
@@ -346,8 +347,15 @@ impl OAuthService {
             client_id: client.client_id.clone(),
             scopes,
             resource,
-            teams: vec![],
-            projects: vec![],
+            // The user's teams here and those its IdP groups map to.
+            teams: {
+                let mut teams = member.teams;
+                teams.extend(a.teams.iter().cloned());
+                teams.sort();
+                teams.dedup();
+                teams
+            },
+            projects: member.projects,
         };
         let resp = self.access_response(base, &grant, client, None).await?;
         tracing::info!(tenant = %tenant.id, client_id = %client.client_id, "tokens issued (jwt-bearer ID-JAG)");

@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use domain::graph::{GraphEntity, GraphRelation};
+use domain::graph::GraphRelation;
 use domain::{Error, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::capabilities::typed::{Capability, Context};
-use crate::graph::Subgraph;
+use crate::graph::{Node, Subgraph};
 
 /// An entity to create.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
@@ -69,7 +69,7 @@ pub struct GraphChange {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct GraphView {
     #[schemars(with = "Vec<Map<String, Value>>")]
-    pub entities: Vec<Arc<GraphEntity>>,
+    pub entities: Vec<Arc<Node>>,
     #[schemars(with = "Vec<Map<String, Value>>")]
     pub relations: Vec<GraphRelation>,
     /// Set when `limit` or `maxTokens` cut the answer short: pass it as `cursor` for the rest.
@@ -145,8 +145,8 @@ impl Paging {
                 break;
             }
             let own = &owned[i];
-            let price = cost(serde_json::to_vec(entity).map_or(0, |v| v.len()))
-                + own.iter().map(|r| cost(serde_json::to_vec(r).map_or(0, |v| v.len()))).sum::<usize>();
+            let price =
+                cost(entity.json().len()) + own.iter().map(|r| cost(serde_json::to_vec(r).map_or(0, |v| v.len()))).sum::<usize>();
             if self.max_tokens.is_some_and(|m| spent + price > m) && !entities.is_empty() {
                 break;
             }
