@@ -139,6 +139,12 @@ async fn flow(backend: Backend) {
     let e = s.admin.set_user(&t, "ada@example.com", bad).await.unwrap_err();
     assert_eq!(e.code, domain::ErrorCode::InvalidRequest, "{e:?}");
     let rt2 = refreshed.refresh_token.unwrap();
+    // A disabled user refreshes nothing (the token is kept, not spent); enabled again, it may.
+    let off = services::admin::UserChanges { disabled: Some(true), ..Default::default() };
+    s.admin.set_user(&t, "ada@example.com", off).await.unwrap();
+    assert_eq!(s.oauth.token(BASE, &refresh(&rt2), &none).await.unwrap_err().error, "invalid_grant", "disabled");
+    let on = services::admin::UserChanges { disabled: Some(false), ..Default::default() };
+    s.admin.set_user(&t, "ada@example.com", on).await.unwrap();
     assert_eq!(s.oauth.token(BASE, &refresh(&rt1), &none).await.unwrap_err().error, "invalid_grant");
     assert_eq!(s.oauth.token(BASE, &refresh(&rt2), &none).await.unwrap_err().error, "invalid_grant", "family revoked");
 

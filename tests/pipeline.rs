@@ -238,6 +238,82 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
     assert_eq!(dead[0].message.kind, services::ingest::KIND_RECORD);
     assert_eq!(dead[0].message.tenant, t);
 
+    // Real source shapes: HubSpot's singular and numeric object types; Salesforce records
+    // without `attributes` (recognised by the id's key prefix) beside ones with it.
+    let at = "2026-11-21T00:00:00Z";
+    let a = s
+        .ingest
+        .accept(
+            &c,
+            "hubspot",
+            json!({"records": [
+                {"objectType": "company", "id": "9101", "updatedAt": at, "properties": {"name": "Singular Co"}},
+                {"objectType": "0-2", "id": "9102", "updatedAt": at, "properties": {"name": "Numeric Co"}},
+                {"objectType": "0-1", "id": "601", "updatedAt": at,
+                 "properties": {"firstname": "Grace", "lastname": "Hopper", "associatedcompanyid": "9102"}}
+            ]}),
+        )
+        .await
+        .unwrap();
+    assert!(a.rejected.is_empty(), "{:?}", a.rejected);
+    let sf_at = "2026-11-21T00:00:00.000+0000";
+    let a = s
+        .ingest
+        .accept(
+            &c,
+            "salesforce",
+            json!({"records": [
+                {"Id": "001Dn00000Bare1", "Name": "Bare Account", "LastModifiedDate": sf_at},
+                {"Id": "003Dn00000Bare2", "FirstName": "Bare", "LastName": "Contact", "AccountId": "001Dn00000Bare1", "LastModifiedDate": sf_at},
+                {"attributes": {"type": "Account", "url": "/services/data/v62.0/sobjects/Account/001Dn00000Full1"},
+                 "Id": "001Dn00000Full1", "Name": "Full Account", "LastModifiedDate": sf_at},
+                {"Id": "006Dn00000Opp01", "Name": "An opportunity: not a kind we map", "LastModifiedDate": sf_at}
+            ]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.rejected.iter().map(|r| r.index).collect::<Vec<_>>(), vec![3], "{:?}", a.rejected);
+    drain(&s).await;
+    let name = |ty: &'static str, source: &'static str, id: &'static str| {
+        let (s, c) = (&s, &c);
+        async move { get(s, c, ty, canonical_id(source, ty, id).as_str()).await["attributes"].clone() }
+    };
+    assert_eq!(name("account", "hubspot", "9101").await["name"], "Singular Co");
+    assert_eq!(name("account", "hubspot", "9102").await["name"], "Numeric Co");
+    assert_eq!(name("contact", "hubspot", "601").await["account_id"], canonical_id("hubspot", "account", "9102").as_str());
+    assert_eq!(name("account", "salesforce", "001Dn00000Bare1").await["name"], "Bare Account");
+    assert_eq!(name("contact", "salesforce", "003Dn00000Bare2").await["full_name"], "Bare Contact");
+    assert_eq!(name("account", "salesforce", "001Dn00000Full1").await["name"], "Full Account");
+
+    // A final batch that brings nothing usable ends the sync in error, with the reason —
+    // rejected by the shape check (zendesk), or failing in the normalizer (hubspot: a
+    // company without its required name) — and the next good batch resumes it.
+    assert_eq!(state(&s, &t, "zendesk").await, ConnectorState::SyncComplete);
+    let a = s
+        .ingest
+        .accept(&c, "zendesk", json!({"records": [42, {"url": "https://x.zendesk.com/api/v2/users/1.json"}], "final": true}))
+        .await
+        .unwrap();
+    assert_eq!((a.accepted, a.status.state), (0, ConnectorState::SyncError), "{:?}", a.status);
+    let msg = a.status.error_message.clone().unwrap_or_default();
+    assert!(msg.contains("every record of the final batch was rejected (2)") && msg.contains("record 0"), "{msg}");
+    assert_eq!(a.status.error_stage.as_deref(), Some("syncing_delta"));
+    let a = s
+        .ingest
+        .accept(
+            &c,
+            "hubspot",
+            json!({"records": [{"objectType": "companies", "id": "9201", "updatedAt": at, "properties": {"domain": "nameless.example"}}], "final": true}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.accepted, 1);
+    drain(&s).await;
+    assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncError, "the normalizer refused its only record");
+    s.ingest.accept(&c, "zendesk", sample("zendesk")).await.unwrap();
+    drain(&s).await;
+    assert_eq!(state(&s, &t, "zendesk").await, ConnectorState::SyncComplete, "a good final batch completes it again");
+
     // The loader kept the raw payloads, and the writer the JSONL backup.
     let raw = backend.blobs.list(&t, "raw/", None, 100).await.unwrap();
     assert!(raw.iter().any(|k| k.path().starts_with("raw/stripe/")), "{raw:?}");

@@ -97,6 +97,7 @@ pub async fn clients_and_logins(r: Records) {
         created_at: Timestamp(1),
         teams: Vec::new(),
         projects: Vec::new(),
+        disabled: false,
     };
     let login = UserLogin {
         tenant: t.clone(),

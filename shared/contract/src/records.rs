@@ -133,6 +133,7 @@ pub async fn principals_and_api_keys(r: Records) {
         created_at: Timestamp(1),
         teams: Vec::new(),
         projects: Vec::new(),
+        disabled: false,
     };
     r.create_principal(&p).await.unwrap();
     assert_eq!(r.create_principal(&p).await.unwrap_err().code, ErrorCode::Conflict);

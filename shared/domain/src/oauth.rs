@@ -203,8 +203,8 @@ pub struct TrustedIdp {
     pub group_teams: std::collections::BTreeMap<String, String>,
 }
 
-/// The most group mappings one trusted IdP holds.
-pub const MAX_GROUP_MAPPINGS: usize = 256;
+/// The most group mappings one trusted IdP holds (they live in the tenant's record).
+pub const MAX_GROUP_MAPPINGS: usize = 32;
 
 impl TrustedIdp {
     /// The teams `groups` map to, sorted, each once.
@@ -226,8 +226,8 @@ impl TrustedIdp {
             return Err(Error::invalid_field("group_teams", format!("at most {MAX_GROUP_MAPPINGS} mappings")));
         }
         for (group, team) in &self.group_teams {
-            if group.is_empty() || group.len() > 256 || group.chars().any(char::is_control) {
-                return Err(Error::invalid_field("group_teams", "a group name is 1-256 characters without control characters"));
+            if group.is_empty() || group.len() > 128 || group.chars().any(char::is_control) {
+                return Err(Error::invalid_field("group_teams", "a group name is 1-128 bytes without control characters"));
             }
             crate::Id::new(team.clone()).map_err(|_| {
                 Error::invalid_field(

@@ -139,13 +139,19 @@ pub struct Principal {
     /// Projects it belongs to (project memory, the engineering records).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub projects: Vec<String>,
+    /// A disabled user (kept with its login's flag): no consent, no refresh.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disabled: bool,
 }
 
-/// The most teams or projects one principal or key belongs to.
+/// The most teams (or projects) one principal or key belongs to, and the most bytes
+/// their names take together: they ride in every access token, which must stay small.
 pub const MAX_MEMBERSHIPS: usize = 64;
+pub const MAX_MEMBERSHIP_BYTES: usize = 1024;
 
 /// Checks a list of team or project names (`field` names the list in the error): each
-/// a valid id, at most [`MAX_MEMBERSHIPS`]; returns them sorted, each once.
+/// a valid id, at most [`MAX_MEMBERSHIPS`] names of [`MAX_MEMBERSHIP_BYTES`] together;
+/// returns them sorted, each once.
 ///
 /// # Errors
 /// `INVALID_REQUEST` naming the first bad name.
@@ -166,8 +172,11 @@ pub fn memberships(field: &str, names: Vec<String>) -> Result<Vec<String>, Error
     }
     out.sort();
     out.dedup();
-    if out.len() > MAX_MEMBERSHIPS {
-        return Err(Error::invalid_field(field, format!("at most {MAX_MEMBERSHIPS} names")));
+    if out.len() > MAX_MEMBERSHIPS || out.iter().map(String::len).sum::<usize>() > MAX_MEMBERSHIP_BYTES {
+        return Err(Error::invalid_field(
+            field,
+            format!("at most {MAX_MEMBERSHIPS} names of {MAX_MEMBERSHIP_BYTES} bytes together"),
+        ));
     }
     Ok(out)
 }
@@ -237,6 +246,20 @@ impl std::str::FromStr for Toolsets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memberships_are_checked_sorted_and_bounded() {
+        let names = |v: &[&str]| v.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert_eq!(memberships("teams", names(&["sales", " core", "sales"])).unwrap(), ["core", "sales"]);
+        for bad in ["", "two words", "a/b", "a#b", "é"] {
+            let e = memberships("teams", names(&[bad])).unwrap_err();
+            assert!(e.message.contains("not a valid name"), "{bad:?}: {}", e.message);
+        }
+        let many: Vec<String> = (0..=MAX_MEMBERSHIPS).map(|i| format!("t{i}")).collect();
+        assert!(memberships("teams", many).is_err(), "too many names");
+        let long: Vec<String> = (0..9).map(|i| format!("{i}{}", "x".repeat(127))).collect();
+        assert!(memberships("projects", long).is_err(), "too many bytes for a token");
+    }
 
     #[test]
     fn scopes_parse_both_separators() {

@@ -893,6 +893,14 @@ async fn enterprise_sign_in_with_an_id_jag() {
     let caller =
         f.services.auth.authenticate_header(Some(&format!("Bearer {}", t["access_token"].as_str().unwrap())), BASE).await;
     assert_eq!(caller.map(|c| c.teams).ok(), Some(vec!["sales".to_owned()]), "the team reaches the caller");
+    // A `groups` claim with other things in it: its strings count, the rest is ignored.
+    let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"groups": [{"id": 7}, 3, "sales-emea"]})))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let sub: Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD.decode(r.json()["access_token"].as_str().unwrap().split('.').nth(1).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(sub["teams"], json!(["sales"]), "{sub}");
     // An asserted scope with only unknown words grants nothing.
     let r = grant(assertion(&idp, "idp-1", "oauth-id-jag+jwt", &claims(json!({"scope": "openid profile"})))).await;
     assert_eq!(r.json()["error"], "invalid_scope", "{}", r.text());

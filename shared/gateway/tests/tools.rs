@@ -64,6 +64,7 @@ impl Fixture {
             created_at: Timestamp(1),
             teams: Vec::new(),
             projects: Vec::new(),
+            disabled: false,
         };
         self.services.backend.records.create_principal(&p).await.unwrap();
     }

@@ -33,8 +33,8 @@ pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow:
     match command {
         UserCommand::Add { tenant, email, role, teams, projects } => {
             // Names are checked before the password is asked for.
-            let teams = domain::principal::memberships("teams", teams).map_err(domain_err)?;
-            let projects = domain::principal::memberships("projects", projects).map_err(domain_err)?;
+            let teams = domain::principal::memberships("teams", none_if_blank(teams)).map_err(domain_err)?;
+            let projects = domain::principal::memberships("projects", none_if_blank(projects)).map_err(domain_err)?;
             let password = read_password(&format!("Password for {email}: "))?;
             let shown = memberships_line(&teams, &projects);
             let id = admin
@@ -47,8 +47,6 @@ pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow:
             if role.is_none() && disabled.is_none() && teams.is_none() && projects.is_none() {
                 return Err(anyhow::anyhow!("nothing to change: give --role, --disabled true|false, --teams and/or --projects"));
             }
-            // `--teams ''` is one empty name: no teams.
-            let none_if_blank = |v: Vec<String>| v.into_iter().filter(|n| !n.trim().is_empty()).collect::<Vec<_>>();
             let changes = UserChanges { role, disabled, teams: teams.map(none_if_blank), projects: projects.map(none_if_blank) };
             admin.set_user(&tenant, &email, changes).await.map_err(domain_err)?;
             println!("changed user {email} of tenant {tenant}");
@@ -67,6 +65,11 @@ pub(super) async fn users(admin: &AdminService, command: UserCommand) -> anyhow:
         }
     }
     Ok(())
+}
+
+/// A `--teams` list without blank names (`--teams ''` is one empty name: no teams).
+fn none_if_blank(names: Vec<String>) -> Vec<String> {
+    names.into_iter().filter(|n| !n.trim().is_empty()).collect()
 }
 
 /// `, teams a,b, projects p` (nothing for none).

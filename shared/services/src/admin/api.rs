@@ -250,6 +250,7 @@ impl AdminService {
         }
         if let Some(d) = disabled {
             login.disabled = d;
+            principal.disabled = d;
         }
         if let Some(t) = teams {
             principal.teams = t;

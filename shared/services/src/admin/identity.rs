@@ -85,6 +85,7 @@ impl AdminService {
             created_at: self.backend.clock.now(),
             teams: Vec::new(),
             projects: Vec::new(),
+            disabled: false,
         };
         self.backend.records.create_principal(&principal).await?;
         let client = OAuthClient {
@@ -135,6 +136,7 @@ impl AdminService {
             created_at: self.backend.clock.now(),
             teams,
             projects,
+            disabled: false,
         };
         let login = UserLogin {
             tenant: user.tenant,

@@ -214,9 +214,9 @@ impl AdminService {
     /// As [`Self::create_key`].
     pub async fn create_key_with_toolsets(&self, req: KeyRequest, toolsets: domain::principal::Toolsets) -> Result<IssuedKey> {
         self.show_tenant(&req.tenant).await?;
-        for name in req.teams.iter().chain(req.projects.iter()) {
-            Id::new(name.clone()).map_err(|_| Error::invalid_field("teams/projects", format!("invalid name {name:?}")))?;
-        }
+        let mut req = req;
+        req.teams = domain::principal::memberships("teams", req.teams)?;
+        req.projects = domain::principal::memberships("projects", req.projects)?;
         let now = self.backend.clock.now();
         let key_id = crate::new_id(&self.backend);
         let principal = match req.principal {
@@ -236,6 +236,7 @@ impl AdminService {
                     created_at: now,
                     teams: Vec::new(),
                     projects: Vec::new(),
+                    disabled: false,
                 };
                 self.backend.records.create_principal(&p).await?;
                 p.id
@@ -319,6 +320,7 @@ impl AdminService {
             created_at: self.backend.clock.now(),
             teams: Vec::new(),
             projects: Vec::new(),
+            disabled: false,
         };
         self.backend.records.create_principal(&owner).await?;
         self.create_key(KeyRequest {

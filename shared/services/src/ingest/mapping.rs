@@ -12,6 +12,12 @@
 //! `{"path": P, "as": "string|integer|number|boolean|date|cents|not"}` (a conversion),
 //! `{"join": [P, …]}` (non-empty parts joined by a space), or `{"ref": TYPE, "path": P}`
 //! (the canonical id of the `TYPE` record the source calls P).
+//!
+//! An object is recognised by its `match`: one matcher on a path (`equals`, `one_of`,
+//! `contains`, `prefix` or `exists`), or a list of matchers of which any may match —
+//! sources send the same object in several shapes (HubSpot names companies `companies`,
+//! `company` or `0-2`; Salesforce records come with or without `attributes`, and then
+//! only the id's three-character key prefix says what they are).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -45,8 +51,10 @@ pub struct SourceMapping {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ObjectMapping {
+    /// How a record of this kind is recognised: one matcher, or a list of which any
+    /// may match (sources send the same object in several shapes).
     #[serde(rename = "match")]
-    matcher: Matcher,
+    matcher: Matchers,
     /// Where the object sits inside the record (webhook envelopes), if not at the top.
     #[serde(default)]
     unwrap: Option<String>,
@@ -64,15 +72,56 @@ struct ObjectMapping {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Matchers {
+    One(Matcher),
+    Any(Vec<Matcher>),
+}
+
+impl Matchers {
+    fn matches(&self, record: &Json) -> bool {
+        match self {
+            Self::One(m) => m.matches(record),
+            Self::Any(ms) => ms.iter().any(|m| m.matches(record)),
+        }
+    }
+}
+
+/// One test on the value at `path`: equal to a text, one of several, containing or
+/// starting with one, or (not) present.
+#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Matcher {
     path: String,
     #[serde(default)]
     equals: Option<String>,
     #[serde(default)]
+    one_of: Option<Vec<String>>,
+    #[serde(default)]
     contains: Option<String>,
     #[serde(default)]
+    prefix: Option<String>,
+    #[serde(default)]
     exists: Option<bool>,
+}
+
+impl Matcher {
+    fn matches(&self, record: &Json) -> bool {
+        let v = present(at(record, &self.path));
+        if let Some(eq) = &self.equals {
+            v.and_then(scalar_text).is_some_and(|s| &s == eq)
+        } else if let Some(any) = &self.one_of {
+            v.and_then(scalar_text).is_some_and(|s| any.contains(&s))
+        } else if let Some(sub) = &self.contains {
+            v.and_then(Json::as_str).is_some_and(|s| s.contains(sub.as_str()))
+        } else if let Some(start) = &self.prefix {
+            v.and_then(Json::as_str).is_some_and(|s| s.starts_with(start.as_str()))
+        } else if let Some(want) = self.exists {
+            v.is_some() == want
+        } else {
+            false
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -249,15 +298,7 @@ fn to_value(v: &Json, field: &str) -> Result<Value> {
 
 impl SourceMapping {
     fn object_for(&self, record: &Json) -> Option<&ObjectMapping> {
-        self.objects.iter().find(|o| {
-            let v = present(at(record, &o.matcher.path));
-            match (&o.matcher.equals, &o.matcher.contains, o.matcher.exists) {
-                (Some(eq), _, _) => v.and_then(scalar_text).is_some_and(|s| &s == eq),
-                (_, Some(sub), _) => v.and_then(Json::as_str).is_some_and(|s| s.contains(sub.as_str())),
-                (_, _, Some(want)) => v.is_some() == want,
-                _ => false,
-            }
-        })
+        self.objects.iter().find(|o| o.matcher.matches(record))
     }
 
     /// Checks that `record` is something this source's mapping recognises: an object of

@@ -317,7 +317,7 @@ impl IngestService {
         }
         let accepted: usize = chunks.iter().map(|(_, c)| c.len()).sum();
         // The first batch starts the initial sync; later ones are deltas.
-        let status = match status.state {
+        let mut status = match status.state {
             ConnectorState::OauthComplete => {
                 self.transition(&caller.tenant, &src, ConnectorState::SyncingInitial, Some(0.0), None).await?
             }
@@ -359,10 +359,36 @@ impl IngestService {
                 .await?;
         }
         if parts == 0 && is_final {
-            // Nothing to queue: the sync completes now.
-            self.complete(&caller.tenant, &src).await?;
+            match rejected.first() {
+                // Nothing to queue: the sync completes now.
+                None => self.complete(&caller.tenant, &src).await?,
+                // A final batch that brought nothing usable did not complete anything.
+                Some(first) => {
+                    let reason = format!(
+                        "every record of the final batch was rejected ({}); the first, record {}: {}",
+                        rejected.len(),
+                        first.index,
+                        first.message
+                    );
+                    status = self.fail_sync(&caller.tenant, &src, reason).await?.unwrap_or(status);
+                }
+            }
         }
         Ok(Accepted { batch_id: batch, accepted, rejected, status })
+    }
+
+    /// Puts a connector that is syncing in `sync_error` with `reason` (the stage it was in
+    /// is kept, so the next good batch resumes it). `None` when it was not syncing.
+    async fn fail_sync(&self, tenant: &TenantId, source: &ConnectorSource, reason: String) -> Result<Option<ConnectorStatus>> {
+        let current = self.backend.records.get_connector(tenant, source).await?;
+        match current {
+            Some(c) if matches!(c.state, ConnectorState::SyncingInitial | ConnectorState::SyncingDelta) => {
+                let stage = c.state.as_str().to_owned();
+                tracing::warn!(tenant = %tenant, source = %source, reason = %reason, "sync ended in error");
+                self.transition(tenant, source, ConnectorState::SyncError, None, Some((stage, reason))).await.map(Some)
+            }
+            _ => Ok(None),
+        }
     }
 
     async fn complete(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<()> {
@@ -539,7 +565,15 @@ impl IngestService {
                 // Advisory like progress: a lost race leaves the state to the winner.
                 let _ = self.transition(&m.tenant, &src, to, progress, None).await;
             }
-            if msg.last_of_final {
+            if msg.last_of_final && out.written == 0 && out.unchanged == 0 && out.split > 0 {
+                // Every record of the final batch's last part failed: the sync did not
+                // complete (the split-off records are retried alone and dead-lettered).
+                let reason = format!(
+                    "every record of the final batch's last part failed ({}); see the ingest failures for the reasons",
+                    out.split
+                );
+                self.fail_sync(&m.tenant, &src, reason).await?;
+            } else if msg.last_of_final {
                 self.complete(&m.tenant, &src).await?;
             } else if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
                 && c.state == ConnectorState::SyncingInitial

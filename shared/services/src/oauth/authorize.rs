@@ -327,8 +327,8 @@ impl OAuthService {
             pairs.push(("error", "access_denied".into()));
             pairs.push(("error_description", "the user declined".into()));
         } else {
-            let Some(member) = self.backend.records.get_principal(&tenant, &principal).await? else {
-                return Err(AuthorizeError::Page(OAuthError::new("access_denied", "the user no longer exists")));
+            let Some(member) = self.backend.records.get_principal(&tenant, &principal).await?.filter(|m| !m.disabled) else {
+                return Err(AuthorizeError::Page(OAuthError::new("access_denied", "the user no longer exists or is disabled")));
             };
             let allowed = member.role.allowed_scopes();
             let scopes = Scopes(p.scopes.0.iter().copied().filter(|s| allowed.contains(*s)).collect());

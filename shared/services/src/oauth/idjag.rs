@@ -51,28 +51,18 @@ struct Claims {
     email: Option<String>,
     #[serde(default)]
     email_verified: bool,
-    /// The user's IdP groups (a list, or one string), mapped to teams by the tenant's
-    /// `group_teams`.
+    /// The user's IdP groups (a list, or one string; anything else in it is ignored),
+    /// mapped to teams by the tenant's `group_teams`.
     #[serde(default)]
-    groups: Groups,
+    groups: serde_json::Value,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(untagged)]
-enum Groups {
-    #[default]
-    None,
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Groups {
-    fn into_vec(self) -> Vec<String> {
-        match self {
-            Self::None => Vec::new(),
-            Self::One(g) => vec![g],
-            Self::Many(g) => g,
-        }
+/// The strings of a `groups` claim.
+fn group_names(v: &serde_json::Value) -> Vec<String> {
+    match v {
+        serde_json::Value::String(g) => vec![g.clone()],
+        serde_json::Value::Array(items) => items.iter().filter_map(|g| g.as_str().map(str::to_owned)).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -254,7 +244,7 @@ impl IdpKeys {
         if !fresh {
             return Err(refuse("replayed (jti already used)"));
         }
-        let teams = idp.teams_of(&claims.groups.into_vec());
+        let teams = idp.teams_of(&group_names(&claims.groups));
         Ok(Assertion {
             issuer: claims.iss,
             subject: claims.sub,

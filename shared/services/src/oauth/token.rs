@@ -173,7 +173,8 @@ impl OAuthService {
         // scopes never exceed what its role and the client allow today.
         let mut stored = current.grant.clone();
         let member = self.backend.records.get_principal(&stored.tenant, &stored.principal).await.map_err(OAuthError::from)?;
-        let Some(member) = member else { return Err(invalid()) };
+        // A user disabled since sign-in gets nothing more.
+        let Some(member) = member.filter(|m| !m.disabled) else { return Err(invalid()) };
         let allowed = member.role.allowed_scopes();
         // Memberships as they are now: a user removed from a team loses it at the next
         // refresh (only the authorization-code grant issues refresh tokens, so the
@@ -313,6 +314,7 @@ impl OAuthService {
                     created_at: self.now(),
                     teams: Vec::new(),
                     projects: Vec::new(),
+                    disabled: false,
                 };
                 match self.backend.records.create_principal(&p).await {
                     Ok(()) => {}
@@ -329,6 +331,9 @@ impl OAuthService {
             .await
             .map_err(OAuthError::from)?
             .ok_or_else(|| OAuthError::new("invalid_grant", "the user no longer exists"))?;
+        if member.disabled {
+            return Err(OAuthError::new("invalid_grant", "this user is disabled"));
+        }
         let role = member.role;
         let allowed = Scopes(role.allowed_scopes().0.intersection(&client.allowed_scopes.0).copied().collect());
         let mut scopes = Self::requested_scopes(params, &allowed)?;
@@ -347,14 +352,11 @@ impl OAuthService {
             client_id: client.client_id.clone(),
             scopes,
             resource,
-            // The user's teams here and those its IdP groups map to.
-            teams: {
-                let mut teams = member.teams;
-                teams.extend(a.teams.iter().cloned());
-                teams.sort();
-                teams.dedup();
-                teams
-            },
+            // The user's teams here and those its IdP groups map to (bounded like any
+            // membership list: they ride in the token).
+            teams: domain::principal::memberships("teams", member.teams.iter().chain(&a.teams).cloned().collect()).map_err(
+                |_| OAuthError::new("invalid_grant", "the user's teams and mapped IdP groups are too many for one token"),
+            )?,
             projects: member.projects,
         };
         let resp = self.access_response(base, &grant, client, None).await?;

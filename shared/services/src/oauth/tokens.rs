@@ -174,6 +174,10 @@ impl TokenService {
             },
         };
         let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, TYP).await?;
+        if token.len() > MAX_TOKEN_LEN {
+            // Verification would refuse it: say why now instead.
+            return Err(Error::invalid("the access token would be too large (too many teams or projects)"));
+        }
         Ok((token, ACCESS_TOKEN_TTL_SECS))
     }
 
