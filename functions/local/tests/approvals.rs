@@ -207,6 +207,27 @@ async fn console_sign_in_sessions_and_csrf() {
     let listed = cli(&s.home, &["user", "list", "--tenant", "local"]);
     assert!(listed.contains("ada@example.com  approver  active") && listed.contains("teams emea,support"), "{listed}");
     assert!(listed.contains("bob@example.com  member  active") && listed.contains("projects apollo"), "{listed}");
+    // The operator writes the book of projects; agents read it.
+    let out = cli(
+        &s.home,
+        &[
+            "book",
+            "put",
+            "--tenant",
+            "local",
+            "--project",
+            "apollo",
+            "--id",
+            "overview",
+            "--title",
+            "Apollo",
+            "--body",
+            "The billing rewrite.",
+        ],
+    );
+    assert!(out.contains("stored apollo/overview"), "{out}");
+    let book = call_tool(&s.base, &s.key, "book.list", json!({"project": "apollo"})).await;
+    assert_eq!(book["structuredContent"]["entries"][0]["body"], "The billing rewrite.", "{book}");
     let user_login = |email: &'static str, password: &'static str| {
         http.post(format!("{url}/login"))
             .header("cookie", login_cookie.clone())

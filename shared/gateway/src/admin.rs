@@ -13,6 +13,7 @@
 //! | `GET`/`POST …/users`, `PATCH …/users/{email}` | list users, add one (with a password, teams, projects), set role / memberships / disable |
 //! | `POST …/clients`, `PUT …/clients/{client}/toolsets` | service clients |
 //! | `POST …/idps`, `DELETE …/idps?issuer=…` | trusted identity providers |
+//! | `PUT …/book/{project}/{id}` | an entry of the book of projects |
 //! | `PUT /v1/admin/entities/{type}/{id}` | seed one entity (the caller's tenant) |
 
 use axum::extract::{Path, Query, State};
@@ -250,6 +251,27 @@ pub async fn set_user(
     let changes = UserChanges { role, disabled: b.disabled, teams: b.teams, projects: b.projects };
     api.set_user(&tenant_id(&tenant)?, &email, changes).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutBookEntry {
+    title: String,
+    body: String,
+}
+
+pub async fn put_book_entry(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, project, id)): Path<(String, String, String)>,
+    StrictJson(b): StrictJson<PutBookEntry>,
+) -> Result<Response, ApiError> {
+    let entry = api(&state, &caller).await?.put_book_entry(&tenant_id(&tenant)?, &project, &id, &b.title, &b.body).await?;
+    Ok(Json(json!({
+        "project": entry.project, "id": entry.id.as_str(), "title": entry.title, "body": entry.body,
+        "created_at": entry.created_at.to_rfc3339(),
+    }))
+    .into_response())
 }
 
 #[derive(Deserialize)]

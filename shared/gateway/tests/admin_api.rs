@@ -202,6 +202,28 @@ async fn scenario(backend: Backend) {
         call(&app, "PATCH", &format!("{base}/users/nobody@globex.example"), &admin, Some(json!({"disabled": true}))).await;
     assert_eq!(status, 404);
 
+    // The book of projects: written by the admin API, read by agents through book.list.
+    let (status, v) = call(
+        &app,
+        "PUT",
+        &format!("{base}/book/apollo/overview"),
+        &admin,
+        Some(json!({"title": "Apollo", "body": "The billing rewrite; owner Ada; ships in Q1."})),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!((v["project"].as_str(), v["id"].as_str()), (Some("apollo"), Some("overview")));
+    let (status, v) =
+        call(&app, "PUT", &format!("{base}/book/apollo/overview"), &admin, Some(json!({"title": " ", "body": "x"}))).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (400, Some("INVALID_REQUEST")), "an empty title: {v}");
+    let (status, _) =
+        call(&app, "PUT", &format!("{base}/book/apollo/overview"), &reader, Some(json!({"title": "Hijack", "body": "x"}))).await;
+    assert_eq!(status, 403, "without the admin scope");
+    let agent = s.auth.authenticate_token(&common::key(&s, &t, "mcp:tools tenant:read").await, "http://localhost").await.unwrap();
+    let listed = s.capabilities.execute(&agent, "book.list", json!({"project": "apollo"})).await.unwrap().data;
+    assert_eq!(listed["entries"][0]["title"], "Apollo", "{listed}");
+    assert!(listed["entries"][0]["body"].as_str().unwrap().contains("billing rewrite"), "{listed}");
+
     // Service clients: the secret once; toolsets of the tenant's own clients only.
     let (status, v) =
         call(&app, "POST", &format!("{base}/clients"), &admin, Some(json!({"name": "etl", "scopes": "mcp:tools tenant:read"})))

@@ -146,6 +146,9 @@ enum Command {
     /// Manage users who sign in through OAuth (login and consent pages).
     #[command(subcommand)]
     User(UserCommand),
+    /// The book of projects: what each project is, read by `book.list` and the handoff prompt.
+    #[command(subcommand)]
+    Book(BookCommand),
     /// Manage confidential OAuth clients (client_credentials, enterprise sign-in).
     #[command(subcommand)]
     Client(ClientCommand),
@@ -426,6 +429,27 @@ enum KeyCommand {
 }
 
 #[derive(Subcommand)]
+enum BookCommand {
+    /// Create or replace one entry of a project.
+    Put {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        project: String,
+        /// The entry's id within the project (e.g. `overview`, `2026-q4-status`).
+        #[arg(long)]
+        id: String,
+        #[arg(long)]
+        title: String,
+        /// The entry's text (or `--body-file`).
+        #[arg(long, conflicts_with = "body_file", required_unless_present = "body_file")]
+        body: Option<String>,
+        #[arg(long)]
+        body_file: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
 enum EntityCommand {
     /// Create or replace an entity.
     Put {
@@ -568,6 +592,7 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         Command::Tenant(c) => tenants::run(&admin, c).await,
         Command::Key(c) => access::keys(&admin, c).await,
         Command::User(c) => access::users(&admin, c).await,
+        Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
@@ -601,6 +626,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Command::Tenant(c) => tenants::run(&admin, c).await,
         Command::Key(c) => access::keys(&admin, c).await,
         Command::User(c) => access::users(&admin, c).await,
+        Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
         c @ (Command::Maintenance
         | Command::Reindex { .. }
@@ -653,5 +679,18 @@ async fn stdio(
         .await
         .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
     server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
+    Ok(())
+}
+
+/// `continuity book put`.
+async fn book(admin: &services::admin::AdminService, command: BookCommand) -> anyhow::Result<()> {
+    let BookCommand::Put { tenant, project, id, title, body, body_file } = command;
+    let body = match (body, body_file) {
+        (Some(b), _) => b,
+        (None, Some(f)) => std::fs::read_to_string(&f).map_err(|e| anyhow!("reading {}: {e}", f.display()))?,
+        (None, None) => return Err(anyhow!("give the entry's text with --body or --body-file")),
+    };
+    let e = admin.put_book_entry(&tenant, &project, &id, &title, &body).await.map_err(domain_err)?;
+    println!("stored {}/{} in the book of projects of tenant {tenant}", e.project, e.id);
     Ok(())
 }

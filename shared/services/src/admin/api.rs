@@ -159,6 +159,20 @@ impl AdminApi {
     }
 
     /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::put_book_entry`].
+    pub async fn put_book_entry(
+        &self,
+        tenant: &TenantId,
+        project: &str,
+        id: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<domain::spine::BookEntry> {
+        self.check(tenant)?;
+        self.admin.put_book_entry(tenant, project, id, title, body).await
+    }
+
+    /// # Errors
     /// `FORBIDDEN`; as [`AdminService::create_service_client`].
     pub async fn create_client(&self, req: NewServiceClient) -> Result<IssuedClient> {
         self.check(&req.tenant)?;

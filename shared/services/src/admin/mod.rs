@@ -7,6 +7,7 @@
 //! one can forget it.
 
 pub mod api;
+pub mod book;
 pub mod identity;
 
 pub use api::{AdminApi, NewTenant, UserChanges, UserView};

@@ -1,0 +1,47 @@
+//! The book of projects, written by an operator (`continuity book put`, `PUT
+//! /v1/admin/tenants/{t}/book/{project}/{id}`): what each project is, its people and
+//! status, read by `book.list` and the `project_handoff_summary` prompt.
+
+use domain::spine::BookEntry;
+use domain::{Error, Id, Result, TenantId};
+use ports::records::LibraryStore as _;
+
+use super::AdminService;
+
+/// The longest title and body of an entry, in characters.
+pub const MAX_BOOK_TITLE: usize = 200;
+pub const MAX_BOOK_BODY: usize = 20_000;
+
+impl AdminService {
+    /// Creates or replaces entry `id` of `project` in the tenant's book of projects.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a bad project name or id, an empty or too long title or
+    /// body; `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn put_book_entry(&self, tenant: &TenantId, project: &str, id: &str, title: &str, body: &str) -> Result<BookEntry> {
+        self.show_tenant(tenant).await?;
+        let project = domain::principal::memberships("project", vec![project.to_owned()])?
+            .pop()
+            .ok_or_else(|| Error::invalid_field("project", "is required"))?;
+        let id = Id::new(id.trim().to_owned())
+            .map_err(|_| Error::invalid_field("id", "must be 1-128 printable ASCII characters without spaces, # or /"))?;
+        let (title, body) = (title.trim(), body.trim());
+        if title.is_empty() || title.chars().count() > MAX_BOOK_TITLE {
+            return Err(Error::invalid_field("title", format!("1 to {MAX_BOOK_TITLE} characters")));
+        }
+        if body.is_empty() || body.chars().count() > MAX_BOOK_BODY {
+            return Err(Error::invalid_field("body", format!("1 to {MAX_BOOK_BODY} characters")));
+        }
+        let entry = BookEntry {
+            tenant: tenant.clone(),
+            id,
+            project,
+            title: title.to_owned(),
+            body: body.to_owned(),
+            created_at: self.backend.clock.now(),
+        };
+        self.backend.records.put_book_entry(&entry).await?;
+        self.audited(tenant, "admin:book.put", &format!("{}/{}", entry.project, entry.id), "ok").await;
+        Ok(entry)
+    }
+}
