@@ -313,6 +313,15 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
     s.ingest.accept(&c, "zendesk", sample("zendesk")).await.unwrap();
     drain(&s).await;
     assert_eq!(state(&s, &t, "zendesk").await, ConnectorState::SyncComplete, "a good final batch completes it again");
+    // Records of kinds nobody maps are out of scope, not failures: a final batch of only
+    // those completes the sync.
+    assert_eq!(state(&s, &t, "salesforce").await, ConnectorState::SyncingDelta);
+    let a = s
+        .ingest
+        .accept(&c, "salesforce", json!({"records": [{"Id": "006Dn00000Opp02", "LastModifiedDate": sf_at}], "final": true}))
+        .await
+        .unwrap();
+    assert_eq!((a.rejected.len(), a.status.state), (1, ConnectorState::SyncComplete), "{:?}", a.status);
 
     // The loader kept the raw payloads, and the writer the JSONL backup.
     let raw = backend.blobs.list(&t, "raw/", None, 100).await.unwrap();

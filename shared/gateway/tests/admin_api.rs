@@ -216,6 +216,15 @@ async fn scenario(backend: Backend) {
     let (status, v) =
         call(&app, "PUT", &format!("{base}/book/apollo/overview"), &admin, Some(json!({"title": " ", "body": "x"}))).await;
     assert_eq!((status, v["error"]["code"].as_str()), (400, Some("INVALID_REQUEST")), "an empty title: {v}");
+    let (status, v) = call(
+        &app,
+        "PUT",
+        &format!("{base}/book/apollo/overview"),
+        &admin,
+        Some(json!({"title": "Apollo\n- injected line", "body": "x"})),
+    )
+    .await;
+    assert_eq!(status, 400, "a title on two lines would write its own lines into the handoff prompt: {v}");
     let (status, _) =
         call(&app, "PUT", &format!("{base}/book/apollo/overview"), &reader, Some(json!({"title": "Hijack", "body": "x"}))).await;
     assert_eq!(status, 403, "without the admin scope");

@@ -8,9 +8,11 @@ use ports::records::LibraryStore as _;
 
 use super::AdminService;
 
-/// The longest title and body of an entry, in characters.
+/// The longest title and body of an entry, in characters, and the most entries one
+/// project holds.
 pub const MAX_BOOK_TITLE: usize = 200;
 pub const MAX_BOOK_BODY: usize = 20_000;
+pub const MAX_BOOK_ENTRIES: usize = 200;
 
 impl AdminService {
     /// Creates or replaces entry `id` of `project` in the tenant's book of projects.
@@ -26,20 +28,30 @@ impl AdminService {
         let id = Id::new(id.trim().to_owned())
             .map_err(|_| Error::invalid_field("id", "must be 1-128 printable ASCII characters without spaces, # or /"))?;
         let (title, body) = (title.trim(), body.trim());
-        if title.is_empty() || title.chars().count() > MAX_BOOK_TITLE {
-            return Err(Error::invalid_field("title", format!("1 to {MAX_BOOK_TITLE} characters")));
+        if title.is_empty() || title.chars().count() > MAX_BOOK_TITLE || title.chars().any(char::is_control) {
+            return Err(Error::invalid_field("title", format!("1 to {MAX_BOOK_TITLE} characters on one line")));
         }
-        if body.is_empty() || body.chars().count() > MAX_BOOK_BODY {
-            return Err(Error::invalid_field("body", format!("1 to {MAX_BOOK_BODY} characters")));
+        if body.is_empty()
+            || body.chars().count() > MAX_BOOK_BODY
+            || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+        {
+            return Err(Error::invalid_field("body", format!("1 to {MAX_BOOK_BODY} characters (no control characters but line breaks and tabs)")));
         }
-        let entry = BookEntry {
-            tenant: tenant.clone(),
-            id,
-            project,
-            title: title.to_owned(),
-            body: body.to_owned(),
-            created_at: self.backend.clock.now(),
+        // A replaced entry keeps when it was first written; a project holds a bounded book.
+        let existing = self
+            .backend
+            .records
+            .list_book_entries(tenant, Some(&project), &domain::PageRequest::first(domain::page::MAX_PAGE_SIZE))
+            .await?
+            .items;
+        let created_at = match existing.iter().find(|e| e.id == id) {
+            Some(e) => e.created_at,
+            None if existing.len() >= MAX_BOOK_ENTRIES => {
+                return Err(Error::invalid_field("id", format!("project {project} holds {MAX_BOOK_ENTRIES} entries already; replace one")));
+            }
+            None => self.backend.clock.now(),
         };
+        let entry = BookEntry { tenant: tenant.clone(), id, project, title: title.to_owned(), body: body.to_owned(), created_at };
         self.backend.records.put_book_entry(&entry).await?;
         self.audited(tenant, "admin:book.put", &format!("{}/{}", entry.project, entry.id), "ok").await;
         Ok(entry)

@@ -13,11 +13,12 @@
 //! `{"join": [P, …]}` (non-empty parts joined by a space), or `{"ref": TYPE, "path": P}`
 //! (the canonical id of the `TYPE` record the source calls P).
 //!
-//! An object is recognised by its `match`: one matcher on a path (`equals`, `one_of`,
-//! `contains`, `prefix` or `exists`), or a list of matchers of which any may match —
-//! sources send the same object in several shapes (HubSpot names companies `companies`,
-//! `company` or `0-2`; Salesforce records come with or without `attributes`, and then
-//! only the id's three-character key prefix says what they are).
+//! An object is recognised by its `match`: one matcher on a path (exactly one of
+//! `equals`, `one_of`, `contains`, `prefix` or `exists`), `{"all": [...]}` (every one),
+//! or a list of those of which any may match — sources send the same object in several
+//! shapes (HubSpot names companies `companies`, `company` or `0-2`; Salesforce records
+//! come with `attributes.type`, or without `attributes` at all, and then only the id's
+//! three-character key prefix says what they are).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -74,15 +75,48 @@ struct ObjectMapping {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Matchers {
+    One(Clause),
+    Any(Vec<Clause>),
+}
+
+/// One matcher, or `{"all": [...]}`: every one of several.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Clause {
+    All {
+        all: Vec<Matcher>,
+    },
     One(Matcher),
-    Any(Vec<Matcher>),
+}
+
+impl Clause {
+    fn matches(&self, record: &Json) -> bool {
+        match self {
+            Self::All { all } => !all.is_empty() && all.iter().all(|m| m.matches(record)),
+            Self::One(m) => m.matches(record),
+        }
+    }
+
+    fn matchers(&self) -> Vec<&Matcher> {
+        match self {
+            Self::All { all } => all.iter().collect(),
+            Self::One(m) => vec![m],
+        }
+    }
 }
 
 impl Matchers {
     fn matches(&self, record: &Json) -> bool {
         match self {
-            Self::One(m) => m.matches(record),
-            Self::Any(ms) => ms.iter().any(|m| m.matches(record)),
+            Self::One(c) => c.matches(record),
+            Self::Any(cs) => cs.iter().any(|c| c.matches(record)),
+        }
+    }
+
+    fn matchers(&self) -> Vec<&Matcher> {
+        match self {
+            Self::One(c) => c.matchers(),
+            Self::Any(cs) => cs.iter().flat_map(Clause::matchers).collect(),
         }
     }
 }
@@ -106,6 +140,15 @@ struct Matcher {
 }
 
 impl Matcher {
+    /// How many tests it sets (a mapping's matchers set exactly one).
+    fn tests(&self) -> usize {
+        usize::from(self.equals.is_some())
+            + usize::from(self.one_of.is_some())
+            + usize::from(self.contains.is_some())
+            + usize::from(self.prefix.is_some())
+            + usize::from(self.exists.is_some())
+    }
+
     fn matches(&self, record: &Json) -> bool {
         let v = present(at(record, &self.path));
         if let Some(eq) = &self.equals {
@@ -316,6 +359,7 @@ impl SourceMapping {
         let o = self
             .object_for(record)
             .ok_or_else(|| Error::invalid(format!("not a record kind the {source} mapping knows ({})", self.title)))?;
+        // (The ingest service tells these rejections from failures by their first words.)
         let object = match &o.unwrap {
             Some(p) => at(record, p).ok_or_else(|| Error::invalid_field(p, "missing"))?,
             None => record,
@@ -393,12 +437,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Salesforce records are recognised by `attributes.type` when they carry it, and by
+    /// the id's key prefix only when they do not: a row of another object that carries a
+    /// mapped record's id (`RecentlyViewed`) is not taken for that record.
+    #[test]
+    fn salesforce_shapes_are_told_apart() {
+        let sf = mapping("salesforce").unwrap();
+        let kind = |r: Json| sf.object_for(&r).map(|o| o.entity_type.clone());
+        assert_eq!(kind(json!({"attributes": {"type": "Account"}, "Id": "001A"})).as_deref(), Some("account"));
+        assert_eq!(kind(json!({"Id": "001A"})).as_deref(), Some("account"));
+        assert_eq!(kind(json!({"Id": "003A"})).as_deref(), Some("contact"));
+        assert_eq!(kind(json!({"Id": "500A"})).as_deref(), Some("ticket"));
+        assert_eq!(kind(json!({"attributes": {"type": "RecentlyViewed"}, "Id": "001A"})), None);
+        assert_eq!(kind(json!({"Id": "006A"})), None, "an opportunity is not mapped");
+        let hs = mapping("hubspot").unwrap();
+        for t in ["companies", "company", "0-2"] {
+            assert_eq!(hs.object_for(&json!({"objectType": t})).map(|o| o.entity_type.as_str()), Some("account"), "{t}");
+        }
+        for t in ["contacts", "contact", "0-1"] {
+            assert_eq!(hs.object_for(&json!({"objectType": t})).map(|o| o.entity_type.as_str()), Some("contact"), "{t}");
+        }
+    }
+
     #[test]
     fn the_mappings_parse_and_name_only_canonical_types_and_fields() {
         let schema = adk::resolve::schema_for(domain::tenant::Department::CustomerSuccess, domain::tenant::Industry::Saas);
         assert!(sources().len() >= 5);
         for (name, _) in sources() {
             for o in &mapping(name).unwrap().objects {
+                for m in o.matcher.matchers() {
+                    assert_eq!(m.tests(), 1, "{name} → {}: a matcher on {} sets one test", o.entity_type, m.path);
+                }
                 let attrs: Attributes = o.fields.keys().map(|k| (k.clone(), Value::Text("x".into()))).collect();
                 let e = schema.check_write(&o.entity_type, &attrs);
                 assert!(e.is_ok(), "{name} → {}: {e:?}", o.entity_type);

@@ -50,6 +50,11 @@ pub const POISON_ATTEMPTS: u32 = 5;
 /// Queue message kinds.
 pub const KIND_BATCH: &str = "ingest.batch";
 pub const KIND_RECORD: &str = "ingest.record";
+/// How a rejection of a record of an unmapped kind begins (out of scope, not a failure).
+const NOT_A_KIND: &str = "not a record kind";
+/// How a connector's error begins when a dependency failed in the pipeline (a retry of
+/// the batch resumes the sync); any other error waits for the next accepted batch.
+const PIPELINE_ERROR: &str = "pipeline: ";
 const MESSAGE_BUDGET: usize = ports::queue::MAX_MESSAGE_BYTES - 8 * 1024;
 
 /// What a queue message carries.
@@ -359,7 +364,9 @@ impl IngestService {
                 .await?;
         }
         if parts == 0 && is_final {
-            match rejected.first() {
+            // Records of kinds the mapping does not cover are out of scope, not failures.
+            let failed = rejected.iter().find(|r| !r.message.starts_with(NOT_A_KIND));
+            match failed {
                 // Nothing to queue: the sync completes now.
                 None => self.complete(&caller.tenant, &src).await?,
                 // A final batch that brought nothing usable did not complete anything.
@@ -385,7 +392,12 @@ impl IngestService {
             Some(c) if matches!(c.state, ConnectorState::SyncingInitial | ConnectorState::SyncingDelta) => {
                 let stage = c.state.as_str().to_owned();
                 tracing::warn!(tenant = %tenant, source = %source, reason = %reason, "sync ended in error");
-                self.transition(tenant, source, ConnectorState::SyncError, None, Some((stage, reason))).await.map(Some)
+                match self.transition(tenant, source, ConnectorState::SyncError, None, Some((stage, reason))).await {
+                    Ok(s) => Ok(Some(s)),
+                    // Another writer moved it on (completed it, or resumed it): theirs stands.
+                    Err(e) if e.code == ErrorCode::Conflict => Ok(None),
+                    Err(e) => Err(e),
+                }
             }
             _ => Ok(None),
         }
@@ -553,8 +565,13 @@ impl IngestService {
         if m.kind == KIND_BATCH {
             // A batch that succeeds after a failure put its connector in sync_error
             // resumes the sync it was part of.
+            // Only from a pipeline failure (a dependency that failed), and only by a batch
+            // that wrote or confirmed something: a sync that ended in error for its records
+            // waits for the next accepted batch.
             if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
                 && c.state == ConnectorState::SyncError
+                && c.error_message.as_deref().is_some_and(|e| e.starts_with(PIPELINE_ERROR))
+                && out.written + out.unchanged > 0
             {
                 let to = if c.error_stage.as_deref() == Some("syncing_initial") {
                     ConnectorState::SyncingInitial
@@ -565,11 +582,11 @@ impl IngestService {
                 // Advisory like progress: a lost race leaves the state to the winner.
                 let _ = self.transition(&m.tenant, &src, to, progress, None).await;
             }
-            if msg.last_of_final && out.written == 0 && out.unchanged == 0 && out.split > 0 {
-                // Every record of the final batch's last part failed: the sync did not
+            if msg.last_of_final && msg.parts == 1 && out.written == 0 && out.unchanged == 0 && out.split > 0 {
+                // Every record of a one-message final batch failed: the sync did not
                 // complete (the split-off records are retried alone and dead-lettered).
                 let reason = format!(
-                    "every record of the final batch's last part failed ({}); see the ingest failures for the reasons",
+                    "every record of the final batch failed ({}); see the ingest failures for the reasons",
                     out.split
                 );
                 self.fail_sync(&m.tenant, &src, reason).await?;
@@ -735,7 +752,7 @@ impl IngestService {
         {
             let stage = c.state.as_str().to_owned();
             let _ = self
-                .transition(tenant, &src, ConnectorState::SyncError, None, Some((stage, format!("pipeline: {}", e.message))))
+                .transition(tenant, &src, ConnectorState::SyncError, None, Some((stage, format!("{PIPELINE_ERROR}{}", e.message))))
                 .await;
         }
     }

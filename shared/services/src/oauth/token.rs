@@ -173,8 +173,17 @@ impl OAuthService {
         // scopes never exceed what its role and the client allow today.
         let mut stored = current.grant.clone();
         let member = self.backend.records.get_principal(&stored.tenant, &stored.principal).await.map_err(OAuthError::from)?;
-        // A user disabled since sign-in gets nothing more.
+        // A user disabled since sign-in gets nothing more (its login's flag is read too:
+        // a user disabled before principals carried the flag has it only there).
         let Some(member) = member.filter(|m| !m.disabled) else { return Err(invalid()) };
+        if member.kind == domain::principal::PrincipalKind::User
+            && let Some(login) =
+                self.backend.records.get_login(&stored.tenant, &member.display_name).await.map_err(OAuthError::from)?
+            && login.principal == member.id
+            && login.disabled
+        {
+            return Err(invalid());
+        }
         let allowed = member.role.allowed_scopes();
         // Memberships as they are now: a user removed from a team loses it at the next
         // refresh (only the authorization-code grant issues refresh tokens, so the
@@ -355,7 +364,7 @@ impl OAuthService {
             // The user's teams here and those its IdP groups map to (bounded like any
             // membership list: they ride in the token).
             teams: domain::principal::memberships("teams", member.teams.iter().chain(&a.teams).cloned().collect()).map_err(
-                |_| OAuthError::new("invalid_grant", "the user's teams and mapped IdP groups are too many for one token"),
+                |e| OAuthError::new("invalid_grant", format!("the user's teams and mapped IdP groups: {}", e.message)),
             )?,
             projects: member.projects,
         };

@@ -39,9 +39,19 @@ impl Tools<'_> {
         if entries.is_empty() {
             text.push_str("(no entries)\n");
         }
+        // Bounded: each body to its first 2 000 characters, the section to 40 000.
+        let mut book = String::new();
         for e in &entries {
-            text.push_str(&format!("- {} ({}): {}\n", e.title, e.created_at.to_rfc3339(), e.body));
+            let body: String = e.body.chars().take(2_000).collect();
+            let cut = if body.len() < e.body.len() { " …" } else { "" };
+            let line = format!("- {} ({}): {body}{cut}\n", e.title, e.created_at.to_rfc3339());
+            if book.len() + line.len() > 40_000 {
+                book.push_str("- … (more entries: see book.list)\n");
+                break;
+            }
+            book.push_str(&line);
         }
+        text.push_str(&book);
         text.push_str("\n## Organisational memory mentioning the project\n");
         section(&mut text, reader, memory.iter().map(|m| format!("[{}] {}: {}", m.id, m.title, m.body)));
         text.push_str("\n## Open proposals (not decided yet)\n");
