@@ -35,7 +35,10 @@ impl AdminService {
             || body.chars().count() > MAX_BOOK_BODY
             || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
         {
-            return Err(Error::invalid_field("body", format!("1 to {MAX_BOOK_BODY} characters (no control characters but line breaks and tabs)")));
+            return Err(Error::invalid_field(
+                "body",
+                format!("1 to {MAX_BOOK_BODY} characters (no control characters but line breaks and tabs)"),
+            ));
         }
         // A replaced entry keeps when it was first written; a project holds a bounded book.
         let existing = self
@@ -47,7 +50,10 @@ impl AdminService {
         let created_at = match existing.iter().find(|e| e.id == id) {
             Some(e) => e.created_at,
             None if existing.len() >= MAX_BOOK_ENTRIES => {
-                return Err(Error::invalid_field("id", format!("project {project} holds {MAX_BOOK_ENTRIES} entries already; replace one")));
+                return Err(Error::invalid_field(
+                    "id",
+                    format!("project {project} holds {MAX_BOOK_ENTRIES} entries already; replace one"),
+                ));
             }
             None => self.backend.clock.now(),
         };

@@ -83,9 +83,7 @@ enum Matchers {
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Clause {
-    All {
-        all: Vec<Matcher>,
-    },
+    All { all: Vec<Matcher> },
     One(Matcher),
 }
 
@@ -97,6 +95,7 @@ impl Clause {
         }
     }
 
+    #[cfg(test)]
     fn matchers(&self) -> Vec<&Matcher> {
         match self {
             Self::All { all } => all.iter().collect(),
@@ -113,6 +112,7 @@ impl Matchers {
         }
     }
 
+    #[cfg(test)]
     fn matchers(&self) -> Vec<&Matcher> {
         match self {
             Self::One(c) => c.matchers(),
@@ -141,6 +141,7 @@ struct Matcher {
 
 impl Matcher {
     /// How many tests it sets (a mapping's matchers set exactly one).
+    #[cfg(test)]
     fn tests(&self) -> usize {
         usize::from(self.equals.is_some())
             + usize::from(self.one_of.is_some())

@@ -367,8 +367,11 @@ impl IngestService {
             // Records of kinds the mapping does not cover are out of scope, not failures.
             let failed = rejected.iter().find(|r| !r.message.starts_with(NOT_A_KIND));
             match failed {
-                // Nothing to queue: the sync completes now.
-                None => self.complete(&caller.tenant, &src).await?,
+                // Nothing to queue: the sync completes now (the answer says so).
+                None => {
+                    self.complete(&caller.tenant, &src).await?;
+                    status = self.backend.records.get_connector(&caller.tenant, &src).await?.unwrap_or(status);
+                }
                 // A final batch that brought nothing usable did not complete anything.
                 Some(first) => {
                     let reason = format!(
@@ -585,10 +588,8 @@ impl IngestService {
             if msg.last_of_final && msg.parts == 1 && out.written == 0 && out.unchanged == 0 && out.split > 0 {
                 // Every record of a one-message final batch failed: the sync did not
                 // complete (the split-off records are retried alone and dead-lettered).
-                let reason = format!(
-                    "every record of the final batch failed ({}); see the ingest failures for the reasons",
-                    out.split
-                );
+                let reason =
+                    format!("every record of the final batch failed ({}); see the ingest failures for the reasons", out.split);
                 self.fail_sync(&m.tenant, &src, reason).await?;
             } else if msg.last_of_final {
                 self.complete(&m.tenant, &src).await?;
@@ -752,7 +753,13 @@ impl IngestService {
         {
             let stage = c.state.as_str().to_owned();
             let _ = self
-                .transition(tenant, &src, ConnectorState::SyncError, None, Some((stage, format!("{PIPELINE_ERROR}{}", e.message))))
+                .transition(
+                    tenant,
+                    &src,
+                    ConnectorState::SyncError,
+                    None,
+                    Some((stage, format!("{PIPELINE_ERROR}{}", e.message))),
+                )
                 .await;
         }
     }
