@@ -368,10 +368,7 @@ impl IngestService {
             let failed = rejected.iter().find(|r| !r.message.starts_with(NOT_A_KIND));
             match failed {
                 // Nothing to queue: the sync completes now (the answer says so).
-                None => {
-                    self.complete(&caller.tenant, &src).await?;
-                    status = self.backend.records.get_connector(&caller.tenant, &src).await?.unwrap_or(status);
-                }
+                None => status = self.complete(&caller.tenant, &src).await?.unwrap_or(status),
                 // A final batch that brought nothing usable did not complete anything.
                 Some(first) => {
                     let reason = format!(
@@ -406,12 +403,14 @@ impl IngestService {
         }
     }
 
-    async fn complete(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<()> {
+    /// Completes a connector that is syncing; its new status, or `None` when it was not
+    /// syncing.
+    async fn complete(&self, tenant: &TenantId, source: &ConnectorSource) -> Result<Option<ConnectorStatus>> {
         let current = self.backend.records.get_connector(tenant, source).await?;
         if current.is_some_and(|c| matches!(c.state, ConnectorState::SyncingInitial | ConnectorState::SyncingDelta)) {
-            self.transition(tenant, source, ConnectorState::SyncComplete, None, None).await?;
+            return self.transition(tenant, source, ConnectorState::SyncComplete, None, None).await.map(Some);
         }
-        Ok(())
+        Ok(None)
     }
 
     /// Processes one delivery of an ingest message (the pipeline consumer).
