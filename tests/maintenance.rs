@@ -160,6 +160,8 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
             source_session: None,
             origin: None,
             wait: None,
+            action: None,
+            entity: None,
             detected: Vec::new(),
             created_at: Timestamp(now.0 - 3_600_000),
             updated_at: Timestamp(now.0 - 3_600_000),

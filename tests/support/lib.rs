@@ -11,6 +11,7 @@ pub mod aws;
 pub mod demo;
 pub mod embedded;
 pub mod recall;
+pub mod source;
 pub mod template;
 
 /// A sample event from the workspace's `events/` folder, as JSON.

@@ -223,6 +223,8 @@ async fn pending(s: &Services, t: &TenantId, title: &str, body: &str, session: O
         source_session: session.map(str::to_owned),
         origin: None,
         wait: None,
+        action: None,
+        entity: None,
         detected: Vec::new(),
         created_at: now,
         updated_at: now,

@@ -442,6 +442,15 @@ pub static REGISTRY: &[CapabilitySpec] = &[
         "function.pipeline",
         "Dispatch a task to an assignee.",
     )),
+    writes(cap(
+        "task.update",
+        Api,
+        Starter,
+        &[TenantRead],
+        StoreIndex,
+        "store.task",
+        "Report progress on a task dispatched to the caller.",
+    )),
     connector(
         writes(cap(
             "connector.write",
@@ -486,7 +495,7 @@ mod tests {
             assert!(!c.scopes.is_empty());
             assert_eq!(c.read_only, !matches!(c.schema, SchemaUse::Write) && c.read_only);
         }
-        for n in ["spine.entity.list", "spine.entity.create", "task.list", "task.dispatch", "connector.write"] {
+        for n in ["spine.entity.list", "spine.entity.create", "task.list", "task.dispatch", "task.update", "connector.write"] {
             assert!(find(n).is_some(), "{n}");
         }
         // Org memory is never cached.

@@ -82,6 +82,8 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         source_session: None,
         origin: None,
         wait: None,
+        action: None,
+        entity: None,
         detected: Vec::new(),
         created_at: Timestamp(1),
         updated_at: Timestamp(1),

@@ -6,6 +6,7 @@
 //! - [`spine`]: entities, relationships, signals, tasks, book entries, KB documents.
 //! - [`memory`]: the three memory types, the six scopes, governance state and lineage.
 //! - [`proposal`]: what an agent wants the organisation to remember.
+//! - [`action`]: governed actions — a connector operation an approved proposal carries out, and its credential.
 //! - [`audit`]: the audit ledger record.
 //! - [`connector`]: connector status (SPEC §4.5): the state machine of a tenant's link to a source tool.
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
@@ -20,6 +21,7 @@
 //! no HTTP and no JSON wire type. It derives `serde` traits so adapters can store its
 //! records, but it never chooses a wire format.
 
+pub mod action;
 pub mod audit;
 pub mod connector;
 pub mod engineering;

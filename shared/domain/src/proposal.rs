@@ -95,12 +95,22 @@ pub struct Detected {
     pub fingerprint: String,
 }
 
+/// A Spine entity a `spine.entity.create` proposal would create.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EntityDraft {
+    pub entity_type: crate::ids::EntityType,
+    pub id: Id,
+    pub attributes: crate::value::Attributes,
+}
+
 /// A governed change proposal.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {
     pub tenant: TenantId,
     pub id: Id,
-    /// `memory` (org memory entry) or `action`.
+    /// `memory:{kind}` (an org memory entry), `action` (with or without a connector
+    /// operation), `entity:{type}` (a Spine entity to create) or `book:{project}` (a
+    /// book-of-projects entry).
     pub kind: String,
     pub title: String,
     pub body: String,
@@ -123,6 +133,13 @@ pub struct Proposal {
     /// Set while the proposal awaits a person.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait: Option<Wait>,
+    /// For an `action` proposal, the connector operation approval carries out, and how
+    /// carrying it out went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<crate::action::Action>,
+    /// For an `entity:{type}` proposal, the entity approval creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entity: Option<EntityDraft>,
     /// Secrets found (and redacted) when the proposal was made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub detected: Vec<Detected>,

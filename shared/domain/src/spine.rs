@@ -136,20 +136,57 @@ pub struct Signal {
 }
 
 string_enum! {
-    TaskStatus, "status" { Open = "open", InProgress = "in_progress", Done = "done", Cancelled = "cancelled" }
+    /// A task's lifecycle: `open` (stored, on its way through the queue) → `dispatched`
+    /// (delivered: its assignee sees it) → `in_progress` → `done` | `failed`; `cancelled`
+    /// by whoever may write the tenant's tasks.
+    TaskStatus, "status" {
+        Open = "open",
+        Dispatched = "dispatched",
+        InProgress = "in_progress",
+        Done = "done",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
 }
 
-/// A unit of work tracked in the Spine.
+impl TaskStatus {
+    /// Whether `self → to` is a legal step.
+    pub fn can_move_to(self, to: Self) -> bool {
+        use TaskStatus::*;
+        matches!(
+            (self, to),
+            (Open, Dispatched | Cancelled)
+                | (Dispatched, InProgress | Done | Failed | Cancelled)
+                | (InProgress, Done | Failed | Cancelled)
+        )
+    }
+
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Done | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// A unit of work dispatched to a person or an agent (a principal of the tenant).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub tenant: TenantId,
     pub id: Id,
     pub title: String,
+    #[serde(default)]
+    pub body: String,
     pub status: TaskStatus,
-    pub assignee: Option<Id>,
+    /// The principal (person or agent) it is for.
+    pub assignee: Id,
+    #[serde(default)]
     pub related: Vec<EntityRef>,
+    pub created_by: Id,
+    /// The assignee's last word on it (what was done, why it failed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
+    #[serde(default)]
+    pub version: u64,
 }
 
 /// An entry in the book of projects.

@@ -14,6 +14,7 @@
 //! | `POST …/clients`, `PUT …/clients/{client}/toolsets` | service clients |
 //! | `POST …/idps`, `DELETE …/idps?issuer=…` | trusted identity providers |
 //! | `PUT …/book/{project}/{id}` | an entry of the book of projects |
+//! | `PUT`/`DELETE …/connectors/{source}/credential`, `GET …/connectors/credentials` | a connector's credential for governed actions (sealed; never shown) |
 //! | `PUT /v1/admin/entities/{type}/{id}` | seed one entity (the caller's tenant) |
 
 use axum::extract::{Path, Query, State};
@@ -272,6 +273,43 @@ pub async fn put_book_entry(
         "created_at": entry.created_at.to_rfc3339(),
     }))
     .into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PutCredential {
+    token: String,
+    base_url: Option<String>,
+    email: Option<String>,
+}
+
+pub async fn put_credential(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, source)): Path<(String, String)>,
+    StrictJson(b): StrictJson<PutCredential>,
+) -> Result<Response, ApiError> {
+    let credential = domain::action::Credential { base_url: b.base_url, token: b.token, email: b.email };
+    api(&state, &caller).await?.set_credential(&tenant_id(&tenant)?, &source, credential).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn delete_credential(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, source)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    api(&state, &caller).await?.remove_credential(&tenant_id(&tenant)?, &source).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+pub async fn list_credentials(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let sources = api(&state, &caller).await?.credential_sources(&tenant_id(&tenant)?).await?;
+    Ok(Json(json!({ "sources": sources })).into_response())
 }
 
 #[derive(Deserialize)]

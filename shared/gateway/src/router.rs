@@ -196,6 +196,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/tenants/{tenant}/keys/{key}", delete(crate::admin::revoke_key))
         .route("/v1/admin/tenants/{tenant}/users", get(crate::admin::list_users).post(crate::admin::add_user))
         .route("/v1/admin/tenants/{tenant}/book/{project}/{id}", put(crate::admin::put_book_entry))
+        .route(
+            "/v1/admin/tenants/{tenant}/connectors/{source}/credential",
+            put(crate::admin::put_credential).delete(crate::admin::delete_credential),
+        )
+        .route("/v1/admin/tenants/{tenant}/connectors/credentials", get(crate::admin::list_credentials))
         .route("/v1/admin/tenants/{tenant}/users/{email}", patch(crate::admin::set_user))
         .route("/v1/admin/tenants/{tenant}/clients", post(crate::admin::create_client))
         .route("/v1/admin/tenants/{tenant}/clients/{client}/toolsets", put(crate::admin::set_client_toolsets))

@@ -71,7 +71,35 @@ use services::tools::session::{GetContextOutput, ListRecentOutput};
 use services::tools::spine::{
     EntityGetOutput, EntityListOutput, EntitySearchOutput, RelationshipListOutput, SignalGetOutput, SignalListOutput,
 };
+use services::tools::tasks::{TaskListOutput, TaskOutput, TaskView};
 use services::tools::{EntityView, MemoryView, ProposalView};
+
+fn task_line(t: &TaskView) -> String {
+    let mut line = format!("{} [{}] {} (for {})", t.id, t.status.as_str(), t.title, t.assignee);
+    if let Some(n) = &t.note {
+        line.push_str(&format!(": {n}"));
+    }
+    line
+}
+
+impl Render for TaskOutput {
+    fn render(&self) -> String {
+        format!("Task {}", task_line(&self.task))
+    }
+}
+
+impl Render for TaskListOutput {
+    fn render(&self) -> String {
+        let mut text = format!("{} tasks", self.tasks.len());
+        for t in &self.tasks {
+            text.push_str(&format!("\n- {}", task_line(t)));
+        }
+        if let Some(c) = &self.next_cursor {
+            text.push_str(&format!("\nMore: cursor {c}"));
+        }
+        text
+    }
+}
 
 /// The first `n` characters.
 fn first(s: &str, n: usize) -> String {
@@ -135,6 +163,17 @@ fn proposal_text(p: &ProposalView) -> String {
     let mut text = match p.state {
         ProposalState::Written if p.kind.starts_with("memory:") => {
             format!("Proposal {} \"{}\"{scored} is written: it is now active org memory.", p.id, p.title)
+        }
+        ProposalState::Written if p.action.as_ref().is_some_and(|a| a.state == Some("done")) => {
+            let a = p.action.as_ref().map(|a| format!("{} {} {}", a.connector, a.operation, a.target)).unwrap_or_default();
+            format!("Proposal {} \"{}\" was approved and carried out: {a} succeeded.", p.id, p.title)
+        }
+        ProposalState::Written if p.kind == "action" => format!(
+            "Proposal {} \"{}\" was approved and is recorded for people to carry out (it named no connector operation).",
+            p.id, p.title
+        ),
+        ProposalState::Written if p.kind.starts_with("entity:") || p.kind.starts_with("book:") => {
+            format!("Proposal {} \"{}\" was approved and written.", p.id, p.title)
         }
         ProposalState::AwaitingApproval => format!(
             "Proposal {} \"{}\"{scored} waits for a person to decide (never in chat). Check it with proposal.status.",

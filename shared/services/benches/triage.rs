@@ -136,6 +136,8 @@ fn main() {
                         source_session: (k % 2 == 0).then(|| "s1".to_owned()),
                         origin: None,
                         wait: None,
+                        action: None,
+                        entity: None,
                         detected: Vec::new(),
                         created_at: now,
                         updated_at: now,

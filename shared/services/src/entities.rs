@@ -267,19 +267,51 @@ impl EntityService {
         expect: Expect,
     ) -> Result<Entity> {
         caller.scopes.require(Scope::Admin)?;
+        let stored = self.store(&caller.tenant, entity_type, id, pole_class, attributes, expect).await?;
+        self.audit_put(caller, &stored, "ok").await;
+        Ok(stored)
+    }
+
+    /// An entity a person approved creating (a governed `spine.entity.create`): the
+    /// operator path's checks and effects, without the operator's scope. Its class is
+    /// the schema's.
+    ///
+    /// # Errors
+    /// As [`Self::put`], without `FORBIDDEN`.
+    pub(crate) async fn put_governed(
+        &self,
+        tenant: &domain::TenantId,
+        entity_type: EntityType,
+        id: Id,
+        attributes: Attributes,
+        expect: Expect,
+    ) -> Result<Entity> {
+        let t = self.auth.tenant_config(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        let pole_class = adk::resolve::schema_for(t.department, t.industry).require_type(entity_type.as_str())?.pole_class;
+        self.store(tenant, entity_type, id, pole_class, attributes, expect).await
+    }
+
+    /// The write both paths share: the schema's checks, the versioned write, the blob
+    /// backup line and the after-write effects.
+    async fn store(
+        &self,
+        tenant_id: &domain::TenantId,
+        entity_type: EntityType,
+        id: Id,
+        pole_class: domain::spine::PoleClass,
+        attributes: Attributes,
+        expect: Expect,
+    ) -> Result<Entity> {
         Entity::validate_attributes(&attributes)?;
         // The tenant's schema decides what may be written: an unknown type or field is
         // refused before anything is stored (SPEC §5.2 step 4).
-        let tenant = self
-            .auth
-            .tenant_config(&caller.tenant)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("tenant {}", caller.tenant)))?;
+        let tenant =
+            self.auth.tenant_config(tenant_id).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant_id}")))?;
         adk::resolve::schema_for(tenant.department, tenant.industry).check_write(entity_type.as_str(), &attributes)?;
         let now = self.backend.clock.now();
-        let existing = self.backend.records.get_entity(&caller.tenant, &entity_type, &id).await?;
+        let existing = self.backend.records.get_entity(tenant_id, &entity_type, &id).await?;
         let entity = Entity {
-            tenant: caller.tenant.clone(),
+            tenant: tenant_id.clone(),
             entity_type: entity_type.clone(),
             id: id.clone(),
             pole_class,
@@ -307,7 +339,6 @@ impl EntityService {
             }
         }
         self.written(&stored, true).await;
-        self.audit_put(caller, &stored, "ok").await;
         Ok(stored)
     }
 

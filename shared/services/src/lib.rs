@@ -15,7 +15,10 @@
 //! - [`gates`]: gates — a person authorizes or blocks an action (a push, a deploy);
 //!   scripts and agents verify them, agents may only request them.
 //! - [`governance`]: triage, the workflow's task code, decisions, redaction of secrets
-//!   and personal data, the single writer of org memory.
+//!   and personal data, the single writer of org memory, carrying out approved actions.
+//! - [`actions`]: the connector adapters approved actions use (HubSpot, Salesforce,
+//!   Zendesk, Jira, Stripe write requests, retries, the answer read into the Spine).
+//! - [`work`]: tasks dispatched to people and agents through the queue.
 //! - [`search`]: hybrid search confined to the caller's scopes, verified indexing, KB
 //!   documents, the reindex.
 //! - [`ingest`]: connectors, the ingest API's checks and the pipeline (loader,
@@ -26,9 +29,11 @@
 //!
 //! Services receive a [`ports::Backend`] and never know which backend it is. They own
 //! their policy — audit, limits, error logging ([`log_failure`]) — so no edge can forget
-//! it. Architecture Invariant: no service names a backend; the one transport they know
-//! is the outbound HTTP call of the ID-JAG verifier (an IdP's JWKS).
+//! it. Architecture Invariant: no service names a backend; the transports they know are
+//! outbound HTTP calls: the ID-JAG verifier's (an IdP's JWKS) and the connector
+//! adapters' (a source's write API).
 
+pub mod actions;
 pub mod admin;
 pub mod audit;
 pub mod auth;
@@ -45,6 +50,7 @@ pub mod maintenance;
 pub mod oauth;
 pub mod search;
 pub mod tools;
+pub mod work;
 
 use ports::Backend;
 

@@ -152,6 +152,9 @@ enum Command {
     /// Manage confidential OAuth clients (client_credentials, enterprise sign-in).
     #[command(subcommand)]
     Client(ClientCommand),
+    /// Connectors: the credentials approved actions use to write to a source.
+    #[command(subcommand)]
+    Connector(ConnectorCommand),
     /// Manage the access-token signing keys of this home.
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
@@ -450,6 +453,52 @@ enum BookCommand {
 }
 
 #[derive(Subcommand)]
+enum ConnectorCommand {
+    /// A connector's credential for governed actions (stored sealed by the vault).
+    #[command(subcommand)]
+    Credential(CredentialCommand),
+}
+
+#[derive(Subcommand)]
+enum CredentialCommand {
+    /// Store (or replace) a source's credential. The token is read from a file or an
+    /// environment variable, never from the command line.
+    Set {
+        #[arg(long)]
+        tenant: TenantId,
+        /// hubspot, salesforce, zendesk, jira or stripe.
+        #[arg(long)]
+        source: String,
+        /// A file holding the token (a HubSpot private-app token, a Salesforce or Zendesk
+        /// OAuth access token, a Jira API token, a Stripe secret key).
+        #[arg(long, conflicts_with = "token_env", required_unless_present = "token_env")]
+        token_file: Option<PathBuf>,
+        /// An environment variable holding the token.
+        #[arg(long)]
+        token_env: Option<String>,
+        /// The API's address when it is per account: `https://acme.my.salesforce.com`,
+        /// `https://acme.zendesk.com`, `https://acme.atlassian.net`.
+        #[arg(long)]
+        base_url: Option<String>,
+        /// The account e-mail Jira pairs with its API token.
+        #[arg(long)]
+        email: Option<String>,
+    },
+    /// Remove a source's credential (its approved actions then fail with the reason).
+    Remove {
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        source: String,
+    },
+    /// The sources that hold a credential (never the credentials).
+    List {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
 enum EntityCommand {
     /// Create or replace an entity.
     Put {
@@ -594,6 +643,7 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         Command::User(c) => access::users(&admin, c).await,
         Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
+        Command::Connector(c) => connector(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
         Command::Model(_) | Command::Gate(_) => Ok(()),
@@ -628,6 +678,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Command::User(c) => access::users(&admin, c).await,
         Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
+        Command::Connector(c) => connector(&admin, c).await,
         c @ (Command::Maintenance
         | Command::Reindex { .. }
         | Command::Backup { .. }
@@ -679,6 +730,37 @@ async fn stdio(
         .await
         .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
     server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
+    Ok(())
+}
+
+/// `continuity connector credential set|remove|list`.
+async fn connector(admin: &services::admin::AdminService, command: ConnectorCommand) -> anyhow::Result<()> {
+    let ConnectorCommand::Credential(c) = command;
+    match c {
+        CredentialCommand::Set { tenant, source, token_file, token_env, base_url, email } => {
+            let token = match (token_file, token_env) {
+                (Some(f), _) => std::fs::read_to_string(&f).map_err(|e| anyhow!("reading {}: {e}", f.display()))?,
+                (None, Some(var)) => std::env::var(&var).map_err(|_| anyhow!("the environment variable {var} is not set"))?,
+                (None, None) => return Err(anyhow!("give the token with --token-file or --token-env")),
+            };
+            let credential = domain::action::Credential { base_url, token: token.trim().to_owned(), email };
+            admin.set_credential(&tenant, &source, credential).await.map_err(domain_err)?;
+            println!("stored the {source} credential of tenant {tenant}, sealed; approved {source} actions use it");
+        }
+        CredentialCommand::Remove { tenant, source } => {
+            admin.remove_credential(&tenant, &source).await.map_err(domain_err)?;
+            println!("removed the {source} credential of tenant {tenant}");
+        }
+        CredentialCommand::List { tenant } => {
+            let sources = admin.credential_sources(&tenant).await.map_err(domain_err)?;
+            if sources.is_empty() {
+                println!("tenant {tenant} holds no connector credential");
+            }
+            for s in sources {
+                println!("{s}");
+            }
+        }
+    }
     Ok(())
 }
 

@@ -20,6 +20,8 @@
 //! | idempotency key | `idem` | `{key}` |
 //! | connector status | `connector` | `{source}` |
 //! | gate | `gate` | `{namespace}#{action}` |
+//! | task | `task` / `task_by_assignee` | `{id}` / `{assignee}#{id}` |
+//! | connector credential (sealed) | `connector_cred` | `{source}` |
 //! | engineering record | `eng` | `{project}#{kind}#{id}` |
 //! | user login | `login` | `{email}` |
 //! | OAuth client / code / refresh token / refresh family / pending login / used `jti` | `oauth_client` / `oauth_code` / `oauth_refresh` / `oauth_family` / `oauth_pending` / `oauth_jti` under `_registry` | `{client_id}` / `{sha256}` / `{sha256}` / `{id}` / `{id}` / `{sha256(iss)}#{sha256(jti)}` |
@@ -47,12 +49,14 @@ mod library;
 mod memory;
 mod proposals;
 mod retention;
+mod tasks;
 pub use engineering::EngineeringStore;
 pub use gates::GateStore;
 pub use library::{LibraryStore, ReviewStore};
 pub use memory::MemoryStore;
 pub use proposals::ProposalStore;
 pub use retention::RetentionStore;
+pub use tasks::{CredentialStore, TaskStore};
 
 /// How a versioned write is conditioned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,7 +376,7 @@ impl Records {
     }
 
     /// One page of raw items and the cursor of the next (the paging every listing shares).
-    async fn page_items(
+    pub(crate) async fn page_items(
         &self,
         tenant: &str,
         part: &str,

@@ -173,6 +173,27 @@ impl AdminApi {
     }
 
     /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::set_credential`].
+    pub async fn set_credential(&self, tenant: &TenantId, source: &str, credential: domain::action::Credential) -> Result<()> {
+        self.check(tenant)?;
+        self.admin.set_credential(tenant, source, credential).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::remove_credential`].
+    pub async fn remove_credential(&self, tenant: &TenantId, source: &str) -> Result<()> {
+        self.check(tenant)?;
+        self.admin.remove_credential(tenant, source).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::credential_sources`].
+    pub async fn credential_sources(&self, tenant: &TenantId) -> Result<Vec<String>> {
+        self.check(tenant)?;
+        self.admin.credential_sources(tenant).await
+    }
+
+    /// # Errors
     /// `FORBIDDEN`; as [`AdminService::create_service_client`].
     pub async fn create_client(&self, req: NewServiceClient) -> Result<IssuedClient> {
         self.check(&req.tenant)?;

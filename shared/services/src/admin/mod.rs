@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod book;
+pub mod credentials;
 pub mod identity;
 
 pub use api::{AdminApi, NewTenant, UserChanges, UserView};

@@ -96,6 +96,18 @@ pub fn needs_a_person(p: &Proposal) -> Option<&'static str> {
     if has_personal(p) {
         return Some("it holds personal data");
     }
+    always_a_person(p)
+}
+
+/// Why `p` always needs a person, whatever its score: it acts in another system, or
+/// creates a Spine entity (agents never write the Spine by themselves).
+pub fn always_a_person(p: &Proposal) -> Option<&'static str> {
+    if p.action.is_some() {
+        return Some("it acts in a connected system");
+    }
+    if p.kind.starts_with("entity:") {
+        return Some("it creates a Spine entity");
+    }
     None
 }
 
@@ -120,6 +132,8 @@ mod tests {
             source_session: None,
             origin: None,
             wait: None,
+            action: None,
+            entity: None,
             detected: Vec::new(),
             created_at: now,
             updated_at: now,

@@ -2,8 +2,9 @@
 //! `statemachines/triage.asl.json`, in the same order, with the same task code
 //! ([`Tasks`]), in process.
 //!
-//! - `Score`, `AutoApprove`, `Write`, `RecordRejection`, `Escalate`, `RecordFailure`
-//!   call the task functions; like the state machine's `Retry`, an `UNAVAILABLE` task is
+//! - `Score`, `AutoApprove`, `Write`, `Act`, `RecordRejection`, `Escalate`,
+//!   `RecordFailure` call the task functions (`Apply` is [`Tasks::write`]'s own choice:
+//!   an action naming a connector operation is carried out by [`Tasks::act`]); like the state machine's `Retry`, an `UNAVAILABLE` task is
 //!   tried three times with backoff (0.2 s, 0.4 s), and anything else is caught and
 //!   recorded by `RecordFailure`.
 //! - `AwaitApproval` stores the wait (a random token and its deadline) with the proposal
@@ -31,9 +32,11 @@ use super::tasks::Tasks;
 pub const STATES: &[(&str, &[&str])] = &[
     ("Score", &["Route", "RecordFailure"]),
     ("Route", &["AutoApprove", "AwaitApproval", "Reject"]),
-    ("AutoApprove", &["Write", "RecordFailure"]),
-    ("AwaitApproval", &["Write", "RecordRejection", "Escalate", "RecordFailure"]),
+    ("AutoApprove", &["Apply", "RecordFailure"]),
+    ("AwaitApproval", &["Apply", "RecordRejection", "Escalate", "RecordFailure"]),
+    ("Apply", &["Write", "Act"]),
     ("Write", &["RecordFailure"]),
+    ("Act", &["RecordFailure"]),
     ("Reject", &["RecordRejection"]),
     ("RecordRejection", &["RecordFailure"]),
     ("Escalate", &["RecordFailure"]),

@@ -8,12 +8,13 @@
 
 use std::collections::BTreeSet;
 
+use domain::action::{ActionRun, ActionState};
 use domain::audit::AuditRecord;
 use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
 use domain::proposal::{Proposal, ProposalState, Wait};
 use domain::{Error, ErrorCode, Id, PageRequest, Result, TenantId, Timestamp};
 use ports::Backend;
-use ports::records::{AuditLog, MemoryStore, ProposalStore, TenantStore};
+use ports::records::{AuditLog, CredentialStore, EntityStore, Expect, MemoryStore, ProposalStore, TenantStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -35,7 +36,20 @@ pub struct Scored {
     pub route: String,
     pub timeout_seconds: u64,
     pub heartbeat_seconds: u64,
+    /// What approval leads to, read by the `Apply` Choice state: `act` for an action
+    /// proposal naming a connector operation (the `Act` state carries it out), `write`
+    /// for everything else (the single writer).
+    #[serde(default = "write_step")]
+    pub apply: String,
 }
+
+fn write_step() -> String {
+    "write".to_owned()
+}
+
+/// A claim on carrying an action out is held this long; an older one (its worker died
+/// mid-request) may be taken over — the request goes again with the same idempotency key.
+pub const ACTION_LEASE_MS: i64 = 90_000;
 
 /// A Task state's payload (`{"task": "score", "tenant": "…", "proposal": "…"}`;
 /// `RecordFailure` adds the caught `error`).
@@ -62,12 +76,15 @@ pub struct WaitMessage {
 #[derive(Clone)]
 pub struct Tasks {
     backend: Backend,
+    /// How the connector adapters retry a source.
+    retry: crate::actions::Retry,
 }
 
 impl Tasks {
     pub fn new(backend: Backend) -> Self {
-        Self { backend }
+        Self { backend, retry: crate::actions::Retry::default() }
     }
+
 
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend
@@ -86,6 +103,7 @@ impl Tasks {
             "score" => serde_json::to_value(self.score(&tenant, &id).await?).map_err(|e| Error::internal(e.to_string()))?,
             "auto_approve" => state(self.auto_approve(&tenant, &id).await?),
             "write" => state(self.write(&tenant, &id, "governance").await?),
+            "act" => state(self.act(&tenant, &id).await?),
             "record_rejection" => state(self.record_rejection(&tenant, &id).await?),
             "escalate" => state(self.escalate(&tenant, &id).await?),
             "record_failure" => {
@@ -215,11 +233,21 @@ impl Tasks {
             vocabulary: vocabulary.as_ref(),
         };
         let policy = Self::policy(&t);
-        let (score, route) = triage::score(&input, &triage::Policy::from(&policy));
+        let (mut score, mut route) = triage::score(&input, &triage::Policy::from(&policy));
+        // What acts in another system or writes the Spine is never approved by a score.
+        if route == triage::Route::AutoApprove
+            && let Some(why) = super::redaction::always_a_person(&p)
+        {
+            route = triage::Route::Human { supersede: None };
+            score.reasons.push(format!("route: {why}; a person approves it"));
+            score.public_reasons.push(format!("route: {why}; a person approves it"));
+        }
+        let apply = if p.action.is_some() { "act" } else { "write" };
         let out = |route: &str| Scored {
             route: route.to_owned(),
             timeout_seconds: policy.approval_timeout_secs,
             heartbeat_seconds: policy.approval_heartbeat_secs(),
+            apply: apply.to_owned(),
         };
         let name = match &route {
             triage::Route::AutoApprove => "auto_approve",
@@ -332,8 +360,19 @@ impl Tasks {
             } else {
                 actor
             };
+            if p.action.is_some() {
+                return self.act(tenant, id).await;
+            }
+            if let Some(target) = p.kind.strip_prefix("book:").map(str::to_owned) {
+                return self.write_book(p, &target, actor).await;
+            }
+            if p.kind.starts_with("entity:") {
+                return self.write_entity(p, actor).await;
+            }
             let Some(kind) = p.kind.strip_prefix("memory:").map(str::to_owned) else {
-                return self.step(p, ProposalState::Written, actor, "written").await;
+                // An action without a connector operation: approved for people to carry
+                // out; recorded as such.
+                return self.step(p, ProposalState::Written, actor, "recorded: approved for people to carry out").await;
             };
             let now = self.backend.clock.now();
             let replaces = p.supersedes.clone().or_else(|| p.suggested_supersede.clone());
@@ -389,6 +428,206 @@ impl Tasks {
             }
         }
         Err(Error::conflict(format!("proposal {id}: the write kept conflicting; retry")))
+    }
+
+    /// `Act`: carries an approved action out through its connector's adapter, once.
+    ///
+    /// The proposal is claimed first (a versioned write of its run: `performing`, the
+    /// idempotency key, the time); a second worker finding a fresh claim answers
+    /// `UNAVAILABLE` (the workflow retries later) and never sends the request, so an
+    /// approval delivered twice performs it once. A claim older than
+    /// [`ACTION_LEASE_MS`] (its worker died) is taken over and the request sent again
+    /// with the same idempotency key. The source's answer updates the Spine entity it
+    /// changed (with its signal); a refusal, or a failure past the retries, ends the
+    /// proposal `failed` with the source's reason.
+    ///
+    /// # Errors
+    /// `CONFLICT` unless approved; `NOT_FOUND`; `UNAVAILABLE` (the store, or another
+    /// worker holding the claim).
+    pub async fn act(&self, tenant: &TenantId, id: &Id) -> Result<Proposal> {
+        let records = &self.backend.records;
+        let mut p = self.load(tenant, id).await?;
+        match p.state {
+            ProposalState::Written | ProposalState::Failed => return Ok(p),
+            ProposalState::Approved | ProposalState::AutoApproved => {}
+            other => return Err(Error::conflict(format!("proposal {id} is {other}, not approved"))),
+        }
+        if let Some(why) = super::redaction::needs_a_person(&p) {
+            return Err(Error::conflict(format!("proposal {id} cannot be carried out without a person's approval: {why}")));
+        }
+        let Some(mut action) = p.action.clone() else {
+            return Box::pin(self.write(tenant, id, "governance")).await;
+        };
+        let now = self.backend.clock.now();
+        let previous = action.run.clone();
+        match previous.as_ref().map(|r| r.state) {
+            Some(ActionState::Done) => return self.step(p, ProposalState::Written, "governance", "performed").await,
+            Some(ActionState::Failed) => {
+                let reason = previous.as_ref().and_then(|r| r.error.clone()).unwrap_or_default();
+                return self.fail_action(p, &reason).await;
+            }
+            Some(ActionState::Performing) if previous.as_ref().is_some_and(|r| now.0 - r.claimed_at.0 < ACTION_LEASE_MS) => {
+                return Err(Error::unavailable(format!(
+                    "proposal {id}: its action is being carried out by another worker; its outcome will be recorded"
+                )));
+            }
+            _ => {}
+        }
+        // The claim.
+        let key = previous.as_ref().map_or_else(
+            || format!("continuity-{}", &crate::sha256_hex(&format!("{tenant}/{id}"))[..32]),
+            |r| r.idempotency_key.clone(),
+        );
+        action.run = Some(ActionRun {
+            state: ActionState::Performing,
+            idempotency_key: key.clone(),
+            attempts: previous.as_ref().map_or(0, |r| r.attempts),
+            claimed_at: now,
+            status: None,
+            error: None,
+            entity: None,
+            finished_at: None,
+        });
+        p.action = Some(action.clone());
+        p.updated_at = now;
+        let mut p = match records.update_proposal(&p).await {
+            Ok(p) => p,
+            Err(e) if e.code == ErrorCode::Conflict => {
+                return Err(Error::unavailable(format!("proposal {id}: another worker claimed its action; its outcome will be recorded")));
+            }
+            Err(e) => return Err(e),
+        };
+        let request = &action.request;
+        let prepared = crate::actions::find(&request.connector, &request.operation).and_then(|op| Ok((op, op.prepare(request)?)));
+        let (op, prepared) = match prepared {
+            Ok(x) => x,
+            Err(e) => return self.fail_action(p, &format!("the action cannot be sent: {}", e.message)).await,
+        };
+        let source = Id::new(request.connector.clone())?;
+        let Some(credential) = records.get_credential(tenant, &source).await? else {
+            let why = format!(
+                "no {} credential is stored for this workspace (`continuity connector credential set --source {}`)",
+                request.connector, request.connector
+            );
+            return self.fail_action(p, &why).await;
+        };
+        let answered = crate::actions::perform(&request.connector, &prepared, &credential, &key, self.retry).await;
+        let mut run = p.action.as_ref().and_then(|a| a.run.clone()).ok_or_else(|| Error::internal("a claimed action lost its run"))?;
+        run.finished_at = Some(self.backend.clock.now());
+        match answered {
+            Ok(crate::actions::Answered::Done { status, body, attempts }) => {
+                run.attempts += attempts;
+                run.status = Some(status);
+                run.state = ActionState::Done;
+                if let Some(effect) = op.effect(request, body.as_ref()) {
+                    run.entity = Some(effect.entity.clone());
+                    // The source holds the change now: a Spine that cannot take it is
+                    // caught up by the next sync, not a failed action.
+                    match self.ingest().apply_change(tenant, &effect, self.backend.clock.now()).await {
+                        Ok(Some(_)) => {}
+                        Ok(None) => run.error = Some("performed; the Spine does not hold this record yet".into()),
+                        Err(e) => {
+                            tracing::warn!(code = ?e.code, proposal = %id, "action performed; the Spine update failed");
+                            run.error = Some(format!("performed; the Spine update failed ({}), the next sync brings it", e.code.as_str()));
+                        }
+                    }
+                }
+                if let Some(a) = &mut p.action {
+                    a.run = Some(run);
+                }
+                let outcome = format!("performed: {} {} {} ({status})", request.connector, request.operation, request.target);
+                self.audit(tenant, "governance", "action.performed", id, &outcome).await?;
+                self.step(p, ProposalState::Written, "governance", &outcome).await
+            }
+            Ok(crate::actions::Answered::Failed { status, reason, attempts }) => {
+                run.attempts += attempts;
+                run.status = status;
+                if let Some(a) = &mut p.action {
+                    a.run = Some(run);
+                }
+                self.fail_action(p, &reason).await
+            }
+            Err(e) => self.fail_action(p, &e.message).await,
+        }
+    }
+
+    /// An action that will not be performed: its run `failed` with the reason, the
+    /// proposal `failed` with it too.
+    async fn fail_action(&self, mut p: Proposal, reason: &str) -> Result<Proposal> {
+        let reason: String = reason.chars().take(500).collect();
+        if let Some(a) = &mut p.action {
+            let now = self.backend.clock.now();
+            let run = a.run.get_or_insert_with(|| ActionRun {
+                state: ActionState::Failed,
+                idempotency_key: String::new(),
+                attempts: 0,
+                claimed_at: now,
+                status: None,
+                error: None,
+                entity: None,
+                finished_at: None,
+            });
+            run.state = ActionState::Failed;
+            run.error = Some(reason.clone());
+            run.finished_at.get_or_insert(now);
+        }
+        p.decision_reason = Some(format!("action failed: {reason}"));
+        let id = p.id.clone();
+        let tenant = p.tenant.clone();
+        let failed = self.step(p, ProposalState::Failed, "governance", &format!("action failed: {reason}")).await?;
+        self.audit(&tenant, "governance", "action.failed", &id, &reason).await?;
+        Ok(failed)
+    }
+
+    fn ingest(&self) -> crate::ingest::IngestService {
+        crate::ingest::IngestService::new(self.backend.clone(), self.entities())
+    }
+
+    fn entities(&self) -> crate::entities::EntityService {
+        let tokens = crate::oauth::tokens::TokenService::new(self.backend.clone());
+        let auth = crate::auth::Authenticator::new(self.backend.clone(), tokens);
+        crate::entities::EntityService::new(self.backend.clone(), auth, crate::changes::Changes::new())
+    }
+
+    /// An approved `book:{project}/{entry}` proposal: the entry written (replacing one
+    /// of the same id, keeping its creation time), then the proposal `written`.
+    async fn write_book(&self, p: Proposal, target: &str, actor: &str) -> Result<Proposal> {
+        let (project, entry) = target
+            .split_once('/')
+            .ok_or_else(|| Error::internal(format!("proposal {}: a book proposal without its entry", p.id)))?;
+        let entry = Id::new(entry)?;
+        crate::admin::book::write_entry(&self.backend, &p.tenant, project, &entry, &p.title, &p.body, actor).await?;
+        self.step(p, ProposalState::Written, actor, &format!("book entry {project}/{entry} written")).await
+    }
+
+    /// An approved `entity:{type}` proposal: the entity created through the operator
+    /// path's checks (a retry finding the very entity it wrote carries on).
+    async fn write_entity(&self, p: Proposal, actor: &str) -> Result<Proposal> {
+        let Some(draft) = p.entity.clone() else {
+            return Err(Error::internal(format!("proposal {}: an entity proposal without its entity", p.id)));
+        };
+        let entities = self.entities();
+        let existing = self.backend.records.get_entity(&p.tenant, &draft.entity_type, &draft.id).await?;
+        match existing {
+            Some(e) if e.attributes == draft.attributes => {}
+            Some(_) => {
+                let why = format!("{}:{} exists already; propose a change to it instead", draft.entity_type, draft.id);
+                return self.record_failure(&p.tenant, &p.id, &why).await;
+            }
+            None => {
+                let created = entities
+                    .put_governed(&p.tenant, draft.entity_type.clone(), draft.id.clone(), draft.attributes.clone(), Expect::Absent)
+                    .await;
+                match created {
+                    Ok(_) => {}
+                    Err(e) if e.code == ErrorCode::Unavailable || e.code == ErrorCode::Conflict => return Err(e),
+                    Err(e) => return self.record_failure(&p.tenant, &p.id, &e.message).await,
+                }
+            }
+        }
+        let what = format!("entity {}:{} created", draft.entity_type, draft.id);
+        self.audit(&p.tenant, actor, "entity.create", &p.id, &what).await?;
+        self.step(p, ProposalState::Written, actor, &what).await
     }
 
     /// A written proposal that came from an engineering ADR accepts the ADR (pointing at

@@ -142,6 +142,7 @@ impl IngestService {
             || kind == KIND_RECORD
             || kind == crate::entities::KIND_SPINE_WRITE
             || kind == crate::maintenance::KIND_RESUME
+            || kind == crate::work::KIND_TASK
     }
 
     /// Processes one delivery of any kind this consumer handles.
@@ -151,6 +152,9 @@ impl IngestService {
     pub async fn process_any(&self, delivery: &Delivery) -> Result<()> {
         if delivery.message.kind == crate::entities::KIND_SPINE_WRITE {
             return self.entities.apply_queued(&delivery.message).await;
+        }
+        if delivery.message.kind == crate::work::KIND_TASK {
+            return crate::work::TaskService::new(self.backend.clone()).deliver(delivery).await;
         }
         if delivery.message.kind == crate::maintenance::KIND_RESUME {
             let maintenance = crate::maintenance::MaintenanceService::new(self.backend.clone());
@@ -671,6 +675,41 @@ impl IngestService {
             relationships,
             signals,
         }))
+    }
+
+    /// A source's answer to an approved action, applied to the Spine entity it changed:
+    /// the changed fields over the stored ones, as a write of that source at `at`
+    /// (signals for the fields that moved). `None` when the Spine does not hold the
+    /// entity (nothing to update) or holds a newer copy.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` when the changed entity breaks the tenant's schema;
+    /// `UNAVAILABLE`.
+    pub async fn apply_change(&self, tenant: &TenantId, effect: &crate::actions::Effect, at: Timestamp) -> Result<Option<Entity>> {
+        let t = self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        let EntityRef { entity_type, id } = &effect.entity;
+        let Some(existing) = self.backend.records.get_entity(tenant, entity_type, id).await? else { return Ok(None) };
+        let mut attributes = existing.attributes.clone();
+        let mut signals = BTreeMap::new();
+        for c in &effect.changes {
+            attributes.insert(c.field.clone(), c.value.clone());
+            if let Some(kind) = c.signal {
+                signals.insert(c.field.clone(), domain::EntityType::new(kind)?);
+            }
+        }
+        let at = Timestamp(at.0.max(existing.source_updated_at.map_or(0, |s| s.0 + 1)));
+        let n = mapping::Normalized {
+            entity_type: entity_type.clone(),
+            id: id.clone(),
+            attributes,
+            source_updated_at: at,
+            relationships: Vec::new(),
+            signals,
+        };
+        Self::check(&t, &n)?;
+        let Some(w) = self.write(&t, &n).await? else { return Ok(None) };
+        self.entities.written(&w.entity, false).await;
+        Ok(Some(w.entity))
     }
 
     /// Writer, record by record (after a lost race): read, plan, write; again on conflict.

@@ -32,6 +32,7 @@ pub mod proposals;
 pub mod recall;
 pub mod session;
 pub mod spine;
+pub mod tasks;
 
 use domain::memory::{ConversationTurn, GovernanceState, MemoryEntry, SessionSummary, TurnRole};
 use domain::principal::{CallerContext, Scope};
@@ -176,7 +177,7 @@ pub struct EntityArg {
 }
 
 impl EntityArg {
-    fn to_ref(&self) -> Result<EntityRef> {
+    pub(crate) fn to_ref(&self) -> Result<EntityRef> {
         Ok(EntityRef { entity_type: EntityType::new(self.entity_type.clone())?, id: Id::new(self.id.clone())? })
     }
 }
@@ -398,10 +399,50 @@ pub struct ProposalView {
     )]
     pub redacted: Vec<RedactedView>,
     pub decision_reason: Option<String>,
+    #[schemars(
+        with = "Option<Map<String, Value>>",
+        description = "For an action naming a connector operation: connector, operation, target, and once carried out its state (performing, done, failed), attempts, the source's HTTP status and any error."
+    )]
+    pub action: Option<ActionView>,
     pub proposed_by: String,
     pub source_session: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+}
+
+/// An action proposal's operation and how carrying it out went.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionView {
+    pub connector: String,
+    pub operation: String,
+    pub target: String,
+    pub params: domain::value::Attributes,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'static str>,
+    pub attempts: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity: Option<String>,
+}
+
+impl ActionView {
+    fn of(a: &domain::action::Action) -> Self {
+        let run = a.run.as_ref();
+        Self {
+            connector: a.request.connector.clone(),
+            operation: a.request.operation.clone(),
+            target: a.request.target.clone(),
+            params: a.request.params.clone(),
+            state: run.map(|r| r.state.as_str()),
+            attempts: run.map_or(0, |r| r.attempts),
+            status: run.and_then(|r| r.status),
+            error: run.and_then(|r| r.error.clone()),
+            entity: run.and_then(|r| r.entity.as_ref().map(ToString::to_string)),
+        }
+    }
 }
 
 impl ProposalView {
@@ -436,6 +477,7 @@ impl ProposalView {
                 })
                 .collect(),
             decision_reason: p.decision_reason.clone(),
+            action: p.action.as_ref().map(ActionView::of),
             proposed_by: p.proposed_by.to_string(),
             source_session: p.source_session.clone(),
             created_at: p.created_at.to_rfc3339(),
