@@ -56,7 +56,9 @@ async fn rig(backend: Backend) -> Rig {
     let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
     let approver = caller(&s, &t, "approvals:decide tenant:read").await;
     let source = FakeSource::start().await;
-    for (name, email) in [("hubspot", None), ("salesforce", None), ("zendesk", None), ("jira", Some("bot@acme.test")), ("stripe", None)] {
+    for (name, email) in
+        [("hubspot", None), ("salesforce", None), ("zendesk", None), ("jira", Some("bot@acme.test")), ("stripe", None)]
+    {
         let credential = Credential {
             base_url: Some(source.base_url.clone()),
             token: format!("{name}-token"),
@@ -78,7 +80,13 @@ impl Rig {
     }
 
     /// Proposes, approves, and returns the proposal as stored plus the requests sent.
-    async fn approved(&self, connector: &str, operation: &str, target: &str, params: Value) -> (domain::proposal::Proposal, Vec<Seen>) {
+    async fn approved(
+        &self,
+        connector: &str,
+        operation: &str,
+        target: &str,
+        params: Value,
+    ) -> (domain::proposal::Proposal, Vec<Seen>) {
         let p = self.propose(connector, operation, target, params).await;
         assert_eq!(p["state"], "awaiting_approval", "an action always waits for a person: {p}");
         let id = Id::new(p["id"].as_str().unwrap()).unwrap();
@@ -132,7 +140,10 @@ async fn actions(backend: Backend) {
     assert!(key.starts_with("continuity-") && key.len() > 20, "{key}");
     assert_eq!(req.json(), json!({"properties": {"dealstage": "closedwon"}}));
     let run = p.action.as_ref().unwrap().run.as_ref().unwrap();
-    assert_eq!((run.state.as_str(), run.attempts, run.status, run.idempotency_key.as_str()), ("done", 1, Some(200), key.as_str()));
+    assert_eq!(
+        (run.state.as_str(), run.attempts, run.status, run.idempotency_key.as_str()),
+        ("done", 1, Some(200), key.as_str())
+    );
     let entity = s.backend.records.get_entity(t, &opportunity, &deal_id("4001")).await.unwrap().unwrap();
     assert_eq!(entity.attributes["stage"], domain::value::Value::Text("closedwon".into()));
     assert_eq!(entity.attributes["name"], domain::value::Value::Text("Acme renewal 4001".into()), "other fields kept");
@@ -163,7 +174,9 @@ async fn actions(backend: Backend) {
     let mut raw = s.backend.records.get_proposal(t, &id2).await.unwrap().unwrap();
     raw.state = ProposalState::Approved;
     s.backend.records.update_proposal(&raw).await.unwrap();
-    r.source.script([Answer::json(200, &json!({"id": "4003", "properties": {"dealstage": "closedlost"}})).after(Duration::from_millis(400))]);
+    r.source
+        .script([Answer::json(200, &json!({"id": "4003", "properties": {"dealstage": "closedlost"}}))
+            .after(Duration::from_millis(400))]);
     let tasks = s.governance.tasks();
     let (a, b) = tokio::join!(tasks.act(t, &id2), tasks.act(t, &id2));
     let outcomes = [&a, &b].map(|x| x.as_ref().map(|p| p.state).map_err(|e| e.code));
@@ -196,7 +209,10 @@ async fn actions(backend: Backend) {
     let (p, seen) = r.approved("hubspot", "deal.update_stage", "4002", json!({"stage": "nosuchstage"})).await;
     assert_eq!((p.state, seen.len()), (ProposalState::Failed, 1));
     let reason = p.decision_reason.unwrap();
-    assert!(reason.contains("hubspot refused the request (400)") && reason.contains("Property values were not valid"), "{reason}");
+    assert!(
+        reason.contains("hubspot refused the request (400)") && reason.contains("Property values were not valid"),
+        "{reason}"
+    );
 
     // 5. The other adapters' requests, exactly as their APIs document them.
     r.source.script([Answer::empty(204)]);
@@ -215,8 +231,12 @@ async fn actions(backend: Backend) {
     assert_eq!(req.header("authorization"), Some("Bearer zendesk-token"));
     assert_eq!(req.json(), json!({"ticket": {"comment": {"body": "Refund issued; see order 1182.", "public": false}}}));
 
-    r.source.script([Answer::json(201, &json!({"id": "10000", "self": "https://acme.atlassian.net/rest/api/3/issue/10010/comment/10000"}))]);
-    let (p, seen) = r.approved("jira", "issue.add_comment", "PROJ-12", json!({"body": "Fixed in 2.4.1.\n\nReleased today."})).await;
+    r.source.script([Answer::json(
+        201,
+        &json!({"id": "10000", "self": "https://acme.atlassian.net/rest/api/3/issue/10010/comment/10000"}),
+    )]);
+    let (p, seen) =
+        r.approved("jira", "issue.add_comment", "PROJ-12", json!({"body": "Fixed in 2.4.1.\n\nReleased today."})).await;
     let req = one(&seen);
     assert_eq!(p.state, ProposalState::Written);
     assert_eq!((req.method.as_str(), req.path.as_str()), ("POST", "/rest/api/3/issue/PROJ-12/comment"));
@@ -235,7 +255,10 @@ async fn actions(backend: Backend) {
     let (p, seen) = r.approved("stripe", "subscription.cancel", "sub_1MowQVLkdIwHu7ix", json!({})).await;
     let req = one(&seen);
     assert_eq!(p.state, ProposalState::Written);
-    assert_eq!((req.method.as_str(), req.path.as_str(), req.body.as_str()), ("DELETE", "/v1/subscriptions/sub_1MowQVLkdIwHu7ix", ""));
+    assert_eq!(
+        (req.method.as_str(), req.path.as_str(), req.body.as_str()),
+        ("DELETE", "/v1/subscriptions/sub_1MowQVLkdIwHu7ix", "")
+    );
     assert_eq!(req.header("authorization"), Some("Bearer stripe-token"));
     assert!(req.header("idempotency-key").is_some(), "Stripe honours idempotency keys");
 
@@ -273,16 +296,7 @@ async fn actions(backend: Backend) {
                      "domain_names": ["acme.com"], "updated_at": "2026-11-30T09:00:00Z"});
     s.ingest.accept(&r.agent, "zendesk", json!({"records": [org], "final": true})).await.unwrap();
     drain(s).await;
-    let out = s
-        .capabilities
-        .execute(
-            &r.agent,
-            "connector.write",
-            write,
-        )
-        .await
-        .unwrap()
-        .data;
+    let out = s.capabilities.execute(&r.agent, "connector.write", write).await.unwrap().data;
     assert_eq!(out["proposal"]["state"], "awaiting_approval", "{out}");
     assert_eq!(out["proposal"]["action"]["operation"], "ticket.update_status");
     assert!(r.source.take().is_empty(), "nothing is sent before approval");
@@ -317,7 +331,12 @@ async fn tasks_and_governed_writes(backend: Backend) {
     let e = s.capabilities.execute(&stranger, "task.list", json!({"assignee": worker.principal.as_str()})).await.unwrap_err();
     assert_eq!(e.code, ErrorCode::Forbidden);
     s.capabilities.execute(&worker, "task.update", json!({"id": id, "status": "in_progress"})).await.unwrap();
-    let done = s.capabilities.execute(&worker, "task.update", json!({"id": id, "status": "done", "note": "Sent on 2 December."})).await.unwrap().data;
+    let done = s
+        .capabilities
+        .execute(&worker, "task.update", json!({"id": id, "status": "done", "note": "Sent on 2 December."}))
+        .await
+        .unwrap()
+        .data;
     assert_eq!((done["task"]["status"].as_str(), done["task"]["note"].as_str()), (Some("done"), Some("Sent on 2 December.")));
     let all = s.capabilities.execute(&lead, "task.list", json!({"status": "done"})).await.unwrap().data;
     assert_eq!(all["tasks"].as_array().unwrap().len(), 1, "{all}");
@@ -333,7 +352,10 @@ async fn tasks_and_governed_writes(backend: Backend) {
     let p = s.capabilities.execute(&lead, "spine.entity.create", args.clone()).await.unwrap().data["proposal"].clone();
     assert_eq!(p["state"], "awaiting_approval", "{p}");
     let account = EntityType::new("account").unwrap();
-    assert!(s.backend.records.get_entity(&t, &account, &Id::new("acme-eu").unwrap()).await.unwrap().is_none(), "not before approval");
+    assert!(
+        s.backend.records.get_entity(&t, &account, &Id::new("acme-eu").unwrap()).await.unwrap().is_none(),
+        "not before approval"
+    );
     let id = Id::new(p["id"].as_str().unwrap()).unwrap();
     assert_eq!(s.governance.decide(&approver, &id, true, None).await.unwrap().state, ProposalState::Written);
     let e = s.backend.records.get_entity(&t, &account, &Id::new("acme-eu").unwrap()).await.unwrap().unwrap();

@@ -27,7 +27,8 @@ impl Seen {
     }
 
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{} {}: body is not JSON ({e}): {}", self.method, self.path, self.body))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("{} {}: body is not JSON ({e}): {}", self.method, self.path, self.body))
     }
 }
 
@@ -42,7 +43,12 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(status: u16, body: &serde_json::Value) -> Self {
-        Self { status, headers: vec![("Content-Type".into(), "application/json".into())], body: body.to_string(), delay: Duration::ZERO }
+        Self {
+            status,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: body.to_string(),
+            delay: Duration::ZERO,
+        }
     }
 
     pub fn empty(status: u16) -> Self {

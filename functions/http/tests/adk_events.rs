@@ -64,6 +64,35 @@ async fn list_and_execute_from_events() {
     assert!(v["data"]["entity"]["attributes"].get("internal_notes").is_none(), "non-priority fields are stripped");
 }
 
+/// `task.dispatch` through the capability API: stored open and queued; the work queue's
+/// consumer delivers it to its assignee.
+#[tokio::test]
+async fn a_task_is_dispatched_from_the_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let alice = domain::principal::Principal {
+        tenant: demo.clone(),
+        id: Id::new("alice").unwrap(),
+        kind: domain::principal::PrincipalKind::User,
+        role: domain::principal::Role::Member,
+        display_name: "Alice".into(),
+        created_at: s.backend.clock.now(),
+        teams: Vec::new(),
+        projects: Vec::new(),
+        disabled: false,
+    };
+    ports::records::PrincipalStore::create_principal(&s.backend.records, &alice).await.unwrap();
+    let (status, _, v) = invoke(&s, event("adk-execute-task-dispatch.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["route"], "REMOTE_FUNCTION");
+    assert_eq!((v["data"]["task"]["status"].as_str(), v["data"]["task"]["assignee"].as_str()), (Some("open"), Some("alice")));
+    assert_eq!(s.ingest.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap(), 1);
+    let id = Id::new(v["data"]["task"]["id"].as_str().unwrap()).unwrap();
+    let task = ports::records::TaskStore::get_task(&s.backend.records, &demo, &id).await.unwrap().unwrap();
+    assert_eq!(task.status, domain::spine::TaskStatus::Dispatched);
+}
+
 #[tokio::test]
 async fn a_tenant_whose_config_cannot_be_loaded_gets_resolver_degraded() {
     let dir = tempfile::tempdir().unwrap();

@@ -54,4 +54,26 @@ async fn the_operator_creates_a_tenant_from_the_event() {
     );
     let (status, v) = invoke(&s, continuity_tests::event("admin-add-user.json")).await;
     assert_eq!((status, v["error"]["code"].as_str()), (409, Some("CONFLICT")), "the e-mail is taken: {v}");
+
+    // A connector credential for governed actions: stored sealed, never shown or logged.
+    let globex = TenantId::new("globex").unwrap();
+    let (status, v) = invoke(&s, continuity_tests::event("admin-put-credential.json")).await;
+    assert_eq!(status, 204, "{v}");
+    assert_eq!(s.admin.credential_sources(&globex).await.unwrap(), ["hubspot"]);
+    let stored =
+        ports::records::CredentialStore::get_credential(&s.backend.records, &globex, &domain::Id::new("hubspot").unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+    assert_eq!(stored.token, "placeholder-hubspot-private-app-token");
+    let ledger =
+        ports::records::AuditLog::list_audit(&s.backend.records, &globex, &domain::PageRequest::first(20)).await.unwrap().items;
+    let audited = ledger.iter().find(|r| r.action == "admin:connector.credential").unwrap();
+    assert_eq!(audited.outcome, "stored (sealed)");
+    assert!(!format!("{ledger:?}").contains("placeholder-hubspot"), "the token is in no audit record");
+    let mut ev = continuity_tests::event("admin-put-credential.json");
+    ev["path"] = "/v1/admin/tenants/globex/connectors/myspace/credential".into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!((status, v["error"]["code"].as_str()), (400, Some("INVALID_REQUEST")), "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("hubspot"), "names the connectors that act: {v}");
 }

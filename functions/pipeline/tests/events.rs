@@ -6,7 +6,7 @@
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use domain::{EntityType, TenantId};
-use ports::records::{EntityStore, IngestFailureStore};
+use ports::records::{EntityStore, Expect, IngestFailureStore, TaskStore};
 
 #[tokio::test]
 async fn a_batch_commits_and_the_poison_record_alone_is_retried() {
@@ -46,4 +46,37 @@ async fn a_batch_commits_and_the_poison_record_alone_is_retried() {
     let foreign: SqsEvent =
         serde_json::from_value(serde_json::json!({"Records": [{"messageId": "m-1", "body": "hello"}]})).unwrap();
     assert_eq!(continuity_pipeline::handle(&s, foreign).await.batch_item_failures.len(), 1);
+}
+
+/// `events/pipeline-sqs-task.json`: a dispatched task reaches its assignee (`open →
+/// dispatched`); the same message again changes nothing.
+#[tokio::test]
+async fn a_dispatched_task_is_delivered_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let now = s.backend.clock.now();
+    let task = domain::spine::Task {
+        tenant: demo.clone(),
+        id: domain::Id::new("task-demo-1").unwrap(),
+        title: "Send Acme the renewal quote".into(),
+        body: String::new(),
+        status: domain::spine::TaskStatus::Open,
+        assignee: domain::Id::new("alice").unwrap(),
+        related: Vec::new(),
+        created_by: domain::Id::new("bob").unwrap(),
+        note: None,
+        created_at: now,
+        updated_at: now,
+        version: 0,
+    };
+    s.backend.records.put_task(&task, Expect::Absent).await.unwrap();
+    let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-task.json")).unwrap();
+    let resp = continuity_pipeline::handle(&s, event.clone()).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    let delivered = s.backend.records.get_task(&demo, &task.id).await.unwrap().unwrap();
+    assert_eq!(delivered.status, domain::spine::TaskStatus::Dispatched);
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert!(resp.batch_item_failures.is_empty());
+    assert_eq!(s.backend.records.get_task(&demo, &task.id).await.unwrap().unwrap().version, delivered.version, "delivered once");
 }

@@ -6,7 +6,9 @@
 //!   proposal, and the approver's decision (`GovernanceService::decide` on the
 //!   `StepFunctionsWorkflow` adapter) sends it back — `SendTaskSuccess` ends in `Write`,
 //!   `SendTaskFailure("Rejected")` in `RecordRejection`, and a wait nobody decides times
-//!   out into `Escalate` (after a `SendTaskHeartbeat` from the resume job);
+//!   out into `Escalate` (after a `SendTaskHeartbeat` from the resume job); an approved
+//!   action goes through `Apply` to `Act`, whose real task sends the connector request
+//!   once (an in-process server stands in for HubSpot) or fails after its retries;
 //! - the Lambda tasks: moto runs no Lambda code without Docker, it answers each invoke
 //!   with the next queued result (`/moto-api/static/lambda-simple/response`). We queue
 //!   the outputs of our real task code: for the auto-approve and reject paths the tasks
@@ -24,6 +26,8 @@ use std::time::{Duration, Instant};
 use aws_sdk_sfn::types::{ExecutionStatus, HistoryEventType};
 use continuity_tests::aws::{REGION, env};
 use continuity_tests::caller;
+use continuity_tests::source::{Answer, FakeSource};
+use domain::action::{Action, ActionRequest, Credential};
 use domain::proposal::{Proposal, ProposalState};
 use domain::tenant::{Department, Industry, PlanTier, TriagePolicy};
 use domain::{ErrorCode, Id, TenantId};
@@ -234,6 +238,31 @@ async fn pending(s: &Services, t: &TenantId, title: &str, body: &str, session: O
     id
 }
 
+/// A pending action proposal: move HubSpot deal `deal` to closed-won.
+async fn pending_action(s: &Services, t: &TenantId, deal: &str) -> Id {
+    let id = pending(
+        s,
+        t,
+        &format!("Close deal {deal} as won"),
+        "The customer signed the order form on 2 December; the signed copy is attached to the deal.",
+        None,
+    )
+    .await;
+    let mut p = state(s, t, &id).await;
+    p.kind = "action".into();
+    p.action = Some(Action {
+        request: ActionRequest {
+            connector: "hubspot".into(),
+            operation: "deal.update_stage".into(),
+            target: deal.into(),
+            params: [("stage".to_owned(), domain::value::Value::Text("closedwon".into()))].into(),
+        },
+        run: None,
+    });
+    s.backend.records.update_proposal(&p).await.unwrap();
+    id
+}
+
 async fn state(s: &Services, t: &TenantId, id: &Id) -> Proposal {
     s.backend.records.get_proposal(t, id).await.unwrap().unwrap()
 }
@@ -276,7 +305,7 @@ async fn triage_state_machine_runs_on_moto() {
     let execution = rig.start(&t, &auto).await;
     let (status, entered, output) = rig.finished(&execution).await;
     assert_eq!(status, ExecutionStatus::Succeeded, "{entered:?}");
-    assert_eq!(entered, ["Score", "Route", "AutoApprove", "Write"]);
+    assert_eq!(entered, ["Score", "Route", "AutoApprove", "Apply", "Write"]);
     assert_eq!(output["written"]["state"], "written", "{output}");
     assert_eq!(s.backend.records.get_memory(&t, &auto).await.unwrap().unwrap().title, "Health score review cadence");
 
@@ -318,7 +347,7 @@ async fn triage_state_machine_runs_on_moto() {
     assert_eq!(decided.state, ProposalState::Approved, "on Step Functions the Write state writes it");
     let (status, entered, output) = rig.finished(&execution).await;
     assert_eq!(status, ExecutionStatus::Succeeded, "{entered:?}");
-    assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Write"]);
+    assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Apply", "Write"]);
     assert_eq!(output["decision"]["decision"], "approved", "SendTaskSuccess's output: {output}");
     // What the Lambda does when moto calls it — our real Write task — answers what was queued.
     assert_eq!(rig.task("write", &t, &hitl).await, expected_write);
@@ -343,7 +372,46 @@ async fn triage_state_machine_runs_on_moto() {
     assert_eq!(rig.task("record_rejection", &t, &hitl).await, expected);
     assert_eq!(state(s, &t, &hitl).await.decision_reason.as_deref(), Some("Escalations go to the account owner"));
 
-    // 5. Nobody decides: the wait times out into Escalate — never auto-approved.
+    // 5. An approved action: AwaitApproval → Apply → Act, the connector adapter's request
+    //    sent once by the real Act task (the source is an in-process server asserting it).
+    let source = FakeSource::start().await;
+    let credential = Credential { base_url: Some(source.base_url.clone()), token: "pat-hub".into(), email: None };
+    s.admin.set_credential(&t, "hubspot", credential).await.unwrap();
+    for (deal, answer, outcome) in [
+        ("4001", Answer::json(200, &json!({"id": "4001", "properties": {"dealstage": "closedwon"}})), "written"),
+        ("4002", Answer::json(503, &json!({"message": "internal error"})), "failed"),
+    ] {
+        source.always(answer);
+        let act = pending_action(s, &t, deal).await;
+        let scored = rig.task("score", &t, &act).await;
+        assert_eq!((scored["route"].as_str(), scored["apply"].as_str()), (Some("human"), Some("act")), "{scored}");
+        rig.queue_results(&[scored]).await;
+        let execution = rig.start(&t, &act).await;
+        rig.consume_wait(&act).await;
+        let expected = json!({"proposal": act.as_str(), "state": outcome});
+        rig.queue_results(std::slice::from_ref(&expected)).await;
+        s.governance.decide(&approver, &act, true, None).await.unwrap();
+        let (status, entered, output) = rig.finished(&execution).await;
+        assert_eq!(status, ExecutionStatus::Succeeded, "{entered:?}");
+        assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Apply", "Act"]);
+        assert_eq!(output["acted"]["state"], outcome, "{output}");
+        assert!(source.take().is_empty(), "moto runs no Lambda code: nothing is sent until the real task runs");
+        // What the Lambda does when moto calls it — our real Act task — answers what was queued.
+        assert_eq!(rig.task("act", &t, &act).await, expected);
+        let seen = source.take();
+        assert_eq!(seen.len(), if outcome == "written" { 1 } else { 4 }, "one request, or four attempts: {seen:?}");
+        assert_eq!((seen[0].method.as_str(), seen[0].path.as_str()), ("PATCH", format!("/crm/v3/objects/deals/{deal}").as_str()));
+        assert_eq!(seen[0].json(), json!({"properties": {"dealstage": "closedwon"}}));
+        // Delivered again (a Lambda retry): nothing is sent twice.
+        assert_eq!(rig.task("act", &t, &act).await, expected);
+        assert!(source.take().is_empty());
+        if outcome == "failed" {
+            let reason = state(s, &t, &act).await.decision_reason.unwrap();
+            assert!(reason.contains("hubspot answered 503") && reason.contains("after 4 attempts"), "{reason}");
+        }
+    }
+
+    // 6. Nobody decides: the wait times out into Escalate — never auto-approved.
     // (20 s, a 19 s heartbeat: slack for a loaded machine, where moto answers slowly.)
     let strict = TriagePolicy { approval_timeout_secs: 20, ..TriagePolicy::default() };
     s.admin.set_tenant(&t, services::admin::TenantChanges { triage: Some(strict), ..Default::default() }).await.unwrap();
@@ -447,7 +515,7 @@ async fn sample_events_drive_the_handler() {
     let tasks = s.governance.tasks();
     let score = continuity_tests::event("triage-score.json").to_string().replace("PROPOSAL_ID", id.as_str());
     let out = continuity_triage::handle(tasks, serde_json::from_str(&score).unwrap()).await.unwrap();
-    assert_eq!(out, json!({"route": "human", "timeout_seconds": 604_800, "heartbeat_seconds": 7800}));
+    assert_eq!(out, json!({"route": "human", "timeout_seconds": 604_800, "heartbeat_seconds": 7800, "apply": "write"}));
     let wait = continuity_tests::event("triage-wait-sqs.json").to_string().replace("PROPOSAL_ID", id.as_str());
     let out = continuity_triage::handle(tasks, serde_json::from_str(&wait).unwrap()).await.unwrap();
     assert_eq!(out["batchItemFailures"], json!([]), "{out}");
@@ -465,6 +533,22 @@ async fn sample_events_drive_the_handler() {
     // Scoring it again is CONFLICT (it is waiting): the error type the machine catches.
     let e = continuity_triage::handle(tasks, serde_json::from_str(&score).unwrap()).await.unwrap_err();
     assert_eq!(e.error_type, "CONFLICT");
+    // Act before approval is CONFLICT too: nothing is carried out without a person.
+    let act = continuity_tests::event("triage-act.json").to_string().replace("PROPOSAL_ID", id.as_str());
+    let e = continuity_triage::handle(tasks, serde_json::from_str(&act).unwrap()).await.unwrap_err();
+    assert_eq!(e.error_type, "CONFLICT");
+    // An approved action whose connector has no credential: failed, with what to do.
+    let action = pending_action(&s, &t, "4001").await;
+    tasks.score(&t, &action).await.unwrap();
+    tasks.register_wait(&t, &action, "token-1", 3600).await.unwrap();
+    let mut p = state(&s, &t, &action).await;
+    p.state = ProposalState::Approved;
+    s.backend.records.update_proposal(&p).await.unwrap();
+    let act = continuity_tests::event("triage-act.json").to_string().replace("PROPOSAL_ID", action.as_str());
+    let out = continuity_triage::handle(tasks, serde_json::from_str(&act).unwrap()).await.unwrap();
+    assert_eq!(out["state"], "failed", "{out}");
+    let reason = state(&s, &t, &action).await.decision_reason.unwrap();
+    assert!(reason.contains("no hubspot credential") && reason.contains("continuity connector credential set"), "{reason}");
     let e = continuity_triage::handle(tasks, json!({"task": "nope", "tenant": "demo", "proposal": "x"})).await.unwrap_err();
     assert_eq!(e.error_type, "INVALID_REQUEST");
     // RecordFailure with a Step Functions error object keeps a readable cause.

@@ -165,7 +165,10 @@ impl Credential {
         if let Some(url) = &self.base_url {
             let loopback = ["http://127.0.0.1:", "http://localhost:", "http://[::1]:"].iter().any(|p| url.starts_with(p));
             if !(url.starts_with("https://") || loopback) || url.len() > 512 || url.chars().any(|c| c.is_whitespace()) {
-                return Err(Error::invalid_field("base_url", "an https:// URL (http only to a loopback address), at most 512 characters"));
+                return Err(Error::invalid_field(
+                    "base_url",
+                    "an https:// URL (http only to a loopback address), at most 512 characters",
+                ));
             }
         }
         if let Some(e) = &self.email

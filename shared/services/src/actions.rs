@@ -30,7 +30,7 @@ use std::time::Duration;
 use domain::action::{ActionRequest, Credential};
 use domain::spine::EntityRef;
 use domain::value::Value;
-use domain::{EntityType, Error, Id, Result};
+use domain::{EntityType, Error, Result};
 use serde_json::{Value as Json, json};
 
 /// A request to a source, before authentication.
@@ -115,25 +115,27 @@ fn text_at<'a>(answer: Option<&'a Json>, path: &[&str]) -> Option<&'a str> {
     v.as_str()
 }
 
-/// One changed field: the answer's value at `path`, else what was asked.
-fn one(
-    source: &str,
-    entity_type: &str,
-    r: &ActionRequest,
-    answer: Option<&Json>,
-    path: &[&str],
-    param: &str,
-    field: &str,
+/// Where an operation's change lands in the Spine: the answer's value at `answer`
+/// (else the parameter `param` asked) is `field` of the source's `entity_type` record.
+struct Lands {
+    source: &'static str,
+    entity_type: &'static str,
+    answer: &'static [&'static str],
+    param: &'static str,
+    field: &'static str,
     signal: &'static str,
-) -> Option<Effect> {
-    let asked = match r.params.get(param) {
+}
+
+/// The one field an operation changed.
+fn one(l: &Lands, r: &ActionRequest, answer: Option<&Json>) -> Option<Effect> {
+    let asked = match r.params.get(l.param) {
         Some(Value::Text(s)) => Some(s.trim()),
         _ => None,
     };
-    let value = text_at(answer, path).or(asked)?;
+    let value = text_at(answer, l.answer).or(asked)?;
     Some(Effect {
-        entity: entity(source, entity_type, &r.target)?,
-        changes: vec![Change { field: field.into(), value: Value::Text(value.to_owned()), signal: Some(signal) }],
+        entity: entity(l.source, l.entity_type, &r.target)?,
+        changes: vec![Change { field: l.field.into(), value: Value::Text(value.to_owned()), signal: Some(l.signal) }],
     })
 }
 
@@ -153,7 +155,20 @@ pub static OPERATIONS: &[Operation] = &[
                 body: Some(json!({"properties": {"dealstage": stage}})),
             })
         },
-        read: |r, a| one("hubspot", "opportunity", r, a, &["properties", "dealstage"], "stage", "stage", "stage_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "hubspot",
+                    entity_type: "opportunity",
+                    answer: &["properties", "dealstage"],
+                    param: "stage",
+                    field: "stage",
+                    signal: "stage_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "hubspot",
@@ -167,7 +182,20 @@ pub static OPERATIONS: &[Operation] = &[
                 body: Some(json!({"properties": {"lifecyclestage": stage}})),
             })
         },
-        read: |r, a| one("hubspot", "account", r, a, &["properties", "lifecyclestage"], "stage", "lifecycle_stage", "stage_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "hubspot",
+                    entity_type: "account",
+                    answer: &["properties", "lifecyclestage"],
+                    param: "stage",
+                    field: "lifecycle_stage",
+                    signal: "stage_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "salesforce",
@@ -182,7 +210,20 @@ pub static OPERATIONS: &[Operation] = &[
             })
         },
         // Salesforce answers 204 No Content: the stage asked is the stage set.
-        read: |r, a| one("salesforce", "opportunity", r, a, &["StageName"], "stage", "stage", "stage_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "salesforce",
+                    entity_type: "opportunity",
+                    answer: &["StageName"],
+                    param: "stage",
+                    field: "stage",
+                    signal: "stage_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "salesforce",
@@ -196,7 +237,20 @@ pub static OPERATIONS: &[Operation] = &[
                 body: Some(json!({"Status": status})),
             })
         },
-        read: |r, a| one("salesforce", "ticket", r, a, &["Status"], "status", "status", "status_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "salesforce",
+                    entity_type: "ticket",
+                    answer: &["Status"],
+                    param: "status",
+                    field: "status",
+                    signal: "status_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "zendesk",
@@ -215,7 +269,20 @@ pub static OPERATIONS: &[Operation] = &[
                 body: Some(json!({"ticket": {"comment": {"body": body, "public": public}}})),
             })
         },
-        read: |r, a| one("zendesk", "ticket", r, a, &["ticket", "status"], "status", "status", "status_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "zendesk",
+                    entity_type: "ticket",
+                    answer: &["ticket", "status"],
+                    param: "status",
+                    field: "status",
+                    signal: "status_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "zendesk",
@@ -224,10 +291,7 @@ pub static OPERATIONS: &[Operation] = &[
         prepare: |r| {
             let status = r.text("status", 20)?;
             if !["new", "open", "pending", "hold", "solved", "closed"].contains(&status) {
-                return Err(Error::invalid_field(
-                    "action.params.status",
-                    "one of new, open, pending, hold, solved, closed",
-                ));
+                return Err(Error::invalid_field("action.params.status", "one of new, open, pending, hold, solved, closed"));
             }
             Ok(Prepared {
                 method: "PUT",
@@ -235,7 +299,20 @@ pub static OPERATIONS: &[Operation] = &[
                 body: Some(json!({"ticket": {"status": status}})),
             })
         },
-        read: |r, a| one("zendesk", "ticket", r, a, &["ticket", "status"], "status", "status", "status_changed"),
+        read: |r, a| {
+            one(
+                &Lands {
+                    source: "zendesk",
+                    entity_type: "ticket",
+                    answer: &["ticket", "status"],
+                    param: "status",
+                    field: "status",
+                    signal: "status_changed",
+                },
+                r,
+                a,
+            )
+        },
     },
     Operation {
         source: "jira",
@@ -442,7 +519,11 @@ pub async fn perform(
                     });
                 }
             }
-            Err(e) => (None, backoff, format!("{source} could not be reached: {}", if e.is_timeout() { "timed out" } else { "connection failed" })),
+            Err(e) => (
+                None,
+                backoff,
+                format!("{source} could not be reached: {}", if e.is_timeout() { "timed out" } else { "connection failed" }),
+            ),
         };
         if attempts >= retry.attempts {
             return Ok(Answered::Failed { status, reason: format!("{why} (after {attempts} attempts)"), attempts });
@@ -492,6 +573,9 @@ mod tests {
         let op = check(&r).unwrap_or_else(|e| panic!("{e}"));
         let e = op.effect(&r, None).unwrap_or_else(|| panic!("an effect"));
         let id = crate::ingest::mapping::canonical_id("salesforce", "opportunity", "006A");
-        assert_eq!((e.entity.to_string(), e.changes[0].value.clone()), (format!("opportunity:{id}"), Value::Text("Closed Won".into())));
+        assert_eq!(
+            (e.entity.to_string(), e.changes[0].value.clone()),
+            (format!("opportunity:{id}"), Value::Text("Closed Won".into()))
+        );
     }
 }

@@ -305,8 +305,7 @@ impl EntityService {
         Entity::validate_attributes(&attributes)?;
         // The tenant's schema decides what may be written: an unknown type or field is
         // refused before anything is stored (SPEC §5.2 step 4).
-        let tenant =
-            self.auth.tenant_config(tenant_id).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant_id}")))?;
+        let tenant = self.auth.tenant_config(tenant_id).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant_id}")))?;
         adk::resolve::schema_for(tenant.department, tenant.industry).check_write(entity_type.as_str(), &attributes)?;
         let now = self.backend.clock.now();
         let existing = self.backend.records.get_entity(tenant_id, &entity_type, &id).await?;

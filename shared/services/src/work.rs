@@ -162,7 +162,10 @@ impl TaskService {
             self.backend.records.get_task(&caller.tenant, id).await?.ok_or_else(|| Error::not_found(format!("task {id}")))?;
         let own = t.assignee == caller.principal;
         if !own && !writes_tasks(caller) {
-            return Err(Error::forbidden(format!("task {id} is {}'s; only they or a tenant:write caller may move it", t.assignee)));
+            return Err(Error::forbidden(format!(
+                "task {id} is {}'s; only they or a tenant:write caller may move it",
+                t.assignee
+            )));
         }
         if status == TaskStatus::Cancelled && !writes_tasks(caller) {
             return Err(Error::missing_scope(Scope::TenantWrite.as_str()));

@@ -128,7 +128,12 @@ impl CredentialStore for Records {
             return Ok(false);
         }
         self.items
-            .write(vec![Write::Delete { tenant: t.to_owned(), part: CRED.into(), sk: source.to_string(), condition: Condition::None }])
+            .write(vec![Write::Delete {
+                tenant: t.to_owned(),
+                part: CRED.into(),
+                sk: source.to_string(),
+                condition: Condition::None,
+            }])
             .await?;
         Ok(true)
     }

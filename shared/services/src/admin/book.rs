@@ -43,8 +43,7 @@ pub fn check_entry(project: &str, id: &str, title: &str, body: &str) -> Result<(
     if title.is_empty() || title.chars().count() > MAX_BOOK_TITLE || title.chars().any(char::is_control) {
         return Err(Error::invalid_field("title", format!("1 to {MAX_BOOK_TITLE} characters on one line")));
     }
-    if body.is_empty() || body.chars().count() > MAX_BOOK_BODY || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    if body.is_empty() || body.chars().count() > MAX_BOOK_BODY || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
         return Err(Error::invalid_field(
             "body",
             format!("1 to {MAX_BOOK_BODY} characters (no control characters but line breaks and tabs)"),
@@ -76,7 +75,10 @@ pub(crate) async fn write_entry(
     let created_at = match existing.iter().find(|e| e.id == id) {
         Some(e) => e.created_at,
         None if existing.len() >= MAX_BOOK_ENTRIES => {
-            return Err(Error::invalid_field("id", format!("project {project} holds {MAX_BOOK_ENTRIES} entries already; replace one")));
+            return Err(Error::invalid_field(
+                "id",
+                format!("project {project} holds {MAX_BOOK_ENTRIES} entries already; replace one"),
+            ));
         }
         None => backend.clock.now(),
     };

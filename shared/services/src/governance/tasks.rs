@@ -76,15 +76,12 @@ pub struct WaitMessage {
 #[derive(Clone)]
 pub struct Tasks {
     backend: Backend,
-    /// How the connector adapters retry a source.
-    retry: crate::actions::Retry,
 }
 
 impl Tasks {
     pub fn new(backend: Backend) -> Self {
-        Self { backend, retry: crate::actions::Retry::default() }
+        Self { backend }
     }
-
 
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend
@@ -493,7 +490,9 @@ impl Tasks {
         let mut p = match records.update_proposal(&p).await {
             Ok(p) => p,
             Err(e) if e.code == ErrorCode::Conflict => {
-                return Err(Error::unavailable(format!("proposal {id}: another worker claimed its action; its outcome will be recorded")));
+                return Err(Error::unavailable(format!(
+                    "proposal {id}: another worker claimed its action; its outcome will be recorded"
+                )));
             }
             Err(e) => return Err(e),
         };
@@ -511,8 +510,10 @@ impl Tasks {
             );
             return self.fail_action(p, &why).await;
         };
-        let answered = crate::actions::perform(&request.connector, &prepared, &credential, &key, self.retry).await;
-        let mut run = p.action.as_ref().and_then(|a| a.run.clone()).ok_or_else(|| Error::internal("a claimed action lost its run"))?;
+        let answered =
+            crate::actions::perform(&request.connector, &prepared, &credential, &key, crate::actions::Retry::default()).await;
+        let mut run =
+            p.action.as_ref().and_then(|a| a.run.clone()).ok_or_else(|| Error::internal("a claimed action lost its run"))?;
         run.finished_at = Some(self.backend.clock.now());
         match answered {
             Ok(crate::actions::Answered::Done { status, body, attempts }) => {
@@ -528,7 +529,10 @@ impl Tasks {
                         Ok(None) => run.error = Some("performed; the Spine does not hold this record yet".into()),
                         Err(e) => {
                             tracing::warn!(code = ?e.code, proposal = %id, "action performed; the Spine update failed");
-                            run.error = Some(format!("performed; the Spine update failed ({}), the next sync brings it", e.code.as_str()));
+                            run.error = Some(format!(
+                                "performed; the Spine update failed ({}), the next sync brings it",
+                                e.code.as_str()
+                            ));
                         }
                     }
                 }
@@ -616,7 +620,13 @@ impl Tasks {
             }
             None => {
                 let created = entities
-                    .put_governed(&p.tenant, draft.entity_type.clone(), draft.id.clone(), draft.attributes.clone(), Expect::Absent)
+                    .put_governed(
+                        &p.tenant,
+                        draft.entity_type.clone(),
+                        draft.id.clone(),
+                        draft.attributes.clone(),
+                        Expect::Absent,
+                    )
                     .await;
                 match created {
                     Ok(_) => {}

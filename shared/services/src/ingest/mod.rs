@@ -685,7 +685,12 @@ impl IngestService {
     /// # Errors
     /// `INVALID_REQUEST` when the changed entity breaks the tenant's schema;
     /// `UNAVAILABLE`.
-    pub async fn apply_change(&self, tenant: &TenantId, effect: &crate::actions::Effect, at: Timestamp) -> Result<Option<Entity>> {
+    pub async fn apply_change(
+        &self,
+        tenant: &TenantId,
+        effect: &crate::actions::Effect,
+        at: Timestamp,
+    ) -> Result<Option<Entity>> {
         let t = self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
         let EntityRef { entity_type, id } = &effect.entity;
         let Some(existing) = self.backend.records.get_entity(tenant, entity_type, id).await? else { return Ok(None) };

@@ -74,9 +74,14 @@ impl Tools<'_> {
 pub struct ActionArg {
     #[schemars(description = "The connected system: hubspot, salesforce, zendesk, jira or stripe.")]
     pub connector: String,
-    #[schemars(description = "The operation, e.g. deal.update_stage (hubspot), opportunity.update_stage or case.update_status (salesforce), ticket.add_comment or ticket.update_status (zendesk), issue.add_comment (jira), subscription.cancel (stripe).")]
+    #[schemars(
+        description = "The operation, e.g. deal.update_stage (hubspot), opportunity.update_stage or case.update_status (salesforce), ticket.add_comment or ticket.update_status (zendesk), issue.add_comment (jira), subscription.cancel (stripe)."
+    )]
     pub operation: String,
-    #[schemars(description = "The source's id of the record acted on (a HubSpot deal id, a Jira issue key…).", length(min = 1, max = 128))]
+    #[schemars(
+        description = "The source's id of the record acted on (a HubSpot deal id, a Jira issue key…).",
+        length(min = 1, max = 128)
+    )]
     pub target: String,
     #[schemars(description = "The operation's parameters, e.g. {\"stage\": \"closedwon\"}.")]
     pub params: Option<Map<String, Value>>,
@@ -106,7 +111,10 @@ impl ActionArg {
 pub struct BookArg {
     #[schemars(length(min = 1, max = 128))]
     pub project: String,
-    #[schemars(description = "The entry's id (replaces the entry of that id); default: the proposal's id.", length(min = 1, max = 128))]
+    #[schemars(
+        description = "The entry's id (replaces the entry of that id); default: the proposal's id.",
+        length(min = 1, max = 128)
+    )]
     pub entry: Option<String>,
 }
 
@@ -187,7 +195,9 @@ impl Tools<'_> {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConnectorWriteArgs {
-    #[schemars(description = "The connected system (its connector must be connected): hubspot, salesforce, zendesk, jira or stripe.")]
+    #[schemars(
+        description = "The connected system (its connector must be connected): hubspot, salesforce, zendesk, jira or stripe."
+    )]
     pub source: String,
     #[schemars(description = "The operation, e.g. deal.update_stage; see proposal.create.")]
     pub operation: String,
@@ -246,8 +256,8 @@ impl Capability for EntityCreate {
     async fn run<'a>(cx: &'a Context<'a>, a: EntityCreateArgs) -> Result<ProposalOutput> {
         let entity_type = EntityType::new(a.entity_type)?;
         let id = Id::new(a.id)?;
-        let attributes: domain::value::Attributes = serde_json::from_value(Value::Object(a.attributes))
-            .map_err(|e| Error::invalid_field("attributes", e.to_string()))?;
+        let attributes: domain::value::Attributes =
+            serde_json::from_value(Value::Object(a.attributes)).map_err(|e| Error::invalid_field("attributes", e.to_string()))?;
         domain::spine::Entity::validate_attributes(&attributes)?;
         cx.tools.schema.check_write(entity_type.as_str(), &attributes)?;
         if cx.tools.backend.records.get_entity(&cx.caller.tenant, &entity_type, &id).await?.is_some() {

@@ -97,7 +97,9 @@ impl Capability for TaskDispatch {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListArgs {
-    #[schemars(description = "One assignee's tasks (\"me\" for the caller's); default: every task for a tenant:write caller, else the caller's own.")]
+    #[schemars(
+        description = "One assignee's tasks (\"me\" for the caller's); default: every task for a tenant:write caller, else the caller's own."
+    )]
     pub assignee: Option<String>,
     #[schemars(with = "Option<TaskStatusSchema>")]
     pub status: Option<TaskStatus>,
