@@ -194,7 +194,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
             "hubspot",
             json!({"records": [
                 42,
-                {"objectType": "deals", "id": "1", "updatedAt": "2026-11-21T00:00:00Z"},
+                {"objectType": "line_items", "id": "1", "updatedAt": "2026-11-21T00:00:00Z"},
                 {"objectType": "companies", "id": "9002", "updatedAt": "yesterday", "properties": {"name": "Bad Time"}},
                 {"objectType": "companies", "id": "9003", "updatedAt": "2026-11-21T00:00:00Z", "properties": {"name": "Hooli"}},
                 {"objectType": "companies", "id": "9004", "updatedAt": "2026-11-21T00:00:00Z", "properties": {"domain": "nameless.example"}}

@@ -542,7 +542,7 @@ async fn journey() {
         .filter_map(|e| e.state_entered_event_details().map(|s| s.name().to_owned()))
         .collect();
     assert_eq!(*finished.status(), ExecutionStatus::Succeeded, "{entered:?} {:?}", finished.output());
-    assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Write"]);
+    assert_eq!(entered, ["Score", "Route", "AwaitApproval", "Apply", "Write"]);
     let tasks: Vec<String> =
         functions.invocations.lock().unwrap().iter().filter(|(f, _)| f == "TriageFunction").map(|(_, k)| k.clone()).collect();
     assert_eq!(tasks, ["score", "sqs", "write"], "moto's Step Functions ran our triage handler, the wait went through the queue");
