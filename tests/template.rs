@@ -745,3 +745,25 @@ fn the_cache_admits_only_the_functions_iam_user() {
     assert_eq!(statement["Action"], "elasticache:Connect");
     assert_eq!(statement["Resource"], serde_json::json!(["<GetAtt:Cache.ARN>", "<GetAtt:CacheUser.Arn>"]));
 }
+
+/// Connector actions need the internet: `ConnectorEgress=nat` adds a NAT gateway and a
+/// default route for the private subnets through it; the default adds nothing (no
+/// internet route at all), and the Lambdas' security group allows HTTPS out only.
+#[test]
+fn connector_egress_is_a_nat_gateway_only_when_asked() {
+    let t = Template::load();
+    let without = evaluate(&t, &eu());
+    assert!(without.resources_of_type("AWS::EC2::NatGateway").is_empty());
+    assert!(without.resources_of_type("AWS::EC2::InternetGateway").is_empty());
+    assert!(!without.has_resource("PrivateDefaultRoute"));
+    let with = evaluate(&t, &eu().with_parameter("ConnectorEgress", "nat"));
+    assert_eq!(with.resources_of_type("AWS::EC2::NatGateway"), ["NatGateway"]);
+    let route = with.properties("PrivateDefaultRoute").unwrap();
+    assert_eq!((route["DestinationCidrBlock"].as_str(), route["RouteTableId"].clone()), (Some("0.0.0.0/0"), json!("<Ref:PrivateRouteTable>")));
+    assert_eq!(route["NatGatewayId"], json!("<Ref:NatGateway>"));
+    let egress = with.properties("LambdaSecurityGroup").unwrap()["SecurityGroupEgress"].clone();
+    assert!(egress.as_array().unwrap().iter().all(|r| r["FromPort"] == 443 && r["ToPort"] == 443), "{egress}");
+    // The triage function performs actions: long enough for the retries, its queue's
+    // visibility six times that.
+    assert!(with.properties("TriageFunction").unwrap()["Timeout"].as_u64().unwrap() >= 90);
+}

@@ -395,6 +395,9 @@ fn default_base(source: &str) -> Option<&'static str> {
     }
 }
 
+/// The longest one request to a source may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How [`perform`] retries.
 #[derive(Debug, Clone, Copy)]
 pub struct Retry {
@@ -408,7 +411,7 @@ pub struct Retry {
 
 impl Default for Retry {
     fn default() -> Self {
-        Self { attempts: 4, backoff: Duration::from_millis(500), max_wait: Duration::from_secs(30) }
+        Self { attempts: 4, backoff: Duration::from_millis(500), max_wait: Duration::from_secs(10) }
     }
 }
 
@@ -426,7 +429,7 @@ fn client() -> Result<&'static reqwest::Client> {
     CLIENT
         .get_or_init(|| {
             reqwest::Client::builder()
-                .timeout(Duration::from_secs(20))
+                .timeout(REQUEST_TIMEOUT)
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
                 .map_err(|e| e.to_string())

@@ -49,7 +49,7 @@ fn write_step() -> String {
 
 /// A claim on carrying an action out is held this long; an older one (its worker died
 /// mid-request) may be taken over — the request goes again with the same idempotency key.
-pub const ACTION_LEASE_MS: i64 = 90_000;
+pub const ACTION_LEASE_MS: i64 = 120_000;
 
 /// A Task state's payload (`{"task": "score", "tenant": "…", "proposal": "…"}`;
 /// `RecordFailure` adds the caught `error`).
