@@ -759,7 +759,10 @@ fn connector_egress_is_a_nat_gateway_only_when_asked() {
     let with = evaluate(&t, &eu().with_parameter("ConnectorEgress", "nat"));
     assert_eq!(with.resources_of_type("AWS::EC2::NatGateway"), ["NatGateway"]);
     let route = with.properties("PrivateDefaultRoute").unwrap();
-    assert_eq!((route["DestinationCidrBlock"].as_str(), route["RouteTableId"].clone()), (Some("0.0.0.0/0"), json!("<Ref:PrivateRouteTable>")));
+    assert_eq!(
+        (route["DestinationCidrBlock"].as_str(), route["RouteTableId"].clone()),
+        (Some("0.0.0.0/0"), json!("<Ref:PrivateRouteTable>"))
+    );
     assert_eq!(route["NatGatewayId"], json!("<Ref:NatGateway>"));
     let egress = with.properties("LambdaSecurityGroup").unwrap()["SecurityGroupEgress"].clone();
     assert!(egress.as_array().unwrap().iter().all(|r| r["FromPort"] == 443 && r["ToPort"] == 443), "{egress}");

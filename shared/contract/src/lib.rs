@@ -57,7 +57,13 @@ macro_rules! contract_suite {
         $crate::contract_tests!(
             items,
             $make,
-            [conditions_guard_writes, batches_are_atomic, queries_are_ordered_and_paged, tenants_are_isolated]
+            [
+                conditions_guard_writes,
+                batches_are_atomic,
+                queries_are_ordered_and_paged,
+                tenants_are_isolated,
+                a_tenant_scan_reads_all_of_it_and_nothing_else,
+            ]
         );
     };
     (records, $make:path) => {

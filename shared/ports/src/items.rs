@@ -82,6 +82,15 @@ pub trait ItemStore: Send + Sync {
     /// [`Self::max_batch`] writes; `UNAVAILABLE` when the backend cannot be reached.
     async fn write(&self, writes: Vec<Write>) -> Result<()>;
 
+    /// Every item of `tenant` in every part, a page at a time, for exports (complete
+    /// backups): up to about `limit` items and the cursor of the next page (`None` at
+    /// the end). The order is the backend's own; the cursor is opaque. Another tenant's
+    /// items are never returned (`acme` does not see `acme2`).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
+    async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)>;
+
     /// The most writes [`Self::write`] takes at once: at least [`MAX_WRITES_PER_BATCH`].
     /// Bulk appends (the audit ledger's group commit) chunk by it, so a backend whose
     /// batch is one local transaction pays one commit for many records.

@@ -9,6 +9,11 @@
 //! the order of files does not matter and replaying twice changes nothing.
 //! [`BackupService::compact`] merges the files into a few (newest copy of each entity)
 //! and deletes what it merged; the maintenance job runs it daily.
+//!
+//! Those files hold the Spine. A complete backup of everything else too (memory,
+//! proposals, users, keys, the ledger…) is [`crate::backup_records`]:
+//! [`BackupService::backup_records`] writes one, and [`BackupService::restore`] restores
+//! the newest one first, then replays the Spine's files over it (newer copies win).
 
 use std::collections::BTreeMap;
 
@@ -50,6 +55,8 @@ pub fn folder(now: domain::Timestamp) -> String {
 /// What a restore did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RestoreReport {
+    /// The complete backup restored first, if any ([`crate::backup_records`]).
+    pub records: crate::backup_records::RecordsRestored,
     pub files: usize,
     pub entities: usize,
     pub relationships: usize,
@@ -88,6 +95,19 @@ fn freshness(e: &Entity) -> (i64, i64) {
 impl BackupService {
     pub fn new(backend: Backend) -> Self {
         Self { backend }
+    }
+
+    /// Writes a complete backup of every record of the tenant ([`crate::backup_records`]);
+    /// `progress` gets the records written so far.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store or the blob store cannot be reached.
+    pub async fn backup_records(
+        &self,
+        tenant: &TenantId,
+        progress: &(dyn Fn(usize) + Sync),
+    ) -> Result<crate::backup_records::BackupReport> {
+        crate::backup_records::backup(&self.backend, tenant, progress).await
     }
 
     /// Writes a snapshot of the tenant's Spine (entities, their outgoing relationships,
@@ -227,7 +247,10 @@ impl BackupService {
     /// # Errors
     /// `UNAVAILABLE` when the store or the blob store cannot be reached.
     pub async fn restore(&self, tenant: &TenantId, progress: &(dyn Fn(usize) + Sync)) -> Result<RestoreReport> {
-        let mut report = RestoreReport::default();
+        let mut report = RestoreReport {
+            records: crate::backup_records::restore(&self.backend, tenant, &|_| {}).await?,
+            ..RestoreReport::default()
+        };
         let mut newest: BTreeMap<(String, String), Entity> = BTreeMap::new();
         let mut relationships = Vec::new();
         let mut signals = Vec::new();

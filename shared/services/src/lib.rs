@@ -23,7 +23,9 @@
 //!   documents, the reindex.
 //! - [`ingest`]: connectors, the ingest API's checks and the pipeline (loader,
 //!   normalizer, writer).
-//! - [`backup`]: blob backups of the Spine, restore and compaction.
+//! - [`backup`]: blob backups of the Spine, restore and compaction;
+//!   [`backup_records`]: complete backups of every record of a tenant, restored and
+//!   checked by hash per record type.
 //! - [`maintenance`]: retention (ledger, session memory, expired OAuth records) and the
 //!   scheduled jobs; [`changes`]: in-process change notices for MCP sessions.
 //!
@@ -38,6 +40,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod backup;
+pub mod backup_records;
 pub mod capabilities;
 pub mod changes;
 pub mod engineering;

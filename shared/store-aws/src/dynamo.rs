@@ -305,6 +305,65 @@ impl ItemStore for DynamoItems {
         Ok((items, more))
     }
 
+    /// A `Scan` of the table filtered to the tenant's partition keys (`{tenant}#…`): an
+    /// export reads the whole table, which is what backups may afford. The cursor is the
+    /// last evaluated key (`PK`, a line break, `SK`); a page may come back short, or
+    /// empty with a cursor, when the filter drops what DynamoDB evaluated.
+    async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)> {
+        check_key(tenant, "scan", "-")?;
+        let prefix = format!("{tenant}#");
+        let mut start = match cursor {
+            Some(c) => {
+                let (pk_value, sk) = c.split_once('\n').ok_or_else(|| Error::invalid_field("cursor", "not a scan cursor"))?;
+                // The last key DynamoDB evaluated may be another tenant's: resuming from it
+                // is what the scan needs.
+                Some(HashMap::from([
+                    (PK.to_owned(), AttributeValue::S(pk_value.to_owned())),
+                    (SK.to_owned(), AttributeValue::S(sk.to_owned())),
+                ]))
+            }
+            None => None,
+        };
+        let want = usize::try_from(limit.max(1)).unwrap_or(usize::MAX);
+        let mut items = Vec::new();
+        loop {
+            let out = self
+                .client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("begins_with(PK, :p)")
+                .expression_attribute_values(":p", AttributeValue::S(prefix.clone()))
+                .limit(i32::try_from(want).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .consistent_read(true)
+                .send()
+                .await
+                .map_err(|e| unavailable("dynamodb Scan", &e))?;
+            for attrs in out.items() {
+                let Some(AttributeValue::S(full)) = attrs.get(PK) else { continue };
+                let Some(part) = full.strip_prefix(&prefix) else { continue };
+                items.push(from_attrs(tenant, part, attrs)?);
+            }
+            let next = out.last_evaluated_key().filter(|k| !k.is_empty()).map(|k| {
+                let s = |name: &str| match k.get(name) {
+                    Some(AttributeValue::S(v)) => v.clone(),
+                    _ => String::new(),
+                };
+                format!("{}\n{}", s(PK), s(SK))
+            });
+            match next {
+                Some(c) if items.len() < want => {
+                    let (p, s) = c.split_once('\n').unwrap_or_default();
+                    start = Some(HashMap::from([
+                        (PK.to_owned(), AttributeValue::S(p.to_owned())),
+                        (SK.to_owned(), AttributeValue::S(s.to_owned())),
+                    ]));
+                }
+                next => return Ok((items, next)),
+            }
+        }
+    }
+
     async fn write(&self, writes: Vec<Write>) -> Result<()> {
         if writes.len() > MAX_WRITES_PER_BATCH {
             return Err(Error::invalid(format!("at most {MAX_WRITES_PER_BATCH} writes per batch")));

@@ -101,6 +101,45 @@ impl ItemStore for SqliteItems {
             .await
     }
 
+    async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)> {
+        // The cursor is the last item's `part` and `sk` (printable ASCII), a line break between.
+        let (after_part, after_sk) = match cursor {
+            Some(c) => {
+                let (p, s) = c.split_once('\n').ok_or_else(|| Error::invalid_field("cursor", "not a scan cursor"))?;
+                (p.to_owned(), s.to_owned())
+            }
+            None => (String::new(), String::new()),
+        };
+        let tenant = tenant.to_owned();
+        let limit = i64::from(limit.max(1));
+        self.db
+            .read(move |c| {
+                let mut stmt = c
+                    .prepare_cached(
+                        "SELECT part, sk, version, body FROM items WHERE tenant = ?1 AND (part > ?2 OR (part = ?2 AND sk > ?3)) \
+                         ORDER BY part, sk LIMIT ?4",
+                    )
+                    .map_err(sql_err)?;
+                let rows = stmt
+                    .query_map(params![tenant, after_part, after_sk, limit], |r| {
+                        Ok(Item {
+                            tenant: tenant.clone(),
+                            part: r.get(0)?,
+                            sk: r.get(1)?,
+                            version: u64::try_from(r.get::<_, i64>(2)?).unwrap_or(0),
+                            body: r.get(3)?,
+                        })
+                    })
+                    .map_err(sql_err)?;
+                let items = rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?;
+                let next = (items.len() == usize::try_from(limit).unwrap_or(usize::MAX))
+                    .then(|| items.last().map(|i| format!("{}\n{}", i.part, i.sk)))
+                    .flatten();
+                Ok((items, next))
+            })
+            .await
+    }
+
     async fn write(&self, writes: Vec<Write>) -> Result<()> {
         if writes.len() > SQLITE_MAX_BATCH {
             return Err(Error::invalid(format!("at most {SQLITE_MAX_BATCH} writes per batch")));

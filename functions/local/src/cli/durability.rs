@@ -51,7 +51,23 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
         }
         Command::Backup { tenant } => {
             let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
-            println!("wrote {lines} records to {path} (in the tenant's blob folder)");
+            println!("wrote the Spine snapshot: {lines} records to {path}");
+            let r = s
+                .backup
+                .backup_records(&tenant, &|n| {
+                    if n > 0 && n.is_multiple_of(services::backup_records::LINES_PER_FILE) {
+                        eprintln!("backed up {n} records…");
+                    }
+                })
+                .await
+                .map_err(domain_err)?;
+            println!(
+                "wrote the complete backup: {} records of {} types to {} ({} files and manifest.json, in the tenant's blob folder)",
+                r.records,
+                r.manifest.parts.len(),
+                r.folder,
+                r.manifest.files
+            );
             Ok(())
         }
         Command::Restore { tenant } => {
@@ -64,8 +80,30 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
                 })
                 .await
                 .map_err(domain_err)?;
+            let rec = &report.records;
+            match &rec.folder {
+                Some(folder) => {
+                    let failed: Vec<&str> = rec.parts.iter().filter(|p| !p.matches).map(|p| p.part.as_str()).collect();
+                    println!(
+                        "restored the complete backup {folder}: {} records ({} written, {} already as new); {} of {} record types match the backup by hash{}",
+                        rec.records,
+                        rec.written,
+                        rec.unchanged,
+                        rec.parts.len() - failed.len(),
+                        rec.parts.len(),
+                        if failed.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" — differ (the store holds newer or other records): {}", failed.join(", "))
+                        }
+                    );
+                }
+                None => println!(
+                    "no complete backup of {tenant} found (`continuity backup --tenant {tenant}` writes one); replaying the Spine's backups"
+                ),
+            }
             println!(
-                "restored from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
+                "restored the Spine from {} files: {} entities written ({} already as new), {} relationships, {} signals{}",
                 report.files,
                 report.entities,
                 report.unchanged,
@@ -73,6 +111,10 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
                 report.signals,
                 if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
             );
+            if rec.folder.is_some() {
+                let r = s.search.reindex(&tenant, false, &|_| {}).await.map_err(domain_err)?;
+                println!("rebuilt the search index: {} indexed, {} already indexed", r.indexed, r.kept);
+            }
             Ok(())
         }
         Command::Compact { tenant } => {

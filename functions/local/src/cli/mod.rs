@@ -158,8 +158,10 @@ enum Command {
     /// Manage the access-token signing keys of this home.
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
-    /// Write a snapshot of a tenant's Spine (entities, relationships, signals) as a JSONL
-    /// backup file beside the ones every write appends.
+    /// Write a complete backup of a tenant — every record: memory, proposals, users, keys
+    /// (digests), clients, IdPs, connectors, graph and engineering records, the ledger… —
+    /// with a manifest of hashes per record type, and a snapshot of its Spine beside the
+    /// files every Spine write appends.
     Backup {
         #[arg(long)]
         tenant: TenantId,
@@ -193,8 +195,9 @@ enum Command {
     /// unknown or error.
     #[command(subcommand)]
     Gate(gates::GateCommand),
-    /// Replay a tenant's JSONL backups into the record store (an empty one after a loss):
-    /// the newest copy of each entity wins; replaying twice changes nothing.
+    /// Restore a tenant into the record store (an empty one after a loss): its newest
+    /// complete backup, checked by hash per record type, then the Spine's backups (the
+    /// newest copy of each entity wins), then the search index. Twice changes nothing.
     Restore {
         #[arg(long)]
         tenant: TenantId,

@@ -474,7 +474,10 @@ mod tests {
                     assert_eq!(m.tests(), 1, "{name} → {}: a matcher on {} sets one test", o.entity_type, m.path);
                 }
                 let attrs: Attributes = o.fields.keys().map(|k| (k.clone(), Value::Text("x".into()))).collect();
-                let e = schemas.iter().find(|s| s.entity_types.contains_key(&o.entity_type)).map(|s| s.check_write(&o.entity_type, &attrs));
+                let e = schemas
+                    .iter()
+                    .find(|s| s.entity_types.contains_key(&o.entity_type))
+                    .map(|s| s.check_write(&o.entity_type, &attrs));
                 assert!(matches!(e, Some(Ok(()))), "{name} → {}: {e:?}", o.entity_type);
                 for f in o.signals.keys() {
                     assert!(o.fields.contains_key(f), "{name}: a signal on an unmapped field {f}");
