@@ -284,6 +284,48 @@ async fn actions(backend: Backend) {
     // Credentials are never listed, only their sources.
     assert_eq!(s.admin.credential_sources(t).await.unwrap(), ["hubspot", "jira", "salesforce", "zendesk"]);
 
+    // A secret in an action's parameters is redacted before anything is stored, and the
+    // proposal rejected; nothing is sent.
+    let secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    let args = json!({"title": "Note the key", "body": "Record the rotation for the customer.",
+                      "action": {"connector": "zendesk", "operation": "ticket.add_comment", "target": "35436",
+                                 "params": {"body": format!("aws_secret_access_key = {secret}")}}});
+    let p = s.capabilities.execute(&r.agent, "proposal.create", args).await.unwrap().data["proposal"].clone();
+    assert_eq!(p["state"], "rejected", "{p}");
+    let stored = s.backend.records.get_proposal(t, &Id::new(p["id"].as_str().unwrap()).unwrap()).await.unwrap().unwrap();
+    assert!(!format!("{stored:?}").contains(secret), "the secret is not kept");
+    assert!(stored.detected.iter().any(|d| d.field == "action.params.body"), "{:?}", stored.detected);
+
+    // A claim whose worker died while a comment was out: not sent again, failed as
+    // "outcome unknown" (a comment sent twice would be posted twice).
+    let p = r.propose("jira", "issue.add_comment", "PROJ-13", json!({"body": "Shipped."})).await;
+    let id = Id::new(p["id"].as_str().unwrap()).unwrap();
+    let mut raw = s.backend.records.get_proposal(t, &id).await.unwrap().unwrap();
+    raw.state = ProposalState::Approved;
+    raw.action.as_mut().unwrap().run = Some(domain::action::ActionRun {
+        state: domain::action::ActionState::Performing,
+        idempotency_key: "continuity-lost-worker".into(),
+        attempts: 0,
+        claimed_at: domain::Timestamp(s.backend.clock.now().0 - 10 * 60 * 1000),
+        status: None,
+        error: None,
+        entity: None,
+        finished_at: None,
+    });
+    s.backend.records.update_proposal(&raw).await.unwrap();
+    let failed = s.governance.tasks().act(t, &id).await.unwrap();
+    assert_eq!(failed.state, ProposalState::Failed);
+    assert!(failed.decision_reason.unwrap().contains("outcome is unknown"));
+    assert!(r.source.take().is_empty(), "not sent again");
+
+    // Credentials name the source's own hosts over https (loopback only off Lambda), and
+    // per-account APIs need their address.
+    let cred = |url: Option<&str>| Credential { base_url: url.map(str::to_owned), token: "t".into(), email: None };
+    for (source, url) in [("salesforce", Some("https://evil.example.com")), ("hubspot", Some("http://api.hubapi.com")), ("zendesk", None)] {
+        let e = s.admin.set_credential(t, source, cred(url)).await.unwrap_err();
+        assert_eq!((e.code, e.payload.field_errors[0].field.as_str()), (ErrorCode::InvalidRequest, "base_url"), "{source} {url:?}");
+    }
+
     // 7. connector.write is the same governed path through the capability API, for a
     //    connected source.
     let write = json!({"source": "zendesk", "operation": "ticket.update_status", "target": "35436", "params": {"status": "solved"},

@@ -17,13 +17,15 @@
 //! | `stripe` | `subscription.cancel` | `DELETE /v1/subscriptions/{id}` | subscription `status` |
 //!
 //! Every request carries `Authorization` (Bearer, or Basic e-mail:token for Jira),
-//! `Idempotency-Key` (the action's own; Stripe and Zendesk honour it, the others ignore
-//! it — their operations here set a value, so a repeat changes nothing) and
-//! `Accept: application/json`; redirects are not followed, so a credential never
-//! leaves for another host. [`perform`] retries a 429 after its `Retry-After` (at most
-//! [`Retry::max_wait`]) and a 5xx or an unreachable source with exponential backoff,
-//! [`Retry::attempts`] requests in all; any other 4xx fails at once with the source's
-//! answer.
+//! `Idempotency-Key` (the action's own — a source that supports idempotent requests for
+//! that call takes it; most here ignore it) and `Accept: application/json`; redirects
+//! are not followed, so a credential never leaves for another host, and a base URL is
+//! one of the source's own hosts ([`check_base_url`]). [`perform`] retries a 429 after
+//! its `Retry-After` (at most [`Retry::max_wait`]) and a 5xx or an unreachable source
+//! with exponential backoff, [`Retry::attempts`] requests in all; any other 4xx fails at
+//! once with the source's answer. An operation that is not [`Operation::repeatable`] (a
+//! comment, a cancellation) is not sent again once a request may have reached the source
+//! unanswered (a timeout): the action fails as "outcome unknown".
 
 use std::time::Duration;
 
@@ -56,6 +58,8 @@ pub struct Change {
 pub struct Effect {
     pub entity: EntityRef,
     pub changes: Vec<Change>,
+    /// When the source says it changed the record (its answer's modification time).
+    pub at: Option<domain::Timestamp>,
 }
 
 type Prepare = fn(&ActionRequest) -> Result<Prepared>;
@@ -66,6 +70,10 @@ pub struct Operation {
     pub source: &'static str,
     pub name: &'static str,
     pub description: &'static str,
+    /// Whether sending it twice does what sending it once does (it sets a value). One
+    /// that is not (a comment, a cancellation) is never sent again when its first
+    /// request's outcome is unknown: the action fails saying so.
+    pub repeatable: bool,
     prepare: Prepare,
     read: Read,
 }
@@ -120,6 +128,8 @@ fn text_at<'a>(answer: Option<&'a Json>, path: &[&str]) -> Option<&'a str> {
 struct Lands {
     source: &'static str,
     entity_type: &'static str,
+    /// Where the answer holds the record's modification time, if it does.
+    updated: &'static [&'static str],
     answer: &'static [&'static str],
     param: &'static str,
     field: &'static str,
@@ -133,9 +143,13 @@ fn one(l: &Lands, r: &ActionRequest, answer: Option<&Json>) -> Option<Effect> {
         _ => None,
     };
     let value = text_at(answer, l.answer).or(asked)?;
+    let at = (!l.updated.is_empty()).then(|| text_at(answer, l.updated)).flatten().and_then(|t| {
+        crate::ingest::mapping::parse_time(&Json::String(t.to_owned()))
+    });
     Some(Effect {
         entity: entity(l.source, l.entity_type, &r.target)?,
         changes: vec![Change { field: l.field.into(), value: Value::Text(value.to_owned()), signal: Some(l.signal) }],
+        at,
     })
 }
 
@@ -147,6 +161,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "hubspot",
         name: "deal.update_stage",
         description: "Move a deal to another pipeline stage (params: stage, the stage's internal id such as closedwon).",
+        repeatable: true,
         prepare: |r| {
             let stage = r.text("stage", 100)?;
             Ok(Prepared {
@@ -157,10 +172,7 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands {
-                    source: "hubspot",
-                    entity_type: "opportunity",
-                    answer: &["properties", "dealstage"],
+                &Lands { source: "hubspot", entity_type: "opportunity", updated: &["updatedAt"], answer: &["properties", "dealstage"],
                     param: "stage",
                     field: "stage",
                     signal: "stage_changed",
@@ -174,6 +186,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "hubspot",
         name: "company.update_lifecycle_stage",
         description: "Set a company's lifecycle stage (params: stage, such as customer).",
+        repeatable: true,
         prepare: |r| {
             let stage = r.text("stage", 100)?;
             Ok(Prepared {
@@ -184,10 +197,7 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands {
-                    source: "hubspot",
-                    entity_type: "account",
-                    answer: &["properties", "lifecyclestage"],
+                &Lands { source: "hubspot", entity_type: "account", updated: &["updatedAt"], answer: &["properties", "lifecyclestage"],
                     param: "stage",
                     field: "lifecycle_stage",
                     signal: "stage_changed",
@@ -201,6 +211,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "salesforce",
         name: "opportunity.update_stage",
         description: "Move an opportunity to another stage (params: stage, the StageName).",
+        repeatable: true,
         prepare: |r| {
             let stage = r.text("stage", 100)?;
             Ok(Prepared {
@@ -212,10 +223,7 @@ pub static OPERATIONS: &[Operation] = &[
         // Salesforce answers 204 No Content: the stage asked is the stage set.
         read: |r, a| {
             one(
-                &Lands {
-                    source: "salesforce",
-                    entity_type: "opportunity",
-                    answer: &["StageName"],
+                &Lands { source: "salesforce", entity_type: "opportunity", updated: &["LastModifiedDate"], answer: &["StageName"],
                     param: "stage",
                     field: "stage",
                     signal: "stage_changed",
@@ -229,6 +237,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "salesforce",
         name: "case.update_status",
         description: "Set a case's status (params: status).",
+        repeatable: true,
         prepare: |r| {
             let status = r.text("status", 100)?;
             Ok(Prepared {
@@ -239,10 +248,7 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands {
-                    source: "salesforce",
-                    entity_type: "ticket",
-                    answer: &["Status"],
+                &Lands { source: "salesforce", entity_type: "ticket", updated: &["LastModifiedDate"], answer: &["Status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -256,6 +262,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "zendesk",
         name: "ticket.add_comment",
         description: "Add a comment to a ticket (params: body; public, default false: an internal note).",
+        repeatable: false,
         prepare: |r| {
             let body = r.text("body", 65_536)?;
             let public = match r.params.get("public") {
@@ -271,10 +278,7 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands {
-                    source: "zendesk",
-                    entity_type: "ticket",
-                    answer: &["ticket", "status"],
+                &Lands { source: "zendesk", entity_type: "ticket", updated: &["ticket", "updated_at"], answer: &["ticket", "status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -288,6 +292,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "zendesk",
         name: "ticket.update_status",
         description: "Set a ticket's status (params: status: new, open, pending, hold, solved or closed).",
+        repeatable: true,
         prepare: |r| {
             let status = r.text("status", 20)?;
             if !["new", "open", "pending", "hold", "solved", "closed"].contains(&status) {
@@ -301,10 +306,7 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands {
-                    source: "zendesk",
-                    entity_type: "ticket",
-                    answer: &["ticket", "status"],
+                &Lands { source: "zendesk", entity_type: "ticket", updated: &["ticket", "updated_at"], answer: &["ticket", "status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -318,6 +320,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "jira",
         name: "issue.add_comment",
         description: "Comment on an issue (params: body, plain text).",
+        repeatable: false,
         prepare: |r| {
             let body = r.text("body", 32_000)?;
             let paragraphs: Vec<Json> = body
@@ -337,6 +340,7 @@ pub static OPERATIONS: &[Operation] = &[
         source: "stripe",
         name: "subscription.cancel",
         description: "Cancel a subscription now (no params).",
+        repeatable: false,
         prepare: |r| Ok(Prepared { method: "DELETE", path: format!("/v1/subscriptions/{}", seg(&r.target)), body: None }),
         read: |r, a| {
             let status = text_at(a, &["status"])?;
@@ -347,6 +351,7 @@ pub static OPERATIONS: &[Operation] = &[
                     value: Value::Text(status.to_owned()),
                     signal: Some("status_changed"),
                 }],
+                at: None,
             })
         },
     },
@@ -384,6 +389,70 @@ pub fn check(request: &ActionRequest) -> Result<&'static Operation> {
     let op = find(&request.connector, &request.operation)?;
     op.prepare(request)?;
     Ok(op)
+}
+
+/// Whether this process runs in AWS Lambda, where a loopback address is the Lambda
+/// runtime's own API, never a source.
+fn in_lambda() -> bool {
+    std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some()
+}
+
+/// Whether `host` is where `source`'s API lives.
+fn source_host(source: &str, host: &str) -> bool {
+    match source {
+        "hubspot" => matches!(host, "api.hubapi.com" | "api-eu1.hubapi.com"),
+        "stripe" => host == "api.stripe.com",
+        "salesforce" => host.ends_with(".salesforce.com"),
+        "zendesk" => host.ends_with(".zendesk.com"),
+        "jira" => host.ends_with(".atlassian.net"),
+        _ => false,
+    }
+}
+
+/// Checks a credential's base URL for `source`: `https` to the source's own hosts
+/// (`*.salesforce.com`, `*.zendesk.com`, `*.atlassian.net`, HubSpot's and Stripe's API
+/// hosts), no user name, query, fragment or path; a loopback address (for local
+/// development and tests, `http` allowed) only outside AWS Lambda. A credential can so
+/// never send its token, or a tenant's request, anywhere else.
+///
+/// # Errors
+/// `INVALID_REQUEST` naming what is wrong.
+pub fn check_base_url(source: &str, raw: &str) -> Result<()> {
+    let bad = |why: String| Error::invalid_field("base_url", why);
+    let url = reqwest::Url::parse(raw).map_err(|e| bad(format!("not a URL: {e}")))?;
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+        return Err(bad("a base URL has no user name, password, query or fragment".into()));
+    }
+    if !matches!(url.path(), "" | "/") {
+        return Err(bad("a base URL is the API's address alone (no path)".into()));
+    }
+    let host = url.host_str().unwrap_or_default().to_ascii_lowercase();
+    if matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]") {
+        if in_lambda() {
+            return Err(bad("a loopback address is only for local development, not on AWS".into()));
+        }
+        return if matches!(url.scheme(), "http" | "https") { Ok(()) } else { Err(bad("http or https".into())) };
+    }
+    if url.scheme() != "https" {
+        return Err(bad("an https:// URL".into()));
+    }
+    if !source_host(source, &host) {
+        let hosts = match source {
+            "hubspot" => "api.hubapi.com or api-eu1.hubapi.com",
+            "stripe" => "api.stripe.com",
+            "salesforce" => "your instance, *.salesforce.com",
+            "zendesk" => "your subdomain, *.zendesk.com",
+            "jira" => "your site, *.atlassian.net",
+            _ => "none",
+        };
+        return Err(bad(format!("{host} is not {source}'s API ({hosts})")));
+    }
+    Ok(())
+}
+
+/// Whether `source`'s API address is per account (the credential must name it).
+pub fn needs_base_url(source: &str) -> bool {
+    default_base(source).is_none()
 }
 
 /// The public API of a source whose API is not per tenant.
@@ -454,6 +523,7 @@ fn excerpt(body: &str) -> String {
 /// `INVALID_REQUEST` when the credential has no base URL and the source has no public one.
 pub async fn perform(
     source: &str,
+    repeatable: bool,
     prepared: &Prepared,
     credential: &Credential,
     idempotency_key: &str,
@@ -462,6 +532,7 @@ pub async fn perform(
     let base = credential.base_url.as_deref().or_else(|| default_base(source)).ok_or_else(|| {
         Error::invalid_field("base_url", format!("{source}'s API address is per account: store it with the credential"))
     })?;
+    check_base_url(source, base)?;
     let url = format!("{}{}", base.trim_end_matches('/'), prepared.path);
     let method = reqwest::Method::from_bytes(prepared.method.as_bytes()).map_err(Error::internal)?;
     let auth = match (&credential.email, source) {
@@ -522,6 +593,18 @@ pub async fn perform(
                     });
                 }
             }
+            // Not even connected: nothing was sent, so trying again is safe.
+            Err(e) if e.is_connect() => (None, backoff, format!("{source} could not be reached: connection failed")),
+            Err(e) if !repeatable => {
+                let how = if e.is_timeout() { "timed out" } else { "the connection broke" };
+                return Ok(Answered::Failed {
+                    status: None,
+                    reason: format!(
+                        "{source} did not answer ({how}) after the request was sent: its outcome is unknown; check {source} before proposing it again"
+                    ),
+                    attempts,
+                });
+            }
             Err(e) => (
                 None,
                 backoff,
@@ -575,6 +658,23 @@ mod tests {
         let r = req("salesforce", "opportunity.update_stage", "006A", &[("stage", Value::Text("Closed Won".into()))]);
         let op = check(&r).unwrap_or_else(|e| panic!("{e}"));
         let e = op.effect(&r, None).unwrap_or_else(|| panic!("an effect"));
+        // Base URLs: the source's own hosts over https, or loopback (not in Lambda).
+        for ok in [("salesforce", "https://acme.my.salesforce.com"), ("jira", "https://acme.atlassian.net/"), ("hubspot", "http://127.0.0.1:9")] {
+            assert!(check_base_url(ok.0, ok.1).is_ok(), "{ok:?}");
+        }
+        for bad in [
+            ("salesforce", "http://acme.my.salesforce.com"),
+            ("salesforce", "https://evil.example.com"),
+            ("salesforce", "https://acme.my.salesforce.com.evil.example"),
+            ("zendesk", "https://x@acme.zendesk.com"),
+            ("hubspot", "http://localhost:1@evil.example/"),
+            ("jira", "https://acme.atlassian.net/some/path"),
+            ("jira", "https://acme.atlassian.net/?q=1"),
+            ("stripe", "https://api.stripe.com.evil.example"),
+            ("stripe", "file:///etc/passwd"),
+        ] {
+            assert!(check_base_url(bad.0, bad.1).is_err(), "{bad:?}");
+        }
         let id = crate::ingest::mapping::canonical_id("salesforce", "opportunity", "006A");
         assert_eq!(
             (e.entity.to_string(), e.changes[0].value.clone()),

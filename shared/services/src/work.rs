@@ -105,8 +105,8 @@ impl TaskService {
             })
             .await;
         if let Err(e) = sent {
-            // Stored `open`, not delivered: refused as a whole, the task marked failed so
-            // nobody waits for it.
+            // Stored `open`, not delivered: refused as a whole, the task marked cancelled
+            // (with why) so nobody waits for it.
             let mut t = task.clone();
             t.status = TaskStatus::Cancelled;
             t.note = Some("the work queue could not take it; dispatch it again".into());

@@ -34,6 +34,16 @@ impl AdminService {
             email: credential.email.map(|e| e.trim().to_owned()).filter(|e| !e.is_empty()),
         };
         credential.check()?;
+        match &credential.base_url {
+            Some(url) => crate::actions::check_base_url(source.as_str(), url)?,
+            None if crate::actions::needs_base_url(source.as_str()) => {
+                return Err(Error::invalid_field(
+                    "base_url",
+                    format!("{source}'s API address is per account: give it (your instance, subdomain or site, over https)"),
+                ));
+            }
+            None => {}
+        }
         self.backend.records.put_credential(tenant, &source, &credential).await?;
         self.audited(tenant, "admin:connector.credential", source.as_str(), "stored (sealed)").await;
         Ok(())

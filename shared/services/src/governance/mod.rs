@@ -234,6 +234,11 @@ impl GovernanceService {
                     Err(e) if e.code == ErrorCode::Conflict && p.state == ProposalState::Approved => {
                         self.tasks.escalate(tenant, &p.id).await?;
                     }
+                    // An action another worker is carrying out (its claim's lease runs):
+                    // its outcome will be recorded; the rest of the pass goes on.
+                    Err(e) if e.code == ErrorCode::Unavailable && p.action.is_some() => {
+                        tracing::info!(proposal = %p.id, "an approved action is being carried out; resumed later if it stops");
+                    }
                     Err(e) if e.code == ErrorCode::Unavailable => return Err(e),
                     Err(e) => tracing::warn!(code = ?e.code, proposal = %p.id, "could not resume a proposal"),
                 }

@@ -41,12 +41,36 @@ fn redact_field(tenant: &TenantId, field: &str, text: &str, found: &mut Vec<Dete
     sensitive::redact(text, &secrets, |f, value| format!("[redacted: {} #{}]", f.kind, fingerprint(tenant, value)))
 }
 
-/// Redacts every secret in a new proposal's title and body (before it is stored), and
-/// records what was found. Idempotent: a marker is not a secret.
+/// Every text of an action's parameters (at any depth), with its field name.
+fn action_texts(p: &mut Proposal) -> Vec<(String, &mut String)> {
+    fn walk<'a>(name: String, v: &'a mut domain::value::Value, out: &mut Vec<(String, &'a mut String)>) {
+        use domain::value::Value;
+        match v {
+            Value::Text(s) => out.push((name, s)),
+            Value::List(items) => items.iter_mut().enumerate().for_each(|(i, x)| walk(format!("{name}.{i}"), x, out)),
+            Value::Map(m) => m.iter_mut().for_each(|(k, x)| walk(format!("{name}.{k}"), x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Some(a) = &mut p.action {
+        for (k, v) in &mut a.request.params {
+            walk(format!("action.params.{k}"), v, &mut out);
+        }
+    }
+    out
+}
+
+/// Redacts every secret in a new proposal's title, body and action parameters (before
+/// it is stored), and records what was found. Idempotent: a marker is not a secret.
 pub fn redact_secrets(p: &mut Proposal) {
     let mut found = Vec::new();
-    p.title = redact_field(&p.tenant, "title", &p.title, &mut found);
-    p.body = redact_field(&p.tenant, "body", &p.body, &mut found);
+    let tenant = p.tenant.clone();
+    p.title = redact_field(&tenant, "title", &p.title, &mut found);
+    p.body = redact_field(&tenant, "body", &p.body, &mut found);
+    for (field, text) in action_texts(p) {
+        *text = redact_field(&tenant, &field, text, &mut found);
+    }
     p.detected.extend(found);
 }
 
@@ -61,15 +85,17 @@ pub fn mask_personal(text: &str) -> String {
 
 /// Whether the proposal's text holds personal data.
 pub fn has_personal(p: &Proposal) -> bool {
-    !sensitive::personal(&p.title).is_empty() || !sensitive::personal(&p.body).is_empty()
+    let mut q = p.clone();
+    !sensitive::personal(&p.title).is_empty()
+        || !sensitive::personal(&p.body).is_empty()
+        || action_texts(&mut q).into_iter().any(|(_, t)| !sensitive::personal(t).is_empty())
 }
 
 /// The proposal as any person or client sees it: the wait's token removed and personal
 /// data masked.
 #[must_use]
 pub fn view(mut p: Proposal) -> Proposal {
-    p.title = mask_personal(&p.title);
-    p.body = mask_personal(&p.body);
+    mask_for_keeping(&mut p);
     p.redacted()
 }
 
@@ -78,6 +104,9 @@ pub fn view(mut p: Proposal) -> Proposal {
 pub fn mask_for_keeping(p: &mut Proposal) {
     p.title = mask_personal(&p.title);
     p.body = mask_personal(&p.body);
+    for (_, text) in action_texts(p) {
+        *text = mask_personal(text);
+    }
 }
 
 /// Why `p` may not be written without a person's decision, if it may not: it holds a
@@ -107,6 +136,9 @@ pub fn always_a_person(p: &Proposal) -> Option<&'static str> {
     }
     if p.kind.starts_with("entity:") {
         return Some("it creates a Spine entity");
+    }
+    if p.kind.starts_with("book:") {
+        return Some("it writes the book of projects");
     }
     None
 }

@@ -470,6 +470,8 @@ impl Tasks {
             }
             _ => {}
         }
+        // A claim whose worker stopped: its request may have reached the source.
+        let taking_over = previous.as_ref().is_some_and(|r| r.state == ActionState::Performing);
         // The claim.
         let key = previous.as_ref().map_or_else(
             || format!("continuity-{}", &crate::sha256_hex(&format!("{tenant}/{id}"))[..32]),
@@ -502,6 +504,13 @@ impl Tasks {
             Ok(x) => x,
             Err(e) => return self.fail_action(p, &format!("the action cannot be sent: {}", e.message)).await,
         };
+        if taking_over && !op.repeatable {
+            let why = format!(
+                "the worker carrying it out stopped while its request to {} was out: its outcome is unknown; check {} {} before proposing it again",
+                request.connector, request.connector, request.target
+            );
+            return self.fail_action(p, &why).await;
+        }
         let source = Id::new(request.connector.clone())?;
         let Some(credential) = records.get_credential(tenant, &source).await? else {
             let why = format!(
@@ -511,7 +520,7 @@ impl Tasks {
             return self.fail_action(p, &why).await;
         };
         let answered =
-            crate::actions::perform(&request.connector, &prepared, &credential, &key, crate::actions::Retry::default()).await;
+            crate::actions::perform(&request.connector, op.repeatable, &prepared, &credential, &key, crate::actions::Retry::default()).await;
         let mut run =
             p.action.as_ref().and_then(|a| a.run.clone()).ok_or_else(|| Error::internal("a claimed action lost its run"))?;
         run.finished_at = Some(self.backend.clock.now());
@@ -524,7 +533,7 @@ impl Tasks {
                     run.entity = Some(effect.entity.clone());
                     // The source holds the change now: a Spine that cannot take it is
                     // caught up by the next sync, not a failed action.
-                    match self.ingest().apply_change(tenant, &effect, self.backend.clock.now()).await {
+                    match self.ingest().apply_change(tenant, &effect).await {
                         Ok(Some(_)) => {}
                         Ok(None) => run.error = Some("performed; the Spine does not hold this record yet".into()),
                         Err(e) => {
@@ -540,8 +549,13 @@ impl Tasks {
                     a.run = Some(run);
                 }
                 let outcome = format!("performed: {} {} {} ({status})", request.connector, request.operation, request.target);
-                self.audit(tenant, "governance", "action.performed", id, &outcome).await?;
-                self.step(p, ProposalState::Written, "governance", &outcome).await
+                // The run `done` and the proposal `written` in one audited write: once the
+                // source took it, nothing may send it again.
+                let written = self.step(p, ProposalState::Written, "governance", &outcome).await?;
+                if let Err(e) = self.audit(tenant, "governance", "action.performed", id, &outcome).await {
+                    tracing::warn!(code = ?e.code, proposal = %id, "action performed and recorded; its ledger line was not written");
+                }
+                Ok(written)
             }
             Ok(crate::actions::Answered::Failed { status, reason, attempts }) => {
                 run.attempts += attempts;
@@ -579,7 +593,9 @@ impl Tasks {
         let id = p.id.clone();
         let tenant = p.tenant.clone();
         let failed = self.step(p, ProposalState::Failed, "governance", &format!("action failed: {reason}")).await?;
-        self.audit(&tenant, "governance", "action.failed", &id, &reason).await?;
+        if let Err(e) = self.audit(&tenant, "governance", "action.failed", &id, &reason).await {
+            tracing::warn!(code = ?e.code, proposal = %id, "action failure recorded; its ledger line was not written");
+        }
         Ok(failed)
     }
 
@@ -764,6 +780,14 @@ impl Tasks {
         }
         let cause: String = cause.chars().take(500).collect();
         p.decision_reason = Some(format!("workflow failure: {cause}"));
+        // An action whose worker stopped mid-request: its outcome is unknown, say so.
+        if let Some(run) = p.action.as_mut().and_then(|a| a.run.as_mut())
+            && run.state == ActionState::Performing
+        {
+            run.state = ActionState::Failed;
+            run.error = Some(format!("the workflow stopped while it was being carried out ({cause}): its outcome is unknown; check the source"));
+            run.finished_at = Some(self.backend.clock.now());
+        }
         super::redaction::mask_for_keeping(&mut p);
         self.step(p, ProposalState::Failed, "governance", &cause).await
     }

@@ -678,19 +678,16 @@ impl IngestService {
     }
 
     /// A source's answer to an approved action, applied to the Spine entity it changed:
-    /// the changed fields over the stored ones, as a write of that source at `at`
-    /// (signals for the fields that moved). `None` when the Spine does not hold the
-    /// entity (nothing to update) or holds a newer copy.
+    /// the changed fields over the stored ones, as a write of that source at the
+    /// answer's modification time — or, without one, just after the stored copy's, so
+    /// the source's next sync of the record (newer) still wins — with signals for the
+    /// fields that moved. `None` when the Spine does not hold the entity (nothing to
+    /// update).
     ///
     /// # Errors
     /// `INVALID_REQUEST` when the changed entity breaks the tenant's schema;
     /// `UNAVAILABLE`.
-    pub async fn apply_change(
-        &self,
-        tenant: &TenantId,
-        effect: &crate::actions::Effect,
-        at: Timestamp,
-    ) -> Result<Option<Entity>> {
+    pub async fn apply_change(&self, tenant: &TenantId, effect: &crate::actions::Effect) -> Result<Option<Entity>> {
         let t = self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
         let EntityRef { entity_type, id } = &effect.entity;
         let Some(existing) = self.backend.records.get_entity(tenant, entity_type, id).await? else { return Ok(None) };
@@ -702,7 +699,8 @@ impl IngestService {
                 signals.insert(c.field.clone(), domain::EntityType::new(kind)?);
             }
         }
-        let at = Timestamp(at.0.max(existing.source_updated_at.map_or(0, |s| s.0 + 1)));
+        let after_stored = Timestamp(existing.source_updated_at.map_or(1, |s| s.0.saturating_add(1)));
+        let at = effect.at.filter(|t| *t >= after_stored).unwrap_or(after_stored);
         let n = mapping::Normalized {
             entity_type: entity_type.clone(),
             id: id.clone(),

@@ -429,13 +429,14 @@ pub struct ActionView {
 }
 
 impl ActionView {
-    fn of(a: &domain::action::Action) -> Self {
+    /// A caller who may not read memory sees no parameters (like no body).
+    fn of(a: &domain::action::Action, reader: bool) -> Self {
         let run = a.run.as_ref();
         Self {
             connector: a.request.connector.clone(),
             operation: a.request.operation.clone(),
             target: a.request.target.clone(),
-            params: a.request.params.clone(),
+            params: if reader { a.request.params.clone() } else { domain::value::Attributes::new() },
             state: run.map(|r| r.state.as_str()),
             attempts: run.map_or(0, |r| r.attempts),
             status: run.and_then(|r| r.status),
@@ -477,7 +478,7 @@ impl ProposalView {
                 })
                 .collect(),
             decision_reason: p.decision_reason.clone(),
-            action: p.action.as_ref().map(ActionView::of),
+            action: p.action.as_ref().map(|a| ActionView::of(a, reader)),
             proposed_by: p.proposed_by.to_string(),
             source_session: p.source_session.clone(),
             created_at: p.created_at.to_rfc3339(),
