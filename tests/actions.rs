@@ -321,9 +321,15 @@ async fn actions(backend: Backend) {
     // Credentials name the source's own hosts over https (loopback only off Lambda), and
     // per-account APIs need their address.
     let cred = |url: Option<&str>| Credential { base_url: url.map(str::to_owned), token: "t".into(), email: None };
-    for (source, url) in [("salesforce", Some("https://evil.example.com")), ("hubspot", Some("http://api.hubapi.com")), ("zendesk", None)] {
+    for (source, url) in
+        [("salesforce", Some("https://evil.example.com")), ("hubspot", Some("http://api.hubapi.com")), ("zendesk", None)]
+    {
         let e = s.admin.set_credential(t, source, cred(url)).await.unwrap_err();
-        assert_eq!((e.code, e.payload.field_errors[0].field.as_str()), (ErrorCode::InvalidRequest, "base_url"), "{source} {url:?}");
+        assert_eq!(
+            (e.code, e.payload.field_errors[0].field.as_str()),
+            (ErrorCode::InvalidRequest, "base_url"),
+            "{source} {url:?}"
+        );
     }
 
     // 7. connector.write is the same governed path through the capability API, for a

@@ -777,12 +777,22 @@ fn connector_egress_is_a_nat_gateway_only_when_asked() {
 fn functions_that_open_sealed_records_may_use_the_vault_key() {
     let t = Template::load();
     let e = evaluate(&t, &eu());
-    for f in ["McpFunction", "AdkFunction", "IngestFunction", "AdminFunction", "PipelineFunction", "ApprovalsFunction", "TriageFunction"] {
+    for f in [
+        "McpFunction",
+        "AdkFunction",
+        "IngestFunction",
+        "AdminFunction",
+        "PipelineFunction",
+        "ApprovalsFunction",
+        "TriageFunction",
+    ] {
         let policies = e.properties(f).unwrap()["Policies"].clone();
         let allowed = policies.as_array().unwrap().iter().any(|p| {
             p["Statement"].as_array().into_iter().flatten().any(|st| {
                 st["Resource"] == json!("<GetAtt:VaultKey.Arn>")
-                    && st["Action"].as_array().is_some_and(|a| a.contains(&json!("kms:Decrypt")) && a.contains(&json!("kms:GenerateDataKey")))
+                    && st["Action"]
+                        .as_array()
+                        .is_some_and(|a| a.contains(&json!("kms:Decrypt")) && a.contains(&json!("kms:GenerateDataKey")))
             })
         });
         assert!(allowed, "{f} cannot open sealed records: {policies}");

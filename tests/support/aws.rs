@@ -112,3 +112,19 @@ pub async fn sealed_records(table: &str, vault_key: &str) -> ports::Records {
     ports::Records::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), table)))
         .with_vault(Arc::new(ports::vault::Vault::new(Arc::new(wrapper))))
 }
+
+/// [`backend`] over a main table and a fortress table of their own (both sealed), the
+/// main one mirroring promoted tenants' writes into the fortress as the deployed
+/// functions do: for promotion tests, whose scans read whole tables.
+pub async fn backend_with_own_fortress(label: &str) -> Backend {
+    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let vault_key = vault_key().await;
+    let vault =
+        || Arc::new(ports::vault::Vault::new(Arc::new(store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk), vault_key.clone()))));
+    let (main, _) = fresh_table(&format!("{label}-main")).await;
+    let (fortress, _) = fresh_table(&format!("{label}-fortress")).await;
+    let main: Arc<dyn ports::ItemStore> = Arc::new(DynamoItems::new(dynamo_client(&sdk), &main));
+    let fortress: Arc<dyn ports::ItemStore> = Arc::new(DynamoItems::new(dynamo_client(&sdk), &fortress));
+    let records = ports::Records::new(Arc::new(ports::fortress::Mirrored::new(main, fortress.clone()))).with_vault(vault());
+    Backend { records, fortress: Some(ports::Records::new(fortress).with_vault(vault())), ..backend().await }
+}

@@ -8,7 +8,8 @@
 //! | route | does |
 //! |---|---|
 //! | `GET /v1/admin/tenants`, `POST /v1/admin/tenants` | list, create (operator) |
-//! | `GET`/`PATCH /v1/admin/tenants/{tenant}` | show, change |
+//! | `GET`/`PATCH /v1/admin/tenants/{tenant}` | show, change (`storage_tier: promoted` runs the fortress promotion, 202 until done) |
+//! | `GET /v1/admin/tenants/{tenant}/usage` | entities, reads and writes a day, whether promotion is suggested |
 //! | `GET`/`POST /v1/admin/tenants/{tenant}/keys`, `DELETE …/keys/{key}` | API keys |
 //! | `GET`/`POST …/users`, `PATCH …/users/{email}` | list users, add one (with a password, teams, projects), set role / memberships / disable |
 //! | `POST …/clients`, `PUT …/clients/{client}/toolsets` | service clients |
@@ -115,17 +116,40 @@ pub async fn set_tenant(
     StrictJson(b): StrictJson<SetTenant>,
 ) -> Result<Response, ApiError> {
     let api = api(&state, &caller).await?;
+    let mut storage_tier = b.storage_tier.as_deref().map(StorageTier::parse).transpose()?;
+    if storage_tier == Some(StorageTier::Promoted) {
+        // Promotion is the fortress backfill: a bounded run per request; 202 with the
+        // progress until it is done (send the same request again to go on).
+        storage_tier = None;
+        let r = api.promote_tenant(&tenant_id(&tenant)?, Some(PROMOTION_RUN)).await?;
+        if r.state != ports::fortress::PromotionState::Promoted {
+            return Ok((StatusCode::ACCEPTED, Json(json!({ "promotion": r }))).into_response());
+        }
+    }
     let changes = TenantChanges {
         plan: b.plan.as_deref().map(PlanTier::parse).transpose()?,
         department: b.department.as_deref().map(Department::parse).transpose()?,
         industry: b.industry.as_deref().map(Industry::parse).transpose()?,
-        storage_tier: b.storage_tier.as_deref().map(StorageTier::parse).transpose()?,
+        storage_tier,
         display_name: b.display_name,
         rate_limit_per_minute: b.rate_limit_per_minute,
         triage: None,
     };
     let t = api.set_tenant(&tenant_id(&tenant)?, changes).await?;
     Ok(Json(tenant_json(&t)).into_response())
+}
+
+/// Records one admin-API request of a promotion copies (it stays within the functions'
+/// time limit); the caller repeats the request until the tenant is promoted.
+const PROMOTION_RUN: u64 = 5_000;
+
+pub async fn usage(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let u = api(&state, &caller).await?.usage(&tenant_id(&tenant)?).await?;
+    Ok(Json(json!(u)).into_response())
 }
 
 #[derive(Deserialize)]

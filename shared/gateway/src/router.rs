@@ -192,6 +192,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/admin/entities/{entity_type}/{id}", put(put_entity))
         .route("/v1/admin/tenants", get(crate::admin::list_tenants).post(crate::admin::create_tenant))
         .route("/v1/admin/tenants/{tenant}", get(crate::admin::show_tenant).patch(crate::admin::set_tenant))
+        .route("/v1/admin/tenants/{tenant}/usage", get(crate::admin::usage))
         .route("/v1/admin/tenants/{tenant}/keys", get(crate::admin::list_keys).post(crate::admin::create_key))
         .route("/v1/admin/tenants/{tenant}/keys/{key}", delete(crate::admin::revoke_key))
         .route("/v1/admin/tenants/{tenant}/users", get(crate::admin::list_users).post(crate::admin::add_user))

@@ -19,6 +19,7 @@
 pub mod blob;
 pub mod cache;
 pub mod clock;
+pub mod fortress;
 pub mod graph;
 pub mod health;
 pub mod items;

@@ -143,9 +143,10 @@ fn one(l: &Lands, r: &ActionRequest, answer: Option<&Json>) -> Option<Effect> {
         _ => None,
     };
     let value = text_at(answer, l.answer).or(asked)?;
-    let at = (!l.updated.is_empty()).then(|| text_at(answer, l.updated)).flatten().and_then(|t| {
-        crate::ingest::mapping::parse_time(&Json::String(t.to_owned()))
-    });
+    let at = (!l.updated.is_empty())
+        .then(|| text_at(answer, l.updated))
+        .flatten()
+        .and_then(|t| crate::ingest::mapping::parse_time(&Json::String(t.to_owned())));
     Some(Effect {
         entity: entity(l.source, l.entity_type, &r.target)?,
         changes: vec![Change { field: l.field.into(), value: Value::Text(value.to_owned()), signal: Some(l.signal) }],
@@ -172,7 +173,11 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands { source: "hubspot", entity_type: "opportunity", updated: &["updatedAt"], answer: &["properties", "dealstage"],
+                &Lands {
+                    source: "hubspot",
+                    entity_type: "opportunity",
+                    updated: &["updatedAt"],
+                    answer: &["properties", "dealstage"],
                     param: "stage",
                     field: "stage",
                     signal: "stage_changed",
@@ -197,7 +202,11 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands { source: "hubspot", entity_type: "account", updated: &["updatedAt"], answer: &["properties", "lifecyclestage"],
+                &Lands {
+                    source: "hubspot",
+                    entity_type: "account",
+                    updated: &["updatedAt"],
+                    answer: &["properties", "lifecyclestage"],
                     param: "stage",
                     field: "lifecycle_stage",
                     signal: "stage_changed",
@@ -223,7 +232,11 @@ pub static OPERATIONS: &[Operation] = &[
         // Salesforce answers 204 No Content: the stage asked is the stage set.
         read: |r, a| {
             one(
-                &Lands { source: "salesforce", entity_type: "opportunity", updated: &["LastModifiedDate"], answer: &["StageName"],
+                &Lands {
+                    source: "salesforce",
+                    entity_type: "opportunity",
+                    updated: &["LastModifiedDate"],
+                    answer: &["StageName"],
                     param: "stage",
                     field: "stage",
                     signal: "stage_changed",
@@ -248,7 +261,11 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands { source: "salesforce", entity_type: "ticket", updated: &["LastModifiedDate"], answer: &["Status"],
+                &Lands {
+                    source: "salesforce",
+                    entity_type: "ticket",
+                    updated: &["LastModifiedDate"],
+                    answer: &["Status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -278,7 +295,11 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands { source: "zendesk", entity_type: "ticket", updated: &["ticket", "updated_at"], answer: &["ticket", "status"],
+                &Lands {
+                    source: "zendesk",
+                    entity_type: "ticket",
+                    updated: &["ticket", "updated_at"],
+                    answer: &["ticket", "status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -306,7 +327,11 @@ pub static OPERATIONS: &[Operation] = &[
         },
         read: |r, a| {
             one(
-                &Lands { source: "zendesk", entity_type: "ticket", updated: &["ticket", "updated_at"], answer: &["ticket", "status"],
+                &Lands {
+                    source: "zendesk",
+                    entity_type: "ticket",
+                    updated: &["ticket", "updated_at"],
+                    answer: &["ticket", "status"],
                     param: "status",
                     field: "status",
                     signal: "status_changed",
@@ -659,7 +684,11 @@ mod tests {
         let op = check(&r).unwrap_or_else(|e| panic!("{e}"));
         let e = op.effect(&r, None).unwrap_or_else(|| panic!("an effect"));
         // Base URLs: the source's own hosts over https, or loopback (not in Lambda).
-        for ok in [("salesforce", "https://acme.my.salesforce.com"), ("jira", "https://acme.atlassian.net/"), ("hubspot", "http://127.0.0.1:9")] {
+        for ok in [
+            ("salesforce", "https://acme.my.salesforce.com"),
+            ("jira", "https://acme.atlassian.net/"),
+            ("hubspot", "http://127.0.0.1:9"),
+        ] {
             assert!(check_base_url(ok.0, ok.1).is_ok(), "{ok:?}");
         }
         for bad in [

@@ -198,6 +198,27 @@ where
     Ok(())
 }
 
+/// The digests of the records in `tenant`'s partition of `items` (no registry entries),
+/// per type: what the fortress is compared with.
+///
+/// # Errors
+/// `UNAVAILABLE`.
+pub async fn partition_digests(items: &dyn ports::ItemStore, tenant: &TenantId) -> Result<BTreeMap<String, PartDigest>> {
+    let mut d = Digests::default();
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, next) = items.scan_tenant(tenant.as_str(), cursor.as_deref(), 500).await?;
+        for i in &page {
+            d.add(false, i);
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    Ok(d.finish())
+}
+
 /// The store's digests of `tenant`'s records, per type.
 ///
 /// # Errors

@@ -333,7 +333,7 @@ impl ItemStore for DynamoItems {
                 .table_name(&self.table)
                 .filter_expression("begins_with(PK, :p)")
                 .expression_attribute_values(":p", AttributeValue::S(prefix.clone()))
-                .limit(i32::try_from(want).unwrap_or(i32::MAX))
+                .limit(i32::try_from(want - items.len()).unwrap_or(i32::MAX).max(1))
                 .set_exclusive_start_key(start.take())
                 .consistent_read(true)
                 .send()

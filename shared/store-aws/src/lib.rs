@@ -127,8 +127,18 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         }
         None => Arc::new(ports::search::NoIndex),
     };
+    let main: Arc<dyn ports::ItemStore> = Arc::new(items);
+    let fortress_items: Option<Arc<dyn ports::ItemStore>> = settings
+        .fortress_table
+        .as_ref()
+        .map(|t| Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t)) as Arc<dyn ports::ItemStore>);
+    // Writes of promoted tenants are mirrored into the fortress table (`ports::fortress`).
+    let records = match &fortress_items {
+        Some(f) => Records::new(Arc::new(ports::fortress::Mirrored::new(main, f.clone()))),
+        None => Records::new(main),
+    };
     Ok(Backend {
-        records: vault(Records::new(Arc::new(items))),
+        records: vault(records),
         search,
         embedder,
         readiness: Arc::new(cache::CacheReadiness(redis.clone())),
@@ -137,10 +147,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
-        fortress: settings
-            .fortress_table
-            .as_ref()
-            .map(|t| vault(Records::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t))))),
+        fortress: fortress_items.map(|f| vault(Records::new(f))),
         workflow: settings
             .triage_state_machine
             .as_ref()

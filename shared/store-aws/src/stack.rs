@@ -73,7 +73,7 @@ impl StackOutputs {
             region: region.to_owned(),
             endpoint_url: endpoint_url.map(str::to_owned),
             table: self.get("TableName")?.to_owned(),
-            fortress_table: None,
+            fortress_table: optional("FortressTableName"),
             queue_url: self.get("QueueUrl")?.to_owned(),
             dead_letter_queue_url: self.get("DeadLetterQueueUrl")?.to_owned(),
             bucket: self.get("BucketName")?.to_owned(),

@@ -70,7 +70,9 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     let sample = sample.and_then(|(t, w)| domain::TenantId::new(t).ok().map(|t| (t, w)));
     let wrapper: Arc<dyn ports::vault::KeyWrapper> = Arc::new(FileKeyWrapper::open_for(&home.join("keys"), sample)?);
     let readiness = Arc::new(health::EmbeddedReadiness::new(db.clone(), home.to_path_buf()));
-    let items = Arc::new(SqliteItems::new(db.clone()));
+    let fortress_items: Arc<dyn ports::ItemStore> = Arc::new(SqliteItems::new(fortress_db.clone()));
+    // Writes of promoted tenants are mirrored into the fortress (`ports::fortress`).
+    let items = Arc::new(ports::fortress::Mirrored::new(Arc::new(SqliteItems::new(db.clone())), fortress_items.clone()));
     let search = Arc::new(SqliteSearch::new(db.clone(), embedder.name(), embedder.dim()));
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
     let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
@@ -79,7 +81,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     // `keys/vault.key`. Each database keeps its own wrapped data keys, so each gets its
     // own vault (key cache) over the one master key.
     let vault = || Arc::new(ports::vault::Vault::new(wrapper.clone()));
-    let fortress = Records::new(Arc::new(SqliteItems::new(fortress_db))).with_vault(vault());
+    let fortress = Records::new(fortress_items).with_vault(vault());
     Ok(Backend {
         records: Records::new(items).with_vault(vault()),
         cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),

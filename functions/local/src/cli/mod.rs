@@ -360,6 +360,18 @@ enum TenantCommand {
     /// Identity providers trusted for enterprise sign-in.
     #[command(subcommand)]
     Idp(IdpCommand),
+    /// Promote a tenant to the fortress (or go on with a promotion under way): mirror its
+    /// writes, backfill what it holds (resumable), reconcile, verify by hash. The same as
+    /// `tenant set --storage-tier promoted`.
+    Promote {
+        slug: TenantId,
+        /// Copy at most this many records in this run, then stop (run it again to go on).
+        #[arg(long)]
+        max_records: Option<u64>,
+    },
+    /// How a tenant uses its store — entities, reads and writes in the last day — and
+    /// whether promotion to the fortress is suggested.
+    Usage { slug: TenantId },
 }
 
 #[derive(Args)]
@@ -370,7 +382,8 @@ struct TenantSetArgs {
     department: Option<Department>,
     #[arg(long)]
     industry: Option<Industry>,
-    /// `promoted` is one-way.
+    /// `promoted` is one-way, and promotes the tenant to the fortress (backfill with
+    /// progress, resumable; see `tenant promote`).
     #[arg(long)]
     storage_tier: Option<StorageTier>,
     #[arg(long)]

@@ -7,6 +7,45 @@ use services::admin::{AdminService, TenantChanges};
 
 use super::{IdpCommand, TenantCommand, TenantSetArgs, domain_err};
 
+/// A promotion run with its progress on a terminal (a line every 5 000 records), and
+/// what it did.
+async fn promote(admin: &AdminService, slug: &domain::TenantId, max_records: Option<u64>) -> anyhow::Result<bool> {
+    use std::io::IsTerminal as _;
+    let terminal = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let r = admin
+        .promote_tenant(slug, max_records, &|n| {
+            if terminal && n.is_multiple_of(5_000) {
+                #[allow(clippy::cast_precision_loss)]
+                let rate = n as f64 / started.elapsed().as_secs_f64().max(0.001);
+                eprintln!("backfilled {n} records ({rate:.0}/s)…");
+            }
+        })
+        .await
+        .map_err(domain_err)?;
+    match r.state {
+        ports::fortress::PromotionState::Backfilling if r.parts.is_empty() => println!(
+            "promotion of {slug} under way: {} records backfilled so far ({} written this run); run `continuity tenant promote {slug}` to go on",
+            r.copied, r.written
+        ),
+        ports::fortress::PromotionState::Backfilling => {
+            let differ: Vec<&str> = r.parts.iter().filter(|p| !p.matches).map(|p| p.part.as_str()).collect();
+            println!(
+                "the fortress of {slug} still differs in {} (writes went on meanwhile): run `continuity tenant promote {slug}` again",
+                differ.join(", ")
+            );
+        }
+        ports::fortress::PromotionState::Promoted => println!(
+            "{slug} is promoted: {} records in the fortress, {} record types equal by hash ({} written, {} removed this run); its writes are mirrored",
+            r.copied,
+            r.parts.len(),
+            r.written,
+            r.removed
+        ),
+    }
+    Ok(r.state == ports::fortress::PromotionState::Promoted)
+}
+
 pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow::Result<()> {
     match command {
         TenantCommand::Create { slug, plan, department, industry } => {
@@ -47,7 +86,27 @@ pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow:
                 println!("{t}");
             }
         }
-        TenantCommand::Set { slug, changes } => {
+        TenantCommand::Promote { slug, max_records } => {
+            promote(admin, &slug, max_records).await?;
+        }
+        TenantCommand::Usage { slug } => {
+            let u = admin.usage(&slug).await.map_err(domain_err)?;
+            println!("tenant:        {} (storage tier {})", u.tenant, u.storage_tier);
+            println!("entities:      {}", u.entities);
+            println!("last 24 hours: {} reads, {} writes (audited calls)", u.reads_last_day, u.writes_last_day);
+            println!("promotion:     {}{}", if u.suggest_promotion { "suggested — " } else { "not suggested — " }, u.reason);
+            if u.suggest_promotion {
+                println!("               run `continuity tenant promote {}`", u.tenant);
+            }
+        }
+        TenantCommand::Set { slug, mut changes } => {
+            // Promotion is the fortress backfill, not a label: the tier changes when it ends.
+            if changes.storage_tier == Some(domain::tenant::StorageTier::Promoted) {
+                changes.storage_tier = None;
+                if !promote(admin, &slug, None).await? {
+                    return Ok(());
+                }
+            }
             let triage = triage_policy(admin, &slug, &changes).await?;
             let c = TenantChanges {
                 triage,

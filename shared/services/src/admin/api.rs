@@ -114,6 +114,24 @@ impl AdminApi {
         self.admin.set_tenant(tenant, changes).await
     }
 
+    /// A run of the tenant's promotion to the fortress (operator only), bounded to
+    /// `max_records`.
+    ///
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::promote_tenant`].
+    pub async fn promote_tenant(&self, tenant: &TenantId, max_records: Option<u64>) -> Result<super::promotion::PromotionReport> {
+        self.check(tenant)?;
+        self.operator_only("promoting a tenant to the fortress")?;
+        self.admin.promote_tenant(tenant, max_records, &|_| {}).await
+    }
+
+    /// # Errors
+    /// `FORBIDDEN`; as [`AdminService::usage`].
+    pub async fn usage(&self, tenant: &TenantId) -> Result<super::promotion::UsageReport> {
+        self.check(tenant)?;
+        self.admin.usage(tenant).await
+    }
+
     /// # Errors
     /// `FORBIDDEN`; as [`AdminService::create_key_with_toolsets`].
     pub async fn create_key(&self, req: KeyRequest, toolsets: Toolsets) -> Result<IssuedKey> {

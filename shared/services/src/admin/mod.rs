@@ -10,6 +10,7 @@ pub mod api;
 pub mod book;
 pub mod credentials;
 pub mod identity;
+pub mod promotion;
 
 pub use api::{AdminApi, NewTenant, UserChanges, UserView};
 pub use identity::{IssuedClient, NewServiceClient, NewUser};

@@ -519,8 +519,15 @@ impl Tasks {
             );
             return self.fail_action(p, &why).await;
         };
-        let answered =
-            crate::actions::perform(&request.connector, op.repeatable, &prepared, &credential, &key, crate::actions::Retry::default()).await;
+        let answered = crate::actions::perform(
+            &request.connector,
+            op.repeatable,
+            &prepared,
+            &credential,
+            &key,
+            crate::actions::Retry::default(),
+        )
+        .await;
         let mut run =
             p.action.as_ref().and_then(|a| a.run.clone()).ok_or_else(|| Error::internal("a claimed action lost its run"))?;
         run.finished_at = Some(self.backend.clock.now());
@@ -785,7 +792,9 @@ impl Tasks {
             && run.state == ActionState::Performing
         {
             run.state = ActionState::Failed;
-            run.error = Some(format!("the workflow stopped while it was being carried out ({cause}): its outcome is unknown; check the source"));
+            run.error = Some(format!(
+                "the workflow stopped while it was being carried out ({cause}): its outcome is unknown; check the source"
+            ));
             run.finished_at = Some(self.backend.clock.now());
         }
         super::redaction::mask_for_keeping(&mut p);

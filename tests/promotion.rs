@@ -1,0 +1,104 @@
+//! Promotion to the fortress on both backends: a promotion bounded to a few records
+//! stops half-way (its cursor saved), the tenant is written meanwhile (and the fortress
+//! holds a stray record), the next run resumes, reconciles (copies what changed, removes
+//! the stray) and ends with a fortress equal to the main store type by type, by hash;
+//! the tenant is then `promoted`, its later writes are mirrored (a sealed entity opens
+//! in the fortress), and the usage report reads entities, reads and writes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use continuity_tests::caller;
+use domain::spine::PoleClass;
+use domain::tenant::{Department, Industry, PlanTier, StorageTier};
+use domain::value::{Attributes, Value};
+use domain::{EntityType, Id};
+use ports::fortress::PromotionState;
+use ports::items::{Condition, Item, Write};
+use ports::records::{EntityStore, Expect};
+use ports::{Backend, SystemClock};
+use serde_json::json;
+use services::Services;
+use services::backup_records::partition_digests;
+
+async fn promotion(backend: Backend) {
+    let s = Services::new(backend.clone());
+    let t = contract::fresh_tenant("promo");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    continuity_tests::demo::seed(&s, &t, "owner").await;
+    let agent = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    s.capabilities.execute(&agent, "spine.entity.get", json!({"type": "account", "id": "acme-1"})).await.unwrap();
+    let op = s.admin.operator(&t).await.unwrap();
+    let put = |id: &str, name: &str| {
+        let (s, op) = (s.clone(), op.clone());
+        let (id, name) = (id.to_owned(), name.to_owned());
+        async move {
+            let mut a = Attributes::new();
+            a.insert("name".into(), Value::Text(name));
+            s.entities
+                .put(&op, EntityType::new("account").unwrap(), Id::new(id).unwrap(), PoleClass::Organization, a, Expect::Any)
+                .await
+                .unwrap();
+        }
+    };
+    for n in 0..12 {
+        put(&format!("acct-{n:02}"), &format!("Account {n}")).await;
+    }
+    let fortress = backend.fortress.as_ref().unwrap().items().clone();
+    let main = backend.records.items().clone();
+
+    // Run 1, bounded: stops with its cursor saved.
+    let first = s.admin.promote_tenant(&t, Some(10), &|_| {}).await.unwrap();
+    // (A DynamoDB scan's page is "about" its limit: it counts what it evaluated.)
+    assert_eq!(first.state, PromotionState::Backfilling, "{first:?}");
+    assert!((10..20).contains(&first.copied), "{first:?}");
+    assert!(first.parts.is_empty());
+    assert_eq!(s.admin.show_tenant(&t).await.unwrap().storage_tier, StorageTier::Edge, "not promoted half-way");
+    // Meanwhile: writes (a change, a new record), and a record only the fortress holds.
+    put("acct-03", "Account 3, renamed").await;
+    put("acct-99", "A new account").await;
+    let stray =
+        Item { tenant: t.to_string(), part: "entity".into(), sk: "account#ghost".into(), version: 1, body: b"{}".to_vec() };
+    fortress.write(vec![Write::Put { item: stray, condition: Condition::None }]).await.unwrap();
+
+    // Run 2 resumes, reconciles and verifies.
+    let seen = std::sync::atomic::AtomicU64::new(0);
+    let done = s.admin.promote_tenant(&t, None, &|n| seen.store(n, std::sync::atomic::Ordering::Relaxed)).await.unwrap();
+    assert_eq!(done.state, PromotionState::Promoted, "{done:?}");
+    assert!(done.copied > 10 && seen.load(std::sync::atomic::Ordering::Relaxed) == done.copied, "{done:?}");
+    assert!(done.removed >= 1, "the stray record is gone: {done:?}");
+    assert!(!done.parts.is_empty() && done.parts.iter().all(|p| p.matches), "{:?}", done.parts);
+    let (ours, theirs) =
+        (partition_digests(main.as_ref(), &t).await.unwrap(), partition_digests(fortress.as_ref(), &t).await.unwrap());
+    assert_eq!(ours, theirs, "an identical fortress, type by type");
+    assert!(ours.contains_key("entity") && ours.contains_key("memory") && ours.contains_key("audit"), "{:?}", ours.keys());
+    assert_eq!(s.admin.show_tenant(&t).await.unwrap().storage_tier, StorageTier::Promoted);
+
+    // Promoted: later writes are mirrored (every process re-reads the promoted tenants
+    // within ports::fortress::MIRROR_REFRESH, which the promotion waited out).
+    put("acct-100", "Mirrored").await;
+    let f = backend.fortress.as_ref().unwrap();
+    let mirrored = f.get_entity(&t, &EntityType::new("account").unwrap(), &Id::new("acct-100").unwrap()).await.unwrap().unwrap();
+    assert_eq!(mirrored.attributes["name"], Value::Text("Mirrored".into()), "sealed in the fortress and it opens there");
+    // Again: nothing to copy, still equal.
+    let again = s.admin.promote_tenant(&t, None, &|_| {}).await.unwrap();
+    assert_eq!((again.state, again.written, again.removed), (PromotionState::Promoted, 0, 0), "{again:?}");
+
+    // The usage report.
+    let usage = s.admin.usage(&t).await.unwrap();
+    assert_eq!(usage.entities, 15, "{usage:?}");
+    assert!(usage.reads_last_day >= 1, "{usage:?}");
+    assert!(!usage.suggest_promotion && usage.reason.contains("promoted"), "{usage:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promotion_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    promotion(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn promotion_aws() {
+    promotion(continuity_tests::aws::backend_with_own_fortress("promo").await).await;
+}
