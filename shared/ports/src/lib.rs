@@ -8,6 +8,8 @@
 //!   so both backends share one key layout and cannot drift apart.
 //! - [`cache`], [`queue`], [`blob`]: the hot cache, the work queue and the blob store.
 //! - [`clock`]: time as a port, so tests can move it.
+//! - [`fortress`]: storage tiers — the item store that mirrors promoted tenants' writes
+//!   into the fortress, and their promotion records.
 //! - [`health`]: the backend's own readiness checks (disk, cache) for `/healthz`.
 //! - [`ratelimit`], [`signer`], [`vault`], [`search`], [`workflow`], [`graph`],
 //!   [`oauth`]: rate limits, token signing, the Spine vault, hybrid search, the triage
