@@ -176,10 +176,24 @@ async fn round_trip(a: Backend, b: Backend) {
     let login = sb.admin.list_users(&t).await.unwrap();
     assert_eq!(login[0].email, "ada@example.com");
 
-    // Again: nothing written, everything still matches.
-    let again = sb.backup.restore(&t, &|_| {}).await.unwrap().records;
+    // Again, into a store that now holds the tenant: not without asking (it would bring
+    // back what was deleted since); merged: nothing written, everything still matches.
+    let refused = sb.backup.restore(&t, &|_| {}).await.unwrap().records;
+    assert!(refused.skipped.as_deref().is_some_and(|s| s.contains("--merge")), "{refused:?}");
+    assert_eq!(refused.written, 0);
+    let again = sb.backup.restore_with(&t, true, &|_| {}).await.unwrap().records;
     assert_eq!((again.written, again.unchanged), (0, report.records));
     assert!(again.parts.iter().all(|p| p.matches));
+
+    // A backup altered after it was taken (a record's body changed) is refused whole.
+    let folder = report.folder.clone();
+    let key = ports::BlobKey::new(&t, &format!("{folder}/records-00000.jsonl")).unwrap();
+    let text = String::from_utf8(b.blobs.get(&key).await.unwrap().unwrap()).unwrap();
+    let altered = text.replacen("Acme", "Acne", 1);
+    assert_ne!(altered, text);
+    b.blobs.put(&key, altered.as_bytes()).await.unwrap();
+    let e = sb.backup.restore_with(&t, true, &|_| {}).await.unwrap_err();
+    assert!(e.message.contains("does not match its manifest"), "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -51,7 +51,7 @@ async fn promotion(backend: Backend) {
     // Run 1, bounded: stops with its cursor saved.
     let first = s.admin.promote_tenant(&t, Some(10), &|_| {}).await.unwrap();
     // (A DynamoDB scan's page is "about" its limit: it counts what it evaluated.)
-    assert_eq!(first.state, PromotionState::Backfilling, "{first:?}");
+    assert_eq!((first.state, first.verified), (PromotionState::Backfilling, false), "{first:?}");
     assert!((10..20).contains(&first.copied), "{first:?}");
     assert!(first.parts.is_empty());
     assert_eq!(s.admin.show_tenant(&t).await.unwrap().storage_tier, StorageTier::Edge, "not promoted half-way");
@@ -65,7 +65,7 @@ async fn promotion(backend: Backend) {
     // Run 2 resumes, reconciles and verifies.
     let seen = std::sync::atomic::AtomicU64::new(0);
     let done = s.admin.promote_tenant(&t, None, &|n| seen.store(n, std::sync::atomic::Ordering::Relaxed)).await.unwrap();
-    assert_eq!(done.state, PromotionState::Promoted, "{done:?}");
+    assert_eq!((done.state, done.verified), (PromotionState::Promoted, true), "{done:?}");
     assert!(done.copied > 10 && seen.load(std::sync::atomic::Ordering::Relaxed) == done.copied, "{done:?}");
     assert!(done.removed >= 1, "the stray record is gone: {done:?}");
     assert!(!done.parts.is_empty() && done.parts.iter().all(|p| p.matches), "{:?}", done.parts);
@@ -83,7 +83,29 @@ async fn promotion(backend: Backend) {
     assert_eq!(mirrored.attributes["name"], Value::Text("Mirrored".into()), "sealed in the fortress and it opens there");
     // Again: nothing to copy, still equal.
     let again = s.admin.promote_tenant(&t, None, &|_| {}).await.unwrap();
-    assert_eq!((again.state, again.written, again.removed), (PromotionState::Promoted, 0, 0), "{again:?}");
+    assert_eq!((again.state, again.verified, again.written, again.removed), (PromotionState::Promoted, true, 0, 0), "{again:?}");
+
+    // A fortress holding many records the main store lacks says the main store lost
+    // them: the run removes nothing and says to restore first.
+    let strays: Vec<Write> = (0..101)
+        .map(|n| Write::Put {
+            item: Item {
+                tenant: t.to_string(),
+                part: "memory".into(),
+                sk: format!("lost-{n:03}"),
+                version: 1,
+                body: b"{}".to_vec(),
+            },
+            condition: Condition::None,
+        })
+        .collect();
+    for chunk in strays.chunks(25) {
+        fortress.write(chunk.to_vec()).await.unwrap();
+    }
+    let guarded = s.admin.promote_tenant(&t, None, &|_| {}).await.unwrap();
+    assert!(!guarded.verified && guarded.removed == 0, "{guarded:?}");
+    assert!(guarded.note.as_deref().is_some_and(|n| n.contains("restore")), "{guarded:?}");
+    assert!(fortress.get(t.as_str(), "memory", "lost-000").await.unwrap().is_some(), "nothing removed");
 
     // The usage report.
     let usage = s.admin.usage(&t).await.unwrap();

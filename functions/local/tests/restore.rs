@@ -73,7 +73,8 @@ async fn restore_replays_the_backups_into_an_empty_store() {
     let out = cli(&home, &["restore", "--tenant", "local"]);
     assert!(out.contains("0 entities written (2 already as new)"), "{out}");
     let out = cli(&home, &["backup", "--tenant", "local"]);
-    assert!(out.contains("wrote 2 records"), "{out}");
+    assert!(out.contains("the Spine snapshot: 2 records"), "{out}");
+    assert!(out.contains("wrote the complete backup"), "{out}");
 }
 
 /// `continuity --backend aws restore` and `reindex`, configured like a Lambda, against

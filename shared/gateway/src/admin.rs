@@ -122,7 +122,7 @@ pub async fn set_tenant(
         // progress until it is done (send the same request again to go on).
         storage_tier = None;
         let r = api.promote_tenant(&tenant_id(&tenant)?, Some(PROMOTION_RUN)).await?;
-        if r.state != ports::fortress::PromotionState::Promoted {
+        if r.state != ports::fortress::PromotionState::Promoted || !r.verified {
             return Ok((StatusCode::ACCEPTED, Json(json!({ "promotion": r }))).into_response());
         }
     }

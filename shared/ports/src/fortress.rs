@@ -46,6 +46,9 @@ pub struct Promotion {
     pub cursor: Option<String>,
     /// Records copied (or found equal) so far.
     pub copied: u64,
+    /// The backfill's scan reached the end: later runs only reconcile and verify.
+    #[serde(default)]
+    pub backfilled: bool,
     pub started_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finished_at: Option<Timestamp>,

@@ -247,8 +247,17 @@ impl BackupService {
     /// # Errors
     /// `UNAVAILABLE` when the store or the blob store cannot be reached.
     pub async fn restore(&self, tenant: &TenantId, progress: &(dyn Fn(usize) + Sync)) -> Result<RestoreReport> {
+        self.restore_with(tenant, false, progress).await
+    }
+
+    /// [`Self::restore`], merging the complete backup into a store that holds the tenant
+    /// when `merge` (missing or older records are written; none is deleted).
+    ///
+    /// # Errors
+    /// As [`Self::restore`].
+    pub async fn restore_with(&self, tenant: &TenantId, merge: bool, progress: &(dyn Fn(usize) + Sync)) -> Result<RestoreReport> {
         let mut report = RestoreReport {
-            records: crate::backup_records::restore(&self.backend, tenant, &|_| {}).await?,
+            records: crate::backup_records::restore(&self.backend, tenant, merge, &|_| {}).await?,
             ..RestoreReport::default()
         };
         let mut newest: BTreeMap<(String, String), Entity> = BTreeMap::new();

@@ -19,10 +19,14 @@
 //! refresh tokens and pending sign-ins (people sign in again), the search index (the
 //! restore's reindex rebuilds it), blobs (they are where the backup is).
 //!
-//! Restore reads the newest complete backup (one with its manifest), writes each record
-//! that is missing or older in the store (never a newer one), refuses a backup for
-//! another tenant's partition or registry entries that are not the tenant's, and then
-//! recomputes each type's hash from the store and compares it with the manifest.
+//! Restore reads the newest complete backup (one with its manifest) into an empty store
+//! (or merges it when asked: a merge brings back what was deleted since): it reads every
+//! file and checks it against the manifest, type by type, before writing anything;
+//! refuses registry entries that are not the tenant's (or that would replace another
+//! tenant's); writes each record that is missing or older in the store (never over a
+//! newer one); then recomputes each type's hash from the store and compares it with the
+//! manifest. Backups are trusted as far as the blob store they are in: whoever can write
+//! there could write the tenant's records (the manifest is a checksum, not a signature).
 
 use std::collections::BTreeMap;
 
@@ -38,9 +42,10 @@ use sha2::{Digest, Sha256};
 /// Most lines one backup file holds.
 pub const LINES_PER_FILE: usize = 10_000;
 const FORMAT: u32 = 1;
-/// Registry parts that hold a tenant's records: its registration (key: the slug) and its
-/// service clients (their body names the tenant).
-const REGISTRY_PARTS: [&str; 2] = ["tenants", "oauth_client"];
+/// Registry parts that hold a tenant's records: its registration and its promotion to
+/// the fortress (key: the slug), and its service clients (their body names the tenant
+/// and its id is the key).
+const REGISTRY_PARTS: [&str; 3] = ["tenants", "fortress", "oauth_client"];
 
 /// One stored record as a backup line keeps it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -108,6 +113,9 @@ pub struct RecordsRestored {
     pub written: usize,
     /// The store's copy was as new.
     pub unchanged: usize,
+    /// Why the backup was not restored (a store that holds the tenant, without merge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
     pub parts: Vec<PartCheck>,
 }
 
@@ -126,6 +134,10 @@ fn digest_of(registry: bool, part: &str, key: &str, version: u64, body: &[u8]) -
 /// returns them in.
 #[derive(Default)]
 struct Digests(BTreeMap<String, Vec<[u8; 32]>>);
+
+fn records_so_far(d: &Digests) -> usize {
+    d.0.values().map(Vec::len).sum()
+}
 
 impl Digests {
     fn add(&mut self, registry: bool, item: &Item) {
@@ -150,11 +162,14 @@ impl Digests {
 
 /// Whether a registry item is `tenant`'s.
 fn registry_item_of(tenant: &TenantId, item: &Item) -> bool {
+    let body = || serde_json::from_slice::<serde_json::Value>(&item.body).ok();
     match item.part.as_str() {
-        "tenants" => item.sk == tenant.as_str(),
-        "oauth_client" => serde_json::from_slice::<serde_json::Value>(&item.body)
-            .ok()
-            .is_some_and(|v| v.get("tenant").and_then(serde_json::Value::as_str) == Some(tenant.as_str())),
+        "tenants" => item.sk == tenant.as_str() && body().is_some_and(|v| v.as_str() == Some(tenant.as_str())),
+        "fortress" => item.sk == tenant.as_str() && body().is_some_and(|v| v["tenant"].as_str() == Some(tenant.as_str())),
+        "oauth_client" => body().is_some_and(|v| {
+            v.get("tenant").and_then(serde_json::Value::as_str) == Some(tenant.as_str())
+                && v.get("client_id").and_then(serde_json::Value::as_str) == Some(item.sk.as_str())
+        }),
         _ => false,
     }
 }
@@ -274,27 +289,49 @@ pub async fn backup(backend: &Backend, tenant: &TenantId, progress: &(dyn Fn(usi
     let mut digests = Digests::default();
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut files = 0;
-    let mut records = 0;
-    // The walk's pages are collected, then written a file at a time: a file holds at most
-    // LINES_PER_FILE lines.
-    let mut pages: Vec<(bool, Vec<Item>)> = Vec::new();
-    walk(backend, tenant, |registry, page| {
-        pages.push((registry, page));
-        Ok(())
-    })
-    .await?;
-    for (registry, page) in pages {
-        for item in page {
-            digests.add(registry, &item);
-            lines.push(line_of(registry, &item)?);
-            records += 1;
-            if lines.len() >= LINES_PER_FILE {
-                put_file(backend, tenant, &folder, &mut files, &mut lines).await?;
-                progress(records);
+    // A file at a time: at most LINES_PER_FILE lines are held.
+    let items = backend.records.items();
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, next) = items.scan_tenant(tenant.as_str(), cursor.as_deref(), 500).await?;
+        for item in &page {
+            digests.add(false, item);
+            lines.push(line_of(false, item)?);
+        }
+        if lines.len() >= LINES_PER_FILE {
+            put_file(backend, tenant, &folder, &mut files, &mut lines).await?;
+            progress(records_so_far(&digests));
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    for part in REGISTRY_PARTS {
+        let mut after: Option<String> = None;
+        loop {
+            let (page, more) = items
+                .query(ports::items::Query {
+                    tenant: REGISTRY_TENANT,
+                    part,
+                    prefix: "",
+                    after: after.as_deref(),
+                    limit: 500,
+                    descending: false,
+                })
+                .await?;
+            after = page.last().map(|i| i.sk.clone());
+            for item in page.iter().filter(|i| registry_item_of(tenant, i)) {
+                digests.add(true, item);
+                lines.push(line_of(true, item)?);
+            }
+            if !more {
+                break;
             }
         }
     }
     put_file(backend, tenant, &folder, &mut files, &mut lines).await?;
+    let records = records_so_far(&digests);
     progress(records);
     let manifest =
         Manifest { format: FORMAT, tenant: tenant.to_string(), taken_at: now.to_rfc3339(), files, parts: digests.finish() };
@@ -373,9 +410,24 @@ async fn put_newer(backend: &Backend, item: Item) -> Result<bool> {
 /// `INVALID_REQUEST` for a backup that is not this tenant's or holds foreign registry
 /// records (nothing is written then); `CONFLICT` when the store already holds another
 /// data key for the tenant (its sealed records would not open); `UNAVAILABLE`.
-pub async fn restore(backend: &Backend, tenant: &TenantId, progress: &(dyn Fn(usize) + Sync)) -> Result<RecordsRestored> {
+pub async fn restore(
+    backend: &Backend,
+    tenant: &TenantId,
+    merge: bool,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<RecordsRestored> {
     let mut report = RecordsRestored::default();
     let Some((folder, manifest)) = newest(backend, tenant).await? else { return Ok(report) };
+    // Into a store that holds the tenant, a backup would bring back what was deleted
+    // since (forgotten memory, old index entries): only when asked.
+    let (held, _) = backend.records.items().scan_tenant(tenant.as_str(), None, 1).await?;
+    if !held.is_empty() && !merge {
+        report.folder = Some(folder);
+        report.skipped = Some(format!(
+            "the store holds records of {tenant}: a complete backup is restored into an empty store (merge it with --merge: missing or older records are written, none is deleted)"
+        ));
+        return Ok(report);
+    }
     // Every file is read and checked before anything is written.
     let mut items = Vec::new();
     for n in 0..manifest.files {
@@ -393,6 +445,30 @@ pub async fn restore(backend: &Backend, tenant: &TenantId, progress: &(dyn Fn(us
             items.push(item_of(tenant, l.record)?);
         }
         progress(items.len());
+    }
+    // The files are the manifest's, type by type, before anything is written.
+    let mut read = Digests::default();
+    for (registry, item) in &items {
+        read.add(*registry, item);
+    }
+    let read = read.finish();
+    if read != manifest.parts {
+        let differ: Vec<&String> =
+            manifest.parts.keys().chain(read.keys()).filter(|k| read.get(*k) != manifest.parts.get(*k)).collect();
+        return Err(Error::invalid(format!(
+            "the backup in {folder} does not match its manifest ({differ:?}): damaged or altered; nothing was written"
+        )));
+    }
+    // A registry record of someone else's is never replaced.
+    for (_, item) in items.iter().filter(|(r, _)| *r) {
+        if let Some(existing) = backend.records.items().get(&item.tenant, &item.part, &item.sk).await?
+            && !registry_item_of(tenant, &existing)
+        {
+            return Err(Error::invalid(format!(
+                "the backup's registry record {} {} is another tenant's in this store: refused; nothing was written",
+                item.part, item.sk
+            )));
+        }
     }
     // The tenant's data key: a store holding another one could not open what the backup
     // sealed.

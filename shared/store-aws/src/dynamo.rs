@@ -307,8 +307,9 @@ impl ItemStore for DynamoItems {
 
     /// A `Scan` of the table filtered to the tenant's partition keys (`{tenant}#…`): an
     /// export reads the whole table, which is what backups may afford. The cursor is the
-    /// last evaluated key (`PK`, a line break, `SK`); a page may come back short, or
-    /// empty with a cursor, when the filter drops what DynamoDB evaluated.
+    /// last evaluated key (`PK`, a line break, `SK`). Each request evaluates `limit`
+    /// items, so a page may come back short when the filter drops some; one that would
+    /// be empty reads on, so only the last page is empty.
     async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)> {
         check_key(tenant, "scan", "-")?;
         let prefix = format!("{tenant}#");
@@ -333,7 +334,7 @@ impl ItemStore for DynamoItems {
                 .table_name(&self.table)
                 .filter_expression("begins_with(PK, :p)")
                 .expression_attribute_values(":p", AttributeValue::S(prefix.clone()))
-                .limit(i32::try_from(want - items.len()).unwrap_or(i32::MAX).max(1))
+                .limit(i32::try_from(want).unwrap_or(i32::MAX))
                 .set_exclusive_start_key(start.take())
                 .consistent_read(true)
                 .send()
@@ -352,7 +353,9 @@ impl ItemStore for DynamoItems {
                 format!("{}\n{}", s(PK), s(SK))
             });
             match next {
-                Some(c) if items.len() < want => {
+                // Everything evaluated was another tenant's: read on, so a page is never
+                // empty but at the end.
+                Some(c) if items.is_empty() => {
                     let (p, s) = c.split_once('\n').unwrap_or_default();
                     start = Some(HashMap::from([
                         (PK.to_owned(), AttributeValue::S(p.to_owned())),

@@ -116,7 +116,7 @@ impl ItemStore for SqliteItems {
             .read(move |c| {
                 let mut stmt = c
                     .prepare_cached(
-                        "SELECT part, sk, version, body FROM items WHERE tenant = ?1 AND (part > ?2 OR (part = ?2 AND sk > ?3)) \
+                        "SELECT part, sk, version, body FROM items WHERE tenant = ?1 AND (part, sk) > (?2, ?3) \
                          ORDER BY part, sk LIMIT ?4",
                     )
                     .map_err(sql_err)?;

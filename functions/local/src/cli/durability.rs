@@ -70,10 +70,10 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
             );
             Ok(())
         }
-        Command::Restore { tenant } => {
+        Command::Restore { tenant, merge } => {
             let report = s
                 .backup
-                .restore(&tenant, &|files| {
+                .restore_with(&tenant, merge, &|files| {
                     if files.is_multiple_of(100) {
                         eprintln!("read {files} backup files…");
                     }
@@ -82,6 +82,7 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
                 .map_err(domain_err)?;
             let rec = &report.records;
             match &rec.folder {
+                Some(_) if rec.skipped.is_some() => println!("{}", rec.skipped.as_deref().unwrap_or_default()),
                 Some(folder) => {
                     let failed: Vec<&str> = rec.parts.iter().filter(|p| !p.matches).map(|p| p.part.as_str()).collect();
                     println!(
@@ -111,7 +112,7 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
                 report.signals,
                 if report.bad_lines > 0 { format!("; {} unreadable lines skipped", report.bad_lines) } else { String::new() }
             );
-            if rec.folder.is_some() {
+            if rec.folder.is_some() && rec.skipped.is_none() {
                 let r = s.search.reindex(&tenant, false, &|_| {}).await.map_err(domain_err)?;
                 println!("rebuilt the search index: {} indexed, {} already indexed", r.indexed, r.kept);
             }

@@ -201,6 +201,10 @@ enum Command {
     Restore {
         #[arg(long)]
         tenant: TenantId,
+        /// Merge the complete backup into a store that still holds the tenant (missing or
+        /// older records are written; none is deleted, so what was deleted since comes back).
+        #[arg(long)]
+        merge: bool,
     },
 }
 

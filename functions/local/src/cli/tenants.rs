@@ -24,18 +24,21 @@ async fn promote(admin: &AdminService, slug: &domain::TenantId, max_records: Opt
         .await
         .map_err(domain_err)?;
     match r.state {
-        ports::fortress::PromotionState::Backfilling if r.parts.is_empty() => println!(
-            "promotion of {slug} under way: {} records backfilled so far ({} written this run); run `continuity tenant promote {slug}` to go on",
-            r.copied, r.written
+        _ if !r.verified && r.parts.is_empty() => println!(
+            "promotion of {slug} under way: {} records backfilled so far ({} written this run){}; run `continuity tenant promote {slug}` to go on",
+            r.copied,
+            r.written,
+            r.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
         ),
-        ports::fortress::PromotionState::Backfilling => {
+        _ if !r.verified => {
             let differ: Vec<&str> = r.parts.iter().filter(|p| !p.matches).map(|p| p.part.as_str()).collect();
             println!(
-                "the fortress of {slug} still differs in {} (writes went on meanwhile): run `continuity tenant promote {slug}` again",
-                differ.join(", ")
+                "the fortress of {slug} differs from the main store ({}): {}",
+                if differ.is_empty() { "not compared".to_owned() } else { differ.join(", ") },
+                r.note.as_deref().unwrap_or("run `continuity tenant promote` again")
             );
         }
-        ports::fortress::PromotionState::Promoted => println!(
+        _ => println!(
             "{slug} is promoted: {} records in the fortress, {} record types equal by hash ({} written, {} removed this run); its writes are mirrored",
             r.copied,
             r.parts.len(),
@@ -43,7 +46,7 @@ async fn promote(admin: &AdminService, slug: &domain::TenantId, max_records: Opt
             r.removed
         ),
     }
-    Ok(r.state == ports::fortress::PromotionState::Promoted)
+    Ok(r.state == ports::fortress::PromotionState::Promoted && r.verified)
 }
 
 pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow::Result<()> {
@@ -104,6 +107,7 @@ pub(super) async fn run(admin: &AdminService, command: TenantCommand) -> anyhow:
             if changes.storage_tier == Some(domain::tenant::StorageTier::Promoted) {
                 changes.storage_tier = None;
                 if !promote(admin, &slug, None).await? {
+                    eprintln!("the other changes asked were not made: run `tenant set` again once the tenant is promoted");
                     return Ok(());
                 }
             }

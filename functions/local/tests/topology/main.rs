@@ -223,6 +223,9 @@ async fn journey() {
     let table = format!("{name}-table");
     store_aws::DynamoItems::new(store_aws::settings::dynamo_client(&sdk), &table).create_table_if_missing().await.unwrap();
     physical.insert("<Ref:Table>".into(), table.clone());
+    let fortress = format!("{name}-fortress");
+    store_aws::DynamoItems::new(store_aws::settings::dynamo_client(&sdk), &fortress).create_table_if_missing().await.unwrap();
+    physical.insert("<Ref:FortressTable>".into(), fortress);
     let bucket = format!("{name}-blobs");
     store_aws::S3Blobs::new(store_aws::settings::s3_client(&sdk), &bucket).create_bucket_if_missing().await.unwrap();
     physical.insert("<Ref:BlobBucket>".into(), bucket.clone());

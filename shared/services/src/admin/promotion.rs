@@ -31,12 +31,24 @@ use crate::backup_records::PartCheck;
 
 /// Records a promotion scans per page (and between two saves of its cursor).
 const PAGE: u32 = 500;
+/// The reconcile removes fortress records the main store lacks only when they are few:
+/// more suggests the main store lost them (restore it first), not that they were deleted.
+const MAX_PRUNE: u64 = 100;
+/// Reconcile-and-compare rounds a run tries before saying the stores still differ (a
+/// busy tenant writes during the comparison).
+const VERIFY_ROUNDS: u32 = 3;
 
 /// What a promotion run did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PromotionReport {
     /// `backfilling` (run again to go on) or `promoted`.
     pub state: PromotionState,
+    /// Whether this run compared the fortress with the main store and found every record
+    /// type equal (false while backfilling, or when they differ: run again).
+    pub verified: bool,
+    /// Why the run stopped short of verifying, when it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Records scanned so far (copied or found equal), over every run.
     pub copied: u64,
     /// Records this run wrote to the fortress.
@@ -69,11 +81,14 @@ pub const SUGGEST_READS_PER_DAY: u64 = 5_000;
 /// The most audit records the usage report reads (a day's worth on a busy tenant).
 const USAGE_SCAN: u64 = 200_000;
 
+/// Copies a scanned record into the fortress unless the fortress holds it already — or
+/// holds a newer version (a mirrored write that came after the scan read it).
 async fn copy_if_different(fortress: &dyn ItemStore, item: &Item) -> Result<bool> {
     for _ in 0..3 {
         let existing = fortress.get(&item.tenant, &item.part, &item.sk).await?;
         let condition = match &existing {
             None => Condition::Absent,
+            Some(e) if e.version > item.version => return Ok(false),
             Some(e) if e.version == item.version && e.body == item.body => return Ok(false),
             Some(e) => Condition::Version(e.version),
         };
@@ -146,6 +161,7 @@ impl AdminService {
                     state: PromotionState::Backfilling,
                     cursor: None,
                     copied: 0,
+                    backfilled: false,
                     started_at: now,
                     finished_at: None,
                     version: 0,
@@ -157,9 +173,17 @@ impl AdminService {
             }
         };
         let main = self.backend.records.items().clone();
-        let mut report = PromotionReport { state: p.state, copied: p.copied, written: 0, removed: 0, parts: Vec::new() };
+        let mut report = PromotionReport {
+            state: p.state,
+            verified: false,
+            note: None,
+            copied: p.copied,
+            written: 0,
+            removed: 0,
+            parts: Vec::new(),
+        };
         // Backfill, resumable.
-        if p.state == PromotionState::Backfilling {
+        if p.state == PromotionState::Backfilling && !p.backfilled {
             let mut done_this_run = 0u64;
             loop {
                 let budget = max_records.map_or(u64::from(PAGE), |m| m.saturating_sub(done_this_run).min(u64::from(PAGE)));
@@ -178,11 +202,19 @@ impl AdminService {
                 done_this_run += n;
                 p.copied += n;
                 p.cursor = next.clone();
+                p.backfilled = next.is_none();
                 p = self.save_promotion(&p).await?;
                 progress(p.copied);
                 if next.is_none() {
                     break;
                 }
+            }
+            if max_records.is_some() {
+                // A bounded run (the admin API's) stops here: the reconcile and the
+                // comparison read the whole tenant, the next run does them.
+                report.copied = p.copied;
+                report.note = Some("backfilled; the next run reconciles and verifies".into());
+                return Ok(report);
             }
         }
         // Every process mirrors once it has re-read the promotion records.
@@ -190,35 +222,96 @@ impl AdminService {
         if since < MIRROR_REFRESH + std::time::Duration::from_secs(1) {
             tokio::time::sleep(MIRROR_REFRESH + std::time::Duration::from_secs(1) - since).await;
         }
-        // Reconcile: what changed during the backfill, both ways.
+        for round in 1..=VERIFY_ROUNDS {
+            // Reconcile: what changed during the backfill, both ways.
+            report.written += self.copy_all(main.as_ref(), fortress.as_ref(), tenant).await?;
+            match self.prune(main.as_ref(), fortress.as_ref(), tenant).await? {
+                Ok(n) => report.removed += n,
+                Err(why) => {
+                    report.copied = p.copied;
+                    report.note = Some(why);
+                    return Ok(report);
+                }
+            }
+            // Verify by hash, type by type.
+            let ours = crate::backup_records::partition_digests(main.as_ref(), tenant).await?;
+            let theirs = crate::backup_records::partition_digests(fortress.as_ref(), tenant).await?;
+            let types: std::collections::BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
+            report.parts = types
+                .into_iter()
+                .map(|t| PartCheck {
+                    part: t.clone(),
+                    records: ours.get(t).map_or(0, |d| d.records),
+                    matches: ours.get(t) == theirs.get(t),
+                })
+                .collect();
+            if report.parts.iter().all(|c| c.matches) {
+                report.verified = true;
+                break;
+            }
+            tracing::info!(tenant = %tenant, round, "fortress: the stores differ after a reconcile (writes go on); again");
+        }
+        report.copied = p.copied;
+        if !report.verified {
+            // Writes went on while it ran: the next run catches up.
+            self.audited(tenant, "admin:tenant.promote", tenant.as_str(), "verification: the fortress differs; run again").await;
+            report.note = Some("the fortress still differs (the tenant kept writing): run again".into());
+            return Ok(report);
+        }
+        if p.state != PromotionState::Promoted {
+            p.state = PromotionState::Promoted;
+            p.finished_at = Some(self.backend.clock.now());
+            self.save_promotion(&p).await?;
+        }
+        if self.show_tenant(tenant).await?.storage_tier != StorageTier::Promoted {
+            self.modify_tenant(tenant, "admin:tenant.promote", tenant.as_str(), |t| {
+                t.storage_tier = StorageTier::Promoted;
+                Ok(())
+            })
+            .await?;
+        }
+        report.state = PromotionState::Promoted;
+        Ok(report)
+    }
+
+    /// Copies every record of the tenant the fortress lacks or holds older; how many.
+    async fn copy_all(&self, main: &dyn ItemStore, fortress: &dyn ItemStore, tenant: &TenantId) -> Result<u64> {
+        let mut written = 0;
         let mut cursor: Option<String> = None;
         loop {
             let (page, next) = main.scan_tenant(tenant.as_str(), cursor.as_deref(), PAGE).await?;
             for item in &page {
-                if copy_if_different(fortress.as_ref(), item).await? {
-                    report.written += 1;
+                if copy_if_different(fortress, item).await? {
+                    written += 1;
                 }
             }
             match next {
                 Some(c) => cursor = Some(c),
-                None => break,
+                None => return Ok(written),
             }
         }
+    }
+
+    /// Removes from the fortress the tenant's records the main store no longer holds —
+    /// unless they are many ([`MAX_PRUNE`]), which says the main store lost them: then
+    /// nothing is removed and the reason is returned (restore the main store first).
+    async fn prune(
+        &self,
+        main: &dyn ItemStore,
+        fortress: &dyn ItemStore,
+        tenant: &TenantId,
+    ) -> Result<std::result::Result<u64, String>> {
+        let mut gone = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
             let (page, next) = fortress.scan_tenant(tenant.as_str(), cursor.as_deref(), PAGE).await?;
-            for item in &page {
+            for item in page {
                 if main.get(&item.tenant, &item.part, &item.sk).await?.is_none() {
-                    let gone = Write::Delete {
-                        tenant: item.tenant.clone(),
-                        part: item.part.clone(),
-                        sk: item.sk.clone(),
-                        condition: Condition::Version(item.version),
-                    };
-                    match fortress.write(vec![gone]).await {
-                        Ok(()) => report.removed += 1,
-                        Err(e) if e.code == ErrorCode::Conflict => {}
-                        Err(e) => return Err(e),
+                    gone.push(item);
+                    if gone.len() as u64 > MAX_PRUNE {
+                        return Ok(Err(format!(
+                            "the fortress holds more than {MAX_PRUNE} records of {tenant} the main store lacks: restore the main store (`continuity restore`) before promoting again; nothing was removed"
+                        )));
                     }
                 }
             }
@@ -227,36 +320,17 @@ impl AdminService {
                 None => break,
             }
         }
-        // Verify by hash, type by type.
-        let ours = crate::backup_records::partition_digests(main.as_ref(), tenant).await?;
-        let theirs = crate::backup_records::partition_digests(fortress.as_ref(), tenant).await?;
-        let types: std::collections::BTreeSet<&String> = ours.keys().chain(theirs.keys()).collect();
-        report.parts = types
-            .into_iter()
-            .map(|t| PartCheck {
-                part: t.clone(),
-                records: ours.get(t).map_or(0, |d| d.records),
-                matches: ours.get(t) == theirs.get(t),
-            })
-            .collect();
-        report.copied = p.copied;
-        if report.parts.iter().any(|c| !c.matches) {
-            // Writes went on while it ran: the next run catches up.
-            self.audited(tenant, "admin:tenant.promote", tenant.as_str(), "verification: the fortress differs; run again").await;
-            return Ok(report);
+        let mut removed = 0;
+        for item in gone {
+            let w =
+                Write::Delete { tenant: item.tenant, part: item.part, sk: item.sk, condition: Condition::Version(item.version) };
+            match fortress.write(vec![w]).await {
+                Ok(()) => removed += 1,
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
         }
-        if p.state != PromotionState::Promoted {
-            p.state = PromotionState::Promoted;
-            p.finished_at = Some(self.backend.clock.now());
-            self.save_promotion(&p).await?;
-        }
-        self.modify_tenant(tenant, "admin:tenant.promote", tenant.as_str(), |t| {
-            t.storage_tier = StorageTier::Promoted;
-            Ok(())
-        })
-        .await?;
-        report.state = PromotionState::Promoted;
-        Ok(report)
+        Ok(Ok(removed))
     }
 
     /// How `tenant` uses its store (entities, audited reads and writes in the last 24
