@@ -25,22 +25,6 @@ use ports::{Backend, SystemClock, Workflow};
 use serde_json::{Value, json};
 use services::Services;
 
-async fn drain(s: &Services) {
-    let mut idle = 0;
-    for _ in 0..200 {
-        let n = s.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
-        if n == 0 {
-            idle += 1;
-            if idle == 2 {
-                return;
-            }
-        } else {
-            idle = 0;
-        }
-    }
-    panic!("the queue never drained");
-}
-
 struct Rig {
     s: Services,
     t: TenantId,
@@ -115,7 +99,7 @@ async fn actions(backend: Backend) {
     let batch = json!({"records": [deal("4001", "contractsent"), deal("4002", "contractsent"), deal("4003", "contractsent")], "final": true});
     let accepted = s.ingest.accept(&r.agent, "hubspot", batch).await.unwrap();
     assert!(accepted.rejected.is_empty(), "{:?}", accepted.rejected);
-    drain(s).await;
+    continuity_tests::drain(s).await;
     let f = s.ingest.failures(&r.agent, &PageRequest::first(10)).await.unwrap();
     assert!(f.items.is_empty(), "{:?}", f.items);
     let opportunity = EntityType::new("opportunity").unwrap();
@@ -343,7 +327,7 @@ async fn actions(backend: Backend) {
     let org = json!({"url": "https://acme.zendesk.com/api/v2/organizations/77.json", "id": 77, "name": "Acme",
                      "domain_names": ["acme.com"], "updated_at": "2026-11-30T09:00:00Z"});
     s.ingest.accept(&r.agent, "zendesk", json!({"records": [org], "final": true})).await.unwrap();
-    drain(s).await;
+    continuity_tests::drain(s).await;
     let out = s.capabilities.execute(&r.agent, "connector.write", write).await.unwrap().data;
     assert_eq!(out["proposal"]["state"], "awaiting_approval", "{out}");
     assert_eq!(out["proposal"]["action"]["operation"], "ticket.update_status");
@@ -367,7 +351,7 @@ async fn tasks_and_governed_writes(backend: Backend) {
         .data;
     assert_eq!(out["task"]["status"], "open", "{out}");
     let id = out["task"]["id"].as_str().unwrap().to_owned();
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     let mine = s.capabilities.execute(&worker, "task.list", json!({"assignee": "me"})).await.unwrap().data;
     assert_eq!(mine["tasks"][0]["id"], id.as_str());
     assert_eq!(mine["tasks"][0]["status"], "dispatched", "delivered through the queue: {mine}");

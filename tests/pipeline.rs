@@ -29,23 +29,6 @@ fn sample(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
 }
 
-/// Processes until the queue is empty (failed messages come back at once).
-async fn drain(s: &Services) {
-    let mut idle = 0;
-    for _ in 0..200 {
-        let n = s.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
-        if n == 0 {
-            idle += 1;
-            if idle == 2 {
-                return;
-            }
-        } else {
-            idle = 0;
-        }
-    }
-    panic!("the queue never drained");
-}
-
 async fn caller(s: &Services) -> CallerContext {
     let t = contract::fresh_tenant("pipe");
     s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
@@ -110,7 +93,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
         assert_eq!(a.status.state, ConnectorState::SyncingInitial, "{source}: the first batch starts the initial sync");
     }
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncingInitial);
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     // hubspot's first batch was not final; the others were.
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncingInitial);
     for source in ["salesforce", "stripe", "zendesk", "jira"] {
@@ -151,7 +134,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
 
     // The update moves the stage: a signal; the final batch completes the sync.
     s.ingest.accept(&c, "hubspot", sample("hubspot-update")).await.unwrap();
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncComplete);
     let account = get(&s, &c, "account", acme.as_str()).await;
     assert_eq!(account["attributes"]["lifecycle_stage"], "customer", "the next read sees the new value (cache evicted)");
@@ -183,7 +166,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
         body["final"] = json!(false);
         s.ingest.accept(&c, "hubspot", body).await.unwrap();
     }
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     assert_eq!(spine_dump(&backend, &t).await, before, "redelivered and reordered records converge to one state");
 
     // Malformed records: per-record errors, the rest proceeds; too many: 413.
@@ -212,7 +195,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
 
     // 9004 has no name (required): a poison record. Its batch-mate 9003 commits; 9004 is
     // retried alone and dead-lettered with its reason.
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     assert_eq!(get(&s, &c, "account", canonical_id("hubspot", "account", "9003").as_str()).await["attributes"]["name"], "Hooli");
     let poison = canonical_id("hubspot", "account", "9004");
     let e = s.capabilities.execute(&c, "spine.entity.get", json!({"type": "account", "id": poison.as_str()})).await.unwrap_err();
@@ -273,7 +256,7 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
         .await
         .unwrap();
     assert_eq!(a.rejected.iter().map(|r| r.index).collect::<Vec<_>>(), vec![3], "{:?}", a.rejected);
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     let name = |ty: &'static str, source: &'static str, id: &'static str| {
         let (s, c) = (&s, &c);
         async move { get(s, c, ty, canonical_id(source, ty, id).as_str()).await["attributes"].clone() }
@@ -308,10 +291,10 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
         .await
         .unwrap();
     assert_eq!(a.accepted, 1);
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncError, "the normalizer refused its only record");
     s.ingest.accept(&c, "zendesk", sample("zendesk")).await.unwrap();
-    drain(&s).await;
+    continuity_tests::drain(&s).await;
     assert_eq!(state(&s, &t, "zendesk").await, ConnectorState::SyncComplete, "a good final batch completes it again");
     // Records of kinds nobody maps are out of scope, not failures: a final batch of only
     // those completes the sync.
@@ -389,6 +372,6 @@ async fn a_successful_retry_resumes_a_sync_in_error() {
     assert_eq!(status.state, ConnectorState::SyncError, "{status:?}");
     assert_eq!(status.error_stage.as_deref(), Some("syncing_initial"));
 
-    drain(&good).await;
+    continuity_tests::drain(&good).await;
     assert_eq!(state(&good, &c.tenant, "hubspot").await, ConnectorState::SyncComplete);
 }

@@ -26,6 +26,23 @@ pub fn event(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
 }
 
+/// Processes the work queue until it is empty (failed messages come back at once).
+pub async fn drain(s: &services::Services) {
+    let mut idle = 0;
+    for _ in 0..200 {
+        let n = s.ingest.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap();
+        if n == 0 {
+            idle += 1;
+            if idle == 2 {
+                return;
+            }
+        } else {
+            idle = 0;
+        }
+    }
+    panic!("the queue never drained");
+}
+
 /// A caller of `tenant` holding a fresh API key with `scopes` (space-separated), as the
 /// gateway would authenticate it.
 pub async fn caller(s: &services::Services, tenant: &domain::TenantId, scopes: &str) -> domain::principal::CallerContext {

@@ -123,25 +123,22 @@ impl ItemStore for Mirrored {
     }
 
     async fn write(&self, writes: Vec<Write>) -> Result<()> {
-        self.main.write(writes.clone()).await?;
-        let set = match self.mirrored().await {
-            Ok(s) => s,
+        // Only the writes of promoted tenants are copied (none on the common path).
+        let mirrored: Vec<Write> = match self.mirrored().await {
+            Ok(set) => writes
+                .iter()
+                .filter(|w| set.contains(tenant_of(w)))
+                .map(|w| match w.clone() {
+                    Write::Put { item, .. } => Write::Put { item, condition: Condition::None },
+                    Write::Delete { tenant, part, sk, .. } => Write::Delete { tenant, part, sk, condition: Condition::None },
+                })
+                .collect(),
             Err(e) => {
-                tracing::warn!(code = ?e.code, "fortress: could not read which tenants are promoted; this write was not mirrored");
-                return Ok(());
+                tracing::warn!(code = ?e.code, "fortress: could not read which tenants are promoted; this write is not mirrored");
+                Vec::new()
             }
         };
-        if set.is_empty() {
-            return Ok(());
-        }
-        let mirrored: Vec<Write> = writes
-            .into_iter()
-            .filter(|w| set.contains(tenant_of(w)))
-            .map(|w| match w {
-                Write::Put { item, .. } => Write::Put { item, condition: Condition::None },
-                Write::Delete { tenant, part, sk, .. } => Write::Delete { tenant, part, sk, condition: Condition::None },
-            })
-            .collect();
+        self.main.write(writes).await?;
         for chunk in mirrored.chunks(self.fortress.max_batch().max(1)) {
             if let Err(e) = self.fortress.write(chunk.to_vec()).await {
                 // The main store holds the write; the promotion's next run reconciles.

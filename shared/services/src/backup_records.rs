@@ -174,22 +174,9 @@ fn registry_item_of(tenant: &TenantId, item: &Item) -> bool {
     }
 }
 
-/// Every record of `tenant`: its partition, then its registry entries; `each` gets them
-/// a page at a time with whether they are registry items.
-async fn walk<F>(backend: &Backend, tenant: &TenantId, mut each: F) -> Result<()>
-where
-    F: FnMut(bool, Vec<Item>) -> Result<()>,
-{
-    let items = backend.records.items();
-    let mut cursor: Option<String> = None;
-    loop {
-        let (page, next) = items.scan_tenant(tenant.as_str(), cursor.as_deref(), 500).await?;
-        each(false, page)?;
-        match next {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-    }
+/// The tenant's entries in the registry (a few records).
+async fn registry_items(items: &dyn ports::ItemStore, tenant: &TenantId) -> Result<Vec<Item>> {
+    let mut out = Vec::new();
     for part in REGISTRY_PARTS {
         let mut after: Option<String> = None;
         loop {
@@ -204,13 +191,28 @@ where
                 })
                 .await?;
             after = page.last().map(|i| i.sk.clone());
-            each(true, page.into_iter().filter(|i| registry_item_of(tenant, i)).collect())?;
+            out.extend(page.into_iter().filter(|i| registry_item_of(tenant, i)));
             if !more {
                 break;
             }
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Adds every record of `tenant`'s partition of `items` to `d`.
+async fn add_partition(items: &dyn ports::ItemStore, tenant: &TenantId, d: &mut Digests) -> Result<()> {
+    let mut cursor: Option<String> = None;
+    loop {
+        let (page, next) = items.scan_tenant(tenant.as_str(), cursor.as_deref(), 500).await?;
+        for i in &page {
+            d.add(false, i);
+        }
+        match next {
+            Some(c) => cursor = Some(c),
+            None => return Ok(()),
+        }
+    }
 }
 
 /// The digests of the records in `tenant`'s partition of `items` (no registry entries),
@@ -220,17 +222,7 @@ where
 /// `UNAVAILABLE`.
 pub async fn partition_digests(items: &dyn ports::ItemStore, tenant: &TenantId) -> Result<BTreeMap<String, PartDigest>> {
     let mut d = Digests::default();
-    let mut cursor: Option<String> = None;
-    loop {
-        let (page, next) = items.scan_tenant(tenant.as_str(), cursor.as_deref(), 500).await?;
-        for i in &page {
-            d.add(false, i);
-        }
-        match next {
-            Some(c) => cursor = Some(c),
-            None => break,
-        }
-    }
+    add_partition(items, tenant, &mut d).await?;
     Ok(d.finish())
 }
 
@@ -239,14 +231,12 @@ pub async fn partition_digests(items: &dyn ports::ItemStore, tenant: &TenantId) 
 /// # Errors
 /// `UNAVAILABLE`.
 pub async fn digests(backend: &Backend, tenant: &TenantId) -> Result<BTreeMap<String, PartDigest>> {
+    let items = backend.records.items();
     let mut d = Digests::default();
-    walk(backend, tenant, |registry, page| {
-        for i in &page {
-            d.add(registry, i);
-        }
-        Ok(())
-    })
-    .await?;
+    add_partition(items.as_ref(), tenant, &mut d).await?;
+    for i in registry_items(items.as_ref(), tenant).await? {
+        d.add(true, &i);
+    }
     Ok(d.finish())
 }
 
@@ -307,28 +297,9 @@ pub async fn backup(backend: &Backend, tenant: &TenantId, progress: &(dyn Fn(usi
             None => break,
         }
     }
-    for part in REGISTRY_PARTS {
-        let mut after: Option<String> = None;
-        loop {
-            let (page, more) = items
-                .query(ports::items::Query {
-                    tenant: REGISTRY_TENANT,
-                    part,
-                    prefix: "",
-                    after: after.as_deref(),
-                    limit: 500,
-                    descending: false,
-                })
-                .await?;
-            after = page.last().map(|i| i.sk.clone());
-            for item in page.iter().filter(|i| registry_item_of(tenant, i)) {
-                digests.add(true, item);
-                lines.push(line_of(true, item)?);
-            }
-            if !more {
-                break;
-            }
-        }
+    for item in registry_items(items.as_ref(), tenant).await? {
+        digests.add(true, &item);
+        lines.push(line_of(true, &item)?);
     }
     put_file(backend, tenant, &folder, &mut files, &mut lines).await?;
     let records = records_so_far(&digests);

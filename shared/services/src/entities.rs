@@ -267,7 +267,7 @@ impl EntityService {
         expect: Expect,
     ) -> Result<Entity> {
         caller.scopes.require(Scope::Admin)?;
-        let stored = self.store(&caller.tenant, entity_type, id, pole_class, attributes, expect).await?;
+        let stored = self.store(&caller.tenant, entity_type, id, Some(pole_class), attributes, expect).await?;
         self.audit_put(caller, &stored, "ok").await;
         Ok(stored)
     }
@@ -286,19 +286,17 @@ impl EntityService {
         attributes: Attributes,
         expect: Expect,
     ) -> Result<Entity> {
-        let t = self.auth.tenant_config(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
-        let pole_class = adk::resolve::schema_for(t.department, t.industry).require_type(entity_type.as_str())?.pole_class;
-        self.store(tenant, entity_type, id, pole_class, attributes, expect).await
+        self.store(tenant, entity_type, id, None, attributes, expect).await
     }
 
     /// The write both paths share: the schema's checks, the versioned write, the blob
-    /// backup line and the after-write effects.
+    /// backup line and the after-write effects. Without a `pole_class`, the schema's.
     async fn store(
         &self,
         tenant_id: &domain::TenantId,
         entity_type: EntityType,
         id: Id,
-        pole_class: domain::spine::PoleClass,
+        pole_class: Option<domain::spine::PoleClass>,
         attributes: Attributes,
         expect: Expect,
     ) -> Result<Entity> {
@@ -306,7 +304,12 @@ impl EntityService {
         // The tenant's schema decides what may be written: an unknown type or field is
         // refused before anything is stored (SPEC §5.2 step 4).
         let tenant = self.auth.tenant_config(tenant_id).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant_id}")))?;
-        adk::resolve::schema_for(tenant.department, tenant.industry).check_write(entity_type.as_str(), &attributes)?;
+        let schema = adk::resolve::schema_for(tenant.department, tenant.industry);
+        schema.check_write(entity_type.as_str(), &attributes)?;
+        let pole_class = match pole_class {
+            Some(p) => p,
+            None => schema.require_type(entity_type.as_str())?.pole_class,
+        };
         let now = self.backend.clock.now();
         let existing = self.backend.records.get_entity(tenant_id, &entity_type, &id).await?;
         let entity = Entity {
