@@ -4,7 +4,10 @@
 //! - [`cli`]: the command line and each command's module.
 //! - [`home`]: the home folder — database, blobs, keys and the owner key file.
 //! - [`serve`]: `continuity serve` on a listener until a shutdown future completes.
+//! - [`setup`]: `continuity setup` — the MCP clients' configuration files
+//!   ([`setup::clients`]) and editing them in place ([`setup::edit`]).
 
 pub mod cli;
 pub mod home;
 pub mod serve;
+pub mod setup;

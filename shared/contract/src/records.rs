@@ -152,9 +152,11 @@ pub async fn principals_and_api_keys(r: Records) {
             toolsets: domain::principal::Toolsets::default(),
             created_at: Timestamp(1),
             revoked_at: None,
+            name: (n == 0).then(|| "Claude Code".to_owned()),
         };
         r.create_api_key(&key).await.unwrap();
     }
+    assert_eq!(r.get_api_key(&t, &id("k0")).await.unwrap().unwrap().name.as_deref(), Some("Claude Code"), "a key keeps its name");
     let first = r.list_api_keys(&t, &PageRequest::first(2)).await.unwrap();
     assert_eq!(first.items.len(), 2);
     let rest = r.list_api_keys(&t, &PageRequest::after(2, first.next_cursor.clone().unwrap())).await.unwrap();

@@ -199,6 +199,9 @@ pub struct ApiKeyRecord {
     pub toolsets: Toolsets,
     pub created_at: Timestamp,
     pub revoked_at: Option<Timestamp>,
+    /// A name for people (`continuity setup` names a client's key after the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The authenticated caller of a request, as the gateway injects it (SPEC §3.5).

@@ -9,9 +9,9 @@ use super::{ClientCommand, KeyCommand, SigningKeyCommand, UserCommand, domain_er
 
 pub(super) async fn keys(admin: &AdminService, command: KeyCommand) -> anyhow::Result<()> {
     match command {
-        KeyCommand::Create { tenant, scopes, principal, teams, projects, toolsets } => {
+        KeyCommand::Create { tenant, scopes, principal, teams, projects, toolsets, name } => {
             let req = KeyRequest { tenant, scopes, principal, teams, projects };
-            let key = admin.create_key_with_toolsets(req, toolsets).await.map_err(domain_err)?;
+            let key = admin.create_named_key(req, toolsets, name).await.map_err(domain_err)?;
             println!("{}", key.token);
             eprintln!("created key {} for tenant {}; this is the only time its secret is shown", key.key_id, key.tenant);
         }
@@ -22,7 +22,8 @@ pub(super) async fn keys(admin: &AdminService, command: KeyCommand) -> anyhow::R
         KeyCommand::List { tenant } => {
             for k in admin.list_keys(&tenant).await.map_err(domain_err)? {
                 let state = k.revoked_at.map_or_else(|| "active".to_owned(), |t| format!("revoked {}", t.to_rfc3339()));
-                println!("{}  {}  principal={}  scopes=\"{}\"", k.key_id, state, k.principal, k.scopes.to_oauth_string());
+                let name = k.name.as_deref().map(|n| format!("  name={n:?}")).unwrap_or_default();
+                println!("{}  {}  principal={}  scopes=\"{}\"{name}", k.key_id, state, k.principal, k.scopes.to_oauth_string());
             }
         }
     }

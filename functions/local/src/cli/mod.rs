@@ -133,7 +133,18 @@ enum Command {
         /// Projects the session belongs to (project memory, the engineering records).
         #[arg(long, value_delimiter = ',')]
         projects: Vec<String>,
+        /// A key of this home: the session acts as the key (its tenant, principal, scopes
+        /// and toolsets) instead of --tenant/--principal with every scope. `continuity
+        /// setup` puts it in the client's configuration.
+        #[arg(long, env = "CONTINUITY_KEY", hide_env_values = true)]
+        key: Option<String>,
     },
+    /// Connect the MCP clients installed for this user (Claude Desktop, Claude Code,
+    /// Cursor, VS Code, Windsurf, Codex CLI, Gemini CLI, Zed) to this home — or to a remote
+    /// Continuity with --url — in one step: a key per client, its own config format,
+    /// everything else in the file kept, a backup first. --dry-run shows the diff,
+    /// --remove undoes it; running it again changes nothing.
+    Setup(crate::setup::SetupArgs),
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -437,6 +448,9 @@ enum KeyCommand {
         /// (`canonical,engineering`).
         #[arg(long, default_value = "canonical")]
         toolsets: Toolsets,
+        /// A name for people, shown by `key list` (e.g. the client that uses it).
+        #[arg(long)]
+        name: Option<String>,
     },
     /// Revoke a key by id (the middle part of `ctn_<tenant>.<id>.<secret>`).
     Revoke {
@@ -630,6 +644,9 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
     if let Command::Gate(c) = cli.command {
         return gates::run(cli.home, None, c).await;
     }
+    if let Command::Setup(args) = cli.command {
+        return crate::setup::run(cli.home, &cli.embedder, args).await;
+    }
     let path = home::resolve(cli.home);
     // The first `serve` of a new home fetches the sentence model (semantic search by
     // default); offline it says so and searches lexically. An existing home never
@@ -652,8 +669,18 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
             let settings = ServeSettings { public_url, limits, allowed_origins, embedder_note };
             serve::run(home, listener, settings, serve::wait_for_signal()).await
         }
-        Command::Stdio { tenant, principal, toolsets, teams, projects } => {
-            stdio(&s, &admin, tenant, principal, toolsets, teams, projects).await
+        Command::Stdio { tenant, principal, toolsets, teams, projects, key } => {
+            let caller = match key {
+                Some(key) => s.auth.authenticate_token(key.trim(), "http://127.0.0.1").await.map_err(|e| {
+                    anyhow!(
+                        "CONTINUITY_KEY is not a working key of the home {}: {} (run `continuity setup` again)",
+                        home.path.display(),
+                        e.message
+                    )
+                })?,
+                None => local_caller(&admin, tenant, principal, toolsets, teams, projects).await?,
+            };
+            stdio(&s, caller).await
         }
         Command::Bootstrap { .. } | Command::Doctor => {
             Err(anyhow!("`bootstrap` and `doctor` are for a deployed stack: add --backend aws --stack NAME"))
@@ -666,7 +693,7 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         Command::Connector(c) => connector(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
-        Command::Model(_) | Command::Gate(_) => Ok(()),
+        Command::Model(_) | Command::Gate(_) | Command::Setup(_) => Ok(()),
         c @ (Command::Maintenance
         | Command::Reindex { .. }
         | Command::Backup { .. }
@@ -709,23 +736,23 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
              the VPC and evicts the stack's cache; this machine cannot reach it"
         )),
         Command::Gate(_) => Ok(()),
-        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) | Command::Model(_) => {
-            Err(anyhow!("this command runs on an embedded home; drop --backend aws"))
+        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) | Command::Model(_) | Command::Setup(_) => {
+            Err(anyhow!("this command runs on an embedded home; drop --backend aws (setup reaches a stack with --url)"))
         }
     }
 }
 
-/// MCP over stdio on the home, as the person at this terminal: every scope an MCP client
-/// may hold — never `admin` or `approvals:decide` (walls 4 and 5).
-async fn stdio(
-    s: &services::Services,
+/// The caller of a `continuity stdio` session without a key — the person at this
+/// terminal: `principal` of `tenant` with every scope an MCP client may hold, never
+/// `admin` or `approvals:decide` (walls 4 and 5).
+async fn local_caller(
     admin: &services::admin::AdminService,
     tenant: TenantId,
     principal: Id,
     toolsets: Toolsets,
     teams: Vec<String>,
     projects: Vec<String>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<domain::principal::CallerContext> {
     for name in teams.iter().chain(&projects) {
         Id::new(name.clone()).map_err(|_| anyhow!("--teams/--projects: {name:?} is not a valid name"))?;
     }
@@ -741,6 +768,10 @@ async fn stdio(
         credential: "stdio".into(),
         toolsets,
     };
+    Ok(caller)
+}
+
+async fn stdio(s: &services::Services, caller: domain::principal::CallerContext) -> anyhow::Result<()> {
     tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
     use rmcp::ServiceExt as _;
     let server = mcp::ContinuityMcp::for_caller(s.clone(), caller)

@@ -216,6 +216,25 @@ impl AdminService {
     /// # Errors
     /// As [`Self::create_key`].
     pub async fn create_key_with_toolsets(&self, req: KeyRequest, toolsets: domain::principal::Toolsets) -> Result<IssuedKey> {
+        self.create_named_key(req, toolsets, None).await
+    }
+
+    /// [`Self::create_key_with_toolsets`] with a name for people (at most 64 printable
+    /// characters), shown by `key list`.
+    ///
+    /// # Errors
+    /// As [`Self::create_key`]; `INVALID_ARGUMENT` for a bad name.
+    pub async fn create_named_key(
+        &self,
+        req: KeyRequest,
+        toolsets: domain::principal::Toolsets,
+        name: Option<String>,
+    ) -> Result<IssuedKey> {
+        if let Some(n) = &name
+            && (n.is_empty() || n.chars().count() > 64 || n.chars().any(char::is_control))
+        {
+            return Err(Error::invalid_field("name", "a key's name is 1 to 64 printable characters"));
+        }
         self.show_tenant(&req.tenant).await?;
         let mut req = req;
         req.teams = domain::principal::memberships("teams", req.teams)?;
@@ -257,6 +276,7 @@ impl AdminService {
             toolsets,
             created_at: now,
             revoked_at: None,
+            name,
         };
         let scopes = record.scopes.to_oauth_string();
         self.backend.records.create_api_key(&record).await?;

@@ -1,0 +1,554 @@
+//! `continuity setup`: connects the MCP clients installed for this user to this home's
+//! server (or a remote one, `--url`) in one command. For each client it creates a key
+//! named after the client (least scopes, the client's toolsets), writes the client's own
+//! configuration format ([`clients`]) keeping everything else in the file ([`edit`]),
+//! after a timestamped backup; `--dry-run` shows the diff, `--remove` undoes it, and a
+//! re-run changes nothing. What it did is kept in the home's `setup.json`, so `--remove`
+//! deletes only what setup created and revokes the keys it made.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow, bail};
+use clap::Args;
+use domain::principal::{Scopes, Toolsets};
+use domain::{Id, TenantId};
+use serde::{Deserialize, Serialize};
+
+pub mod clients;
+pub mod edit;
+
+use clients::{CLIENTS, Client, Connection, Os, Platform};
+
+/// What a client's key may do unless `--scopes` says otherwise: call tools, read
+/// resources, read the tenant's context and memory, write its own memory and propose.
+/// Never `approvals:decide` or `admin`; `tenant:write` (proposing actions, dispatching
+/// tasks) only when asked for.
+pub const DEFAULT_SCOPES: &str = "mcp:tools mcp:resources tenant:read memory:read memory:write";
+
+/// The file in the home that remembers what setup did.
+pub const STATE_FILE: &str = "setup.json";
+
+/// How the clients reach the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Transport {
+    /// HTTP where the client's configuration can name a URL, stdio elsewhere.
+    Auto,
+    /// `continuity stdio` for every client (no `serve` needed for this home).
+    Stdio,
+}
+
+#[derive(Args, Debug)]
+pub struct SetupArgs {
+    /// Clients to set up (comma-separated or repeated): claude-desktop, claude-code,
+    /// cursor, vscode, vscode-insiders, windsurf, codex, gemini, zed, or `all`. Default:
+    /// every client found installed for this user.
+    #[arg(long = "client", value_delimiter = ',')]
+    clients: Vec<String>,
+    /// Show what would change (a diff per file, keys masked) and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Undo: take our entry out of each client's file (what setup created goes) and
+    /// revoke the keys setup made.
+    #[arg(long)]
+    remove: bool,
+    /// A remote Continuity (a deployed stack, `serve` on another machine) instead of
+    /// this home: its MCP URL (or base URL). Clients that sign in with OAuth get the URL
+    /// alone; the others need `--key-file`.
+    #[arg(long)]
+    url: Option<String>,
+    /// With `--url`: a file holding a key of the remote (from its operator). Every
+    /// client then uses it instead of OAuth.
+    #[arg(long, requires = "url")]
+    key_file: Option<PathBuf>,
+    /// Where `continuity serve` of this home listens.
+    #[arg(long, default_value = "http://127.0.0.1:8787")]
+    serve_url: String,
+    /// `auto` (HTTP where the client's file can name a URL) or `stdio` (every client
+    /// starts `continuity stdio`, which needs no running `serve`).
+    #[arg(long, value_enum, default_value_t = Transport::Auto)]
+    transport: Transport,
+    /// The tenant the keys belong to.
+    #[arg(long, default_value = "local")]
+    tenant: TenantId,
+    /// The principal the keys act as (its personal memory is shared by the clients).
+    #[arg(long, default_value = "owner")]
+    principal: Id,
+    /// The keys' scopes.
+    #[arg(long, default_value = DEFAULT_SCOPES)]
+    scopes: Scopes,
+    /// The keys' toolsets (default: `canonical,graph` for Claude Desktop,
+    /// `canonical,engineering` for the coding clients).
+    #[arg(long)]
+    toolsets: Option<Toolsets>,
+    /// Use this system's folder layout (for tests and for preparing another machine).
+    #[arg(long, value_enum, hide = true)]
+    os: Option<Os>,
+}
+
+/// What setup did for one client, kept in the home.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+struct Done {
+    path: PathBuf,
+    /// The key setup created (local target).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key_id: Option<String>,
+    /// The tenant the key belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tenant: Option<String>,
+    /// Setup created the file (remove deletes it when nothing else is left in it).
+    created_file: bool,
+    /// Setup created the servers table of the file (remove drops it when empty).
+    created_container: bool,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct State {
+    clients: BTreeMap<String, Done>,
+}
+
+impl State {
+    fn load(home: &Path) -> anyhow::Result<Self> {
+        let path = home.join(STATE_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .with_context(|| format!("{} is damaged: move it away and run setup again", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(anyhow!("reading {}: {e}", path.display())),
+        }
+    }
+
+    fn save(&self, home: &Path) -> anyhow::Result<()> {
+        crate::home::create_folder(home)?;
+        let text = serde_json::to_string_pretty(self)?;
+        write_file(&home.join(STATE_FILE), &text, None)
+    }
+}
+
+/// Runs `continuity setup`.
+///
+/// # Errors
+/// A client whose file cannot be read as its format (nothing is written to it), a home
+/// that cannot be opened, an unknown client name.
+pub async fn run(home_flag: Option<PathBuf>, embedder: &str, args: SetupArgs) -> anyhow::Result<()> {
+    let os = args.os.unwrap_or(Os::current());
+    let platform = Platform::from_env(os, |k| std::env::var(k).ok())
+        .ok_or_else(|| anyhow!("no home folder to find clients in: set HOME (USERPROFILE on Windows)"))?;
+    let chosen = choose(&args, &platform)?;
+    let home = std::path::absolute(crate::home::resolve(home_flag)).context("resolving the home folder")?;
+    let mut state = State::load(&home)?;
+    let mut keys = Keys::new(&home, embedder, &args).await?;
+    let (mut failed, mut changed) = (0, 0);
+    for client in chosen {
+        let result = if args.remove {
+            remove_one(client, &platform, &mut state, &mut keys, &args).await
+        } else {
+            setup_one(client, &platform, &mut state, &mut keys, &args).await
+        };
+        match result {
+            Ok(line) => {
+                changed += usize::from(line.starts_with("configured"));
+                println!("{:<18} {line}", client.name);
+            }
+            Err(e) => {
+                failed += 1;
+                println!("{:<18} not changed: {e:#}", client.name);
+            }
+        }
+        if !args.dry_run {
+            state.save(&home)?;
+        }
+    }
+    if changed > 0 {
+        match &args.url {
+            None if args.transport == Transport::Auto => println!(
+                "\nStart the server the clients connect to: continuity serve (it listens on {}). Restart open clients to load the change.",
+                args.serve_url
+            ),
+            _ => println!("\nRestart open clients to load the change."),
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} client(s) not set up: fix what is said above and run `continuity setup` again");
+    }
+    Ok(())
+}
+
+/// The clients named by `--client`, else those installed.
+fn choose(args: &SetupArgs, platform: &Platform) -> anyhow::Result<Vec<&'static Client>> {
+    if args.clients.iter().any(|c| c == "all") {
+        return Ok(CLIENTS.iter().collect());
+    }
+    if !args.clients.is_empty() {
+        return args
+            .clients
+            .iter()
+            .map(|id| {
+                clients::find(id.trim()).ok_or_else(|| {
+                    let known: Vec<&str> = CLIENTS.iter().map(|c| c.id).collect();
+                    anyhow!("unknown client {id:?}: choose from {} or all", known.join(", "))
+                })
+            })
+            .collect();
+    }
+    let found: Vec<&Client> = CLIENTS.iter().filter(|c| c.detected(platform)).collect();
+    if found.is_empty() {
+        let known: Vec<&str> = CLIENTS.iter().map(|c| c.id).collect();
+        bail!(
+            "no MCP client found for this user (looked for {}); name one with --client, e.g. `continuity setup --client cursor`",
+            known.join(", ")
+        );
+    }
+    Ok(found)
+}
+
+/// Keys of this home: created, checked and revoked through its services (opened only
+/// when a key is needed).
+struct Keys {
+    home: PathBuf,
+    embedder: String,
+    services: Option<services::Services>,
+    remote_key: Option<String>,
+}
+
+impl Keys {
+    async fn new(home: &Path, embedder: &str, args: &SetupArgs) -> anyhow::Result<Self> {
+        let remote_key = match &args.key_file {
+            Some(f) => {
+                let k = std::fs::read_to_string(f).with_context(|| format!("reading the key file {}", f.display()))?;
+                let k = k.trim().to_owned();
+                if k.is_empty() || k.contains(char::is_whitespace) {
+                    bail!("{} does not hold a key (one line, `ctn_…`)", f.display());
+                }
+                Some(k)
+            }
+            None => None,
+        };
+        Ok(Self { home: home.to_path_buf(), embedder: embedder.to_owned(), services: None, remote_key })
+    }
+
+    async fn services(&mut self) -> anyhow::Result<&services::Services> {
+        if self.services.is_none() {
+            let home = crate::home::open(self.home.clone(), &self.embedder).await?;
+            self.services = Some(home.services);
+        }
+        self.services.as_ref().ok_or_else(|| anyhow!("home not open"))
+    }
+
+    /// The key record a token names in this home, when it still works.
+    async fn working(&mut self, token: &str) -> Option<domain::principal::ApiKeyRecord> {
+        // A home that does not exist holds no key (and is not created to find out).
+        if self.services.is_none() && !crate::home::exists(&self.home) {
+            return None;
+        }
+        let s = self.services().await.ok()?;
+        let caller = s.auth.authenticate_token(token, "http://127.0.0.1").await.ok()?;
+        let key_id = caller.credential.strip_prefix("api_key:")?;
+        let id = Id::new(key_id.to_owned()).ok()?;
+        s.admin.list_keys(&caller.tenant).await.ok()?.into_iter().find(|k| k.key_id == id)
+    }
+}
+
+fn cli_actor() -> String {
+    format!("setup:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
+}
+
+/// The MCP URL of a `--url` or `--serve-url` value.
+fn mcp_url(base: &str) -> anyhow::Result<String> {
+    let u = base.trim().trim_end_matches('/');
+    if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains(char::is_whitespace) {
+        bail!("{base:?} is not an http(s) URL");
+    }
+    Ok(if u.ends_with("/mcp") { u.to_owned() } else { format!("{u}/mcp") })
+}
+
+fn this_exe() -> anyhow::Result<String> {
+    let exe = std::env::current_exe().context("finding this program's path")?;
+    Ok(exe.canonicalize().unwrap_or(exe).display().to_string())
+}
+
+/// Sets up one client; returns what happened, for the summary line.
+async fn setup_one(
+    client: &'static Client,
+    platform: &Platform,
+    state: &mut State,
+    keys: &mut Keys,
+    args: &SetupArgs,
+) -> anyhow::Result<String> {
+    let path = client.config_path(platform);
+    let before = read_optional(&path)?;
+    let existing = edit::read_entry(client.format, before.as_deref().unwrap_or_default(), client.container)
+        .with_context(|| format!("{} is not valid {:?}: fix it, then run setup again", path.display(), client.format))?;
+    let stdio = args.transport == Transport::Stdio || !client.http;
+    let old_token = existing.as_ref().and_then(clients::entry_token).map(str::to_owned);
+    let mut new_key: Option<domain::principal::ApiKeyRecord> = None;
+    let mut created_token: Option<String> = None;
+    let connection = match &args.url {
+        Some(url) => {
+            let url = mcp_url(url)?;
+            let key = keys.remote_key.clone();
+            if stdio {
+                let Some(key) = key else {
+                    return Ok(format!(
+                        "skipped: its file names only local commands, so it reaches {url} through `continuity stdio --url` with a key: \
+                         add --key-file FILE"
+                    ));
+                };
+                let home = keys.home.display().to_string();
+                Connection::Stdio {
+                    command: this_exe()?,
+                    args: vec!["stdio".into(), "--url".into(), url, "--home".into(), home],
+                    env: vec![("CONTINUITY_KEY".into(), key)],
+                }
+            } else if key.is_none() && !client.oauth {
+                return Ok("skipped: it cannot sign in with OAuth by itself; add --key-file FILE".into());
+            } else {
+                Connection::Http { url, bearer: key }
+            }
+        }
+        None => {
+            // Keep the key the file holds when it still works in this home for this tenant.
+            let kept = match &old_token {
+                Some(t) => keys.working(t).await.filter(|k| k.tenant == args.tenant).map(|_| t.clone()),
+                None => None,
+            };
+            let token = match kept {
+                Some(t) => t,
+                None if args.dry_run => format!("<new key for {}>", client.id),
+                None => {
+                    let toolsets = match &args.toolsets {
+                        Some(t) => t.clone(),
+                        None => client.toolsets.parse().map_err(|e: domain::Error| anyhow!("{}", e.message))?,
+                    };
+                    let s = keys.services().await?;
+                    let req = services::admin::KeyRequest {
+                        tenant: args.tenant.clone(),
+                        scopes: args.scopes.clone(),
+                        principal: Some(args.principal.clone()),
+                        teams: vec![],
+                        projects: vec![],
+                    };
+                    let issued = s
+                        .admin
+                        .acting_as(cli_actor())
+                        .create_named_key(req, toolsets, Some(client.id.to_owned()))
+                        .await
+                        .map_err(|e| anyhow!("creating its key: {}", e.for_operator()))?;
+                    new_key = keys.working(&issued.token).await;
+                    created_token = Some(issued.token.clone());
+                    issued.token
+                }
+            };
+            if stdio {
+                let home = keys.home.display().to_string();
+                Connection::Stdio {
+                    command: this_exe()?,
+                    args: vec!["stdio".into(), "--home".into(), home],
+                    env: vec![("CONTINUITY_KEY".into(), token)],
+                }
+            } else {
+                Connection::Http { url: mcp_url(&args.serve_url)?, bearer: Some(token) }
+            }
+        }
+    };
+    let entry = client.entry(&connection);
+    if existing.as_ref() == Some(&clients::entry_value(&entry)) {
+        return Ok(format!("unchanged ({})", path.display()));
+    }
+    let (after, created_container) = edit::upsert(client.format, before.as_deref(), client.container, &entry)?;
+    if args.dry_run {
+        print_diff(&path, before.as_deref().unwrap_or_default(), &after);
+        return Ok(format!("would change {}", path.display()));
+    }
+    let written = (|| -> anyhow::Result<()> {
+        if let Some(b) = &before {
+            backup(&path, b)?;
+        }
+        write_file(&path, &after, before.as_ref().map(|_| path.as_path()))
+    })();
+    if let Err(e) = written {
+        // The key was made for this file only: it goes again.
+        if let (Some(k), Ok(s)) = (&new_key, keys.services().await) {
+            let _ = s.admin.acting_as(cli_actor()).revoke_key(&k.tenant, &k.key_id).await;
+        }
+        return Err(e);
+    }
+    let previous = state.clients.get(client.id).cloned();
+    let mut done = previous.clone().unwrap_or_default();
+    if previous.as_ref().is_none_or(|p| p.path != path) {
+        done = Done { path: path.clone(), created_file: before.is_none(), created_container, ..Done::default() };
+    }
+    if let Some(k) = &new_key {
+        // The key this one replaces (made by an earlier setup) is revoked.
+        if let (Some(old), Some(tenant)) = (&done.key_id, &done.tenant)
+            && old != k.key_id.as_str()
+            && let (Ok(old), Ok(tenant)) = (Id::new(old.clone()), TenantId::new(tenant.clone()))
+            && let Ok(s) = keys.services().await
+        {
+            let _ = s.admin.acting_as(cli_actor()).revoke_key(&tenant, &old).await;
+        }
+        done.key_id = Some(k.key_id.to_string());
+        done.tenant = Some(k.tenant.to_string());
+    } else if args.url.is_some() {
+        done.key_id = None;
+        done.tenant = None;
+    }
+    state.clients.insert(client.id.to_owned(), done);
+    let key_note = match (&created_token, args.url.is_some(), &connection) {
+        (Some(_), _, _) => format!(", new key named {:?}", client.id),
+        (None, true, Connection::Http { bearer: None, .. }) => ", signs in with OAuth on first use".into(),
+        _ => String::new(),
+    };
+    let how = if matches!(connection, Connection::Stdio { .. }) { "stdio" } else { "HTTP" };
+    Ok(format!("configured ({how}{key_note}) in {}", path.display()))
+}
+
+async fn remove_one(
+    client: &'static Client,
+    platform: &Platform,
+    state: &mut State,
+    keys: &mut Keys,
+    args: &SetupArgs,
+) -> anyhow::Result<String> {
+    let done = state.clients.get(client.id).cloned();
+    let path = done.as_ref().map_or_else(|| client.config_path(platform), |d| d.path.clone());
+    let Some(before) = read_optional(&path)? else {
+        state.clients.remove(client.id);
+        return Ok(format!("nothing to remove ({} does not exist)", path.display()));
+    };
+    let existing = edit::read_entry(client.format, &before, client.container)
+        .with_context(|| format!("{} is not valid {:?}: fix it, then run setup again", path.display(), client.format))?;
+    let Some(existing) = existing else {
+        state.clients.remove(client.id);
+        return Ok(format!("nothing to remove in {}", path.display()));
+    };
+    let drop_container = done.as_ref().is_some_and(|d| d.created_container);
+    let after = edit::remove(client.format, &before, client.container, drop_container)?;
+    let delete_file = done.as_ref().is_some_and(|d| d.created_file) && edit::is_empty_document(client.format, &after);
+    if args.dry_run {
+        print_diff(&path, &before, if delete_file { "" } else { &after });
+        return Ok(format!("would remove our entry from {}", path.display()));
+    }
+    backup(&path, &before)?;
+    if delete_file {
+        std::fs::remove_file(&path).with_context(|| format!("deleting {}", path.display()))?;
+    } else {
+        write_file(&path, &after, Some(&path))?;
+    }
+    // The key setup made for this client — from the record, else the one in the entry
+    // when this home knows it by the client's name.
+    let mut revoked = None;
+    let named = match clients::entry_token(&existing) {
+        Some(t) if args.url.is_none() => keys.working(t).await.filter(|k| k.name.as_deref() == Some(client.id)),
+        _ => None,
+    };
+    let target = match (&done, named) {
+        (Some(Done { key_id: Some(k), tenant: Some(t), .. }), _) => Id::new(k.clone()).ok().zip(TenantId::new(t.clone()).ok()),
+        (_, Some(k)) => Some((k.key_id, k.tenant)),
+        _ => None,
+    };
+    if let Some((key_id, tenant)) = target {
+        let s = keys.services().await?;
+        match s.admin.acting_as(cli_actor()).revoke_key(&tenant, &key_id).await {
+            Ok(()) => revoked = Some(key_id),
+            Err(e) if e.code == domain::ErrorCode::NotFound => {}
+            Err(e) => return Err(anyhow!("revoking its key {key_id}: {}", e.for_operator())),
+        }
+    }
+    state.clients.remove(client.id);
+    let what = if delete_file {
+        format!("deleted {} (setup had created it)", path.display())
+    } else {
+        format!("removed from {}", path.display())
+    };
+    Ok(match revoked {
+        Some(k) => format!("{what}; key {k} revoked"),
+        None => what,
+    })
+}
+
+fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(anyhow!("reading {}: {e}", path.display())),
+    }
+}
+
+/// Copies a file aside before it changes: `<file>.continuity-backup-<UTC time>`.
+fn backup(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
+    let now = time::OffsetDateTime::now_utc();
+    let stamp = format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second(),
+        now.millisecond()
+    );
+    let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    name.push(format!(".continuity-backup-{stamp}"));
+    let aside = path.with_file_name(name);
+    write_file(&aside, text, Some(path))?;
+    Ok(aside)
+}
+
+/// Writes a file whole (a temporary file renamed over it), with the permissions of
+/// `like` when it exists, else readable by the user alone (it holds a key).
+fn write_file(path: &Path, text: &str, like: Option<&Path>) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = path.parent().ok_or_else(|| anyhow!("{} has no folder", path.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mode = like.and_then(|p| std::fs::metadata(p).ok()).map_or(0o600, |m| m.permissions().mode() & 0o777);
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
+    tmp.persist(path).map_err(|e| anyhow!("writing {}: {}", path.display(), e.error))?;
+    Ok(())
+}
+
+fn print_diff(path: &Path, before: &str, after: &str) {
+    let shown = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(before, after).unified_diff().context_radius(3).header(&shown, &shown).to_string();
+    print!("{}", mask_keys(&diff));
+}
+
+/// Keys in shown text cut to their first characters: `ctn_local.abc…`.
+pub fn mask_keys(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("ctn_") {
+        out.push_str(&rest[..i]);
+        let token_len =
+            rest[i..].find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))).unwrap_or(rest.len() - i);
+        let token = &rest[i..i + token_len];
+        out.push_str(&token[..token.len().min(12)]);
+        if token.len() > 12 {
+            out.push('…');
+        }
+        rest = &rest[i + token_len..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_masked_in_diffs() {
+        assert_eq!(mask_keys("\"Bearer ctn_local.k1.secretsecret\" and ctn_x"), "\"Bearer ctn_local.k1…\" and ctn_x");
+    }
+
+    #[test]
+    fn urls_are_mcp_urls() {
+        assert_eq!(mcp_url("http://127.0.0.1:8787").unwrap(), "http://127.0.0.1:8787/mcp");
+        assert_eq!(mcp_url("https://x.example/mcp/").unwrap(), "https://x.example/mcp");
+        assert!(mcp_url("ftp://x").is_err());
+    }
+}

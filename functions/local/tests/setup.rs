@@ -1,0 +1,308 @@
+//! `continuity setup` against fixture home folders: every listed client, on the Linux,
+//! macOS and Windows folder layouts — the exact files written, a re-run that changes
+//! nothing, a dry run that shows a diff and writes nothing, and `--remove` giving back
+//! the files as they were (byte for byte) with the keys revoked.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_continuity");
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    user: PathBuf,
+    home: PathBuf,
+    os: &'static str,
+}
+
+impl Fixture {
+    fn new(os: &'static str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let user = dir.path().join("user");
+        std::fs::create_dir_all(&user).unwrap();
+        let home = dir.path().join("continuity-home");
+        Self { user, home, _dir: dir, os }
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let mut c = Command::new(BIN);
+        c.args(["--home", self.home.to_str().unwrap(), "--embedder", "hashing", "setup", "--os", self.os])
+            .args(args)
+            .env_clear()
+            .env("PATH", "/nonexistent")
+            .env("RUST_LOG", "warn");
+        match self.os {
+            "windows" => c.env("USERPROFILE", &self.user).env("APPDATA", self.user.join("AppData/Roaming")),
+            _ => c.env("HOME", &self.user),
+        };
+        let out = c.output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.user.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    /// Every file under the user's folder, by relative path (backups apart).
+    fn files(&self) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        walk(&self.user, &self.user, &mut out);
+        out.into_iter().filter(|(k, _)| !k.contains(".continuity-backup-")).collect()
+    }
+
+    fn backups(&self) -> usize {
+        let mut out = BTreeMap::new();
+        walk(&self.user, &self.user, &mut out);
+        out.keys().filter(|k| k.contains(".continuity-backup-")).count()
+    }
+
+    fn keys(&self) -> String {
+        let out = Command::new(BIN)
+            .args(["--home", self.home.to_str().unwrap(), "--embedder", "hashing", "key", "list", "--tenant", "local"])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            walk(root, &p, out);
+        } else {
+            out.insert(p.strip_prefix(root).unwrap().display().to_string(), std::fs::read_to_string(&p).unwrap());
+        }
+    }
+}
+
+/// Keys replaced by `KEY` so files can be compared exactly.
+fn unkeyed(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("ctn_local.") {
+        out.push_str(&rest[..i]);
+        out.push_str("KEY");
+        let end = rest[i..].find(['"', ' ', '\n']).map_or(rest.len(), |e| i + e);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What each client's file holds before setup on Linux (absent: the folder only).
+const CLAUDE_CODE: &str =
+    "{\n  \"numStartups\": 12,\n  \"projects\": {\n    \"/work\": {\n      \"allowedTools\": []\n    }\n  }\n}\n";
+const ZED: &str = "// Zed settings\n{\n  \"theme\": \"One Dark\", // dark\n  \"context_servers\": {\n    \"docs\": {\n      \"command\": \"docs-mcp\",\n      \"args\": [],\n    },\n  },\n}\n";
+const CODEX: &str = "# Codex\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n";
+const VSCODE: &str = "{\n\t\"servers\": {\n\t\t\"github\": {\n\t\t\t\"type\": \"http\",\n\t\t\t\"url\": \"https://api.githubcopilot.com/mcp/\"\n\t\t}\n\t},\n\t\"inputs\": []\n}\n";
+
+fn linux_fixture() -> Fixture {
+    let f = Fixture::new("linux");
+    f.write(".claude.json", CLAUDE_CODE);
+    f.write(".config/zed/settings.json", ZED);
+    f.write(".codex/config.toml", CODEX);
+    f.write(".config/Code/User/mcp.json", VSCODE);
+    f.write(".config/Claude/claude_desktop_config.json", "{\n  \"preferences\": {\n    \"menuBarEnabled\": false\n  }\n}\n");
+    // Installed, never configured: the folder alone.
+    for d in [".cursor", ".codeium/windsurf", ".gemini", ".config/Code - Insiders/User"] {
+        std::fs::create_dir_all(f.user.join(d)).unwrap();
+    }
+    f
+}
+
+#[test]
+fn every_client_is_set_up_exactly_and_removed_byte_for_byte() {
+    let f = linux_fixture();
+    let before = f.files();
+
+    // A dry run shows the diffs (keys masked) and writes nothing.
+    let (ok, out, err) = f.run(&["--dry-run"]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(f.files(), before, "a dry run writes nothing");
+    assert!(out.contains("+    \"continuity\": {") && out.contains("<new key for cursor>"), "{out}");
+    assert_eq!(out.matches("would change").count(), 9, "all nine clients were found: {out}");
+
+    let (ok, out, err) = f.run(&[]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.matches("configured").count(), 9, "{out}");
+    let after = f.files();
+    let home = std::fs::canonicalize(&f.home).unwrap().display().to_string();
+    let exe = std::fs::canonicalize(BIN).unwrap().display().to_string();
+    let expected: BTreeMap<&str, String> = [
+        (
+            ".claude.json",
+            "{\n  \"numStartups\": 12,\n  \"projects\": {\n    \"/work\": {\n      \"allowedTools\": []\n    }\n  },\n  \"mcpServers\": {\n    \"continuity\": {\n      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\"\n      }\n    }\n  }\n}\n".to_owned(),
+        ),
+        (
+            ".config/Claude/claude_desktop_config.json",
+            format!("{{\n  \"preferences\": {{\n    \"menuBarEnabled\": false\n  }},\n  \"mcpServers\": {{\n    \"continuity\": {{\n      \"command\": \"{exe}\",\n      \"args\": [\"stdio\", \"--home\", \"{home}\"],\n      \"env\": {{\n        \"CONTINUITY_KEY\": \"KEY\"\n      }}\n    }}\n  }}\n}}\n"),
+        ),
+        (
+            ".config/zed/settings.json",
+            "// Zed settings\n{\n  \"theme\": \"One Dark\", // dark\n  \"context_servers\": {\n    \"docs\": {\n      \"command\": \"docs-mcp\",\n      \"args\": [],\n    },\n    \"continuity\": {\n      \"url\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\",\n      },\n    },\n  },\n}\n".to_owned(),
+        ),
+        (
+            ".codex/config.toml",
+            "# Codex\nmodel = \"o3\"\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n\n[mcp_servers.continuity]\nurl = \"http://127.0.0.1:8787/mcp\"\nhttp_headers = { Authorization = \"Bearer KEY\" }\n".to_owned(),
+        ),
+        (
+            ".config/Code/User/mcp.json",
+            "{\n\t\"servers\": {\n\t\t\"github\": {\n\t\t\t\"type\": \"http\",\n\t\t\t\"url\": \"https://api.githubcopilot.com/mcp/\"\n\t\t},\n\t\t\"continuity\": {\n\t\t\t\"type\": \"http\",\n\t\t\t\"url\": \"http://127.0.0.1:8787/mcp\",\n\t\t\t\"headers\": {\n\t\t\t\t\"Authorization\": \"Bearer KEY\"\n\t\t\t}\n\t\t}\n\t},\n\t\"inputs\": []\n}\n".to_owned(),
+        ),
+        (
+            ".config/Code - Insiders/User/mcp.json",
+            "{\n  \"servers\": {\n    \"continuity\": {\n      \"type\": \"http\",\n      \"url\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\"\n      }\n    }\n  }\n}\n".to_owned(),
+        ),
+        (
+            ".cursor/mcp.json",
+            "{\n  \"mcpServers\": {\n    \"continuity\": {\n      \"url\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\"\n      }\n    }\n  }\n}\n".to_owned(),
+        ),
+        (
+            ".codeium/windsurf/mcp_config.json",
+            "{\n  \"mcpServers\": {\n    \"continuity\": {\n      \"serverUrl\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\"\n      }\n    }\n  }\n}\n".to_owned(),
+        ),
+        (
+            ".gemini/settings.json",
+            "{\n  \"mcpServers\": {\n    \"continuity\": {\n      \"httpUrl\": \"http://127.0.0.1:8787/mcp\",\n      \"headers\": {\n        \"Authorization\": \"Bearer KEY\"\n      }\n    }\n  }\n}\n".to_owned(),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    for (path, want) in &expected {
+        assert_eq!(unkeyed(&after[*path]), *want, "{path}");
+    }
+    assert_eq!(after.len(), expected.len(), "no other file: {:?}", after.keys());
+    assert_eq!(f.backups(), 5, "one backup per file that existed");
+    // Each client got its own key, named after it, holding the least scopes.
+    let keys = f.keys();
+    for id in ["claude-desktop", "claude-code", "cursor", "vscode", "vscode-insiders", "windsurf", "codex", "gemini", "zed"] {
+        let line = keys.lines().find(|l| l.contains(&format!("name=\"{id}\""))).unwrap_or_else(|| panic!("{id}: {keys}"));
+        assert!(
+            line.contains("active") && line.contains("scopes=\"mcp:tools mcp:resources tenant:read memory:read memory:write\""),
+            "{line}"
+        );
+    }
+    // The keys written work against the home (a stdio session with Claude Desktop's key).
+    let desktop: serde_json::Value = serde_json::from_str(&after[".config/Claude/claude_desktop_config.json"]).unwrap();
+    assert!(desktop["mcpServers"]["continuity"]["env"]["CONTINUITY_KEY"].as_str().unwrap().starts_with("ctn_local."));
+
+    // Again: nothing changes, no new key, no new backup.
+    let (ok, out, _) = f.run(&[]);
+    assert!(ok);
+    assert_eq!(out.matches("unchanged").count(), 9, "{out}");
+    assert_eq!(f.files(), after);
+    assert_eq!(f.backups(), 5);
+    assert_eq!(f.keys(), keys);
+
+    // A dry run of the removal changes nothing either.
+    let (ok, out, _) = f.run(&["--remove", "--dry-run"]);
+    assert!(ok && out.contains("-    \"continuity\": {"), "{out}");
+    assert_eq!(f.files(), after);
+
+    // Remove: the files are as they were, those setup created are gone, keys revoked.
+    let (ok, out, err) = f.run(&["--remove"]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(f.files(), before, "{out}");
+    let keys = f.keys();
+    assert_eq!(keys.lines().filter(|l| l.contains("name=") && l.contains("revoked")).count(), 9, "{keys}");
+    // And a second removal has nothing to do.
+    let (ok, out, _) = f.run(&["--remove"]);
+    assert!(ok && !out.contains("removed"), "{out}");
+}
+
+#[test]
+fn macos_and_windows_layouts_are_found() {
+    for (os, files) in [
+        (
+            "macos",
+            [
+                "Library/Application Support/Claude/claude_desktop_config.json",
+                "Library/Application Support/Code/User/mcp.json",
+                ".config/zed/settings.json",
+                ".cursor/mcp.json",
+            ],
+        ),
+        (
+            "windows",
+            [
+                "AppData/Roaming/Claude/claude_desktop_config.json",
+                "AppData/Roaming/Code/User/mcp.json",
+                "AppData/Roaming/Zed/settings.json",
+                ".cursor/mcp.json",
+            ],
+        ),
+    ] {
+        let f = Fixture::new(os);
+        for file in files {
+            f.write(file, "{}\n");
+        }
+        let (ok, out, err) = f.run(&[]);
+        assert!(ok, "{os}: {out}{err}");
+        assert_eq!(out.matches("configured").count(), 4, "{os}: only the installed clients: {out}");
+        for file in files {
+            let text = std::fs::read_to_string(f.user.join(file)).unwrap();
+            assert!(text.contains("\"continuity\""), "{os} {file}: {text}");
+        }
+        let (ok, _, _) = f.run(&["--remove"]);
+        assert!(ok);
+        for file in files {
+            assert_eq!(std::fs::read_to_string(f.user.join(file)).unwrap(), "{}\n", "{os} {file}");
+        }
+    }
+}
+
+#[test]
+fn a_remote_deployment_uses_oauth_where_the_client_can_and_a_key_elsewhere() {
+    let f = Fixture::new("linux");
+    for d in [".cursor", ".codeium/windsurf", ".config/Claude"] {
+        std::fs::create_dir_all(f.user.join(d)).unwrap();
+    }
+    let (ok, out, _) = f.run(&["--url", "https://mcp.example.com"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("signs in with OAuth"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("Windsurf") && l.contains("skipped")), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("Claude Desktop") && l.contains("--key-file")), "{out}");
+    assert_eq!(
+        f.files()[".cursor/mcp.json"],
+        "{\n  \"mcpServers\": {\n    \"continuity\": {\n      \"url\": \"https://mcp.example.com/mcp\"\n    }\n  }\n}\n"
+    );
+    // With a key: every client, Claude Desktop through the stdio bridge.
+    let key_file = f.user.join("remote.key");
+    std::fs::write(&key_file, "ctn_acme.k1.secret\n").unwrap();
+    let (ok, out, _) = f.run(&["--url", "https://mcp.example.com/mcp", "--key-file", key_file.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let files = f.files();
+    let desktop: serde_json::Value = serde_json::from_str(&files[".config/Claude/claude_desktop_config.json"]).unwrap();
+    let args = &desktop["mcpServers"]["continuity"]["args"];
+    assert_eq!(args[0], "stdio");
+    assert_eq!(args[1], "--url");
+    assert_eq!(args[2], "https://mcp.example.com/mcp");
+    assert!(files[".codeium/windsurf/mcp_config.json"].contains("\"Bearer ctn_acme.k1.secret\""));
+    assert!(!f.home.join("continuity.db").exists(), "a remote set-up creates no local database");
+}
+
+#[test]
+fn a_broken_file_is_left_alone_with_a_clear_error() {
+    let f = Fixture::new("linux");
+    f.write(".cursor/mcp.json", "{ \"mcpServers\": { \"x\": ");
+    std::fs::create_dir_all(f.user.join(".gemini")).unwrap();
+    let (ok, out, err) = f.run(&[]);
+    assert!(!ok);
+    assert!(out.contains("not changed") && out.contains("fix it"), "{out}");
+    assert!(err.contains("1 client(s) not set up"), "{err}");
+    assert_eq!(f.files()[".cursor/mcp.json"], "{ \"mcpServers\": { \"x\": ");
+    assert!(f.files().contains_key(".gemini/settings.json"), "the other clients are still set up");
+    let (ok, _, err) = f.run(&["--client", "notepad"]);
+    assert!(!ok && err.contains("unknown client \"notepad\""), "{err}");
+}
