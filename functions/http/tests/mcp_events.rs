@@ -205,3 +205,22 @@ async fn an_engineering_record_from_an_event() {
     assert_eq!(status, 200);
     assert_eq!(v["result"]["structuredContent"]["code"], "CAPABILITY_NOT_FOUND", "{v}");
 }
+
+/// A replayed write from `events/mcp-tools-call-idempotent.json` (the stdio bridge's
+/// buffer): delivered twice, the turn is appended once and the second answer is the first,
+/// marked replayed.
+#[tokio::test]
+async fn a_write_delivered_twice_with_its_idempotency_key_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let (status, first) = invoke(&s, event("mcp-tools-call-idempotent.json")).await;
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["result"]["structuredContent"]["seq"], 1, "{first}");
+    let (_, again) = invoke(&s, event("mcp-tools-call-idempotent.json")).await;
+    assert_eq!(again["result"]["structuredContent"], first["result"]["structuredContent"]);
+    assert_eq!(again["result"]["_meta"]["continuity.dev/replayed"], true, "{again}");
+    let mut other = event("mcp-tools-call-idempotent.json");
+    other["body"] = other["body"].as_str().unwrap().replace("9b2f6c1e", "0000aaaa").into();
+    let (_, third) = invoke(&s, other).await;
+    assert_eq!(third["result"]["structuredContent"]["seq"], 2, "another key runs: {third}");
+}

@@ -87,6 +87,9 @@ pub async fn run(
     );
     println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
+    // `continuity stdio` sessions with a key attach to this server instead of opening
+    // the home a second time.
+    crate::daemon::announce(&home.path, &format!("http://{local}"));
 
     // The search index's partitions load in the background, so the first query after a
     // restart does not wait for its partition's rows.
@@ -113,6 +116,7 @@ pub async fn run(
     let _ = pipeline.await;
     let _ = maintenance.await;
     let _ = workflow.await;
+    crate::daemon::retire(&home.path);
     tracing::info!("stopped");
     Ok(())
 }

@@ -541,6 +541,17 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
     assert!(r.claim(&t, "ingest:batch-1:rec-7", Timestamp(1)).await.unwrap());
     assert!(!r.claim(&t, "ingest:batch-1:rec-7", Timestamp(2)).await.unwrap());
     assert_eq!(r.claim(&t, "", Timestamp(2)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+
+    // A replayable call: the first start runs it, later ones see it running, then its outcome.
+    let key = "owner/bridge-0001";
+    assert_eq!(r.begin_call(&t, key, Timestamp(5)).await.unwrap(), None);
+    let running = r.begin_call(&t, key, Timestamp(6)).await.unwrap().unwrap();
+    assert_eq!((running.started_at, running.outcome), (Timestamp(5), None));
+    let done = ports::records::CallRecord { started_at: Timestamp(5), outcome: Some(serde_json::json!({"content": []})) };
+    r.finish_call(&t, key, &done).await.unwrap();
+    assert_eq!(r.begin_call(&t, key, Timestamp(7)).await.unwrap(), Some(done));
+    assert_eq!(r.begin_call(&t2, key, Timestamp(7)).await.unwrap(), None, "call keys are per tenant");
+    assert_eq!(r.begin_call(&t, "bad key", Timestamp(7)).await.unwrap_err().code, ErrorCode::InvalidRequest);
 }
 
 /// Nothing of tenant A is reachable by tenant B through any method.

@@ -16,4 +16,4 @@ pub mod render;
 pub mod server;
 pub mod tools;
 
-pub use server::ContinuityMcp;
+pub use server::{ContinuityMcp, IDEMPOTENCY_META};

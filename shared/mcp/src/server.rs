@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use domain::Error;
 use domain::principal::{CallerContext, Scope, Toolset};
+use ports::records::IdempotencyStore as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -239,6 +240,56 @@ impl ContinuityMcp {
     }
 }
 
+/// The `_meta` field of a `tools/call` naming its idempotency key: a call sent again
+/// with the same key (by `continuity stdio --url` replaying its buffer) answers the
+/// first call's result instead of running twice.
+pub const IDEMPOTENCY_META: &str = "continuity.dev/idempotency-key";
+
+/// How long a call with an idempotency key may be running before a repeat is told its
+/// outcome is unknown (the server stopped during it) rather than to wait.
+const CALL_RUNNING_GRACE_MS: i64 = 120_000;
+
+impl ContinuityMcp {
+    /// [`Self::call`] at most once per `(caller's principal, key)`: the first call runs
+    /// and its result is kept; a repeat gets that result back, marked
+    /// `_meta["continuity.dev/replayed"] = true`.
+    pub async fn call_once(&self, caller: &CallerContext, key: &str, name: &str, args: Option<JsonObject>) -> CallToolResult {
+        let records = &self.services.backend.records;
+        let full = format!("{}/{key}", caller.principal);
+        let now = self.services.backend.clock.now();
+        match records.begin_call(&caller.tenant, &full, now).await {
+            Err(e) => render::error(&e),
+            Ok(None) => {
+                let result = self.call(caller, name, args).await;
+                let outcome = serde_json::to_value(&result).ok();
+                let record = ports::records::CallRecord { started_at: now, outcome };
+                if let Err(e) = records.finish_call(&caller.tenant, &full, &record).await {
+                    tracing::warn!(code = ?e.code, "the outcome of an idempotent call was not kept; a repeat will be told it is unknown");
+                }
+                result
+            }
+            Ok(Some(ports::records::CallRecord { outcome: Some(outcome), .. })) => {
+                match serde_json::from_value::<CallToolResult>(outcome) {
+                    Ok(mut r) => {
+                        let mut meta = r.meta.take().unwrap_or_default();
+                        meta.insert("continuity.dev/replayed".into(), Value::Bool(true));
+                        r.meta = Some(meta);
+                        r
+                    }
+                    Err(_) => render::error(&Error::internal("a kept call outcome could not be read")),
+                }
+            }
+            Ok(Some(running)) if now.0 - running.started_at.0 < CALL_RUNNING_GRACE_MS => {
+                render::error(&Error::unavailable("a call with this idempotency key is still running").with_retry_after(5))
+            }
+            Ok(Some(_)) => render::error(&Error::conflict(
+                "a call with this idempotency key was cut short (the server stopped during it); its outcome is unknown: \
+                 check before sending it again with a new key",
+            )),
+        }
+    }
+}
+
 impl ServerHandler for ContinuityMcp {
     fn get_info(&self) -> ServerConfig {
         // Change notifications need a session to travel on: advertised on sessions
@@ -289,7 +340,19 @@ impl ServerHandler for ContinuityMcp {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
-        Ok(CallToolResponse::from(self.call(&caller, &request.name, request.arguments).await))
+        // rmcp hands the request's `_meta` to the context; the params keep it on some paths.
+        let key = context
+            .meta
+            .0
+            .get(IDEMPOTENCY_META)
+            .or_else(|| request.meta.as_ref().and_then(|m| m.0.get(IDEMPOTENCY_META)))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let result = match key {
+            Some(key) => self.call_once(&caller, &key, &request.name, request.arguments).await,
+            None => self.call(&caller, &request.name, request.arguments).await,
+        };
+        Ok(CallToolResponse::from(result))
     }
 
     async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {

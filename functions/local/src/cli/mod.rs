@@ -12,7 +12,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::anyhow;
+use anyhow::{Context as _, anyhow};
 use clap::{Args, Parser, Subcommand};
 use domain::principal::{Role, Scopes, Toolsets};
 use domain::spine::PoleClass;
@@ -138,6 +138,18 @@ enum Command {
         /// setup` puts it in the client's configuration.
         #[arg(long, env = "CONTINUITY_KEY", hide_env_values = true)]
         key: Option<String>,
+        /// Forward to a remote Continuity (its MCP or base URL) with the key, for clients
+        /// that only start local commands: reads fall back to an offline archive (marked
+        /// stale), writes are buffered on disk and replayed in order when it is back.
+        #[arg(long)]
+        url: Option<String>,
+        /// With --url: list the write buffer (queued, sent, refused) and exit.
+        #[arg(long, requires = "url")]
+        status: bool,
+        /// With a key: when no `continuity serve` runs on this home, start one in the
+        /// background and attach to it (a running one is always attached to).
+        #[arg(long)]
+        spawn: bool,
     },
     /// Connect the MCP clients installed for this user (Claude Desktop, Claude Code,
     /// Cursor, VS Code, Windsurf, Codex CLI, Gemini CLI, Zed) to this home — or to a remote
@@ -647,6 +659,31 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
     if let Command::Setup(args) = cli.command {
         return crate::setup::run(cli.home, &cli.embedder, args).await;
     }
+    // A stdio session with a key goes through a server when there is one: the remote of
+    // --url, or the `serve` that owns this home (its index and change feed shared).
+    if let Command::Stdio { key: Some(key), url, status, spawn, .. } = &cli.command {
+        let path = std::path::absolute(home::resolve(cli.home.clone())).context("resolving the home folder")?;
+        let key = key.trim();
+        let url = match url {
+            Some(u) => Some(crate::bridge::mcp_url(u)?),
+            None => crate::daemon::attach(&path, &cli.embedder, *spawn).await?,
+        };
+        if let Some(url) = url {
+            home::create_folder(&path)?;
+            if *status {
+                return crate::bridge::status(&path, &url, key);
+            }
+            return crate::bridge::run(&path, &url, key).await;
+        }
+    } else if let Command::Stdio { url: Some(_), .. } = &cli.command {
+        return Err(anyhow!(
+            "--url needs a key of the remote: set CONTINUITY_KEY (or --key); `continuity setup --url URL --key-file FILE` writes it into a client's configuration"
+        ));
+    } else if let Command::Stdio { spawn: true, .. } = &cli.command {
+        return Err(anyhow!(
+            "--spawn attaches to `serve` with a key: set CONTINUITY_KEY (or --key), e.g. a key from `continuity setup`"
+        ));
+    }
     let path = home::resolve(cli.home);
     // The first `serve` of a new home fetches the sentence model (semantic search by
     // default); offline it says so and searches lexically. An existing home never
@@ -669,7 +706,7 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
             let settings = ServeSettings { public_url, limits, allowed_origins, embedder_note };
             serve::run(home, listener, settings, serve::wait_for_signal()).await
         }
-        Command::Stdio { tenant, principal, toolsets, teams, projects, key } => {
+        Command::Stdio { tenant, principal, toolsets, teams, projects, key, .. } => {
             let caller = match key {
                 Some(key) => s.auth.authenticate_token(key.trim(), "http://127.0.0.1").await.map_err(|e| {
                     anyhow!(

@@ -253,14 +253,7 @@ fn cli_actor() -> String {
     format!("setup:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
 }
 
-/// The MCP URL of a `--url` or `--serve-url` value.
-fn mcp_url(base: &str) -> anyhow::Result<String> {
-    let u = base.trim().trim_end_matches('/');
-    if !(u.starts_with("https://") || u.starts_with("http://")) || u.contains(char::is_whitespace) {
-        bail!("{base:?} is not an http(s) URL");
-    }
-    Ok(if u.ends_with("/mcp") { u.to_owned() } else { format!("{u}/mcp") })
-}
+use crate::bridge::mcp_url;
 
 fn this_exe() -> anyhow::Result<String> {
     let exe = std::env::current_exe().context("finding this program's path")?;

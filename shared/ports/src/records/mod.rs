@@ -18,6 +18,7 @@
 //! | proposal | `proposal` / `proposal_by_state` | `{id}` / `{state}#{id}` |
 //! | audit record | `audit` | `{at}#{id}` |
 //! | idempotency key | `idem` | `{key}` |
+//! | replayable call (its outcome) | `call` | `{principal}/{key}` |
 //! | connector status | `connector` | `{source}` |
 //! | gate | `gate` | `{namespace}#{action}` |
 //! | task | `task` / `task_by_assignee` | `{id}` / `{assignee}#{id}` |
@@ -197,6 +198,29 @@ pub trait IdempotencyStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool>;
+
+    /// Starts a call that may be sent again (an MCP tool call carrying an idempotency
+    /// key): the first time records it running since `at` and answers `None`; every
+    /// later time answers what is recorded — still running, or its outcome.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a key that is not 1-256 printable ASCII; `UNAVAILABLE`.
+    async fn begin_call(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<Option<CallRecord>>;
+
+    /// Records the outcome of a call [`Self::begin_call`] started.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn finish_call(&self, tenant: &TenantId, key: &str, record: &CallRecord) -> Result<()>;
+}
+
+/// A call that may be sent again, as [`IdempotencyStore::begin_call`] recorded it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CallRecord {
+    pub started_at: Timestamp,
+    /// The answer, once the call ended (`None` while it runs, or when it was cut short).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<serde_json::Value>,
 }
 
 /// Records the ingestion pipeline could not write, with their reasons (SPEC §9).
@@ -709,9 +733,7 @@ impl AuditLog for Records {
 #[async_trait]
 impl IdempotencyStore for Records {
     async fn claim(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<bool> {
-        if key.is_empty() || key.len() > 256 || !key.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(Error::invalid_field("idempotency_key", "must be 1-256 printable ASCII characters"));
-        }
+        check_idempotency_key(key)?;
         let res = self.items.write(vec![put(tenant.as_str(), "idem", key.to_owned(), 1, encode(&at)?, Condition::Absent)]).await;
         match res {
             Ok(()) => Ok(true),
@@ -719,6 +741,31 @@ impl IdempotencyStore for Records {
             Err(e) => Err(e),
         }
     }
+
+    async fn begin_call(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<Option<CallRecord>> {
+        check_idempotency_key(key)?;
+        let record = CallRecord { started_at: at, outcome: None };
+        match self.items.write(vec![put(tenant.as_str(), "call", key.to_owned(), 1, encode(&record)?, Condition::Absent)]).await {
+            Ok(()) => Ok(None),
+            Err(e) if e.code == domain::ErrorCode::Conflict => match self.get_one(tenant.as_str(), "call", key).await? {
+                Some(r) => Ok(Some(r)),
+                None => Err(Error::unavailable("a call record vanished while it was read; try again")),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn finish_call(&self, tenant: &TenantId, key: &str, record: &CallRecord) -> Result<()> {
+        check_idempotency_key(key)?;
+        self.items.write(vec![put(tenant.as_str(), "call", key.to_owned(), 2, encode(record)?, Condition::None)]).await
+    }
+}
+
+fn check_idempotency_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > 256 || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Error::invalid_field("idempotency_key", "must be 1-256 printable ASCII characters"));
+    }
+    Ok(())
 }
 
 #[async_trait]
