@@ -48,6 +48,7 @@ async fn bands(backend: Backend) {
         version: 0,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     };
     backend.records.put_memory(&old, Expect::Absent).await.unwrap();
     // Indexed as the writer indexes every entry it activates: triage finds the entries

@@ -65,6 +65,7 @@ async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, bo
         version: 0,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     };
     backend.records.put_memory(&m, Expect::Absent).await.unwrap();
     services::search::SearchService::new(backend.clone())

@@ -38,6 +38,7 @@ fn memory(t: &domain::TenantId, id: &str, scope: MemoryScope, updated: Timestamp
         version: 0,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     }
 }
 

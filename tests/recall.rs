@@ -95,6 +95,7 @@ async fn scoped_entry(
         version: 1,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     };
     let m = s.backend.records.put_memory(&m, Expect::Absent).await.unwrap();
     s.search

@@ -28,6 +28,7 @@ fn org(t: &TenantId, id: &str, title: &str, body: &str, state: GovernanceState) 
         version: 0,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     }
 }
 

@@ -7,6 +7,7 @@
 //! - [`daemon`]: the `serve` that owns a home (`serve.json`), which `continuity stdio`
 //!   attaches to (and starts with `--spawn`).
 //! - [`home`]: the home folder — database, blobs, keys and the owner key file.
+//! - [`progress`]: count, rate and ETA of long work on a terminal, nothing in a pipe.
 //! - [`serve`]: `continuity serve` on a listener until a shutdown future completes.
 //! - [`setup`]: `continuity setup` — the MCP clients' configuration files
 //!   ([`setup::clients`]) and editing them in place ([`setup::edit`]).
@@ -15,5 +16,6 @@ pub mod bridge;
 pub mod cli;
 pub mod daemon;
 pub mod home;
+pub mod progress;
 pub mod serve;
 pub mod setup;

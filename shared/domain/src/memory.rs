@@ -166,6 +166,10 @@ pub struct MemoryEntry {
     /// When a personal entry with a time to live is forgotten.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// What an import brought along with the text (a note's front matter, another memory
+    /// product's metadata and ids), kept as it came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
 }
 
 impl MemoryEntry {

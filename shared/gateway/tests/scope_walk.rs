@@ -64,6 +64,7 @@ async fn no_resource_or_prompt_shows_memory_without_memory_read() {
                 version: 0,
                 occurred_at: None,
                 expires_at: None,
+                metadata: None,
             },
             Expect::Absent,
         )

@@ -88,6 +88,7 @@ fn main() {
                 version: 0,
                 occurred_at: None,
                 expires_at: None,
+                metadata: None,
             };
             backend.records.put_memory(&m, Expect::Absent).await.unwrap();
             s.search

@@ -593,6 +593,115 @@ impl GraphService {
     }
 }
 
+/// What [`GraphService::import`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct GraphImport {
+    /// Entities that were not there.
+    pub created_entities: usize,
+    /// Entities that were there and gained observations.
+    pub extended_entities: usize,
+    /// Relations that were not there.
+    pub created_relations: usize,
+}
+
+impl GraphService {
+    /// Merges a whole graph into the scope `scope` names (`personal`, `project:<id>`):
+    /// new entities are created, an existing one gains the observations it lacks (in
+    /// the given order), new relations are added; what is there already changes nothing,
+    /// so importing the same graph twice is a no-op. Relations may name entities of the
+    /// scope or of the import. Written in atomic groups.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `memory:write` or for another's scope; `INVALID_REQUEST` for an
+    /// invalid entity or relation (nothing is written).
+    pub async fn import(
+        &self,
+        caller: &CallerContext,
+        scope: &str,
+        entities: &[GraphEntity],
+        relations: &[GraphRelation],
+    ) -> Result<GraphImport> {
+        let scope = Self::scope(caller, &json!({ "scope": scope }))?;
+        caller.scopes.require(Scope::MemoryWrite)?;
+        for e in entities {
+            e.validate()?;
+        }
+        for r in relations {
+            r.validate()?;
+        }
+        let report = std::sync::Mutex::new(GraphImport::default());
+        self.write(&caller.tenant, &scope, |g| {
+            let mut changes = GraphChanges::default();
+            let mut r = GraphImport::default();
+            let mut pending: HashMap<&str, GraphEntity> = HashMap::new();
+            let mut order: Vec<&str> = Vec::new();
+            for e in entities {
+                let base = match pending.get(e.name.as_str()) {
+                    Some(p) => p.clone(),
+                    None => match g.get(&e.name) {
+                        Some(existing) => GraphEntity::clone(existing),
+                        None => {
+                            GraphEntity { name: e.name.clone(), entity_type: e.entity_type.clone(), observations: Vec::new() }
+                        }
+                    },
+                };
+                let mut next = base.clone();
+                for o in &e.observations {
+                    if !next.observations.contains(o) {
+                        next.observations.push(o.clone());
+                    }
+                }
+                if next.observations.len() > MAX_OBSERVATIONS {
+                    return Err(Error::invalid_field("observations", format!("{}: more than {MAX_OBSERVATIONS}", e.name)));
+                }
+                if !pending.contains_key(e.name.as_str()) {
+                    order.push(e.name.as_str());
+                }
+                pending.insert(e.name.as_str(), next);
+            }
+            for name in order {
+                let Some(next) = pending.remove(name) else { continue };
+                match g.get(name) {
+                    None => {
+                        r.created_entities += 1;
+                        changes.put_entities.push(next);
+                    }
+                    Some(existing) if existing.observations != next.observations => {
+                        r.extended_entities += 1;
+                        changes.put_entities.push(next);
+                    }
+                    Some(_) => {}
+                }
+            }
+            let mut seen = BTreeSet::new();
+            for rel in relations {
+                if !g.relations.contains(rel) && seen.insert(rel.clone()) {
+                    r.created_relations += 1;
+                    changes.put_relations.push(rel.clone());
+                }
+            }
+            if let Ok(mut out) = report.lock() {
+                *out = r;
+            }
+            Ok((changes, Value::Null))
+        })
+        .await?;
+        report.into_inner().map_err(|_| Error::internal("graph import report poisoned"))
+    }
+
+    /// The scope's graph as the store holds it now (not the in-process copy): for
+    /// reading an import back.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `memory:read` or for another's scope; `UNAVAILABLE`.
+    pub async fn stored(&self, caller: &CallerContext, scope: &str) -> Result<(Vec<GraphEntity>, Vec<GraphRelation>)> {
+        let scope = Self::scope(caller, &json!({ "scope": scope }))?;
+        caller.scopes.require(Scope::MemoryRead)?;
+        let (_, entities, relations) = self.backend()?.records.read_graph(&caller.tenant, &scope).await?;
+        Ok((entities, relations))
+    }
+}
+
 /// `merge_entities` (seed 002 §10): the sources' observations are added to the target
 /// (created with the first source's type when absent; each observation once), every
 /// relation touching a source is re-pointed to the target (one that would join the

@@ -28,6 +28,9 @@
 //!   checked by hash per record type.
 //! - [`maintenance`]: retention (ledger, session memory, expired OAuth records) and the
 //!   scheduled jobs; [`changes`]: in-process change notices for MCP sessions.
+//! - [`migrate`]: import (the reference `memory.jsonl`, mem0 and generic JSONL exports,
+//!   Markdown notes, our bundle) checked whole before writing and read back by hash;
+//!   export (our bundle, `memory.jsonl`).
 //!
 //! Services receive a [`ports::Backend`] and never know which backend it is. They own
 //! their policy — audit, limits, error logging ([`log_failure`]) — so no edge can forget
@@ -50,6 +53,7 @@ pub mod governance;
 pub mod graph;
 pub mod ingest;
 pub mod maintenance;
+pub mod migrate;
 pub mod oauth;
 pub mod search;
 pub mod tools;

@@ -5,6 +5,7 @@
 use anyhow::anyhow;
 
 use super::{Command, domain_err};
+use crate::progress::Progress;
 
 /// The durability and maintenance commands: the same on the embedded home and, with
 /// `--backend aws`, on a stack's table, bucket and index.
@@ -29,15 +30,10 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
             Ok(())
         }
         Command::Reindex { tenant, full } => {
-            let r = s
-                .search
-                .reindex(&tenant, full, &|n| {
-                    if n.is_multiple_of(100) {
-                        eprintln!("indexed {n} records…");
-                    }
-                })
-                .await
-                .map_err(domain_err)?;
+            let progress = Progress::new("reindex: records", None);
+            let r = s.search.reindex(&tenant, full, &|n| progress.set(n as u64)).await.map_err(domain_err);
+            progress.finish();
+            let r = r?;
             println!(
                 "reindex of {tenant} with {}: {} indexed ({} verified by readback), {} already indexed, {} superseded removed, {} orphaned flagged for review",
                 s.embedder_name(),
@@ -52,15 +48,10 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
         Command::Backup { tenant } => {
             let (path, lines) = s.backup.backup(&tenant).await.map_err(domain_err)?;
             println!("wrote the Spine snapshot: {lines} records to {path}");
-            let r = s
-                .backup
-                .backup_records(&tenant, &|n| {
-                    if n > 0 && n.is_multiple_of(services::backup_records::LINES_PER_FILE) {
-                        eprintln!("backed up {n} records…");
-                    }
-                })
-                .await
-                .map_err(domain_err)?;
+            let progress = Progress::new("backup: records", None);
+            let r = s.backup.backup_records(&tenant, &|n| progress.set(n as u64)).await.map_err(domain_err);
+            progress.finish();
+            let r = r?;
             println!(
                 "wrote the complete backup: {} records of {} types to {} ({} files and manifest.json, in the tenant's blob folder)",
                 r.records,
@@ -71,15 +62,10 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
             Ok(())
         }
         Command::Restore { tenant, merge } => {
-            let report = s
-                .backup
-                .restore_with(&tenant, merge, &|files| {
-                    if files.is_multiple_of(100) {
-                        eprintln!("read {files} backup files…");
-                    }
-                })
-                .await
-                .map_err(domain_err)?;
+            let progress = Progress::new("restore: backup files", None);
+            let report = s.backup.restore_with(&tenant, merge, &|files| progress.set(files as u64)).await.map_err(domain_err);
+            progress.finish();
+            let report = report?;
             let rec = &report.records;
             match &rec.folder {
                 Some(_) if rec.skipped.is_some() => println!("{}", rec.skipped.as_deref().unwrap_or_default()),

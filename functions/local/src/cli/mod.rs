@@ -25,6 +25,7 @@ use crate::serve::{self, ServeSettings};
 mod access;
 mod durability;
 mod gates;
+mod migrate;
 pub mod model;
 mod spine;
 mod stack;
@@ -157,6 +158,15 @@ enum Command {
     /// everything else in the file kept, a backup first. --dry-run shows the diff,
     /// --remove undoes it; running it again changes nothing.
     Setup(crate::setup::SetupArgs),
+    /// Bring memories in: the reference memory server's memory.jsonl (into a knowledge
+    /// graph), a mem0 export, JSONL of {text, metadata, created_at}, a folder of Markdown
+    /// notes, or a bundle from `continuity export`. The source is checked whole first (a
+    /// bad line is named, nothing is written), every item read back by SHA-256, the source
+    /// kept as a zip in the home's imports/; importing it again changes nothing.
+    Import(migrate::ImportArgs),
+    /// Write a principal's personal memories and knowledge graphs as a bundle (each item
+    /// with its SHA-256), or one graph as the reference memory server's memory.jsonl.
+    Export(migrate::ExportArgs),
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCommand),
@@ -730,6 +740,8 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         Command::Connector(c) => connector(&admin, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
+        Command::Import(a) => migrate::import(&s, Some(&home.path), a).await,
+        Command::Export(a) => migrate::export(&s, a).await,
         Command::Model(_) | Command::Gate(_) | Command::Setup(_) => Ok(()),
         c @ (Command::Maintenance
         | Command::Reindex { .. }
@@ -763,6 +775,8 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
         Command::Connector(c) => connector(&admin, c).await,
+        Command::Import(a) => migrate::import(&s, None, a).await,
+        Command::Export(a) => migrate::export(&s, a).await,
         c @ (Command::Maintenance
         | Command::Reindex { .. }
         | Command::Backup { .. }

@@ -142,8 +142,8 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     }
     let mut file = std::fs::File::create(to)?;
     let mut hash = Sha256::new();
-    let (mut got, mut shown) = (0u64, 0u64);
-    let mut err = std::io::stderr();
+    let mut got = 0u64;
+    let progress = crate::progress::Progress::bytes(format!("downloading {PACKAGE} {VERSION}"), total);
     while let Some(chunk) = response.chunk().await? {
         got += chunk.len() as u64;
         if got > MAX_DOWNLOAD {
@@ -151,15 +151,9 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
         }
         hash.update(&chunk);
         file.write_all(&chunk)?;
-        if let Some(t) = total.filter(|t| *t > 0) {
-            let percent = got * 100 / t;
-            if percent >= shown + 10 || got == t {
-                shown = percent;
-                let _ = write!(err, "\r  downloading {PACKAGE} {VERSION}: {percent:>3}% of {} MB", t / 1_000_000);
-            }
-        }
+        progress.set(got);
     }
-    let _ = writeln!(err);
+    progress.finish();
     file.sync_all()?;
     let actual = hex(&hash.finalize());
     if !actual.eq_ignore_ascii_case(expected) {

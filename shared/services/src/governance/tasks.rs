@@ -398,6 +398,7 @@ impl Tasks {
                 version: 0,
                 occurred_at: None,
                 expires_at: None,
+                metadata: None,
             };
             let superseded = old.map(|mut o| {
                 o.state = GovernanceState::Superseded { by: entry.id.clone() };

@@ -375,6 +375,7 @@ mod tests {
             version: 1,
             occurred_at: None,
             expires_at: None,
+            metadata: None,
         }
     }
 

@@ -514,6 +514,7 @@ impl Capability for Remember {
             version: 1,
             occurred_at: occurred,
             expires_at: ttl.map(|t| now.plus_millis(t)),
+            metadata: None,
         };
         let stored = tools.store_personal(&entry, Expect::Absent).await?;
         Ok(RememberOutput { action: "created".into(), memory: (&stored).into() })
@@ -687,7 +688,7 @@ pub async fn forget(backend: &ports::Backend, mut m: MemoryEntry, by: Id) -> Res
 }
 
 /// The first line of a memory, at most 80 characters, as its title.
-fn title_of(body: &str) -> String {
+pub fn title_of(body: &str) -> String {
     let first = body.lines().next().unwrap_or_default().trim();
     let mut t: String = first.chars().take(80).collect();
     if first.chars().count() > 80 {

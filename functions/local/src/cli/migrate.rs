@@ -1,0 +1,234 @@
+//! `continuity import` and `continuity export` (SPEC §8, migration): the command line of
+//! [`services::migrate`] — reading the source (a file or a folder of notes), a dry run's
+//! report, progress, and the source kept as a compressed archive in the home.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, anyhow, bail};
+use clap::Args;
+use domain::principal::{CallerContext, Scope, Scopes, Toolsets};
+use domain::{Id, TenantId};
+use ports::records::PrincipalStore as _;
+use services::migrate::{self, Format, Source};
+
+use crate::progress::Progress;
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// A file — the reference memory server's memory.jsonl, a mem0 export, JSONL of
+    /// {text, metadata, created_at}, a bundle from `continuity export` — or a folder of
+    /// Markdown notes.
+    path: PathBuf,
+    /// `auto` (from the folder or the first line), `memory-jsonl`, `mem0`, `jsonl`,
+    /// `markdown` or `bundle`.
+    #[arg(long, default_value = "auto")]
+    format: String,
+    /// The knowledge graph a memory.jsonl goes into: `personal` or `project:<id>`.
+    #[arg(long, default_value = "personal")]
+    scope: String,
+    /// Check the whole source and say what would be imported; write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    #[arg(long, default_value = "local")]
+    tenant: TenantId,
+    /// Whose memory it becomes.
+    #[arg(long, default_value = "owner")]
+    principal: Id,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// `bundle` (personal memories and knowledge graphs, each item with its SHA-256) or
+    /// `memory-jsonl` (one graph in the reference memory server's format).
+    #[arg(long, default_value = "bundle")]
+    format: String,
+    /// With memory-jsonl: the graph, `personal` or `project:<id>`.
+    #[arg(long, default_value = "personal")]
+    scope: String,
+    /// The file to write (default: stdout).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    #[arg(long, default_value = "local")]
+    tenant: TenantId,
+    #[arg(long, default_value = "owner")]
+    principal: Id,
+}
+
+/// The principal as a caller holding the memory scopes, with its teams and projects.
+async fn caller(s: &services::Services, tenant: &TenantId, principal: &Id) -> anyhow::Result<CallerContext> {
+    let t = s.admin.show_tenant(tenant).await.map_err(super::domain_err)?;
+    let p = s.backend.records.get_principal(tenant, principal).await.map_err(super::domain_err)?.ok_or_else(|| {
+        anyhow!("tenant {tenant} has no principal {principal}: name one with --principal (see `continuity user list`)")
+    })?;
+    Ok(CallerContext {
+        tenant: t.id,
+        principal: principal.clone(),
+        scopes: Scopes([Scope::McpTools, Scope::MemoryRead, Scope::MemoryWrite, Scope::TenantRead].into_iter().collect()),
+        plan: t.plan,
+        teams: p.teams,
+        projects: p.projects,
+        credential: "cli".into(),
+        toolsets: Toolsets::default(),
+    })
+}
+
+/// The notes of a folder: every `.md`/`.markdown` file under it (hidden folders
+/// skipped), by relative path.
+fn read_notes(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
+            let p = e?.path();
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if name.starts_with('.') {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "md" || x == "markdown") {
+                let text = std::fs::read_to_string(&p).with_context(|| format!("{} is not UTF-8 text", p.display()))?;
+                out.push((p.strip_prefix(dir).unwrap_or(&p).display().to_string(), text));
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Reads and checks a source whole.
+fn parse(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Source)> {
+    let (format, parsed) = if path.is_dir() {
+        if !matches!(format, "auto" | "markdown") {
+            bail!("{} is a folder: only Markdown notes are imported from a folder", path.display());
+        }
+        let notes = read_notes(path)?;
+        if notes.is_empty() {
+            bail!("{} holds no .md note", path.display());
+        }
+        (Format::Markdown, migrate::parse_markdown(&notes))
+    } else {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {} (UTF-8 text expected)", path.display()))?;
+        let format = match format {
+            "auto" => Format::sniff(&text),
+            f => Format::parse(f)
+                .ok_or_else(|| anyhow!("unknown format {f:?}: auto, memory-jsonl, mem0, jsonl, markdown or bundle"))?,
+        };
+        let parsed = match format {
+            Format::MemoryJsonl => migrate::parse_memory_jsonl(&text, scope),
+            Format::Mem0 | Format::Jsonl => migrate::parse_memories(&text),
+            Format::Bundle => migrate::parse_bundle(&text),
+            Format::Markdown => migrate::parse_markdown(&[(path.display().to_string(), text)]),
+        };
+        (format, parsed)
+    };
+    match parsed {
+        Ok(source) => Ok((format, source)),
+        Err(problems) => {
+            let mut msg = format!("{} was not imported — nothing was written. Problems ({:?}):", path.display(), format);
+            for p in &problems {
+                msg.push_str(&format!("\n  {p}"));
+            }
+            msg.push_str("\nFix them (or remove those lines) and run the import again; --dry-run checks without writing.");
+            Err(anyhow!(msg))
+        }
+    }
+}
+
+/// Keeps the source as a zip in `home/imports/`.
+fn archive(home: &Path, path: &Path) -> anyhow::Result<PathBuf> {
+    use std::io::Write as _;
+    let dir = home.join("imports");
+    crate::home::create_folder(&dir)?;
+    let now = time::OffsetDateTime::now_utc();
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("source");
+    let zip_path = dir.join(format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}Z-{name}.zip",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    ));
+    let file = std::fs::File::create(&zip_path).with_context(|| format!("creating {}", zip_path.display()))?;
+    let mut zip = zip::ZipWriter::new(file);
+    let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let files: Vec<(String, PathBuf)> = if path.is_dir() {
+        read_notes(path)?.into_iter().map(|(rel, _)| (rel.clone(), path.join(rel))).collect()
+    } else {
+        vec![(name.to_owned(), path.to_path_buf())]
+    };
+    for (rel, p) in files {
+        zip.start_file(rel, options)?;
+        zip.write_all(&std::fs::read(&p)?)?;
+    }
+    zip.finish()?;
+    Ok(zip_path)
+}
+
+pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: ImportArgs) -> anyhow::Result<()> {
+    let (format, source) = parse(&a.path, &a.format, &a.scope)?;
+    let (memories, entities, relations) = source.counts();
+    let kind = serde_json::to_value(format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+    if a.dry_run {
+        println!(
+            "{}: {kind}, checked whole: {memories} memories, {entities} entities, {relations} relations — nothing written (dry run)",
+            a.path.display()
+        );
+        return Ok(());
+    }
+    let caller = caller(s, &a.tenant, &a.principal).await?;
+    let total = memories + entities + relations;
+    let progress = Progress::new("import", Some(total as u64));
+    let report = migrate::import(s, &caller, &source, &|n| progress.set(n as u64)).await.map_err(super::domain_err);
+    progress.finish();
+    let r = report?;
+    println!(
+        "imported {} ({kind}) into {} of {}: memories {} new, {} already there; entities {} new, {} extended; relations {} new; {} items read back and verified",
+        a.path.display(),
+        a.principal,
+        a.tenant,
+        r.memories_created,
+        r.memories_already_there,
+        r.entities_created,
+        r.entities_extended,
+        r.relations_created,
+        r.verified
+    );
+    if let Some(home) = home {
+        match archive(home, &a.path) {
+            Ok(zip) => println!("the source is kept in {}", zip.display()),
+            Err(e) => eprintln!("warning: the source could not be kept in the home: {e:#}"),
+        }
+    }
+    Ok(())
+}
+
+pub(super) async fn export(s: &services::Services, a: ExportArgs) -> anyhow::Result<()> {
+    let caller = caller(s, &a.tenant, &a.principal).await?;
+    let mut out: Box<dyn std::io::Write + Send> = match &a.out {
+        Some(p) => {
+            Box::new(std::io::BufWriter::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?))
+        }
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
+    };
+    let progress = Progress::new("export", None);
+    let report = match a.format.as_str() {
+        "bundle" => migrate::export_bundle(s, &caller, &mut *out, &|n| progress.set(n as u64)).await,
+        "memory-jsonl" => migrate::export_memory_jsonl(s, &caller, &a.scope, &mut *out).await,
+        f => bail!("unknown export format {f:?}: bundle or memory-jsonl"),
+    }
+    .map_err(super::domain_err)?;
+    out.flush().context("writing the export")?;
+    progress.finish();
+    eprintln!(
+        "exported {} memories, {} entities, {} relations ({}) — digest {}",
+        report.memories,
+        report.entities,
+        report.relations,
+        a.out.as_ref().map_or_else(|| "stdout".to_owned(), |p| p.display().to_string()),
+        report.digest
+    );
+    Ok(())
+}

@@ -1,0 +1,745 @@
+//! Import and export (SPEC §8, migration): memories and knowledge graphs in from the
+//! reference MCP memory server's `memory.jsonl`, other memory products' exports (mem0's
+//! shape, a generic `{text, metadata, created_at}` JSONL), a folder of Markdown notes and
+//! our own bundle; out as our bundle or `memory.jsonl`.
+//!
+//! Every source is parsed and checked whole before anything is written, so a corrupt
+//! line (reported with its line number) leaves nothing half-imported. Every item gets a
+//! SHA-256 of its canonical form and is read back after the write; an item already
+//! there is left as it is, so importing the same source twice changes nothing. A
+//! bundle carries each item's SHA-256, checked before the write.
+
+use std::collections::BTreeMap;
+
+use domain::graph::{GraphEntity, GraphRelation};
+use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
+use domain::principal::CallerContext;
+use domain::{Error, Id, PageRequest, Result, Timestamp};
+use ports::records::{Expect, MemoryStore as _};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::Services;
+
+/// The first line of a bundle.
+pub const BUNDLE_FORMAT: &str = "continuity-bundle";
+pub const BUNDLE_VERSION: u64 = 1;
+
+/// Problems listed before giving up on a source.
+const MAX_PROBLEMS: usize = 20;
+/// Largest memory text taken from another product (our personal memory's limit).
+const MAX_TEXT_BYTES: usize = 16 * 1024;
+
+/// What a source is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// The reference memory server's `memory.jsonl` (entities and relations).
+    MemoryJsonl,
+    /// mem0's export: a JSON array (or `{"results": […]}`, or JSONL) of `{memory, metadata, created_at, …}`.
+    Mem0,
+    /// One memory per line: `{text, metadata, created_at}`.
+    Jsonl,
+    /// A folder of Markdown notes, one memory per note, front matter kept.
+    Markdown,
+    /// Our own bundle (`continuity export`).
+    Bundle,
+}
+
+impl Format {
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "memory-jsonl" => Self::MemoryJsonl,
+            "mem0" => Self::Mem0,
+            "jsonl" => Self::Jsonl,
+            "markdown" => Self::Markdown,
+            "bundle" => Self::Bundle,
+            _ => return None,
+        })
+    }
+
+    /// The format a file's first line says it is in.
+    pub fn sniff(text: &str) -> Self {
+        let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or_default();
+        let v: Value = serde_json::from_str(first).unwrap_or(Value::Null);
+        if v.get("format").and_then(Value::as_str) == Some(BUNDLE_FORMAT) {
+            Self::Bundle
+        } else if matches!(v.get("type").and_then(Value::as_str), Some("entity" | "relation")) {
+            Self::MemoryJsonl
+        } else if v.get("text").is_some() && v.get("memory").is_none() {
+            Self::Jsonl
+        } else {
+            Self::Mem0
+        }
+    }
+}
+
+/// A problem in a source: where (line, or file of a folder) and what.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub at: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.at, self.message)
+    }
+}
+
+/// A memory brought in from a source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Incoming {
+    /// Kept from a bundle; derived from the content otherwise (so a re-import finds it).
+    pub id: Option<Id>,
+    pub kind: String,
+    pub body: String,
+    pub created_at: Option<Timestamp>,
+    pub metadata: Option<Value>,
+    /// A bundle's whole entry (its state, lineage, times), written as it was.
+    pub entry: Option<MemoryEntry>,
+}
+
+/// One graph of a source.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IncomingGraph {
+    pub entities: Vec<GraphEntity>,
+    pub relations: Vec<GraphRelation>,
+}
+
+/// A parsed source, checked whole.
+#[derive(Clone, Debug, Default)]
+pub struct Source {
+    pub memories: Vec<Incoming>,
+    /// By scope (`personal`, `project:<id>`); a `memory.jsonl` goes to the scope asked for.
+    pub graphs: BTreeMap<String, IncomingGraph>,
+}
+
+impl Source {
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let e = self.graphs.values().map(|g| g.entities.len()).sum();
+        let r = self.graphs.values().map(|g| g.relations.len()).sum();
+        (self.memories.len(), e, r)
+    }
+}
+
+fn problem(at: impl Into<String>, message: impl Into<String>) -> Problem {
+    Problem { at: at.into(), message: message.into() }
+}
+
+fn finish(source: Source, problems: Vec<Problem>) -> std::result::Result<Source, Vec<Problem>> {
+    if problems.is_empty() { Ok(source) } else { Err(problems) }
+}
+
+/// Parses the reference server's `memory.jsonl` into the graph of `scope`.
+///
+/// # Errors
+/// Every problem found (up to 20), each with its line number.
+pub fn parse_memory_jsonl(text: &str, scope: &str) -> std::result::Result<Source, Vec<Problem>> {
+    let mut g = IncomingGraph::default();
+    let mut problems = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        if problems.len() >= MAX_PROBLEMS {
+            break;
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("line {}", n + 1);
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(problem(at, format!("not JSON ({e})")));
+                continue;
+            }
+        };
+        let mut o = v.as_object().cloned().unwrap_or_default();
+        let kind = o.remove("type");
+        match kind.as_ref().and_then(Value::as_str) {
+            Some("entity") => match serde_json::from_value::<GraphEntity>(Value::Object(o)) {
+                Ok(e) => match e.validate() {
+                    Ok(()) => g.entities.push(e),
+                    Err(err) => problems.push(problem(at, err.message)),
+                },
+                Err(e) => problems.push(problem(at, format!("not an entity ({e})"))),
+            },
+            Some("relation") => match serde_json::from_value::<GraphRelation>(Value::Object(o)) {
+                Ok(r) => match r.validate() {
+                    Ok(()) => g.relations.push(r),
+                    Err(err) => problems.push(problem(at, err.message)),
+                },
+                Err(e) => problems.push(problem(at, format!("not a relation ({e})"))),
+            },
+            _ => problems.push(problem(at, "\"type\" must be \"entity\" or \"relation\"")),
+        }
+    }
+    let mut source = Source::default();
+    source.graphs.insert(scope.to_owned(), g);
+    finish(source, problems)
+}
+
+/// Parses memories exported by another product: a JSON array, an object holding one
+/// (`results`, `memories`), or one JSON object per line. The text is `memory`, `text` or
+/// `content`; `created_at` (or `createdAt`, `timestamp`) is kept as when it happened;
+/// everything else is kept as metadata.
+///
+/// # Errors
+/// Every problem found (up to 20), with its line (JSONL) or item number (JSON).
+pub fn parse_memories(text: &str) -> std::result::Result<Source, Vec<Problem>> {
+    let trimmed = text.trim_start();
+    let mut items: Vec<(String, Value)> = Vec::new();
+    let mut problems = Vec::new();
+    let whole: Option<Value> = if trimmed.starts_with('[') || (trimmed.starts_with('{') && !text.trim().contains('\n')) {
+        serde_json::from_str(text).ok()
+    } else if trimmed.starts_with('{') {
+        // One object over several lines, or JSON Lines.
+        serde_json::from_str::<Value>(text).ok().filter(|v| v.get("results").is_some() || v.get("memories").is_some())
+    } else {
+        None
+    };
+    match whole {
+        Some(Value::Array(a)) => items.extend(a.into_iter().enumerate().map(|(i, v)| (format!("item {}", i + 1), v))),
+        Some(Value::Object(mut o)) if o.contains_key("results") || o.contains_key("memories") => {
+            let list = o.remove("results").or_else(|| o.remove("memories")).unwrap_or(Value::Null);
+            match list {
+                Value::Array(a) => items.extend(a.into_iter().enumerate().map(|(i, v)| (format!("item {}", i + 1), v))),
+                _ => problems.push(problem("file", "\"results\" is not a list")),
+            }
+        }
+        Some(v @ Value::Object(_)) => items.push(("line 1".into(), v)),
+        _ => {
+            for (n, line) in text.lines().enumerate() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                match serde_json::from_str::<Value>(line) {
+                    Ok(v) => items.push((format!("line {}", n + 1), v)),
+                    Err(e) => problems.push(problem(format!("line {}", n + 1), format!("not JSON ({e})"))),
+                }
+                if problems.len() >= MAX_PROBLEMS {
+                    break;
+                }
+            }
+        }
+    }
+    let mut source = Source::default();
+    for (at, v) in items {
+        if problems.len() >= MAX_PROBLEMS {
+            break;
+        }
+        let Value::Object(mut o) = v else {
+            problems.push(problem(at, "not an object"));
+            continue;
+        };
+        let body = ["memory", "text", "content"].iter().find_map(|k| o.remove(*k)).and_then(|v| v.as_str().map(str::to_owned));
+        let Some(body) = body.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()) else {
+            problems.push(problem(at, "no text (\"memory\", \"text\" or \"content\")"));
+            continue;
+        };
+        if body.len() > MAX_TEXT_BYTES || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+            problems.push(problem(at, format!("the text must be at most {MAX_TEXT_BYTES} bytes without control characters")));
+            continue;
+        }
+        let created = ["created_at", "createdAt", "timestamp"].iter().find_map(|k| o.get(*k).cloned());
+        let created_at = match created {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => match Timestamp::parse("created_at", &s) {
+                Ok(t) => Some(t),
+                Err(_) => {
+                    problems.push(problem(at, format!("created_at {s:?} is not a date or RFC 3339 time")));
+                    continue;
+                }
+            },
+            Some(Value::Number(n)) => n.as_i64().map(|secs| Timestamp(if secs > 100_000_000_000 { secs } else { secs * 1000 })),
+            Some(_) => {
+                problems.push(problem(at, "created_at is not a time"));
+                continue;
+            }
+        };
+        let metadata = (!o.is_empty()).then_some(Value::Object(o));
+        source.memories.push(Incoming { id: None, kind: "context".into(), body, created_at, metadata, entry: None });
+    }
+    finish(source, problems)
+}
+
+/// Parses a folder of Markdown notes (`(relative path, text)`): one memory per note, its
+/// body the note without the front matter; the front matter (`key: value` lines between
+/// `---` lines) kept as metadata with the note's path.
+///
+/// # Errors
+/// Every problem found (up to 20), by file.
+pub fn parse_markdown(notes: &[(String, String)]) -> std::result::Result<Source, Vec<Problem>> {
+    let mut source = Source::default();
+    let mut problems = Vec::new();
+    for (path, text) in notes {
+        if problems.len() >= MAX_PROBLEMS {
+            break;
+        }
+        let (front, body) = split_front_matter(text);
+        let body = body.trim().to_owned();
+        if body.is_empty() {
+            problems.push(problem(path.clone(), "the note has no text"));
+            continue;
+        }
+        if body.len() > MAX_TEXT_BYTES {
+            problems.push(problem(path.clone(), format!("longer than {MAX_TEXT_BYTES} bytes")));
+            continue;
+        }
+        let mut meta = Map::new();
+        meta.insert("path".into(), json!(path));
+        let mut created_at = None;
+        if let Some(front) = front {
+            let mut fields = Map::new();
+            for line in front.lines() {
+                if let Some((k, v)) = line.split_once(':')
+                    && !k.trim().is_empty()
+                    && !k.starts_with(char::is_whitespace)
+                {
+                    let v = v.trim().trim_matches('"').trim_matches('\'').to_owned();
+                    if matches!(k.trim(), "date" | "created" | "created_at") {
+                        created_at = Timestamp::parse("date", &v).ok();
+                    }
+                    fields.insert(k.trim().to_owned(), json!(v));
+                }
+            }
+            meta.insert("front_matter".into(), Value::Object(fields));
+            meta.insert("front_matter_text".into(), json!(front));
+        }
+        source.memories.push(Incoming {
+            id: None,
+            kind: "context".into(),
+            body,
+            created_at,
+            metadata: Some(Value::Object(meta)),
+            entry: None,
+        });
+    }
+    finish(source, problems)
+}
+
+fn split_front_matter(text: &str) -> (Option<&str>, &str) {
+    let t = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else { return (None, t) };
+    for end in ["\n---\n", "\n---\r\n"] {
+        if let Some(i) = rest.find(end) {
+            return (Some(&rest[..i]), &rest[i + end.len()..]);
+        }
+    }
+    if let Some(front) = rest.strip_suffix("\n---") {
+        return (Some(front), "");
+    }
+    (None, t)
+}
+
+/// A bundle line: one item with its SHA-256.
+#[derive(Serialize)]
+struct Line<'a> {
+    kind: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scope: Option<&'a str>,
+    sha256: String,
+    item: Value,
+}
+
+/// The canonical form of a memory for its hash: what it says and when, not where it is
+/// stored (tenant) or how often it was rewritten (version).
+fn memory_canonical(m: &MemoryEntry) -> Value {
+    let mut v = serde_json::to_value(m).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("tenant");
+        o.remove("version");
+        o.remove("scope");
+        o.remove("created_by");
+    }
+    v
+}
+
+/// SHA-256 of a value's JSON (keys sorted: serde_json's maps are ordered).
+pub fn hash(v: &Value) -> String {
+    crate::sha256_hex(&v.to_string())
+}
+
+/// Parses our bundle, checking every line's SHA-256.
+///
+/// # Errors
+/// Every problem found (up to 20), with its line number.
+pub fn parse_bundle(text: &str) -> std::result::Result<Source, Vec<Problem>> {
+    let mut source = Source::default();
+    let mut problems = Vec::new();
+    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    match lines.next().map(|(_, l)| serde_json::from_str::<Value>(l)) {
+        Some(Ok(h)) if h.get("format").and_then(Value::as_str) == Some(BUNDLE_FORMAT) => {
+            if h.get("version").and_then(Value::as_u64) != Some(BUNDLE_VERSION) {
+                problems.push(problem("line 1", format!("bundle version {} is not {BUNDLE_VERSION}", h["version"])));
+            }
+        }
+        _ => return Err(vec![problem("line 1", format!("not a {BUNDLE_FORMAT} header"))]),
+    }
+    for (n, line) in lines {
+        if problems.len() >= MAX_PROBLEMS {
+            break;
+        }
+        let at = format!("line {}", n + 1);
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(problem(at, format!("not JSON ({e})")));
+                continue;
+            }
+        };
+        let item = v.get("item").cloned().unwrap_or(Value::Null);
+        let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let scope = v.get("scope").and_then(Value::as_str).unwrap_or("personal").to_owned();
+        let claimed = v.get("sha256").and_then(Value::as_str).unwrap_or_default();
+        let parsed = match kind {
+            "memory" => serde_json::from_value::<MemoryEntry>(item.clone()).map_err(|e| e.to_string()).and_then(|m| {
+                if hash(&memory_canonical(&m)) == claimed {
+                    source.memories.push(Incoming {
+                        id: Some(m.id.clone()),
+                        kind: m.kind.clone(),
+                        body: m.body.clone(),
+                        created_at: Some(m.created_at),
+                        metadata: m.metadata.clone(),
+                        entry: Some(m),
+                    });
+                    Ok(())
+                } else {
+                    Err("its SHA-256 does not match: the line was altered".into())
+                }
+            }),
+            "entity" => serde_json::from_value::<GraphEntity>(item.clone()).map_err(|e| e.to_string()).and_then(|e| {
+                e.validate().map_err(|e| e.message)?;
+                if hash(&item) != claimed {
+                    return Err("its SHA-256 does not match: the line was altered".into());
+                }
+                source.graphs.entry(scope.clone()).or_default().entities.push(e);
+                Ok(())
+            }),
+            "relation" => serde_json::from_value::<GraphRelation>(item.clone()).map_err(|e| e.to_string()).and_then(|r| {
+                r.validate().map_err(|e| e.message)?;
+                if hash(&item) != claimed {
+                    return Err("its SHA-256 does not match: the line was altered".into());
+                }
+                source.graphs.entry(scope.clone()).or_default().relations.push(r);
+                Ok(())
+            }),
+            other => Err(format!("unknown kind {other:?}")),
+        };
+        if let Err(m) = parsed {
+            problems.push(problem(at, m));
+        }
+    }
+    finish(source, problems)
+}
+
+/// What an import did (or, dry, would do).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ImportReport {
+    pub memories_created: usize,
+    pub memories_already_there: usize,
+    pub entities_created: usize,
+    pub entities_extended: usize,
+    pub relations_created: usize,
+    /// Items read back after the write and found as written (by SHA-256).
+    pub verified: usize,
+}
+
+/// The id a memory from another product gets: from its content, so it is found again.
+fn derived_id(m: &Incoming) -> Result<Id> {
+    let basis = json!({"body": m.body, "created_at": m.created_at.map(|t| t.0), "metadata": m.metadata});
+    Id::new(format!("imp-{}", &hash(&basis)[..32]))
+}
+
+/// Writes a checked source for `caller`: memories into the caller's personal memory,
+/// graphs into their scopes. `progress` is told how many items are done.
+///
+/// # Errors
+/// `FORBIDDEN` without `memory:write`; `UNAVAILABLE`; `INTERNAL` when an item read back
+/// differs from what was written.
+pub async fn import(
+    s: &Services,
+    caller: &CallerContext,
+    source: &Source,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<ImportReport> {
+    caller.scopes.require(domain::principal::Scope::MemoryWrite)?;
+    let backend = &s.backend;
+    let mut report = ImportReport::default();
+    let now = backend.clock.now();
+    let scope = MemoryScope::Personal(caller.principal.to_string());
+    let mut done = 0;
+    for m in &source.memories {
+        let id = match &m.id {
+            Some(id) => id.clone(),
+            None => derived_id(m)?,
+        };
+        let entry = match &m.entry {
+            Some(e) => MemoryEntry {
+                tenant: caller.tenant.clone(),
+                scope: scope.clone(),
+                created_by: caller.principal.clone(),
+                version: 1,
+                ..e.clone()
+            },
+            None => MemoryEntry {
+                tenant: caller.tenant.clone(),
+                id: id.clone(),
+                memory_type: MemoryType::Personal,
+                scope: scope.clone(),
+                kind: m.kind.clone(),
+                title: crate::tools::recall::title_of(&m.body),
+                body: m.body.clone(),
+                state: GovernanceState::Active,
+                lineage: Lineage::default(),
+                created_by: caller.principal.clone(),
+                created_at: m.created_at.unwrap_or(now),
+                updated_at: m.created_at.unwrap_or(now),
+                version: 1,
+                occurred_at: m.created_at,
+                expires_at: None,
+                metadata: m.metadata.clone(),
+            },
+        };
+        let want = hash(&memory_canonical(&entry));
+        match backend.records.get_memory(&caller.tenant, &id).await? {
+            Some(existing) if existing.scope == scope => {
+                report.memories_already_there += 1;
+            }
+            Some(_) => return Err(Error::conflict(format!("memory {id} exists outside your personal memory"))),
+            None => {
+                let stored = backend.records.put_memory(&entry, Expect::Absent).await?;
+                if stored.state == GovernanceState::Active {
+                    crate::search::SearchService::new(backend.clone())
+                        .index(crate::search::IndexRequest {
+                            tenant: &stored.tenant,
+                            scope: &stored.scope,
+                            kind: ports::search::DocKind::Memory,
+                            doc: &stored.id,
+                            title: &stored.title,
+                            body: &stored.body,
+                            at: stored.updated_at,
+                            occurred: stored.occurred_at,
+                        })
+                        .await?;
+                }
+                let back = backend.records.get_memory(&caller.tenant, &id).await?;
+                if back.as_ref().map(|b| hash(&memory_canonical(b))) != Some(want) {
+                    return Err(Error::internal(format!("memory {id} read back differs from what was written")));
+                }
+                report.memories_created += 1;
+                report.verified += 1;
+            }
+        }
+        done += 1;
+        progress(done);
+    }
+    for (scope, g) in &source.graphs {
+        let r = s.graph.import(caller, scope, &g.entities, &g.relations).await?;
+        report.entities_created += r.created_entities;
+        report.entities_extended += r.extended_entities;
+        report.relations_created += r.created_relations;
+        // Read back from the store: every entity with every imported observation, every relation.
+        let (entities, relations) = s.graph.stored(caller, scope).await?;
+        let by_name: BTreeMap<&str, &GraphEntity> = entities.iter().map(|e| (e.name.as_str(), e)).collect();
+        let rels: std::collections::BTreeSet<&GraphRelation> = relations.iter().collect();
+        for e in &g.entities {
+            let ok = by_name.get(e.name.as_str()).is_some_and(|b| e.observations.iter().all(|o| b.observations.contains(o)));
+            if !ok {
+                return Err(Error::internal(format!("entity {:?} read back differs from what was written", e.name)));
+            }
+        }
+        for r in &g.relations {
+            if !rels.contains(r) {
+                return Err(Error::internal(format!("relation {} -{}-> {} was not read back", r.from, r.relation_type, r.to)));
+            }
+        }
+        report.verified += g.entities.len() + g.relations.len();
+        done += g.entities.len() + g.relations.len();
+        progress(done);
+    }
+    Ok(report)
+}
+
+/// What an export wrote.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct ExportReport {
+    pub memories: usize,
+    pub entities: usize,
+    pub relations: usize,
+    /// SHA-256 over the items' hashes in order: equal for equal data.
+    pub digest: String,
+}
+
+/// Writes the caller's bundle: a header, then every personal memory (any state) and the
+/// knowledge graph of the caller's personal scope and of each of their projects, one item
+/// per line with its SHA-256.
+///
+/// # Errors
+/// `FORBIDDEN` without `memory:read`; `UNAVAILABLE`; the writer's failure as `INTERNAL`.
+pub async fn export_bundle(
+    s: &Services,
+    caller: &CallerContext,
+    out: &mut (dyn std::io::Write + Send),
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<ExportReport> {
+    caller.scopes.require(domain::principal::Scope::MemoryRead)?;
+    let io = |e: std::io::Error| Error::internal(format!("writing the export: {e}"));
+    let header = json!({"format": BUNDLE_FORMAT, "version": BUNDLE_VERSION, "tenant": caller.tenant,
+        "principal": caller.principal, "exported_at": s.backend.clock.now().to_rfc3339()});
+    writeln!(out, "{header}").map_err(io)?;
+    let mut report = ExportReport::default();
+    let mut hashes = Vec::new();
+    let scope = MemoryScope::Personal(caller.principal.to_string());
+    let mut page = PageRequest::first(500);
+    let mut memories = Vec::new();
+    loop {
+        let p = s.backend.records.list_memory(&caller.tenant, &scope, &page).await?;
+        memories.extend(p.items);
+        match p.next_cursor {
+            Some(c) => page = PageRequest::after(500, c),
+            None => break,
+        }
+    }
+    memories.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+    let mut done = 0;
+    for m in &memories {
+        let h = hash(&memory_canonical(m));
+        let item = serde_json::to_value(m).map_err(|e| Error::internal(format!("memory {}: {e}", m.id)))?;
+        let line = Line { kind: "memory", scope: None, sha256: h.clone(), item };
+        writeln!(out, "{}", serde_json::to_string(&line).unwrap_or_default()).map_err(io)?;
+        hashes.push(h);
+        report.memories += 1;
+        done += 1;
+        progress(done);
+    }
+    let mut scopes = vec!["personal".to_owned()];
+    scopes.extend(caller.projects.iter().map(|p| format!("project:{p}")));
+    for scope in &scopes {
+        let (mut entities, mut relations) = s.graph.stored(caller, scope).await?;
+        entities.sort_by(|a, b| a.name.cmp(&b.name));
+        relations.sort();
+        for e in &entities {
+            let item = serde_json::to_value(e).unwrap_or(Value::Null);
+            let h = hash(&item);
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&Line { kind: "entity", scope: Some(scope), sha256: h.clone(), item }).unwrap_or_default()
+            )
+            .map_err(io)?;
+            hashes.push(h);
+        }
+        for r in &relations {
+            let item = serde_json::to_value(r).unwrap_or(Value::Null);
+            let h = hash(&item);
+            writeln!(
+                out,
+                "{}",
+                serde_json::to_string(&Line { kind: "relation", scope: Some(scope), sha256: h.clone(), item })
+                    .unwrap_or_default()
+            )
+            .map_err(io)?;
+            hashes.push(h);
+        }
+        report.entities += entities.len();
+        report.relations += relations.len();
+        done += entities.len() + relations.len();
+        progress(done);
+    }
+    report.digest = crate::sha256_hex(&hashes.join("\n"));
+    Ok(report)
+}
+
+/// Writes one scope's knowledge graph as the reference server's `memory.jsonl`
+/// (entities, then relations; its key order).
+///
+/// # Errors
+/// `FORBIDDEN`; `UNAVAILABLE`; the writer's failure as `INTERNAL`.
+pub async fn export_memory_jsonl(
+    s: &Services,
+    caller: &CallerContext,
+    scope: &str,
+    out: &mut (dyn std::io::Write + Send),
+) -> Result<ExportReport> {
+    let io = |e: std::io::Error| Error::internal(format!("writing the export: {e}"));
+    let (mut entities, mut relations) = s.graph.stored(caller, scope).await?;
+    entities.sort_by(|a, b| a.name.cmp(&b.name));
+    relations.sort();
+    let mut hashes = Vec::new();
+    for e in &entities {
+        let line = format!(
+            "{{\"type\":\"entity\",\"name\":{},\"entityType\":{},\"observations\":{}}}",
+            json!(e.name),
+            json!(e.entity_type),
+            json!(e.observations)
+        );
+        writeln!(out, "{line}").map_err(io)?;
+        hashes.push(hash(&serde_json::to_value(e).unwrap_or(Value::Null)));
+    }
+    for r in &relations {
+        let line = format!(
+            "{{\"type\":\"relation\",\"from\":{},\"to\":{},\"relationType\":{}}}",
+            json!(r.from),
+            json!(r.to),
+            json!(r.relation_type)
+        );
+        writeln!(out, "{line}").map_err(io)?;
+        hashes.push(hash(&serde_json::to_value(r).unwrap_or(Value::Null)));
+    }
+    Ok(ExportReport {
+        memories: 0,
+        entities: entities.len(),
+        relations: relations.len(),
+        digest: crate::sha256_hex(&hashes.join("\n")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_corrupt_line_is_named_and_nothing_is_returned() {
+        let text = "{\"type\":\"entity\",\"name\":\"a\",\"entityType\":\"t\",\"observations\":[\"x\"]}\n{\"type\":\"entity\",\"name\":\n{\"type\":\"relation\",\"from\":\"a\",\"to\":\"b\",\"relationType\":\"r\"}\n{\"type\":\"thing\"}\n";
+        let problems = parse_memory_jsonl(text, "personal").unwrap_err();
+        assert_eq!(problems.iter().map(|p| p.at.as_str()).collect::<Vec<_>>(), ["line 2", "line 4"]);
+        let ok = parse_memory_jsonl("{\"type\":\"relation\",\"from\":\"a\",\"to\":\"b\",\"relationType\":\"r\"}\n", "personal")
+            .unwrap();
+        assert_eq!(ok.counts(), (0, 0, 1));
+    }
+
+    #[test]
+    fn mem0_and_generic_shapes() {
+        let mem0 = r#"{"results":[{"id":"m1","memory":"Likes tea","user_id":"ada","created_at":"2025-01-02T03:04:05Z","metadata":{"src":"chat"},"categories":["food"]}]}"#;
+        let s = parse_memories(mem0).unwrap();
+        assert_eq!(s.memories[0].body, "Likes tea");
+        assert_eq!(s.memories[0].metadata.as_ref().unwrap()["categories"][0], "food");
+        assert!(s.memories[0].created_at.is_some());
+        assert_eq!(Format::sniff(mem0), Format::Mem0);
+        let generic =
+            "{\"text\":\"Ships on Fridays\",\"metadata\":{\"team\":\"web\"},\"created_at\":\"2026-03-01\"}\n{\"text\":\"\"}\n";
+        assert_eq!(Format::sniff(generic), Format::Jsonl);
+        let p = parse_memories(generic).unwrap_err();
+        assert_eq!(p[0].at, "line 2");
+        let array = r#"[{"memory":"a"},{"memory":"b","created_at":1700000000}]"#;
+        assert_eq!(parse_memories(array).unwrap().memories[1].created_at, Some(Timestamp(1_700_000_000_000)));
+    }
+
+    #[test]
+    fn markdown_notes_keep_their_front_matter() {
+        let notes = vec![
+            ("a.md".to_owned(), "---\ntitle: Deploys\ndate: 2026-02-03\ntags: [ops]\n---\nWe deploy on Tuesdays.\n".to_owned()),
+            ("b.md".to_owned(), "Plain note.".to_owned()),
+            ("c.md".to_owned(), "---\ntitle: empty\n---\n".to_owned()),
+        ];
+        let p = parse_markdown(&notes).unwrap_err();
+        assert_eq!(p, vec![problem("c.md", "the note has no text")]);
+        let s = parse_markdown(&notes[..2]).unwrap();
+        assert_eq!(s.memories[0].body, "We deploy on Tuesdays.");
+        let meta = s.memories[0].metadata.as_ref().unwrap();
+        assert_eq!(meta["front_matter"]["title"], "Deploys");
+        assert_eq!(meta["front_matter"]["tags"], "[ops]");
+        assert!(s.memories[0].created_at.is_some());
+        assert_eq!(s.memories[1].metadata.as_ref().unwrap()["path"], "b.md");
+    }
+}
