@@ -187,3 +187,42 @@ async fn gates_from_events() {
     assert_eq!(status, 403, "{v}");
     assert_eq!(v["error"]["code"], "FORBIDDEN");
 }
+
+/// The dashboard on the approvals function, from `events/dashboard.json` and
+/// `events/dashboard-stats.json`: a browser gets the sign-in page with forms posting to
+/// the stage's URL; `/api/stats` with a tenant's key gives the tenant's figures, and
+/// without a working key a 401.
+#[tokio::test]
+async fn the_dashboard_from_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = services(dir.path()).await;
+    let app = gateway::lambda::app(s.clone(), String::new());
+    let req = lambda_http::request::from_str(&event("dashboard.json").to_string()).unwrap();
+    let resp = app.clone().oneshot(req).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let cookie = resp.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
+    assert!(cookie.starts_with("__Host-ctn_dashboard_login=") && cookie.contains("Secure"), "{cookie}");
+    let html = String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(html.contains("action=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/dashboard/login\""), "{html}");
+
+    let demo = TenantId::new("demo").unwrap();
+    let key = s
+        .admin
+        .create_key(services::admin::KeyRequest {
+            tenant: demo,
+            scopes: domain::principal::Scopes::parse("tenant:read").unwrap(),
+            principal: None,
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
+        .unwrap()
+        .token;
+    let text = event("dashboard-stats.json").to_string().replace("Bearer KEY", &format!("Bearer {key}"));
+    let resp = app.clone().oneshot(lambda_http::request::from_str(&text).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let v: Value = serde_json::from_slice(&resp.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    assert_eq!((v["tenant"].as_str(), v["entities"].as_u64()), (Some("demo"), Some(1)), "{v}");
+    let resp = app.oneshot(lambda_http::request::from_str(&event("dashboard-stats.json").to_string()).unwrap()).await.unwrap();
+    assert_eq!(resp.status(), 401);
+}

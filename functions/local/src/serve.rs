@@ -79,13 +79,16 @@ pub async fn run(
              (or --from a wheel or folder offline)"
         );
     }
+    println!("Dashboard: {public_url}/ (sign in with the owner key)");
     println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());
     println!(
         "Owner key: {} ({})",
         home.key_path().display(),
         if home.created_key { "created now; keep it secret" } else { "existing" }
     );
-    println!("Next:      point an MCP client at the URL with header 'Authorization: Bearer <contents of the key file>'");
+    println!(
+        "Next:      continuity setup (connects the MCP clients installed here), or give a client the URL and 'Authorization: Bearer <key>'"
+    );
     tracing::info!(addr = %local, home = %home.path.display(), "listening");
     // `continuity stdio` sessions with a key attach to this server instead of opening
     // the home a second time.

@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Server, call_tool, cli, cli_with_stdin, client, spawn};
@@ -258,102 +258,7 @@ async fn console_sign_in_sessions_and_csrf() {
 
 // ------------------------------------------------------------------ the browser test
 
-struct Driver {
-    child: Child,
-    url: String,
-    session: String,
-    http: reqwest::Client,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-impl Driver {
-    async fn start() -> Self {
-        let port = free_port();
-        let child = Command::new("chromedriver")
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("chromedriver (Debian package chromium-driver; tests/run.sh installs it)");
-        let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while http.get(format!("{url}/status")).send().await.is_err() {
-            assert!(Instant::now() < deadline, "chromedriver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        let caps = json!({"capabilities": {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": {
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--disable-background-networking", "--disable-extensions", "--no-first-run", "--window-size=1280,1800"]
-        }}}});
-        let v: Value = http.post(format!("{url}/session")).json(&caps).send().await.unwrap().json().await.unwrap();
-        let session = v["value"]["sessionId"].as_str().unwrap_or_else(|| panic!("no WebDriver session: {v}")).to_owned();
-        Self { child, url, session, http }
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
-        let mut req = self.http.request(method, format!("{}/session/{}{path}", self.url, self.session));
-        if let Some(b) = body {
-            req = req.json(&b);
-        }
-        let v: Value = req.send().await.unwrap().json().await.unwrap();
-        assert!(v["value"].get("error").is_none(), "WebDriver {path}: {v}");
-        v["value"].clone()
-    }
-
-    async fn go(&self, url: &str) {
-        self.call(reqwest::Method::POST, "/url", Some(json!({"url": url}))).await;
-    }
-
-    async fn find(&self, css: &str) -> String {
-        let v = self.call(reqwest::Method::POST, "/element", Some(json!({"using": "css selector", "value": css}))).await;
-        v.as_object().unwrap().values().next().unwrap().as_str().unwrap().to_owned()
-    }
-
-    async fn type_into(&self, css: &str, text: &str) {
-        let e = self.find(css).await;
-        self.call(reqwest::Method::POST, &format!("/element/{e}/value"), Some(json!({"text": text}))).await;
-    }
-
-    async fn click(&self, css: &str) {
-        let e = self.find(css).await;
-        self.call(reqwest::Method::POST, &format!("/element/{e}/click"), Some(json!({}))).await;
-    }
-
-    async fn source(&self) -> String {
-        self.call(reqwest::Method::GET, "/source", None).await.as_str().unwrap().to_owned()
-    }
-
-    /// The page once it contains every one of `needles` (a click that submits a form
-    /// returns before the next page has loaded), or fails after 20 s showing the page.
-    async fn wait_for(&self, needles: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let page = self.source().await;
-            if needles.iter().all(|n| page.contains(n)) {
-                return page;
-            }
-            assert!(Instant::now() < deadline, "the page never showed {needles:?}: {page}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    async fn screenshot(&self) -> Vec<u8> {
-        let b64 = self.call(reqwest::Method::GET, "/screenshot", None).await;
-        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64.as_str().unwrap()).unwrap()
-    }
-}
+use common::browser::Driver;
 
 #[tokio::test]
 async fn a_browser_approves_one_proposal_and_rejects_another() {

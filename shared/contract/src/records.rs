@@ -521,6 +521,10 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
     assert_eq!(p.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a4", "a3", "a2"]);
     let p2 = r.list_audit(&t, &PageRequest::after(3, p.next_cursor.unwrap())).await.unwrap();
     assert_eq!(p2.items.iter().map(|a| a.id.to_string()).collect::<Vec<_>>(), ["a1", "a0"]);
+    // Counting a part (the dashboard's figures), bounded.
+    assert_eq!(r.count(t.as_str(), "audit", "", 100).await.unwrap(), 5);
+    assert_eq!(r.count(t.as_str(), "audit", "", 3).await.unwrap(), 3);
+    assert_eq!(r.count(t.as_str(), "audit", "9", 100).await.unwrap(), 0);
     // Many records of two tenants at once, across several atomic groups.
     let (t1, t2) = (fresh_tenant("aud"), fresh_tenant("aud"));
     let many: Vec<AuditRecord> = (0..60)

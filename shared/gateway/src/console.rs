@@ -51,7 +51,7 @@ fn cookie_name(base: &str, name: &str) -> String {
     if base.starts_with("https://") { format!("__Host-{name}") } else { name.to_owned() }
 }
 
-fn cookie(headers: &HeaderMap, base: &str, name: &str) -> Option<String> {
+pub(crate) fn cookie(headers: &HeaderMap, base: &str, name: &str) -> Option<String> {
     let name = cookie_name(base, name);
     headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
         let (k, v) = kv.trim().split_once('=')?;
@@ -59,7 +59,7 @@ fn cookie(headers: &HeaderMap, base: &str, name: &str) -> Option<String> {
     })
 }
 
-fn set_cookie(resp: &mut Response, base: &str, name: &str, value: &str, max_age: i64) {
+pub(crate) fn set_cookie(resp: &mut Response, base: &str, name: &str, value: &str, max_age: i64) {
     let secure = base.starts_with("https://");
     let c = format!(
         "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
@@ -71,11 +71,11 @@ fn set_cookie(resp: &mut Response, base: &str, name: &str, value: &str, max_age:
     }
 }
 
-fn same(a: &str, b: &str) -> bool {
+pub(crate) fn same(a: &str, b: &str) -> bool {
     !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
+pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(
         "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\">\
          <title>{t} · Continuity</title><style>\
@@ -98,13 +98,13 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
 }
 
 /// The status of a failed console request; the failure is logged like any request's.
-fn status_of(e: &Error) -> StatusCode {
+pub(crate) fn status_of(e: &Error) -> StatusCode {
     services::log_failure(e, "console");
     crate::error::status(e)
 }
 
 /// A message for a person: ours, never a backend's internals.
-fn message_of(e: &Error) -> String {
+pub(crate) fn message_of(e: &Error) -> String {
     match e.code {
         ErrorCode::Unavailable | ErrorCode::Internal => "The service is unavailable; try again in a moment.".to_owned(),
         _ => e.message.clone(),
@@ -300,11 +300,11 @@ async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(C
     state.services.auth.console_session(&token, base).await
 }
 
-fn base(state: &AppState, b: Option<Extension<BaseUrl>>) -> String {
+pub(crate) fn base(state: &AppState, b: Option<Extension<BaseUrl>>) -> String {
     base_of(state, b.as_ref().map(|b| &b.0))
 }
 
-fn redirect(to: &str) -> Response {
+pub(crate) fn redirect(to: &str) -> Response {
     let mut resp = StatusCode::SEE_OTHER.into_response();
     if let Ok(v) = HeaderValue::from_str(to) {
         resp.headers_mut().insert(header::LOCATION, v);
@@ -340,7 +340,7 @@ pub async fn show(
     }
 }
 
-fn form(body: &Bytes) -> Option<Params> {
+pub(crate) fn form(body: &Bytes) -> Option<Params> {
     Params::parse(body).ok()
 }
 

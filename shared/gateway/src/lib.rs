@@ -24,7 +24,9 @@
 //!   /v1/capabilities/{name}`); [`ingest`]: the ingest API, connectors, the KB documents
 //!   and the review queue; [`approvals`]: the approver API; [`gates`]: the gate API
 //!   (set, verify with 200/403/404, request, list); [`console`]: the approvals console
-//!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests).
+//!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests);
+//!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph, audit;
+//!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
 
 pub mod admin;
 pub mod approvals;
@@ -33,6 +35,7 @@ pub mod body;
 pub mod capabilities;
 pub mod console;
 pub mod cors;
+pub mod dashboard;
 pub mod error;
 pub mod gates;
 pub mod ingest;

@@ -237,7 +237,18 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals/login", post(crate::console::login))
         .route("/approvals/logout", post(crate::console::logout))
         .route("/approvals/{id}/decide", post(crate::console::decide))
-        .route("/approvals/gates/decide", post(crate::console::decide_gate));
+        .route("/approvals/gates/decide", post(crate::console::decide_gate))
+        // The dashboard signs its users in the same way; /api/stats also takes a bearer.
+        .route("/dashboard", get(crate::dashboard::overview))
+        .route("/dashboard/login", post(crate::dashboard::login))
+        .route("/dashboard/logout", post(crate::dashboard::logout))
+        .route("/dashboard/memory", get(crate::dashboard::memory))
+        .route("/dashboard/memory/{id}", get(crate::dashboard::entry))
+        .route("/dashboard/memory/{id}/forget", post(crate::dashboard::forget))
+        .route("/dashboard/memory/{id}/propose", post(crate::dashboard::propose))
+        .route("/dashboard/graph", get(crate::dashboard::graph))
+        .route("/dashboard/audit", get(crate::dashboard::audit))
+        .route("/api/stats", get(crate::dashboard::stats_json));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(crate::prometheus::metrics_text))
@@ -245,6 +256,7 @@ pub fn router(state: AppState) -> Router {
         .merge(console)
         .merge(protected)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), crate::dashboard::browser_root))
         .layer(middleware::from_fn(limit_body))
         .layer(middleware::from_fn_with_state(state.clone(), crate::throttle::per_source))
         .layer(middleware::from_fn_with_state(state.clone(), crate::cors::cors))

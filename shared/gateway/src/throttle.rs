@@ -26,6 +26,7 @@ const LIMITS: &[(&str, &str, u32)] = &[
     ("/oauth/revoke", "revoke", 300),
     ("/oauth/authorize", "sign-in", 60),
     ("/approvals/login", "console-sign-in", 30),
+    ("/dashboard/login", "dashboard-sign-in", 30),
 ];
 
 /// The bucket an address counts in: itself, or its /64 for IPv6.

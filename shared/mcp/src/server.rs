@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use domain::Error;
 use domain::principal::{CallerContext, Scope, Toolset};
-use ports::records::IdempotencyStore as _;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     Implementation, JsonObject, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -245,47 +244,30 @@ impl ContinuityMcp {
 /// first call's result instead of running twice.
 pub const IDEMPOTENCY_META: &str = "continuity.dev/idempotency-key";
 
-/// How long a call with an idempotency key may be running before a repeat is told its
-/// outcome is unknown (the server stopped during it) rather than to wait.
-const CALL_RUNNING_GRACE_MS: i64 = 120_000;
-
 impl ContinuityMcp {
     /// [`Self::call`] at most once per `(caller's principal, key)`: the first call runs
     /// and its result is kept; a repeat gets that result back, marked
     /// `_meta["continuity.dev/replayed"] = true`.
     pub async fn call_once(&self, caller: &CallerContext, key: &str, name: &str, args: Option<JsonObject>) -> CallToolResult {
-        let records = &self.services.backend.records;
-        let full = format!("{}/{key}", caller.principal);
-        let now = self.services.backend.clock.now();
-        match records.begin_call(&caller.tenant, &full, now).await {
+        match services::calls::begin(&self.services, caller, key).await {
             Err(e) => render::error(&e),
-            Ok(None) => {
+            Ok(services::calls::Begun::First { started_at }) => {
                 let result = self.call(caller, name, args).await;
-                let outcome = serde_json::to_value(&result).ok();
-                let record = ports::records::CallRecord { started_at: now, outcome };
-                if let Err(e) = records.finish_call(&caller.tenant, &full, &record).await {
+                let outcome = serde_json::to_value(&result).unwrap_or(Value::Null);
+                if let Err(e) = services::calls::finish(&self.services, caller, key, started_at, outcome).await {
                     tracing::warn!(code = ?e.code, "the outcome of an idempotent call was not kept; a repeat will be told it is unknown");
                 }
                 result
             }
-            Ok(Some(ports::records::CallRecord { outcome: Some(outcome), .. })) => {
-                match serde_json::from_value::<CallToolResult>(outcome) {
-                    Ok(mut r) => {
-                        let mut meta = r.meta.take().unwrap_or_default();
-                        meta.insert("continuity.dev/replayed".into(), Value::Bool(true));
-                        r.meta = Some(meta);
-                        r
-                    }
-                    Err(_) => render::error(&Error::internal("a kept call outcome could not be read")),
+            Ok(services::calls::Begun::Done(outcome)) => match serde_json::from_value::<CallToolResult>(outcome) {
+                Ok(mut r) => {
+                    let mut meta = r.meta.take().unwrap_or_default();
+                    meta.insert("continuity.dev/replayed".into(), Value::Bool(true));
+                    r.meta = Some(meta);
+                    r
                 }
-            }
-            Ok(Some(running)) if now.0 - running.started_at.0 < CALL_RUNNING_GRACE_MS => {
-                render::error(&Error::unavailable("a call with this idempotency key is still running").with_retry_after(5))
-            }
-            Ok(Some(_)) => render::error(&Error::conflict(
-                "a call with this idempotency key was cut short (the server stopped during it); its outcome is unknown: \
-                 check before sending it again with a new key",
-            )),
+                Err(_) => render::error(&Error::internal("a kept call outcome could not be read")),
+            },
         }
     }
 }

@@ -158,6 +158,39 @@ pub fn cache_lookup(hit: bool) {
     add(if hit { Counter::CacheHits } else { Counter::CacheMisses }, 1);
 }
 
+/// One route's totals in this process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RouteTotals {
+    pub route: String,
+    pub requests: u64,
+    pub errors: u64,
+    /// Summed latency, seconds.
+    pub seconds: f64,
+}
+
+/// This process's totals: every route's, and cache hits and misses.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    pub routes: Vec<RouteTotals>,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
+/// The totals so far (for the dashboard's figures).
+pub fn snapshot() -> Snapshot {
+    let g = registry();
+    let Some(r) = g.as_ref() else { return Snapshot::default() };
+    Snapshot {
+        routes: r
+            .routes
+            .iter()
+            .map(|(k, v)| RouteTotals { route: k.clone(), requests: v.requests, errors: v.errors, seconds: v.seconds })
+            .collect(),
+        cache_hits: r.counters.get(&Counter::CacheHits).map_or(0, |v| v.0),
+        cache_misses: r.counters.get(&Counter::CacheMisses).map_or(0, |v| v.0),
+    }
+}
+
 /// The registry in the Prometheus text exposition format (version 0.0.4).
 pub fn prometheus() -> String {
     let g = registry();

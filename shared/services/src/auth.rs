@@ -195,6 +195,81 @@ impl Authenticator {
         Ok((caller, c.csrf))
     }
 
+    /// Opens a dashboard session with an API key holding `admin` or `tenant:read`.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for anything but a valid, unrevoked API key; `FORBIDDEN` for a
+    /// key with neither scope; `UNAVAILABLE`.
+    pub async fn dashboard_login(&self, key: &str, base: &str) -> Result<(String, CallerContext)> {
+        let key = key.trim();
+        if !key.starts_with(KEY_PREFIX) {
+            return Err(Error::unauthenticated("sign in with an API key (ctn_…)"));
+        }
+        let caller = self.authenticate_token(key, base).await?;
+        if !may_open_dashboard(&caller.scopes) {
+            return Err(Error::forbidden("the dashboard needs a key with the tenant:read or admin scope"));
+        }
+        let (_, key_id, _) = parse_key(key).ok_or_else(|| Error::unauthenticated("invalid, expired or revoked credentials"))?;
+        let (token, _) =
+            self.tokens.issue_console(base, &caller.tenant, &caller.principal, &format!("dash:key:{key_id}")).await?;
+        Ok((token, caller))
+    }
+
+    /// The caller behind a dashboard session and its CSRF secret. The key, or the user
+    /// (enabled, owner or admin), is read again on every request. An approvals-console
+    /// session is not a dashboard session, nor the reverse.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for an invalid or expired session, a revoked key, a disabled user
+    /// or a lowered role; `UNAVAILABLE`.
+    pub async fn dashboard_session(&self, token: &str, base: &str) -> Result<(CallerContext, String)> {
+        let invalid = || Error::unauthenticated("the session has ended; sign in again");
+        let c = self
+            .tokens
+            .verify_console(token, base)
+            .await
+            .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
+        let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
+        let caller = if let Some(key_id) = c.via.strip_prefix("dash:key:") {
+            let key_id = Id::new(key_id).map_err(|_| invalid())?;
+            let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+            if record.revoked_at.is_some() || record.principal.as_str() != c.sub || !may_open_dashboard(&record.scopes) {
+                return Err(invalid());
+            }
+            self.key_caller(tenant, record, format!("dashboard:key:{key_id}")).await
+        } else if let Some(email) = c.via.strip_prefix("dash:user:") {
+            let login = self.backend.records.get_login(&tenant, email).await?.ok_or_else(invalid)?;
+            let principal = self.backend.records.get_principal(&tenant, &login.principal).await?.ok_or_else(invalid)?;
+            let owner_or_admin = matches!(principal.role, domain::principal::Role::Owner | domain::principal::Role::Admin);
+            if login.disabled || login.principal.as_str() != c.sub || !owner_or_admin {
+                return Err(invalid());
+            }
+            let plan = self.tenant_config(&tenant).await?.ok_or_else(invalid)?.plan;
+            // What the role may hold, but deciding approvals (that is the console's).
+            let scopes = principal
+                .role
+                .allowed_scopes()
+                .0
+                .into_iter()
+                .filter(|s| *s != domain::principal::Scope::ApprovalsDecide)
+                .collect();
+            Ok(CallerContext {
+                tenant,
+                principal: login.principal,
+                scopes: domain::principal::Scopes(scopes),
+                plan,
+                teams: principal.teams.clone(),
+                projects: principal.projects.clone(),
+                credential: format!("dashboard:user:{}", principal.id),
+                toolsets: domain::principal::Toolsets::default(),
+            })
+        } else {
+            return Err(invalid());
+        }
+        .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
+        Ok((caller, c.csrf))
+    }
+
     async fn authenticate_jwt(&self, token: &str, base: &str) -> Result<CallerContext> {
         let v = self.tokens.verify(token, base).await?;
         // The tenant must still exist; its plan is read fresh (cached 5 min), never from the token.
@@ -290,6 +365,11 @@ impl Authenticator {
         }
         Ok(found)
     }
+}
+
+/// Whether a key's scopes open the dashboard: `admin` or `tenant:read`.
+fn may_open_dashboard(scopes: &domain::principal::Scopes) -> bool {
+    scopes.contains(domain::principal::Scope::Admin) || scopes.contains(domain::principal::Scope::TenantRead)
 }
 
 #[cfg(test)]

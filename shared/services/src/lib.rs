@@ -28,6 +28,9 @@
 //!   checked by hash per record type.
 //! - [`maintenance`]: retention (ledger, session memory, expired OAuth records) and the
 //!   scheduled jobs; [`changes`]: in-process change notices for MCP sessions.
+//! - [`calls`]: tool calls with an idempotency key run once per principal and key.
+//! - [`stats`]: the dashboard's figures of a tenant (store counts, this process's cache
+//!   and latency).
 //! - [`migrate`]: import (the reference `memory.jsonl`, mem0 and generic JSONL exports,
 //!   Markdown notes, our bundle) checked whole before writing and read back by hash;
 //!   export (our bundle, `memory.jsonl`).
@@ -44,6 +47,7 @@ pub mod audit;
 pub mod auth;
 pub mod backup;
 pub mod backup_records;
+pub mod calls;
 pub mod capabilities;
 pub mod changes;
 pub mod engineering;
@@ -56,6 +60,7 @@ pub mod maintenance;
 pub mod migrate;
 pub mod oauth;
 pub mod search;
+pub mod stats;
 pub mod tools;
 pub mod work;
 

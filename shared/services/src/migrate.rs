@@ -432,6 +432,33 @@ pub fn parse_bundle(text: &str) -> std::result::Result<Source, Vec<Problem>> {
     finish(source, problems)
 }
 
+/// `principal` of `tenant` as the caller of an import or export run by an operator: the
+/// memory scopes, with the principal's own teams and projects.
+///
+/// # Errors
+/// `NOT_FOUND` for an unknown tenant or principal; `UNAVAILABLE`.
+pub async fn principal_caller(s: &Services, tenant: &domain::TenantId, principal: &Id) -> Result<CallerContext> {
+    use domain::principal::{Scope, Scopes, Toolsets};
+    use ports::records::PrincipalStore as _;
+    let t = s.admin.show_tenant(tenant).await?;
+    let p = s
+        .backend
+        .records
+        .get_principal(tenant, principal)
+        .await?
+        .ok_or_else(|| Error::not_found(format!("principal {principal} of tenant {tenant} (see `continuity user list`)")))?;
+    Ok(CallerContext {
+        tenant: t.id,
+        principal: principal.clone(),
+        scopes: Scopes([Scope::McpTools, Scope::MemoryRead, Scope::MemoryWrite, Scope::TenantRead].into_iter().collect()),
+        plan: t.plan,
+        teams: p.teams,
+        projects: p.projects,
+        credential: "cli".into(),
+        toolsets: Toolsets::default(),
+    })
+}
+
 /// What an import did (or, dry, would do).
 #[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
 pub struct ImportReport {

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
-use domain::principal::{CallerContext, Scope, Scopes, Toolsets};
+use domain::principal::CallerContext;
 use domain::{Id, TenantId};
-use ports::records::PrincipalStore as _;
 use services::migrate::{self, Format, Source};
 
 use crate::progress::Progress;
@@ -54,22 +53,8 @@ pub struct ExportArgs {
     principal: Id,
 }
 
-/// The principal as a caller holding the memory scopes, with its teams and projects.
 async fn caller(s: &services::Services, tenant: &TenantId, principal: &Id) -> anyhow::Result<CallerContext> {
-    let t = s.admin.show_tenant(tenant).await.map_err(super::domain_err)?;
-    let p = s.backend.records.get_principal(tenant, principal).await.map_err(super::domain_err)?.ok_or_else(|| {
-        anyhow!("tenant {tenant} has no principal {principal}: name one with --principal (see `continuity user list`)")
-    })?;
-    Ok(CallerContext {
-        tenant: t.id,
-        principal: principal.clone(),
-        scopes: Scopes([Scope::McpTools, Scope::MemoryRead, Scope::MemoryWrite, Scope::TenantRead].into_iter().collect()),
-        plan: t.plan,
-        teams: p.teams,
-        projects: p.projects,
-        credential: "cli".into(),
-        toolsets: Toolsets::default(),
-    })
+    migrate::principal_caller(s, tenant, principal).await.map_err(super::domain_err)
 }
 
 /// The notes of a folder: every `.md`/`.markdown` file under it (hidden folders

@@ -9,6 +9,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+pub mod browser;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
 pub struct Server {

@@ -382,6 +382,25 @@ impl Records {
         Ok(e)
     }
 
+    /// How many items of `part` in `tenant` have a sort key starting with `prefix`,
+    /// counting at most `max` (a figure for people, bounded so it stays cheap).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn count(&self, tenant: &str, part: &str, prefix: &str, max: u64) -> Result<u64> {
+        let mut n = 0u64;
+        let mut after: Option<String> = None;
+        loop {
+            let q = Query { tenant, part, prefix, after: after.as_deref(), limit: 1000, descending: false };
+            let (items, more) = self.items.query(q).await?;
+            n += items.len() as u64;
+            if !more || n >= max {
+                return Ok(n.min(max));
+            }
+            after = items.last().map(|i| i.sk.clone());
+        }
+    }
+
     pub fn items(&self) -> &Arc<dyn ItemStore> {
         &self.items
     }

@@ -194,14 +194,13 @@ impl OAuthService {
         Ok(PasswordCheck::Wrong)
     }
 
-    /// Opens an approvals-console session (SPEC §6.4) for a user who signs in with their
-    /// workspace, e-mail and password and whose role may decide approvals (owner, admin,
-    /// approver). Returns the signed session.
+    /// Signs a user in on the approvals console: the password checked like the login
+    /// page's (10 failures a minute per source and per account), the role one that may
+    /// decide (owner, admin, approver). Returns the console session token.
     ///
     /// # Errors
-    /// `UNAUTHENTICATED` (one message) for an unknown workspace or e-mail, a disabled
-    /// user or a wrong password; `FORBIDDEN` for a role that cannot decide (member);
-    /// `RATE_LIMITED` after too many attempts; `UNAVAILABLE`.
+    /// `UNAUTHENTICATED` for a wrong workspace, e-mail or password (one message);
+    /// `FORBIDDEN` for a role that may not decide; `RATE_LIMITED`; `UNAVAILABLE`.
     pub async fn console_login_user(
         &self,
         base: &str,
@@ -209,6 +208,53 @@ impl OAuthService {
         email: &str,
         password: &str,
         source: Option<std::net::IpAddr>,
+    ) -> Result<String> {
+        let may_decide = |r: domain::principal::Role| r.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide);
+        self.page_login(
+            base,
+            (tenant, email, password),
+            source,
+            may_decide,
+            "Your role cannot decide approvals (it takes owner, admin or approver).",
+            "user:",
+        )
+        .await
+    }
+
+    /// Signs a user in on the dashboard: as [`Self::console_login_user`], for owners and
+    /// admins; the session is the dashboard's (`dash:user:`), not the approvals console's.
+    ///
+    /// # Errors
+    /// As [`Self::console_login_user`]; `FORBIDDEN` for a role other than owner or admin.
+    pub async fn dashboard_login_user(
+        &self,
+        base: &str,
+        tenant: &str,
+        email: &str,
+        password: &str,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<String> {
+        let owner_or_admin =
+            |r: domain::principal::Role| matches!(r, domain::principal::Role::Owner | domain::principal::Role::Admin);
+        self.page_login(
+            base,
+            (tenant, email, password),
+            source,
+            owner_or_admin,
+            "The dashboard is for owners and admins of the workspace.",
+            "dash:user:",
+        )
+        .await
+    }
+
+    async fn page_login(
+        &self,
+        base: &str,
+        (tenant, email, password): (&str, &str, &str),
+        source: Option<std::net::IpAddr>,
+        allowed: impl Fn(domain::principal::Role) -> bool,
+        refusal: &str,
+        via: &str,
     ) -> Result<String> {
         let login = match self.check_password(tenant, email, password, source).await? {
             PasswordCheck::Ok(l) => l,
@@ -220,12 +266,12 @@ impl OAuthService {
             PasswordCheck::Unavailable => return Err(Error::unavailable("the sign-in limiter is unavailable")),
         };
         let role = self.backend.records.get_principal(&login.tenant, &login.principal).await?.map(|p| p.role);
-        if !role.is_some_and(|r| r.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide)) {
-            return Err(Error::forbidden("Your role cannot decide approvals (it takes owner, admin or approver)."));
+        if !role.is_some_and(allowed) {
+            return Err(Error::forbidden(refusal));
         }
-        tracing::info!(tenant = %login.tenant, principal = %login.principal, "approvals console: user signed in");
+        tracing::info!(tenant = %login.tenant, principal = %login.principal, via, "console page: user signed in");
         let (token, _) =
-            self.tokens.issue_console(base, &login.tenant, &login.principal, &format!("user:{}", login.email)).await?;
+            self.tokens.issue_console(base, &login.tenant, &login.principal, &format!("{via}{}", login.email)).await?;
         Ok(token)
     }
 

@@ -1,0 +1,279 @@
+//! The dashboard through the router: a browser's `GET /` is sent to it (an API client's
+//! is not); sign-in with a key (CSRF-checked) — refused for a key without `tenant:read`
+//! or `admin`; the overview and `GET /api/stats` give the figures the store holds
+//! (counted independently here, part by part); the memory browser, an entry with its
+//! lineage, forgetting a personal memory and proposing a change to an org entry (forms
+//! without the session's CSRF token change nothing); the graph drawn; the audit log
+//! filtered; an approvals-console session does not open the dashboard.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use axum::body::Body;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{Id, TenantId};
+use http::Request;
+use http_body_util::BodyExt;
+use ports::records::MemoryStore as _;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+struct Resp {
+    status: u16,
+    headers: http::HeaderMap,
+    body: String,
+}
+
+async fn send(app: &axum::Router, req: Request<Body>) -> Resp {
+    let resp = app.clone().oneshot(req).await.unwrap();
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    Resp { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
+fn get(uri: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut b = Request::builder().uri(uri).header("host", "localhost").header("accept", "text/html");
+    if let Some(c) = cookie {
+        b = b.header("cookie", c);
+    }
+    b.body(Body::empty()).unwrap()
+}
+
+fn post(uri: &str, cookie: &str, form: &[(&str, &str)]) -> Request<Body> {
+    let body: String = form
+        .iter()
+        .map(|(k, v)| {
+            format!("{k}={}", v.replace('%', "%25").replace('&', "%26").replace('+', "%2B").replace(' ', "+").replace('=', "%3D"))
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header("host", "localhost")
+        .header("cookie", cookie)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from(body))
+        .unwrap()
+}
+
+fn set_cookie(r: &Resp, name: &str) -> String {
+    r.headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix(&format!("{name}=")).map(|v| v.split(';').next().unwrap().to_owned()))
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+}
+
+fn csrf_of(html: &str) -> String {
+    html.split("name=csrf value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned()
+}
+
+/// Signs in with `key`; the session cookie and its CSRF secret.
+async fn sign_in(app: &axum::Router, key: &str) -> Result<(String, String), Resp> {
+    let login = send(app, get("/dashboard", None)).await;
+    let csrf = csrf_of(&login.body);
+    let login_cookie = format!("ctn_dashboard_login={}", set_cookie(&login, "ctn_dashboard_login"));
+    let r = send(app, post("/dashboard/login", &login_cookie, &[("csrf", &csrf), ("key", key)])).await;
+    if r.status != 303 {
+        return Err(r);
+    }
+    let cookie = format!("ctn_dashboard={}", set_cookie(&r, "ctn_dashboard"));
+    let page = send(app, get("/dashboard", Some(&cookie))).await;
+    Ok((cookie, csrf_of(&page.body)))
+}
+
+#[tokio::test]
+async fn the_dashboard_shows_what_the_store_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::services(dir.path());
+    let app = common::app(&s, "http://localhost");
+    let t = TenantId::new("dash").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    continuity_tests::demo::seed(&s, &t, "svc-reader").await;
+    let owner = common::key(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    let agent = common::key(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    for text in ["Prefers dark mode", "Works from Lisbon"] {
+        let v = common::rpc(&app, &owner, "tools/call", json!({"name": "memory.remember", "arguments": {"text": text}})).await;
+        assert_ne!(v["result"]["isError"], true, "{v}");
+    }
+    let hedged = "Maybe the onboarding kickoff should be run by the account owner rather than support.";
+    let v = common::rpc(
+        &app,
+        &agent,
+        "tools/call",
+        json!({"name": "memory.propose", "arguments": {"title": "Kickoff owner", "body": hedged, "kind": "decision"}}),
+    )
+    .await;
+    assert_eq!(v["result"]["structuredContent"]["proposal"]["state"], "awaiting_approval", "{v}");
+
+    // A browser at / is sent to the dashboard; an API client still gets the JSON answer.
+    let r = send(&app, get("/", None)).await;
+    assert_eq!((r.status, r.headers.get("location").unwrap().to_str().unwrap()), (303, "http://localhost/dashboard"));
+    let api = send(&app, Request::builder().uri("/").header("host", "localhost").body(Body::empty()).unwrap()).await;
+    assert_eq!(api.status, 401, "{}", api.body);
+    let r = send(&app, get("/dashboard", None)).await;
+    assert!(r.status == 200 && r.body.contains("Sign in with the key"), "{}", r.body);
+    assert!(r.headers.get("content-security-policy").unwrap().to_str().unwrap().contains("default-src 'none'"));
+
+    // A key with neither tenant:read nor admin is refused; a forged form too.
+    let writer = common::key(&s, &t, "mcp:tools memory:write").await;
+    let refused = sign_in(&app, &writer).await.unwrap_err();
+    assert!(refused.status == 403 && refused.body.contains("tenant:read"), "{}", refused.body);
+    let login = send(&app, get("/dashboard", None)).await;
+    let forged = send(&app, post("/dashboard/login", "ctn_dashboard_login=abc", &[("csrf", "xyz"), ("key", &owner)])).await;
+    assert!(forged.status == 403 && !forged.headers.contains_key("location"), "{}", login.status);
+
+    let (cookie, csrf) = sign_in(&app, &owner).await.map_err(|r| r.body).unwrap();
+
+    // The figures, counted here straight from the store, part by part.
+    let items = s.backend.records.items();
+    let count = |part: &'static str| {
+        let items = items.clone();
+        async move {
+            let (found, _) = items
+                .query(ports::items::Query { tenant: "dash", part, prefix: "", after: None, limit: 10_000, descending: false })
+                .await
+                .unwrap();
+            found.len() as u64
+        }
+    };
+    let stats = send(
+        &app,
+        Request::builder()
+            .uri("/api/stats")
+            .header("host", "localhost")
+            .header("authorization", format!("Bearer {owner}"))
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(stats.status, 200, "{}", stats.body);
+    let v: Value = serde_json::from_str(&stats.body).unwrap();
+    assert_eq!(v["entities"], count("entity").await);
+    assert_eq!(v["relationships"], count("rel_out").await);
+    assert_eq!(v["signals"], count("signal").await);
+    assert!(
+        v["entities"].as_u64().unwrap() > 0 && v["relationships"].as_u64().unwrap() > 0 && v["signals"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+    let waiting = s
+        .backend
+        .records
+        .items()
+        .query(ports::items::Query {
+            tenant: "dash",
+            part: "proposal_by_state",
+            prefix: "awaiting_approval#",
+            after: None,
+            limit: 100,
+            descending: false,
+        })
+        .await
+        .unwrap()
+        .0
+        .len();
+    assert_eq!(v["proposals_waiting"], waiting as u64);
+    assert_eq!(waiting, 1);
+    let all = s.backend.records.list_all_memory(&t, &domain::PageRequest::first(1000)).await.unwrap().items;
+    let personal_active = all.iter().filter(|m| m.scope.kind() == "personal" && m.state.name() == "active").count();
+    assert_eq!(v["memories"]["personal"]["active"], personal_active as u64, "{v}");
+    assert_eq!(
+        v["memories"]["org"]["active"],
+        all.iter().filter(|m| m.scope.kind() == "org" && m.state.name() == "active").count() as u64
+    );
+    // The same through the session cookie, and the overview shows them.
+    let by_cookie: Value = serde_json::from_str(&send(&app, get("/api/stats", Some(&cookie))).await.body).unwrap();
+    assert_eq!(by_cookie["entities"], v["entities"]);
+    let overview = send(&app, get("/dashboard", Some(&cookie))).await;
+    assert!(overview.body.contains(&format!("id=\"stat-entities\">{}</b>", v["entities"])), "{}", overview.body);
+    assert!(overview.body.contains("id=stat-waiting><a href=\"http://localhost/approvals\">1</a>"), "{}", overview.body);
+    assert!(!overview.body.contains("<script"), "no script");
+    // Without a credential: 401.
+    assert_eq!(
+        send(&app, Request::builder().uri("/api/stats").header("host", "localhost").body(Body::empty()).unwrap()).await.status,
+        401
+    );
+
+    // The memory browser: the personal memories, then a search.
+    let list = send(&app, get("/dashboard/memory?scope=personal", Some(&cookie))).await;
+    assert!(list.body.contains("Prefers dark mode") && list.body.contains("Works from Lisbon"), "{}", list.body);
+    let found = send(&app, get("/dashboard/memory?q=Lisbon", Some(&cookie))).await;
+    assert!(found.body.contains("Works from Lisbon"), "{}", found.body);
+    // An org entry of the demo set: its lineage and verification.
+    let org = all.iter().find(|m| m.scope.kind() == "org" && m.state.name() == "active").unwrap();
+    let page = send(&app, get(&format!("/dashboard/memory/{}", org.id), Some(&cookie))).await;
+    assert!(
+        page.body.contains("id=lineage") && page.body.contains("id=verification") && page.body.contains("Propose a change"),
+        "{}",
+        page.body
+    );
+
+    // Proposing a change: without the CSRF token nothing happens; with it, a proposal.
+    let path = format!("/dashboard/memory/{}/propose", org.id);
+    let bad = send(&app, post(&path, &cookie, &[("csrf", "nope"), ("title", "x"), ("body", "y")])).await;
+    assert_eq!(bad.status, 403);
+    let body = format!("{} Updated in the 2026 review.", org.body);
+    let ok = send(&app, post(&path, &cookie, &[("csrf", &csrf), ("title", &org.title), ("body", &body)])).await;
+    assert_eq!(ok.status, 303, "{}", ok.body);
+    let props = s
+        .backend
+        .records
+        .items()
+        .query(ports::items::Query { tenant: "dash", part: "proposal", prefix: "", after: None, limit: 100, descending: false })
+        .await
+        .unwrap()
+        .0;
+    assert!(
+        props.iter().any(|p| String::from_utf8_lossy(&p.body).contains(&format!("\"supersedes\":\"{}\"", org.id))),
+        "a superseding proposal"
+    );
+
+    // Forgetting a personal memory of one's own.
+    let mine = s
+        .backend
+        .records
+        .list_all_memory(&t, &domain::PageRequest::first(1000))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .find(|m| m.body == "Prefers dark mode")
+        .unwrap();
+    let gone = send(&app, post(&format!("/dashboard/memory/{}/forget", mine.id), &cookie, &[("csrf", &csrf)])).await;
+    assert_eq!(gone.status, 303, "{}", gone.body);
+    let after = s.backend.records.get_memory(&t, &Id::new(mine.id.to_string()).unwrap()).await.unwrap().unwrap();
+    assert_eq!(after.state.name(), "forgotten");
+
+    // The graph and the audit log.
+    let me = s.auth.authenticate_token(&owner, "http://localhost").await.unwrap();
+    let people = [
+        domain::graph::GraphEntity { name: "Ada <admin>".into(), entity_type: "person".into(), observations: vec![] },
+        domain::graph::GraphEntity { name: "Acme".into(), entity_type: "company".into(), observations: vec![] },
+    ];
+    let works =
+        [domain::graph::GraphRelation { from: "Ada <admin>".into(), to: "Acme".into(), relation_type: "works_at".into() }];
+    s.graph.import(&me, "personal", &people, &works).await.unwrap();
+    let g = send(&app, get("/dashboard/graph", Some(&cookie))).await;
+    assert!(
+        g.body.contains("2 entities, 1 relations") && g.body.contains("Ada &lt;admin&gt;") && !g.body.contains("Ada <admin>"),
+        "{}",
+        g.body
+    );
+    assert_eq!(g.body.matches("<circle").count(), 2);
+    let audit = send(&app, get("/dashboard/audit?action=memory.forget", Some(&cookie))).await;
+    assert!(audit.body.contains("memory.forget") && !audit.body.contains("tool:memory.remember"), "{}", audit.body);
+
+    // An approvals-console session is not a dashboard session.
+    let approver = common::key(&s, &t, "approvals:decide tenant:read").await;
+    let console = send(&app, get("/approvals", None)).await;
+    let ccsrf = csrf_of(&console.body);
+    let ccookie = format!("ctn_console_login={}", set_cookie(&console, "ctn_console_login"));
+    let signed = send(&app, post("/approvals/login", &ccookie, &[("csrf", &ccsrf), ("key", &approver)])).await;
+    let console_session = set_cookie(&signed, "ctn_console");
+    let r = send(&app, get("/dashboard", Some(&format!("ctn_dashboard={console_session}")))).await;
+    assert!(r.body.contains("Sign in with the key"), "a console token opens no dashboard");
+}
