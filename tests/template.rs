@@ -798,3 +798,26 @@ fn functions_that_open_sealed_records_may_use_the_vault_key() {
         assert!(allowed, "{f} cannot open sealed records: {policies}");
     }
 }
+
+/// The dashboard runs on the approvals function: its "propose a change" starts triage,
+/// and its overview reads the work queue's depth.
+#[test]
+fn the_dashboard_function_may_propose_and_read_the_queue_depth() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let actions: BTreeSet<String> = allow_statements(&e)
+        .into_iter()
+        .filter(|(f, _)| f == "ApprovalsFunction")
+        .flat_map(|(_, s)| strings(&s["Action"]))
+        .collect();
+    for a in ["states:StartExecution", "sqs:GetQueueAttributes", "states:SendTaskSuccess"] {
+        assert!(actions.contains(a), "ApprovalsFunction lacks {a}: {actions:?}");
+    }
+    let routes = t.routes();
+    for (method, path) in [("GET", "/dashboard"), ("GET", "/api/stats"), ("POST", "/dashboard/memory/{id}/{action}")] {
+        assert!(
+            routes.iter().any(|r| r.function == "ApprovalsFunction" && r.method == method && r.path == path),
+            "{method} {path} is not the approvals function's"
+        );
+    }
+}

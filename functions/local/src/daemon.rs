@@ -50,6 +50,16 @@ pub fn retire(home: &Path) {
 async fn live(home: &Path) -> Option<String> {
     let text = std::fs::read_to_string(home.join(DAEMON_FILE)).ok()?;
     let a: Announcement = serde_json::from_str(&text).ok()?;
+    // The announcing process must still be a `continuity serve` (where /proc tells): a
+    // port another program took over since would otherwise receive the key.
+    let proc = Path::new("/proc");
+    if proc.is_dir() {
+        let cmdline = std::fs::read(proc.join(a.pid.to_string()).join("cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if !args.iter().any(|a| *a == b"serve") {
+            return None;
+        }
+    }
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().ok()?;
     // Any answer means it runs (a degraded store answers 503 and still serves reads).
     http.get(format!("{}/healthz", a.url)).send().await.ok()?;

@@ -29,6 +29,7 @@ async fn main() -> std::process::ExitCode {
             }
             None => {
                 eprintln!("error: {e:#}");
+                eprintln!("next:  {}", cli::next_step(&e));
                 std::process::ExitCode::FAILURE
             }
         },

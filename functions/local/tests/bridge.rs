@@ -274,6 +274,24 @@ async fn a_call_sent_twice_with_one_idempotency_key_runs_once() {
     assert_eq!(again["result"]["_meta"]["continuity.dev/replayed"], true, "{again}");
     let other = call("k-2").await;
     assert_eq!(other["result"]["structuredContent"]["seq"], 2, "a new key runs: {other}");
+    // The same key for another call is refused, not answered with the first one's result.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory.write_conversational",
+        "arguments": {"session": SESSION, "role": "user", "content": "something else"},
+        "_meta": {"continuity.dev/idempotency-key": "k-1"}}});
+    let reused: Value = http
+        .post(format!("http://127.0.0.1:{}/mcp", rig.port))
+        .bearer_auth(&rig.key)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reused["result"]["structuredContent"]["code"], "CONFLICT", "{reused}");
     kill(server);
 }
 

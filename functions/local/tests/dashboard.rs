@@ -49,7 +49,8 @@ async fn a_browser_signs_in_searches_and_opens_an_entry_with_its_lineage() {
     browser.go(&format!("{}/dashboard/memory", s.base)).await;
     browser.type_into("#q", "renewal discount").await;
     browser.click("#search").await;
-    browser.wait_for(&["Renewal discount cap"]).await;
+    // The results page (the search box keeps the query), not the page before it.
+    browser.wait_for(&["value=\"renewal discount\"", "Renewal discount cap", "id=\"results\""]).await;
     browser.click("#results a").await;
     let entry = browser.wait_for(&["Lineage", "made by proposal", "Verification", "Propose a change"]).await;
     assert!(entry.contains("capped at 10 percent"), "{entry}");

@@ -186,6 +186,20 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
         assert!(ok && !out.contains(" 1 new") && !out.contains(" 2 new") && !out.contains("30 new"), "idempotent {src:?}: {out}");
     }
 
+    // One note on its own is a Markdown source too; another principal importing the
+    // same export gets memories of their own (no collision with ada's).
+    let note = dir.path().join("single.md");
+    std::fs::write(&note, "---\ntitle: One\n---\nA single note.\n").unwrap();
+    let (ok, out, err) = run(&a, &["import", note.to_str().unwrap()]);
+    assert!(ok && out.contains("memories 1 new"), "{out}{err}");
+    let (ok, out, err) = run(&a, &["user", "list", "--tenant", "local"]);
+    assert!(ok, "{out}{err}");
+    let key = run(&a, &["key", "create", "--tenant", "local", "--scopes", "memory:read"]).1;
+    assert!(key.starts_with("ctn_"), "{key}");
+    let svc = format!("svc-{}", key.split('.').nth(1).unwrap());
+    let (ok, out, err) = run(&a, &["import", mem0.to_str().unwrap(), "--principal", &svc]);
+    assert!(ok && out.contains("memories 2 new"), "{out}{err}");
+
     // The memories are searchable personal memories, metadata kept.
     let bundle_a = dir.path().join("a.bundle");
     let (ok, _, err) = run(&a, &["export", "--out", bundle_a.to_str().unwrap()]);
@@ -197,12 +211,12 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
         "{text}"
     );
     let digest_a = err.split("digest ").nth(1).unwrap().trim().to_owned();
-    assert!(err.contains("exported 5 memories, 30 entities, 45 relations"), "{err}");
+    assert!(err.contains("exported 6 memories, 30 entities, 45 relations"), "{err}");
 
     // Into an empty home and out again: the same items, by hash.
     let b = dir.path().join("b");
     let (ok, out, err) = run(&b, &["import", bundle_a.to_str().unwrap()]);
-    assert!(ok && out.contains("memories 5 new") && out.contains("entities 30 new"), "{out}{err}");
+    assert!(ok && out.contains("memories 6 new") && out.contains("entities 30 new"), "{out}{err}");
     let bundle_b = dir.path().join("b.bundle");
     let (ok, _, err) = run(&b, &["export", "--out", bundle_b.to_str().unwrap()]);
     assert!(ok);
@@ -222,4 +236,17 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
     let c = dir.path().join("c");
     let (ok, _, err) = run(&c, &["import", bad.to_str().unwrap()]);
     assert!(!ok && err.contains("SHA-256 does not match"), "{err}");
+}
+
+#[test]
+fn every_error_says_what_to_do_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // Not found, a bad value, a missing file: each error is followed by a next step.
+    let (ok, _, err) = run(&home, &["key", "revoke", "--tenant", "local", "no-such-key"]);
+    assert!(!ok && err.contains("next:  check the name"), "{err}");
+    let (ok, _, err) = run(&home, &["export", "--format", "csv"]);
+    assert!(!ok && err.contains("unknown export format") && err.contains("next:"), "{err}");
+    let (ok, _, err) = run(&home, &["import", dir.path().join("missing.jsonl").to_str().unwrap()]);
+    assert!(!ok && err.contains("reading") && err.contains("next:"), "{err}");
 }

@@ -306,3 +306,44 @@ fn a_broken_file_is_left_alone_with_a_clear_error() {
     let (ok, _, err) = f.run(&["--client", "notepad"]);
     assert!(!ok && err.contains("unknown client \"notepad\""), "{err}");
 }
+
+#[test]
+fn fields_a_person_added_links_and_permissions_are_respected() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::new("linux");
+    // Cursor's file is a link into a dotfiles folder, readable by everyone.
+    let dotfiles = f.user.join("dotfiles/cursor-mcp.json");
+    std::fs::create_dir_all(dotfiles.parent().unwrap()).unwrap();
+    std::fs::write(&dotfiles, "{\n  \"mcpServers\": {}\n}\n").unwrap();
+    std::fs::set_permissions(&dotfiles, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir_all(f.user.join(".cursor")).unwrap();
+    std::os::unix::fs::symlink(&dotfiles, f.user.join(".cursor/mcp.json")).unwrap();
+    // Gemini has a hand-written `continuity` entry setup never made.
+    f.write(
+        ".gemini/settings.json",
+        "{\n  \"mcpServers\": {\n    \"continuity\": {\n      \"command\": \"my-own\"\n    }\n  }\n}\n",
+    );
+
+    let (ok, out, err) = f.run(&["--client", "cursor"]);
+    assert!(ok, "{out}{err}");
+    assert!(std::fs::symlink_metadata(f.user.join(".cursor/mcp.json")).unwrap().file_type().is_symlink(), "the link is kept");
+    let text = std::fs::read_to_string(&dotfiles).unwrap();
+    assert!(text.contains("\"continuity\""), "{text}");
+    assert_eq!(std::fs::metadata(&dotfiles).unwrap().permissions().mode() & 0o777, 0o600, "a file holding a key is private");
+
+    // A field a person adds to our entry survives a re-run that has to rewrite it.
+    let edited = text.replace(
+        "\"url\": \"http://127.0.0.1:8787/mcp\",",
+        "\"url\": \"http://127.0.0.1:8787/mcp\",\n      \"disabled\": false,",
+    );
+    std::fs::write(&dotfiles, &edited).unwrap();
+    let (ok, _, _) = f.run(&["--client", "cursor", "--serve-url", "http://127.0.0.1:9999"]);
+    assert!(ok);
+    let text = std::fs::read_to_string(&dotfiles).unwrap();
+    assert!(text.contains("http://127.0.0.1:9999/mcp") && text.contains("\"disabled\": false"), "{text}");
+
+    // --remove leaves the hand-written entry alone.
+    let (ok, out, _) = f.run(&["--remove", "--client", "gemini"]);
+    assert!(ok && out.contains("left alone"), "{out}");
+    assert!(std::fs::read_to_string(f.user.join(".gemini/settings.json")).unwrap().contains("my-own"));
+}

@@ -552,11 +552,22 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
     assert_eq!(r.begin_call(&t, key, Timestamp(5)).await.unwrap(), None);
     let running = r.begin_call(&t, key, Timestamp(6)).await.unwrap().unwrap();
     assert_eq!((running.started_at, running.outcome), (Timestamp(5), None));
-    let done = ports::records::CallRecord { started_at: Timestamp(5), outcome: Some(serde_json::json!({"content": []})) };
+    let done = ports::records::CallRecord {
+        started_at: Timestamp(5),
+        fingerprint: "f1".into(),
+        outcome: Some(serde_json::json!({"content": []})),
+    };
     r.finish_call(&t, key, &done).await.unwrap();
     assert_eq!(r.begin_call(&t, key, Timestamp(7)).await.unwrap(), Some(done));
     assert_eq!(r.begin_call(&t2, key, Timestamp(7)).await.unwrap(), None, "call keys are per tenant");
     assert_eq!(r.begin_call(&t, "bad key", Timestamp(7)).await.unwrap_err().code, ErrorCode::InvalidRequest);
+    // A failed run worth retrying is dropped: the next start runs it again.
+    r.abandon_call(&t, key).await.unwrap();
+    assert_eq!(r.begin_call(&t, key, Timestamp(8)).await.unwrap(), None);
+    // Records started before a time are pruned (the maintenance job, a week on).
+    assert_eq!(r.prune_calls(&t, Timestamp(8), 100).await.unwrap(), 0, "started at 8: kept");
+    assert_eq!(r.prune_calls(&t, Timestamp(9), 100).await.unwrap(), 1);
+    assert_eq!(r.begin_call(&t, key, Timestamp(10)).await.unwrap(), None, "pruned");
 }
 
 /// Nothing of tenant A is reachable by tenant B through any method.

@@ -172,7 +172,9 @@ fn overview_html(base: &str, s: &services::stats::Stats) -> String {
         esc(base),
         s.proposals_waiting
     ));
-    out.push_str(&fig("work queue depth", s.queue_depth.map_or_else(|| "—".to_owned(), |d| d.to_string()), "stat-queue"));
+    if let Some(d) = s.queue_depth {
+        out.push_str(&fig("work queue depth", d, "stat-queue"));
+    }
     out.push_str("</div><h2>Memories</h2><table><tr><th>scope</th><th>state</th><th>entries</th></tr>");
     for (scope, states) in &s.memories {
         for (st, n) in states {
@@ -207,25 +209,22 @@ fn overview_html(base: &str, s: &services::stats::Stats) -> String {
         out.push_str("<tr><td colspan=5 class=muted>No connector yet.</td></tr>");
     }
     let ms = |m: Option<f64>| m.map_or_else(|| "—".to_owned(), |m| format!("{m:.1} ms"));
-    out.push_str("</table><h2>This server</h2><div class=grid>");
-    out.push_str(&fig(
-        "cache hit ratio",
-        s.cache.hit_ratio.map_or_else(|| "—".to_owned(), |r| format!("{:.0}%", r * 100.0)),
-        "stat-cache",
-    ));
-    out.push_str(&fig(
-        &format!("mean tool latency ({} calls)", s.latency.tools.calls),
-        ms(s.latency.tools.mean_ms),
-        "stat-tools",
-    ));
-    out.push_str(&fig(
-        &format!("mean search latency ({} calls)", s.latency.search.calls),
-        ms(s.latency.search.mean_ms),
-        "stat-search",
-    ));
+    out.push_str("</table>");
+    // The deployment's own figures: shown to the operator's tenant only.
+    if let (Some(cache), Some(lat)) = (&s.cache, &s.latency) {
+        out.push_str("<h2>This server</h2><div class=grid>");
+        out.push_str(&fig(
+            "cache hit ratio",
+            cache.hit_ratio.map_or_else(|| "—".to_owned(), |r| format!("{:.0}%", r * 100.0)),
+            "stat-cache",
+        ));
+        out.push_str(&fig(&format!("mean tool latency ({} calls)", lat.tools.calls), ms(lat.tools.mean_ms), "stat-tools"));
+        out.push_str(&fig(&format!("mean search latency ({} calls)", lat.search.calls), ms(lat.search.mean_ms), "stat-search"));
+        out.push_str("</div>");
+    }
     let _ = write!(
         out,
-        "</div><p class=muted>As of {} · refreshes every 30 s · <a href=\"{}/api/stats\">as JSON</a></p>",
+        "<p class=muted>As of {} · refreshes every 30 s · <a href=\"{}/api/stats\">as JSON</a></p>",
         esc(&s.generated_at),
         esc(base)
     );

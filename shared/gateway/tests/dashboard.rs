@@ -178,6 +178,7 @@ async fn the_dashboard_shows_what_the_store_holds() {
         .len();
     assert_eq!(v["proposals_waiting"], waiting as u64);
     assert_eq!(waiting, 1);
+    assert!(v["cache"].is_null() && v["queue_depth"].is_null(), "the deployment's figures are the operator's only: {v}");
     let all = s.backend.records.list_all_memory(&t, &domain::PageRequest::first(1000)).await.unwrap().items;
     let personal_active = all.iter().filter(|m| m.scope.kind() == "personal" && m.state.name() == "active").count();
     assert_eq!(v["memories"]["personal"]["active"], personal_active as u64, "{v}");
@@ -264,7 +265,12 @@ async fn the_dashboard_shows_what_the_store_holds() {
         g.body
     );
     assert_eq!(g.body.matches("<circle").count(), 2);
-    let audit = send(&app, get("/dashboard/audit?action=memory.forget", Some(&cookie))).await;
+    // The audit ledger names everyone's actions: a tenant:read key is refused, an admin key reads it.
+    let audit = send(&app, get("/dashboard/audit", Some(&cookie))).await;
+    assert!(audit.status == 403 && audit.body.contains("admin"), "{} {}", audit.status, audit.body);
+    let admin = common::key(&s, &t, "admin tenant:read").await;
+    let (admin_cookie, _) = sign_in(&app, &admin).await.map_err(|r| r.body).unwrap();
+    let audit = send(&app, get("/dashboard/audit?action=memory.forget", Some(&admin_cookie))).await;
     assert!(audit.body.contains("memory.forget") && !audit.body.contains("tool:memory.remember"), "{}", audit.body);
 
     // An approvals-console session is not a dashboard session.

@@ -31,6 +31,8 @@ fn concrete(method: &str, path: &str) -> String {
             "{proxy+}" if path.starts_with("/oauth/") => "token".into(),
             "{proxy+}" if path.starts_with("/v1/admin/") => "tenants".into(),
             "{action+}" if path.starts_with("/approvals/") => "login".into(),
+            "{action}" if path.starts_with("/dashboard/memory/") => "forget".into(),
+            "{action}" if path.starts_with("/dashboard/") => "login".into(),
             "{capability}" => "kb.search".into(),
             "{source}" => "hubspot".into(),
             s if s.starts_with('{') => "p-1".into(),

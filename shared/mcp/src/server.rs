@@ -249,12 +249,18 @@ impl ContinuityMcp {
     /// and its result is kept; a repeat gets that result back, marked
     /// `_meta["continuity.dev/replayed"] = true`.
     pub async fn call_once(&self, caller: &CallerContext, key: &str, name: &str, args: Option<JsonObject>) -> CallToolResult {
-        match services::calls::begin(&self.services, caller, key).await {
+        let fingerprint = services::calls::fingerprint(name, &Value::Object(args.clone().unwrap_or_default()));
+        match services::calls::begin(&self.services, caller, key, &fingerprint).await {
             Err(e) => render::error(&e),
             Ok(services::calls::Begun::First { started_at }) => {
                 let result = self.call(caller, name, args).await;
                 let outcome = serde_json::to_value(&result).unwrap_or(Value::Null);
-                if let Err(e) = services::calls::finish(&self.services, caller, key, started_at, outcome).await {
+                // A failure worth retrying is not kept: the next send with the key runs again.
+                let code = outcome.pointer("/structuredContent/code").and_then(Value::as_str).unwrap_or_default();
+                let retry = result.is_error == Some(true)
+                    && matches!(code, "UNAVAILABLE" | "RATE_LIMITED" | "INTERNAL" | "RESOLVER_DEGRADED");
+                let done = (started_at, fingerprint.as_str());
+                if let Err(e) = services::calls::finish(&self.services, caller, key, done, outcome, retry).await {
                     tracing::warn!(code = ?e.code, "the outcome of an idempotent call was not kept; a repeat will be told it is unknown");
                 }
                 result

@@ -26,15 +26,29 @@ fn full_key(caller: &CallerContext, key: &str) -> String {
     format!("{}/{key}", caller.principal)
 }
 
-/// Starts the call `key` of `caller` (or finds how it went).
+/// How long a call's record is kept (a replay comes within hours; the maintenance job
+/// prunes older ones, so kept outcomes do not outlive a week).
+pub const RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// What a call was, for matching a repeat: the tool and its arguments.
+pub fn fingerprint(tool: &str, args: &Value) -> String {
+    crate::sha256_hex(&format!("{tool}\n{args}"))
+}
+
+/// Starts the call `key` of `caller` — `fingerprint` says what it is — or finds how it
+/// went.
 ///
 /// # Errors
 /// `UNAVAILABLE` (retry after 5 s) while the first call still runs; `CONFLICT` when it
-/// was cut short and its outcome is unknown; `INVALID_REQUEST` for a bad key.
-pub async fn begin(s: &Services, caller: &CallerContext, key: &str) -> Result<Begun> {
+/// was cut short and its outcome is unknown, or when the key was used for another call;
+/// `INVALID_REQUEST` for a bad key.
+pub async fn begin(s: &Services, caller: &CallerContext, key: &str, fingerprint: &str) -> Result<Begun> {
     let now = s.backend.clock.now();
     match s.backend.records.begin_call(&caller.tenant, &full_key(caller, key), now).await? {
         None => Ok(Begun::First { started_at: now }),
+        Some(r) if !r.fingerprint.is_empty() && r.fingerprint != fingerprint => {
+            Err(Error::conflict("this idempotency key was used for another call (another tool or other arguments)"))
+        }
         Some(CallRecord { outcome: Some(outcome), .. }) => Ok(Begun::Done(outcome)),
         Some(running) if now.0 - running.started_at.0 < RUNNING_GRACE_MS => {
             Err(Error::unavailable("a call with this idempotency key is still running").with_retry_after(5))
@@ -46,11 +60,24 @@ pub async fn begin(s: &Services, caller: &CallerContext, key: &str) -> Result<Be
     }
 }
 
-/// Keeps the outcome of a call [`begin`] started.
+/// Keeps the outcome of a call [`begin`] started — unless it failed in a way worth
+/// trying again (`retry`: unavailable, rate limited, internal), whose record is dropped
+/// so the next send with the key runs it.
 ///
 /// # Errors
 /// `UNAVAILABLE`.
-pub async fn finish(s: &Services, caller: &CallerContext, key: &str, started_at: Timestamp, outcome: Value) -> Result<()> {
-    let record = CallRecord { started_at, outcome: Some(outcome) };
-    s.backend.records.finish_call(&caller.tenant, &full_key(caller, key), &record).await
+pub async fn finish(
+    s: &Services,
+    caller: &CallerContext,
+    key: &str,
+    (started_at, fingerprint): (Timestamp, &str),
+    outcome: Value,
+    retry: bool,
+) -> Result<()> {
+    let full = full_key(caller, key);
+    if retry {
+        return s.backend.records.abandon_call(&caller.tenant, &full).await;
+    }
+    let record = CallRecord { started_at, fingerprint: fingerprint.to_owned(), outcome: Some(outcome) };
+    s.backend.records.finish_call(&caller.tenant, &full, &record).await
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use domain::{Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::oauth::OAuthStore;
-use ports::records::{RetentionStore, TenantStore};
+use ports::records::{IdempotencyStore as _, RetentionStore, TenantStore};
 use serde::Serialize;
 
 /// Audit records are kept this long by default (SPEC §9: 7 days).
@@ -246,6 +246,8 @@ impl MaintenanceService {
     async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize, usize)> {
         let records = &self.backend.records;
         let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
+        // Kept outcomes of idempotent tool calls (the stdio bridge's replays) last a week.
+        records.prune_calls(tenant, Timestamp(now.0 - crate::calls::RETENTION_MS), MAX_PER_TENANT).await?;
         let sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
         // Personal memory whose time to live ran out is forgotten: a tombstone, the text
         // erased, out of the index.

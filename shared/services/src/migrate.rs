@@ -471,9 +471,10 @@ pub struct ImportReport {
     pub verified: usize,
 }
 
-/// The id a memory from another product gets: from its content, so it is found again.
-fn derived_id(m: &Incoming) -> Result<Id> {
-    let basis = json!({"body": m.body, "created_at": m.created_at.map(|t| t.0), "metadata": m.metadata});
+/// The id a memory from another product gets: from whose it becomes and its content, so
+/// a re-import finds it and two people importing the same file do not collide.
+fn derived_id(principal: &Id, m: &Incoming) -> Result<Id> {
+    let basis = json!({"principal": principal, "body": m.body, "created_at": m.created_at.map(|t| t.0), "metadata": m.metadata});
     Id::new(format!("imp-{}", &hash(&basis)[..32]))
 }
 
@@ -496,13 +497,19 @@ pub async fn import(
     let scope = MemoryScope::Personal(caller.principal.to_string());
     let mut done = 0;
     for m in &source.memories {
-        let id = match &m.id {
+        let mut id = match &m.id {
             Some(id) => id.clone(),
-            None => derived_id(m)?,
+            None => derived_id(&caller.principal, m)?,
         };
+        // A bundle's id someone else's memory holds (another principal's export): the
+        // entry gets its own id, derived so a re-import finds it again.
+        if m.id.is_some() && backend.records.get_memory(&caller.tenant, &id).await?.is_some_and(|e| e.scope != scope) {
+            id = Id::new(format!("imp-{}", &hash(&json!({"principal": caller.principal, "id": id}))[..32]))?;
+        }
         let entry = match &m.entry {
             Some(e) => MemoryEntry {
                 tenant: caller.tenant.clone(),
+                id: id.clone(),
                 scope: scope.clone(),
                 created_by: caller.principal.clone(),
                 version: 1,
@@ -532,7 +539,11 @@ pub async fn import(
             Some(existing) if existing.scope == scope => {
                 report.memories_already_there += 1;
             }
-            Some(_) => return Err(Error::conflict(format!("memory {id} exists outside your personal memory"))),
+            Some(_) => {
+                return Err(Error::conflict(format!(
+                    "memory {id} exists outside your personal memory; nothing more was imported"
+                )));
+            }
             None => {
                 let stored = backend.records.put_memory(&entry, Expect::Absent).await?;
                 if stored.state == GovernanceState::Active {

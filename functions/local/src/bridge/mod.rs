@@ -42,6 +42,12 @@ const READS: &[&str] = &[
     "completion/complete",
 ];
 
+/// The JSON-RPC error code of an answer the remote's HTTP layer gave instead of MCP (an
+/// unexpected status, a body that is not JSON-RPC): not the server refusing the call.
+const TRANSPORT_ERROR: i64 = -32099;
+/// The JSON-RPC error code when the remote refused the key (HTTP 401/403).
+const KEY_REFUSED: i64 = -32001;
+
 /// How often the buffer is retried while the client is idle.
 const REPLAY_EVERY: Duration = Duration::from_secs(5);
 
@@ -63,6 +69,9 @@ pub struct Bridge {
     out: mpsc::UnboundedSender<Value>,
     /// Held while the buffer replays or a write is forwarded: writes stay in order.
     writes: tokio::sync::Mutex<()>,
+    /// Locked (advisory, across processes) while the buffer replays: two bridges sharing
+    /// one store (two clients with the same key) never send it at once.
+    replay_lock: std::fs::File,
 }
 
 /// The store of `url` and `key` under `home`.
@@ -95,6 +104,12 @@ pub async fn run(home: &Path, url: &str, key: &str) -> anyhow::Result<()> {
         read_only: std::sync::Mutex::new(HashMap::new()),
         out: tx,
         writes: tokio::sync::Mutex::new(()),
+        replay_lock: std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(store::path_for(home, url, key).with_extension("lock"))
+            .context("opening the bridge's replay lock")?,
     });
     bridge.load_tool_kinds();
     tracing::info!(url, store = %bridge.store.path.display(), "bridging stdio to a remote Continuity");
@@ -226,7 +241,7 @@ impl Bridge {
                 "{} refused the key (HTTP {status}): set CONTINUITY_KEY to a working key of it (continuity setup --url … --key-file …)",
                 self.url
             );
-            return (Reply::Answer(rpc_error(&id, -32001, &m)), session);
+            return (Reply::Answer(rpc_error(&id, KEY_REFUSED, &m)), session);
         }
         if status == reqwest::StatusCode::ACCEPTED {
             return (Reply::Answer(Value::Null), session);
@@ -249,7 +264,7 @@ impl Bridge {
             Some(v) if v.get("result").is_some() || v.get("error").is_some() => (Reply::Answer(v), session),
             _ => {
                 let text: String = body.chars().take(200).collect();
-                (Reply::Answer(rpc_error(&id, -32603, &format!("the remote answered HTTP {status}: {text}"))), session)
+                (Reply::Answer(rpc_error(&id, TRANSPORT_ERROR, &format!("the remote answered HTTP {status}: {text}"))), session)
             }
         }
     }
@@ -442,6 +457,19 @@ impl Bridge {
     /// Sends the buffered writes in order (the caller holds `writes`). `true` when none
     /// is left; `false` when the remote is still unreachable (the rest waits).
     async fn replay(&self) -> bool {
+        if self.store.queued().is_ok_and(|q| q.is_empty()) {
+            return true;
+        }
+        // Another bridge on this store is replaying: it sends them, in order.
+        if self.replay_lock.try_lock().is_err() {
+            return false;
+        }
+        let done = self.replay_locked().await;
+        let _ = self.replay_lock.unlock();
+        done
+    }
+
+    async fn replay_locked(&self) -> bool {
         let Ok(queued) = self.store.queued() else { return false };
         for b in queued {
             let call = json!({"jsonrpc": "2.0", "id": format!("replay-{}", b.seq), "method": "tools/call", "params": b.params});
@@ -450,6 +478,12 @@ impl Bridge {
                 Reply::Answer(v) => v,
             };
             let (state, detail) = if let Some(err) = answer.get("error") {
+                // The key refused or the HTTP layer answering instead of MCP: not this
+                // write's fault — it waits, with the rest, for the next try.
+                if matches!(err.get("code").and_then(Value::as_i64), Some(TRANSPORT_ERROR | KEY_REFUSED)) {
+                    tracing::warn!(seq = b.seq, error = %err, "replay paused: the remote did not take the call");
+                    return false;
+                }
                 ("refused", err.clone())
             } else {
                 let result = answer.get("result").cloned().unwrap_or(Value::Null);

@@ -94,7 +94,9 @@ fn parse(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Sour
         (Format::Markdown, migrate::parse_markdown(&notes))
     } else {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {} (UTF-8 text expected)", path.display()))?;
+        let markdown = path.extension().is_some_and(|x| x == "md" || x == "markdown");
         let format = match format {
+            "auto" if markdown => Format::Markdown,
             "auto" => Format::sniff(&text),
             f => Format::parse(f)
                 .ok_or_else(|| anyhow!("unknown format {f:?}: auto, memory-jsonl, mem0, jsonl, markdown or bundle"))?,

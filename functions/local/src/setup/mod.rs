@@ -260,6 +260,36 @@ fn this_exe() -> anyhow::Result<String> {
     Ok(exe.canonicalize().unwrap_or(exe).display().to_string())
 }
 
+/// The keys of our entry that setup owns; any other key a person added to the entry
+/// (`disabled`, `timeout`, …) is kept.
+const OWNED_KEYS: &[&str] = &["type", "url", "serverUrl", "httpUrl", "headers", "http_headers", "command", "args", "env"];
+
+/// Our entry, with the fields a person added to the existing one kept after ours.
+fn merged(existing: Option<&serde_json::Value>, ours: clients::Entry) -> clients::Entry {
+    let mut out = ours;
+    if let Some(obj) = existing.and_then(serde_json::Value::as_object) {
+        for (k, v) in obj {
+            if !OWNED_KEYS.contains(&k.as_str()) && !out.iter().any(|(o, _)| o == k) {
+                out.push((k.clone(), v.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// How a client reaches this home: `continuity stdio` with the key, or HTTP to `serve`.
+fn local_connection(home: &Path, args: &SetupArgs, stdio: bool, token: String) -> anyhow::Result<Connection> {
+    Ok(if stdio {
+        Connection::Stdio {
+            command: this_exe()?,
+            args: vec!["stdio".into(), "--home".into(), home.display().to_string()],
+            env: vec![("CONTINUITY_KEY".into(), token)],
+        }
+    } else {
+        Connection::Http { url: mcp_url(&args.serve_url)?, bearer: Some(token) }
+    })
+}
+
 /// Sets up one client; returns what happened, for the summary line.
 async fn setup_one(
     client: &'static Client,
@@ -309,6 +339,10 @@ async fn setup_one(
                 Some(t) => t,
                 None if args.dry_run => format!("<new key for {}>", client.id),
                 None => {
+                    // The file must take the entry before a key is made for it.
+                    let trial = local_connection(&keys.home, args, stdio, "<new key>".into())?;
+                    let trial = merged(existing.as_ref(), client.entry(&trial));
+                    edit::upsert(client.format, before.as_deref(), client.container, &trial)?;
                     let toolsets = match &args.toolsets {
                         Some(t) => t.clone(),
                         None => client.toolsets.parse().map_err(|e: domain::Error| anyhow!("{}", e.message))?,
@@ -332,19 +366,10 @@ async fn setup_one(
                     issued.token
                 }
             };
-            if stdio {
-                let home = keys.home.display().to_string();
-                Connection::Stdio {
-                    command: this_exe()?,
-                    args: vec!["stdio".into(), "--home".into(), home],
-                    env: vec![("CONTINUITY_KEY".into(), token)],
-                }
-            } else {
-                Connection::Http { url: mcp_url(&args.serve_url)?, bearer: Some(token) }
-            }
+            local_connection(&keys.home, args, stdio, token)?
         }
     };
-    let entry = client.entry(&connection);
+    let entry = merged(existing.as_ref(), client.entry(&connection));
     if existing.as_ref() == Some(&clients::entry_value(&entry)) {
         return Ok(format!("unchanged ({})", path.display()));
     }
@@ -383,8 +408,13 @@ async fn setup_one(
         done.key_id = Some(k.key_id.to_string());
         done.tenant = Some(k.tenant.to_string());
     } else if args.url.is_some() {
-        done.key_id = None;
-        done.tenant = None;
+        // Now pointed at a remote: the local key setup made for it is no longer used.
+        if let (Some(old), Some(tenant)) = (done.key_id.take(), done.tenant.take())
+            && let (Ok(old), Ok(tenant)) = (Id::new(old), TenantId::new(tenant))
+            && let Ok(s) = keys.services().await
+        {
+            let _ = s.admin.acting_as(cli_actor()).revoke_key(&tenant, &old).await;
+        }
     }
     state.clients.insert(client.id.to_owned(), done);
     let key_note = match (&created_token, args.url.is_some(), &connection) {
@@ -415,6 +445,15 @@ async fn remove_one(
         state.clients.remove(client.id);
         return Ok(format!("nothing to remove in {}", path.display()));
     };
+    // Only an entry setup wrote: recorded in setup.json, or holding a key of this home
+    // named after the client. A hand-written `continuity` entry is left alone.
+    let named = match clients::entry_token(&existing) {
+        Some(t) if args.url.is_none() => keys.working(t).await.filter(|k| k.name.as_deref() == Some(client.id)),
+        _ => None,
+    };
+    if done.is_none() && named.is_none() {
+        return Ok(format!("left alone: the `continuity` entry in {} was not written by setup", path.display()));
+    }
     let drop_container = done.as_ref().is_some_and(|d| d.created_container);
     let after = edit::remove(client.format, &before, client.container, drop_container)?;
     let delete_file = done.as_ref().is_some_and(|d| d.created_file) && edit::is_empty_document(client.format, &after);
@@ -431,10 +470,6 @@ async fn remove_one(
     // The key setup made for this client — from the record, else the one in the entry
     // when this home knows it by the client's name.
     let mut revoked = None;
-    let named = match clients::entry_token(&existing) {
-        Some(t) if args.url.is_none() => keys.working(t).await.filter(|k| k.name.as_deref() == Some(client.id)),
-        _ => None,
-    };
     let target = match (&done, named) {
         (Some(Done { key_id: Some(k), tenant: Some(t), .. }), _) => Id::new(k.clone()).ok().zip(TenantId::new(t.clone()).ok()),
         (_, Some(k)) => Some((k.key_id, k.tenant)),
@@ -493,9 +528,17 @@ fn backup(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
 fn write_file(path: &Path, text: &str, like: Option<&Path>) -> anyhow::Result<()> {
     use std::io::Write as _;
     use std::os::unix::fs::PermissionsExt as _;
+    // A linked file (a dotfiles manager's) is written where it points, the link kept.
+    let resolved = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        std::fs::canonicalize(path).with_context(|| format!("following the link {}", path.display()))?
+    } else {
+        path.to_path_buf()
+    };
+    let path = resolved.as_path();
     let dir = path.parent().ok_or_else(|| anyhow!("{} has no folder", path.display()))?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mode = like.and_then(|p| std::fs::metadata(p).ok()).map_or(0o600, |m| m.permissions().mode() & 0o777);
+    // It holds a key: never readable by others, whatever the file allowed before.
+    let mode = like.and_then(|p| std::fs::metadata(p).ok()).map_or(0o600, |m| m.permissions().mode() & 0o600);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
     tmp.write_all(text.as_bytes())?;
     tmp.as_file().sync_all()?;

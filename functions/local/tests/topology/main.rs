@@ -503,6 +503,29 @@ async fn journey() {
     let running = sfn.describe_execution().execution_arn(&execution).send().await.unwrap();
     assert_eq!(*running.status(), ExecutionStatus::Running, "the execution waits on its task token");
 
+    // ------------------------------------------------------------ the dashboard, on the approvals function
+    let page = http.get(format!("{base}/dashboard")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Sign in with the key"), "the dashboard's sign-in page");
+    let reader = mcp_services
+        .admin
+        .create_key(services::admin::KeyRequest {
+            tenant: globex.clone(),
+            scopes: domain::principal::Scopes::parse("tenant:read").unwrap(),
+            principal: None,
+            teams: vec![],
+            projects: vec![],
+        })
+        .await
+        .unwrap()
+        .token;
+    let stats: Value = http.get(format!("{base}/api/stats")).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
+    assert_eq!(stats["tenant"], "globex", "{stats}");
+    assert!(stats["entities"].as_u64().unwrap() > 0 && stats["proposals_waiting"] == 1, "figures from DynamoDB: {stats}");
+    let served: Vec<String> =
+        functions.invocations.lock().unwrap().iter().filter(|(f, _)| f == "ApprovalsFunction").map(|(_, k)| k.clone()).collect();
+    assert!(served.iter().any(|k| k == "GET /dashboard") && served.iter().any(|k| k == "GET /api/stats"), "{served:?}");
+
     // ------------------------------------------------------------ the approver, in the console
     let mut jar = Jar::default();
     let page = http.get(format!("{base}/approvals")).send().await.unwrap();

@@ -212,12 +212,29 @@ pub trait IdempotencyStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn finish_call(&self, tenant: &TenantId, key: &str, record: &CallRecord) -> Result<()>;
+
+    /// Drops a call's record (its run failed in a way worth trying again), so the next
+    /// [`Self::begin_call`] with the key runs it.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn abandon_call(&self, tenant: &TenantId, key: &str) -> Result<()>;
+
+    /// Deletes call records started before `before`, at most `max`. Returns how many.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn prune_calls(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
 }
 
 /// A call that may be sent again, as [`IdempotencyStore::begin_call`] recorded it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CallRecord {
     pub started_at: Timestamp,
+    /// What the call was (tool and arguments, hashed): the same key with another call
+    /// is refused rather than answered with this one's outcome.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fingerprint: String,
     /// The answer, once the call ended (`None` while it runs, or when it was cut short).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outcome: Option<serde_json::Value>,
@@ -763,7 +780,7 @@ impl IdempotencyStore for Records {
 
     async fn begin_call(&self, tenant: &TenantId, key: &str, at: Timestamp) -> Result<Option<CallRecord>> {
         check_idempotency_key(key)?;
-        let record = CallRecord { started_at: at, outcome: None };
+        let record = CallRecord { started_at: at, fingerprint: String::new(), outcome: None };
         match self.items.write(vec![put(tenant.as_str(), "call", key.to_owned(), 1, encode(&record)?, Condition::Absent)]).await {
             Ok(()) => Ok(None),
             Err(e) if e.code == domain::ErrorCode::Conflict => match self.get_one(tenant.as_str(), "call", key).await? {
@@ -777,6 +794,43 @@ impl IdempotencyStore for Records {
     async fn finish_call(&self, tenant: &TenantId, key: &str, record: &CallRecord) -> Result<()> {
         check_idempotency_key(key)?;
         self.items.write(vec![put(tenant.as_str(), "call", key.to_owned(), 2, encode(record)?, Condition::None)]).await
+    }
+
+    async fn abandon_call(&self, tenant: &TenantId, key: &str) -> Result<()> {
+        check_idempotency_key(key)?;
+        self.items
+            .write(vec![Write::Delete {
+                tenant: tenant.to_string(),
+                part: "call".into(),
+                sk: key.to_owned(),
+                condition: Condition::None,
+            }])
+            .await
+    }
+
+    async fn prune_calls(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+        let t = tenant.as_str();
+        let (mut deleted, mut seen) = (0, 0);
+        let mut after: Option<String> = None;
+        loop {
+            let q = Query { tenant: t, part: "call", prefix: "", after: after.as_deref(), limit: 500, descending: false };
+            let (items, more) = self.items.query(q).await?;
+            seen += items.len();
+            after = items.last().map(|i| i.sk.clone());
+            let old: Vec<Write> = items
+                .into_iter()
+                .filter(|i| decode::<CallRecord>(i).is_ok_and(|r| r.started_at < before))
+                .take(max - deleted)
+                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+                .collect();
+            for group in old.chunks(self.items.max_batch()) {
+                self.items.write(group.to_vec()).await?;
+            }
+            deleted += old.len();
+            if !more || deleted >= max || seen >= max * 20 {
+                return Ok(deleted);
+            }
+        }
     }
 }
 
