@@ -310,3 +310,35 @@ fn a_local_stdio_session_with_a_key_attaches_to_the_running_serve() {
     assert_eq!(direct.turns().0, ["through the daemon"], "no serve: the session opens the home itself");
     direct.close();
 }
+
+#[test]
+fn a_stdio_session_with_spawn_starts_the_homes_serve_and_attaches() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    // A home with a key, and no serve running.
+    cli(&home, &["tenant", "list"], None);
+    let key = cli(
+        &home,
+        &["key", "create", "--tenant", "local", "--principal", "owner", "--scopes", "mcp:tools memory:read memory:write"],
+        None,
+    )
+    .trim()
+    .to_owned();
+    let mut c = Client::start(&home, &["--spawn"], &key);
+    c.write("through a spawned serve");
+    c.close();
+    let announced: Value = serde_json::from_str(&std::fs::read_to_string(home.join("serve.json")).expect("serve.json")).unwrap();
+    let pid = announced["pid"].as_u64().unwrap();
+    assert!(home.join("bridge").is_dir(), "the session went through the spawned serve");
+    // The spawned serve outlives the session; a second session attaches to it.
+    let mut again = Client::start(&home, &[], &key);
+    assert_eq!(again.turns().0, ["through a spawned serve"]);
+    again.close();
+    // Stop it (SIGTERM: it finishes in-flight requests and takes serve.json down).
+    Command::new("kill").arg(pid.to_string()).status().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while home.join("serve.json").exists() {
+        assert!(Instant::now() < deadline, "the spawned serve did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -344,6 +344,88 @@ pub(crate) fn form(body: &Bytes) -> Option<Params> {
     Params::parse(body).ok()
 }
 
+/// A page that signs its own users in (the approvals console, the dashboard): its
+/// cookies, where it lives and its sign-in form.
+pub(crate) struct SignInPage {
+    /// Where a signed-in (or signed-out) browser goes: `/approvals`, `/dashboard`.
+    pub home: &'static str,
+    pub session_cookie: &'static str,
+    pub login_cookie: &'static str,
+    pub title: &'static str,
+    pub login_page: fn(&str, StatusCode, Option<&str>) -> Response,
+    /// What a key without the needed scope is told.
+    pub key_refused: &'static str,
+}
+
+const CONSOLE: SignInPage = SignInPage {
+    home: "/approvals",
+    session_cookie: SESSION_COOKIE,
+    login_cookie: LOGIN_COOKIE,
+    title: "Approvals",
+    login_page,
+    key_refused: "This key cannot decide approvals: it needs the approvals:decide scope.",
+};
+
+/// Signs a browser in from the posted form — a key (`by_key`) or a workspace, e-mail and
+/// password (`by_user`), each answering a session token — after the double-submit CSRF
+/// check; sets the session cookie and goes home.
+pub(crate) async fn sign_in(
+    p: &SignInPage,
+    base: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+    by_key: impl AsyncFnOnce(&str) -> Result<String, Error>,
+    by_user: impl AsyncFnOnce(&str, &str, &str) -> Result<String, Error>,
+) -> Response {
+    let Some(f) = form(body) else { return (p.login_page)(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
+    let expected = cookie(headers, base, p.login_cookie).unwrap_or_default();
+    if !same(f.get("csrf").unwrap_or_default(), &expected) {
+        return (p.login_page)(base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
+    }
+    let signed_in = match f.get("key") {
+        Some(key) => by_key(key).await,
+        None => {
+            by_user(
+                f.get("tenant").unwrap_or_default(),
+                f.get("email").unwrap_or_default(),
+                f.get("password").unwrap_or_default(),
+            )
+            .await
+        }
+    };
+    match signed_in {
+        Ok(token) => {
+            let mut resp = redirect(&format!("{base}{}", p.home));
+            set_cookie(&mut resp, base, p.session_cookie, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
+            set_cookie(&mut resp, base, p.login_cookie, "", 0);
+            resp
+        }
+        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => {
+            (p.login_page)(base, StatusCode::FORBIDDEN, Some(p.key_refused))
+        }
+        Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
+            (p.login_page)(base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
+        }
+        Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
+            (p.login_page)(base, status_of(&e), Some(&e.message))
+        }
+        Err(e) => (p.login_page)(base, status_of(&e), Some(&message_of(&e))),
+    }
+}
+
+/// Signs a browser out: the session's CSRF token must come with the form (when there is a
+/// session to end); the cookie is cleared.
+pub(crate) fn sign_out(p: &SignInPage, base: &str, session_csrf: Option<String>, body: &Bytes) -> Response {
+    if let Some(csrf) = session_csrf
+        && !form(body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
+    {
+        return page(StatusCode::FORBIDDEN, p.title, "<p class=err role=alert>The form expired. Reload the page.</p>");
+    }
+    let mut resp = redirect(&format!("{base}{}", p.home));
+    set_cookie(&mut resp, base, p.session_cookie, "", 0);
+    resp
+}
+
 /// `POST /approvals/login`.
 pub async fn login(
     State(state): State<AppState>,
@@ -353,52 +435,23 @@ pub async fn login(
     body: Bytes,
 ) -> Response {
     let base = base(&state, b);
-    let Some(f) = form(&body) else { return login_page(&base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
-    let expected = cookie(&headers, &base, LOGIN_COOKIE).unwrap_or_default();
-    if !same(f.get("csrf").unwrap_or_default(), &expected) {
-        return login_page(&base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
-    }
-    let signed_in = match f.get("key") {
-        Some(key) => state.services.auth.console_login(key, &base).await.map(|(token, _)| token),
-        None => {
-            let (tenant, email, password) =
-                (f.get("tenant").unwrap_or_default(), f.get("email").unwrap_or_default(), f.get("password").unwrap_or_default());
-            state.services.oauth.console_login_user(&base, tenant, email, password, addr.map(|a| a.0.0)).await
-        }
-    };
-    match signed_in {
-        Ok(token) => {
-            let mut resp = redirect(&format!("{base}/approvals"));
-            set_cookie(&mut resp, &base, SESSION_COOKIE, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
-            set_cookie(&mut resp, &base, LOGIN_COOKIE, "", 0);
-            resp
-        }
-        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => login_page(
-            &base,
-            StatusCode::FORBIDDEN,
-            Some("This key cannot decide approvals: it needs the approvals:decide scope."),
-        ),
-        Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
-            login_page(&base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
-        }
-        Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
-            login_page(&base, status_of(&e), Some(&e.message))
-        }
-        Err(e) => login_page(&base, status_of(&e), Some(&message_of(&e))),
-    }
+    let source = addr.map(|a| a.0.0);
+    sign_in(
+        &CONSOLE,
+        &base,
+        &headers,
+        &body,
+        async |key| state.services.auth.console_login(key, &base).await.map(|(token, _)| token),
+        async |tenant, email, password| state.services.oauth.console_login_user(&base, tenant, email, password, source).await,
+    )
+    .await
 }
 
 /// `POST /approvals/logout`.
 pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
     let base = base(&state, b);
-    if let Ok((_, csrf)) = session(&state, &base, &headers).await
-        && !form(&body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
-    {
-        return page(StatusCode::FORBIDDEN, "Approvals", "<p class=err role=alert>The form expired. Reload the page.</p>");
-    }
-    let mut resp = redirect(&format!("{base}/approvals"));
-    set_cookie(&mut resp, &base, SESSION_COOKIE, "", 0);
-    resp
+    let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
+    sign_out(&CONSOLE, &base, csrf, &body)
 }
 
 /// A decision form's signed-in approver, session CSRF secret and fields — or the page

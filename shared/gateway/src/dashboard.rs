@@ -778,6 +778,15 @@ pub async fn audit(
 
 // ------------------------------------------------------------------------ sign-in
 
+const DASHBOARD: crate::console::SignInPage = crate::console::SignInPage {
+    home: "/dashboard",
+    session_cookie: SESSION_COOKIE,
+    login_cookie: LOGIN_COOKIE,
+    title: "Dashboard",
+    login_page,
+    key_refused: "The dashboard needs a key with the tenant:read or admin scope.",
+};
+
 /// `POST /dashboard/login`.
 pub async fn login(
     State(state): State<AppState>,
@@ -787,47 +796,23 @@ pub async fn login(
     body: Bytes,
 ) -> Response {
     let base = base(&state, b);
-    let Some(f) = form(&body) else { return login_page(&base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
-    let expected = cookie(&headers, &base, LOGIN_COOKIE).unwrap_or_default();
-    if !same(f.get("csrf").unwrap_or_default(), &expected) {
-        return login_page(&base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
-    }
-    let signed = match f.get("key") {
-        Some(key) => state.services.auth.dashboard_login(key, &base).await.map(|(t, _)| t),
-        None => {
-            let (tenant, email, password) =
-                (f.get("tenant").unwrap_or_default(), f.get("email").unwrap_or_default(), f.get("password").unwrap_or_default());
-            state.services.oauth.dashboard_login_user(&base, tenant, email, password, addr.map(|a| a.0.0)).await
-        }
-    };
-    match signed {
-        Ok(token) => {
-            let mut resp = redirect(&format!("{base}/dashboard"));
-            set_cookie(&mut resp, &base, SESSION_COOKIE, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
-            set_cookie(&mut resp, &base, LOGIN_COOKIE, "", 0);
-            resp
-        }
-        Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
-            login_page(&base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
-        }
-        Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
-            login_page(&base, status_of(&e), Some(&e.message))
-        }
-        Err(e) => login_page(&base, status_of(&e), Some(&message_of(&e))),
-    }
+    let source = addr.map(|a| a.0.0);
+    crate::console::sign_in(
+        &DASHBOARD,
+        &base,
+        &headers,
+        &body,
+        async |key| state.services.auth.dashboard_login(key, &base).await.map(|(token, _)| token),
+        async |tenant, email, password| state.services.oauth.dashboard_login_user(&base, tenant, email, password, source).await,
+    )
+    .await
 }
 
 /// `POST /dashboard/logout`.
 pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
     let base = base(&state, b);
-    if let Ok((_, csrf)) = session(&state, &base, &headers).await
-        && !form(&body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
-    {
-        return page(StatusCode::FORBIDDEN, "Dashboard", "<p class=err role=alert>The form expired. Reload the page.</p>");
-    }
-    let mut resp = redirect(&format!("{base}/dashboard"));
-    set_cookie(&mut resp, &base, SESSION_COOKIE, "", 0);
-    resp
+    let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
+    crate::console::sign_out(&DASHBOARD, &base, csrf, &body)
 }
 
 /// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything

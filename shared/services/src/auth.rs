@@ -155,6 +155,19 @@ impl Authenticator {
     /// # Errors
     /// `UNAUTHENTICATED` for an invalid or expired session or a revoked key; `UNAVAILABLE`.
     pub async fn console_session(&self, token: &str, base: &str) -> Result<(CallerContext, String)> {
+        let page = PageSession {
+            prefix: "",
+            credential: "console",
+            key_may: |scopes| scopes.contains(domain::principal::Scope::ApprovalsDecide),
+            role_may: |role| role.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide),
+            user_scopes: |_| domain::principal::Scopes([domain::principal::Scope::ApprovalsDecide].into_iter().collect()),
+        };
+        self.page_session(&page, token, base).await
+    }
+
+    /// The caller behind a console or dashboard session token (`page` says which), the
+    /// key or user it was opened with read again.
+    async fn page_session(&self, page: &PageSession, token: &str, base: &str) -> Result<(CallerContext, String)> {
         let invalid = || Error::unauthenticated("the session has ended; sign in again");
         let c = self
             .tokens
@@ -162,30 +175,30 @@ impl Authenticator {
             .await
             .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
         let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
-        let decide = domain::principal::Scope::ApprovalsDecide;
-        let caller = if let Some(key_id) = c.via.strip_prefix("key:") {
+        let via = c.via.strip_prefix(page.prefix).ok_or_else(invalid)?;
+        let caller = if let Some(key_id) = via.strip_prefix("key:") {
             let key_id = Id::new(key_id).map_err(|_| invalid())?;
             let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
-            if record.revoked_at.is_some() || record.principal.as_str() != c.sub || record.scopes.require(decide).is_err() {
+            if record.revoked_at.is_some() || record.principal.as_str() != c.sub || !(page.key_may)(&record.scopes) {
                 return Err(invalid());
             }
-            self.key_caller(tenant, record, format!("console:key:{key_id}")).await
-        } else if let Some(email) = c.via.strip_prefix("user:") {
-            // A user: still enabled, still this principal, still a role that may decide.
+            self.key_caller(tenant, record, format!("{}:key:{key_id}", page.credential)).await
+        } else if let Some(email) = via.strip_prefix("user:") {
+            // A user: still enabled, still this principal, still a role the page takes.
             let login = self.backend.records.get_login(&tenant, email).await?.ok_or_else(invalid)?;
             let principal = self.backend.records.get_principal(&tenant, &login.principal).await?.ok_or_else(invalid)?;
-            if login.disabled || login.principal.as_str() != c.sub || !principal.role.allowed_scopes().contains(decide) {
+            if login.disabled || login.principal.as_str() != c.sub || !(page.role_may)(principal.role) {
                 return Err(invalid());
             }
             let plan = self.tenant_config(&tenant).await?.ok_or_else(invalid)?.plan;
             Ok(CallerContext {
                 tenant,
                 principal: login.principal,
-                scopes: domain::principal::Scopes([decide].into_iter().collect()),
+                scopes: (page.user_scopes)(principal.role),
                 plan,
                 teams: principal.teams.clone(),
                 projects: principal.projects.clone(),
-                credential: format!("console:user:{}", principal.id),
+                credential: format!("{}:user:{}", page.credential, principal.id),
                 toolsets: domain::principal::Toolsets::default(),
             })
         } else {
@@ -223,51 +236,19 @@ impl Authenticator {
     /// `UNAUTHENTICATED` for an invalid or expired session, a revoked key, a disabled user
     /// or a lowered role; `UNAVAILABLE`.
     pub async fn dashboard_session(&self, token: &str, base: &str) -> Result<(CallerContext, String)> {
-        let invalid = || Error::unauthenticated("the session has ended; sign in again");
-        let c = self
-            .tokens
-            .verify_console(token, base)
-            .await
-            .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
-        let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
-        let caller = if let Some(key_id) = c.via.strip_prefix("dash:key:") {
-            let key_id = Id::new(key_id).map_err(|_| invalid())?;
-            let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
-            if record.revoked_at.is_some() || record.principal.as_str() != c.sub || !may_open_dashboard(&record.scopes) {
-                return Err(invalid());
-            }
-            self.key_caller(tenant, record, format!("dashboard:key:{key_id}")).await
-        } else if let Some(email) = c.via.strip_prefix("dash:user:") {
-            let login = self.backend.records.get_login(&tenant, email).await?.ok_or_else(invalid)?;
-            let principal = self.backend.records.get_principal(&tenant, &login.principal).await?.ok_or_else(invalid)?;
-            let owner_or_admin = matches!(principal.role, domain::principal::Role::Owner | domain::principal::Role::Admin);
-            if login.disabled || login.principal.as_str() != c.sub || !owner_or_admin {
-                return Err(invalid());
-            }
-            let plan = self.tenant_config(&tenant).await?.ok_or_else(invalid)?.plan;
+        let page = PageSession {
+            prefix: "dash:",
+            credential: "dashboard",
+            key_may: may_open_dashboard,
+            role_may: |role| matches!(role, domain::principal::Role::Owner | domain::principal::Role::Admin),
             // What the role may hold, but deciding approvals (that is the console's).
-            let scopes = principal
-                .role
-                .allowed_scopes()
-                .0
-                .into_iter()
-                .filter(|s| *s != domain::principal::Scope::ApprovalsDecide)
-                .collect();
-            Ok(CallerContext {
-                tenant,
-                principal: login.principal,
-                scopes: domain::principal::Scopes(scopes),
-                plan,
-                teams: principal.teams.clone(),
-                projects: principal.projects.clone(),
-                credential: format!("dashboard:user:{}", principal.id),
-                toolsets: domain::principal::Toolsets::default(),
-            })
-        } else {
-            return Err(invalid());
-        }
-        .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
-        Ok((caller, c.csrf))
+            user_scopes: |role| {
+                domain::principal::Scopes(
+                    role.allowed_scopes().0.into_iter().filter(|s| *s != domain::principal::Scope::ApprovalsDecide).collect(),
+                )
+            },
+        };
+        self.page_session(&page, token, base).await
     }
 
     async fn authenticate_jwt(&self, token: &str, base: &str) -> Result<CallerContext> {
@@ -365,6 +346,17 @@ impl Authenticator {
         }
         Ok(found)
     }
+}
+
+/// Which page a session token opens and who may keep it open.
+struct PageSession {
+    /// What the token's `via` starts with: `` (console), `dash:` (dashboard).
+    prefix: &'static str,
+    /// The caller's credential label: `console`, `dashboard`.
+    credential: &'static str,
+    key_may: fn(&domain::principal::Scopes) -> bool,
+    role_may: fn(domain::principal::Role) -> bool,
+    user_scopes: fn(domain::principal::Role) -> domain::principal::Scopes,
 }
 
 /// Whether a key's scopes open the dashboard: `admin` or `tenant:read`.
