@@ -2,7 +2,8 @@
 //! (tenants and their trusted IdPs), [`access`] (API keys, users, OAuth clients, signing
 //! keys), [`spine`] (operator entity writes), [`gates`] (gates: set, verify with exit
 //! codes for scripts, list, the git pre-push hook), [`durability`] (maintenance, reindex,
-//! backup, compaction, restore), [`stack`] (`bootstrap`, `doctor` and the backend of a
+//! backup, compaction, restore), [`errors`] (a failure's next step), [`stdio`] (MCP
+//! over stdin/stdout on the home), [`stack`] (`bootstrap`, `doctor` and the backend of a
 //! deployed stack named by `--stack`) and `serve` / `stdio`. With `--backend aws` the
 //! admin and durability commands run against a stack. Each command opens the home, does one thing, and prints the result
 //! for people (or, for `key create`, the key alone so scripts can capture it).
@@ -21,14 +22,19 @@ use domain::{EntityType, Id, TenantId};
 
 use crate::home;
 use crate::serve::{self, ServeSettings};
+use errors::domain_err;
+pub use errors::next_step;
+use stdio::{local_caller, stdio};
 
 mod access;
 mod durability;
+mod errors;
 mod gates;
 mod migrate;
 pub mod model;
 mod spine;
 mod stack;
+mod stdio;
 mod tenants;
 
 #[derive(Parser)]
@@ -593,58 +599,6 @@ fn cli_actor() -> String {
     format!("cli:{}", std::env::var("USER").or_else(|_| std::env::var("LOGNAME")).unwrap_or_else(|_| "operator".into()))
 }
 
-/// A service error for the person at the terminal: the message and what actually failed
-/// (its taxonomy code kept, so [`next_step`] can say what to do).
-fn domain_err(e: domain::Error) -> anyhow::Error {
-    OperatorError { code: e.code, text: e.for_operator() }.into()
-}
-
-/// A taxonomy error as the CLI shows it.
-#[derive(Debug)]
-struct OperatorError {
-    code: domain::ErrorCode,
-    text: String,
-}
-
-impl std::fmt::Display for OperatorError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.text)
-    }
-}
-
-impl std::error::Error for OperatorError {}
-
-/// What to do next after a failed command, from the kind of failure: printed under the
-/// error (`main`), so no error leaves the person at the terminal without a way on.
-pub fn next_step(e: &anyhow::Error) -> &'static str {
-    use domain::ErrorCode as C;
-    let code = e.chain().find_map(|c| c.downcast_ref::<OperatorError>()).map(|o| o.code);
-    match code {
-        Some(C::InvalidRequest | C::PayloadTooLarge) => {
-            "fix the value named above; `continuity <command> --help` lists each option and its format"
-        }
-        Some(C::NotFound) => {
-            "check the name: `continuity tenant list`, `continuity key list --tenant T`, `continuity user list --tenant T` show what exists"
-        }
-        Some(C::Conflict) => "it exists already or changed meanwhile: look at it again (the `list`/`show` command) and retry",
-        Some(C::Unauthenticated) => {
-            "the key or token is not valid here: create a new one with `continuity key create` (or run `continuity setup` again)"
-        }
-        Some(C::Forbidden | C::PlanInsufficient) => {
-            "the credential or plan lacks what this needs (the scope or plan is named above): use a key that has it, or `continuity tenant set`"
-        }
-        Some(C::RateLimited) => "wait a moment and retry",
-        Some(C::Unavailable | C::ResolverDegraded) => {
-            "a store or service could not be reached: retry; for the home, check no other program locks it; for a stack, run `continuity --backend aws --stack NAME doctor`"
-        }
-        Some(C::Internal) => "this is a bug: run again with RUST_LOG=debug and report the output",
-        Some(C::CapabilityNotFound | C::ConnectorNotAvailable | C::ConnectorSyncing) => {
-            "see `continuity --help` and the guide (docs/guide.md) for what is available"
-        }
-        None => "see `continuity <command> --help`; the guide (docs/guide.md) covers every command",
-    }
-}
-
 /// The AWS backend named by the same environment the Lambdas read
 /// (`CONTINUITY_TABLE`, `CONTINUITY_BUCKET`, `CONTINUITY_QUEUE_URL`, …).
 async fn aws_services() -> anyhow::Result<services::Services> {
@@ -838,48 +792,6 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
             Err(anyhow!("this command runs on an embedded home; drop --backend aws (setup reaches a stack with --url)"))
         }
     }
-}
-
-/// The caller of a `continuity stdio` session without a key — the person at this
-/// terminal: `principal` of `tenant` with every scope an MCP client may hold, never
-/// `admin` or `approvals:decide` (walls 4 and 5).
-async fn local_caller(
-    admin: &services::admin::AdminService,
-    tenant: TenantId,
-    principal: Id,
-    toolsets: Toolsets,
-    teams: Vec<String>,
-    projects: Vec<String>,
-) -> anyhow::Result<domain::principal::CallerContext> {
-    for name in teams.iter().chain(&projects) {
-        Id::new(name.clone()).map_err(|_| anyhow!("--teams/--projects: {name:?} is not a valid name"))?;
-    }
-    let t = admin.show_tenant(&tenant).await.map_err(domain_err)?;
-    let scopes = Scopes(domain::principal::Scope::ALL.iter().copied().filter(|s| s.grantable_to_mcp_client()).collect());
-    let caller = domain::principal::CallerContext {
-        tenant: t.id,
-        principal,
-        scopes,
-        plan: t.plan,
-        teams,
-        projects,
-        credential: "stdio".into(),
-        toolsets,
-    };
-    Ok(caller)
-}
-
-async fn stdio(s: &services::Services, caller: domain::principal::CallerContext) -> anyhow::Result<()> {
-    tracing::info!(tenant = %caller.tenant, principal = %caller.principal, "serving MCP over stdio");
-    use rmcp::ServiceExt as _;
-    let server = mcp::ContinuityMcp::for_caller(s.clone(), caller)
-        // On the reactor when stdin/stdout are pipes (as MCP clients start servers), not
-        // a blocking-pool hand-off per write: a large answer goes out in far fewer hops.
-        .serve(rmcp::transport::io::stdio_pipes())
-        .await
-        .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
-    server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
-    Ok(())
 }
 
 /// `continuity connector credential set|remove|list`.
