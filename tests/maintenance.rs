@@ -158,6 +158,7 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
             score: None,
             decision_reason: None,
             proposed_by: Id::new("agent-1").unwrap(),
+            proposed_via: None,
             source_session: None,
             origin: None,
             wait: None,

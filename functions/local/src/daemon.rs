@@ -47,7 +47,7 @@ pub fn retire(home: &Path) {
 }
 
 /// The base URL of the `serve` announced in `home`, when it answers.
-async fn live(home: &Path) -> Option<String> {
+pub async fn running(home: &Path) -> Option<String> {
     let text = std::fs::read_to_string(home.join(DAEMON_FILE)).ok()?;
     let a: Announcement = serde_json::from_str(&text).ok()?;
     // The announcing process must still be a `continuity serve` (where /proc tells): a
@@ -72,7 +72,7 @@ async fn live(home: &Path) -> Option<String> {
 /// # Errors
 /// When a spawned server does not come up (its log is named).
 pub async fn attach(home: &Path, embedder: &str, spawn: bool) -> anyhow::Result<Option<String>> {
-    if let Some(url) = live(home).await {
+    if let Some(url) = running(home).await {
         tracing::info!(url, "attaching to the running serve of this home");
         return Ok(Some(format!("{url}/mcp")));
     }
@@ -101,7 +101,7 @@ pub async fn attach(home: &Path, embedder: &str, spawn: bool) -> anyhow::Result<
     };
     eprintln!("started continuity serve for {} (pid {}, log {})", home.display(), child.id(), log.display());
     for _ in 0..300 {
-        if let Some(url) = live(home).await {
+        if let Some(url) = running(home).await {
             return Ok(Some(format!("{url}/mcp")));
         }
         if let Ok(Some(status)) = child.try_wait() {

@@ -79,6 +79,33 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
     Ok(Arc::new(model))
 }
 
+/// A home made by a command other than `serve` (`init`, `setup`) before it indexed
+/// anything: its first `serve` still fetches the sentence model.
+pub const MODEL_PENDING: &str = "model.pending";
+
+/// Marks a new home for the model fetch of its first `serve` (best effort).
+pub fn mark_model_pending(path: &Path) {
+    let _ = std::fs::write(path.join(MODEL_PENDING), b"the first `continuity serve` fetches the sentence model\n");
+}
+
+/// Opens the home that must already exist: only `serve`, `stdio`, `setup` and `init`
+/// create one, so a command run from another folder never makes a second home with its
+/// own owner key.
+///
+/// # Errors
+/// When there is no home at `path` (said with where it looked and how to point at one).
+pub async fn open_existing(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
+    if !exists(&path) {
+        let shown = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+        anyhow::bail!(
+            "no Continuity home at {} (the home is --home DIR, else $CONTINUITY_HOME, else ./.continuity). \
+             Point at yours with --home DIR or CONTINUITY_HOME=DIR, or create one with `continuity init` (or `continuity serve`)",
+            shown.display()
+        );
+    }
+    open(path, embedder_spec).await
+}
+
 /// Opens the home, creating it, the `local` tenant and the owner key on first use.
 pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
     create_folder(&path)?;

@@ -8,7 +8,6 @@
 //! reaches them, see `gateway::observe::log_filter`); what a person
 //! needs — the MCP URL, the key file — is printed on stdout.
 
-use clap::Parser;
 use continuity::cli;
 
 #[global_allocator]
@@ -16,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     tracing_subscriber::fmt().json().with_writer(std::io::stderr).with_env_filter(gateway::observe::log_filter()).init();
     match cli::run(cli).await {
         Ok(()) => std::process::ExitCode::SUCCESS,

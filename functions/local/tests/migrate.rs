@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -249,4 +251,30 @@ fn every_error_says_what_to_do_next() {
     assert!(!ok && err.contains("unknown export format") && err.contains("next:"), "{err}");
     let (ok, _, err) = run(&home, &["import", dir.path().join("missing.jsonl").to_str().unwrap()]);
     assert!(!ok && err.contains("reading") && err.contains("next:"), "{err}");
+}
+
+/// A CLI import into a home whose `serve` is running (and has its search partition in
+/// memory already) is found by the server's very next search: the serve reads what
+/// another process indexed before it searches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_while_serve_runs_is_found_by_the_next_search() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let server = common::spawn(&home);
+    let search = |q: &'static str| {
+        let (base, key) = (server.base.clone(), server.key.clone());
+        async move {
+            let r = common::call_tool(&base, &key, "memory_search", json!({"query": q})).await;
+            r["structuredContent"]["results"].as_array().cloned().unwrap_or_default()
+        }
+    };
+    assert!(search("Lisbon").await.is_empty(), "nothing yet (and the partition is now loaded in the server)");
+    let mem0 = dir.path().join("mem0.json");
+    std::fs::write(&mem0, r#"{"results":[{"id":"0b5b","memory":"Works from Lisbon on Fridays","user_id":"ada","created_at":"2025-07-01T08:00:00Z"}]}"#)
+        .unwrap();
+    let h = home.clone();
+    let (ok, out, err) = tokio::task::spawn_blocking(move || run(&h, &["import", mem0.to_str().unwrap()])).await.unwrap();
+    assert!(ok && out.contains("memories 1 new"), "{out}{err}");
+    let hits = search("Lisbon").await;
+    assert!(hits.iter().any(|h| h.to_string().contains("Works from Lisbon")), "{hits:?}");
 }

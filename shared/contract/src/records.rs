@@ -80,6 +80,7 @@ fn proposal(t: &TenantId, pid: &str) -> Proposal {
         score: None,
         decision_reason: None,
         proposed_by: id("u1"),
+        proposed_via: None,
         source_session: None,
         origin: None,
         wait: None,

@@ -18,4 +18,8 @@ pub struct AuditRecord {
     /// `ok` or a taxonomy code.
     pub outcome: String,
     pub request_id: Option<String>,
+    /// Which client acted ([`crate::principal::CallerContext::via`]): `claude-code
+    /// (api_key:k1)`; absent for jobs and older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }

@@ -62,13 +62,66 @@ string_enum! {
     MilestoneStatus, "milestone status" { Planned = "planned", Active = "active", Done = "done", Missed = "missed" }
 }
 
-/// One item of a PR checklist.
+/// One item of a PR checklist. Stored as `{"text", "checked"}`; read from that or from a
+/// line of text (`"[x] tests pass"`, `"[ ] docs"`, `"docs"`), which is how a tool call
+/// writes it: clients that reduce schemas to a subset (Codex) keep an array of strings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(from = "ChecklistItemInput")]
 pub struct ChecklistItem {
     pub text: String,
     #[serde(default)]
     pub checked: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ChecklistItemInput {
+    Line(String),
+    Item {
+        text: String,
+        #[serde(default)]
+        checked: bool,
+    },
+}
+
+impl From<ChecklistItemInput> for ChecklistItem {
+    fn from(input: ChecklistItemInput) -> Self {
+        match input {
+            ChecklistItemInput::Item { text, checked } => Self { text, checked },
+            ChecklistItemInput::Line(line) => {
+                let (checked, text) = match line.get(..4) {
+                    Some("[x] " | "[X] ") => (true, &line[4..]),
+                    Some("[ ] ") => (false, &line[4..]),
+                    _ => (false, line.as_str()),
+                };
+                Self { text: text.to_owned(), checked }
+            }
+        }
+    }
+}
+
+/// Read as a line of text (`"[x] tests pass"`); written as an object.
+#[cfg(feature = "schema")]
+impl schemars::JsonSchema for ChecklistItem {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ChecklistItem".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        if generator.contract().is_deserialize() {
+            schemars::json_schema!({
+                "type": "string",
+                "minLength": 1,
+                "description": "One checklist item as a line: \"[x] tests pass\" (done), \"[ ] docs updated\" or \"docs updated\" (not yet)."
+            })
+        } else {
+            schemars::json_schema!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}, "checked": {"type": "boolean"}},
+                "required": ["text", "checked"]
+            })
+        }
+    }
 }
 
 /// What a record says, by kind.
@@ -441,5 +494,19 @@ mod tests {
         assert!(bad_due.check().is_err());
         assert_eq!(kind_of("error_fix.01abc").unwrap(), RecordKind::ErrorFix);
         assert!(kind_of("task").is_err() && kind_of("bogus.1").is_err());
+    }
+
+    #[test]
+    fn checklist_items_are_read_from_lines_or_objects_and_written_as_objects() {
+        let b: Body = serde_json::from_str(
+            r#"{"kind":"checklist","pr":"42","items":["[x] tests pass","[ ] docs","lint",{"text":"review","checked":true}]}"#,
+        )
+        .unwrap();
+        let Body::Checklist { items, .. } = &b else { panic!("{b:?}") };
+        let read: Vec<(&str, bool)> = items.iter().map(|i| (i.text.as_str(), i.checked)).collect();
+        assert_eq!(read, [("tests pass", true), ("docs", false), ("lint", false), ("review", true)]);
+        let stored = serde_json::to_value(&b).unwrap();
+        assert_eq!(stored["items"][0], serde_json::json!({"text": "tests pass", "checked": true}));
+        assert_eq!(serde_json::from_value::<Body>(stored).unwrap(), b);
     }
 }

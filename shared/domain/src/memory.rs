@@ -269,6 +269,7 @@ mod tests {
             projects: vec!["apollo".into()],
             toolsets: crate::principal::Toolsets::default(),
             credential: "test".into(),
+            client: None,
         }
     }
 

@@ -64,6 +64,10 @@ pub struct OAuthClient {
     /// operator enabled more: `continuity client toolsets`).
     #[serde(default)]
     pub toolsets: crate::principal::Toolsets,
+    /// For a client described by a Client ID Metadata Document: the document's URL (its
+    /// `client_id` on the wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_url: Option<String>,
 }
 
 impl OAuthClient {

@@ -217,12 +217,29 @@ pub struct CallerContext {
     pub credential: String,
     /// The MCP toolsets offered to this caller.
     pub toolsets: Toolsets,
+    /// The client acting, for people: the API key's name (`continuity setup` names each
+    /// client's key after it: `claude-code`), when it has one.
+    pub client: Option<String>,
 }
 
 impl CallerContext {
     /// Who owns what this caller opens (an MCP session): the tenant, the principal and
     /// the credential without its per-token part — the API key, or the OAuth client
     /// (`jwt:{client}:{jti}` → `jwt:{client}`), so a refreshed token keeps its sessions.
+    /// Which client acted, for the audit ledger and proposals: the key's name and id
+    /// (`claude-code (api_key:k1)`), else the credential without its per-token part
+    /// (`api_key:k1`, `jwt:{client}`, `console`).
+    pub fn via(&self) -> String {
+        let credential = match self.credential.strip_prefix("jwt:") {
+            Some(rest) => format!("jwt:{}", rest.rsplit_once(':').map_or(rest, |(client, _)| client)),
+            None => self.credential.clone(),
+        };
+        match &self.client {
+            Some(name) => format!("{name} ({credential})"),
+            None => credential,
+        }
+    }
+
     pub fn session_owner(&self) -> String {
         let credential = match self.credential.strip_prefix("jwt:") {
             Some(rest) => format!("jwt:{}", rest.rsplit_once(':').map_or(rest, |(client, _)| client)),

@@ -124,6 +124,9 @@ pub struct Proposal {
     pub score: Option<TriageScore>,
     pub decision_reason: Option<String>,
     pub proposed_by: Id,
+    /// Which client proposed it ([`crate::principal::CallerContext::via`]), for people.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_via: Option<String>,
     pub source_session: Option<String>,
     /// What the proposal came from when not an agent's own words: `adr:{project}/{id}`
     /// for an engineering ADR whose acceptance governance decides (written: the ADR is

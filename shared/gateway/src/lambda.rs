@@ -39,6 +39,7 @@ pub fn caller_from_authorizer(fields: &std::collections::HashMap<String, serde_j
         teams: list("teams"),
         projects: list("projects"),
         credential: s("credential").unwrap_or("authorizer").to_owned(),
+        client: None,
         toolsets: s("toolsets").and_then(|t| Toolsets::parse(t).ok()).unwrap_or_default(),
     })
 }

@@ -242,7 +242,7 @@ fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response
         StatusCode::OK,
         "Sign in",
         &format!(
-            "<p><strong>{client}</strong> wants to use Continuity on your behalf.</p>{msg}\
+            "<p>{client} wants to use Continuity on your behalf.</p>{msg}\
              <form method=post action=\"authorize\">\
              <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
              <input type=hidden name=action value=login>\
@@ -250,11 +250,46 @@ fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response
              <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
              <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
              <button type=submit>Sign in</button></form>",
-            client = esc(&view.client_name),
+            client = client_line(view),
             id = esc(view.pending.id.as_str()),
             csrf = esc(csrf),
         ),
     )
+}
+
+/// Who asks, for the sign-in and consent pages: the name the client gives itself (as
+/// plain text), and for a metadata-document client the host that serves its document.
+fn client_line(view: &PendingView) -> String {
+    match &view.client_host {
+        Some(host) => format!(
+            "<strong>{}</strong> <small>(described by <code>{}</code>; the name is the client's own, unverified)</small>",
+            esc(&view.client_name),
+            esc(host)
+        ),
+        None => format!("<strong>{}</strong>", esc(&view.client_name)),
+    }
+}
+
+/// The host a code would be sent to, shown plainly (MCP: the redirect URI's host must be
+/// clear), with a warning when it is this machine.
+fn redirect_line(uri: &str) -> String {
+    let host = reqwest_free_host(uri);
+    let local = matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    let warn = if local {
+        " <small>(a program on this computer: allow only if you just started it yourself)</small>"
+    } else {
+        ""
+    };
+    format!("<p>It will be sent back to <code>{}</code>{warn}.</p>", esc(uri))
+}
+
+/// The host of a URI (`scheme://host[:port]/…`), without a URL parser.
+fn reqwest_free_host(uri: &str) -> Option<String> {
+    let rest = uri.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host.starts_with('[') { host.split(']').next().map(|h| format!("{h}]"))? } else { host.split(':').next()?.to_owned() };
+    Some(host.to_ascii_lowercase())
 }
 
 fn consent_page(view: &PendingView, csrf: &str) -> Response {
@@ -273,15 +308,15 @@ fn consent_page(view: &PendingView, csrf: &str) -> Response {
         StatusCode::OK,
         "Allow access?",
         &format!(
-            "<p><strong>{client}</strong> asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>{reach}\
-             <p>It will be sent back to <code>{redirect}</code>.</p>\
+            "<p>{client} asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>{reach}\
+             {redirect}\
              <form method=post action=\"authorize\">\
              <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
              <button type=submit name=action value=approve>Allow</button>\
              <button type=submit name=action value=deny>Deny</button></form>",
-            client = esc(&view.client_name),
+            client = client_line(view),
             tenant = esc(tenant.as_ref().map_or("", |t| t.as_str())),
-            redirect = esc(&view.pending.redirect_uri),
+            redirect = redirect_line(&view.pending.redirect_uri),
             id = esc(view.pending.id.as_str()),
             csrf = esc(csrf),
         ),

@@ -51,8 +51,8 @@ pub fn mcp_route(method: Option<&str>, params: Option<&serde_json::Value>) -> Ro
     let label = match method {
         Some("tools/call") => {
             let tool = params.and_then(|p| p.get("name")).and_then(serde_json::Value::as_str);
-            match tool.and_then(|t| mcp::tools::all().find(|k| k.name == t)) {
-                Some(t) => format!("mcp:{}", t.name),
+            match tool.and_then(|t| mcp::tools::all().find(|k| k.answers_to(t))) {
+                Some(t) => format!("mcp:{}", t.name()),
                 None => "mcp:tools/call".to_owned(),
             }
         }

@@ -148,10 +148,15 @@ async fn session_request(
         return unknown_session();
     }
     let deleting = req.method() == http::Method::DELETE;
-    let response = match session.oneshot(req).await {
+    let mut response = match session.oneshot(req).await {
         Ok(r) => r.map(axum::body::Body::new),
         Err(never) => match never {},
     };
+    if deleting && response.status() == http::StatusCode::ACCEPTED {
+        // rmcp answers 202; the Python SDK counts only 200 and 204 as a session ended
+        // ("Session termination failed: 202" on every close), the TypeScript SDK any 2xx.
+        *response.status_mut() = http::StatusCode::OK;
+    }
     match named {
         Some(id) if deleting && response.status().is_success() => owners.remove(&id),
         Some(_) => {}

@@ -458,7 +458,7 @@ async fn tools_list_snapshot_per_plan_tier() {
     }
     // Every registered tool has a snapshot: a new one cannot ship unreviewed.
     for t in mcp::tools::all() {
-        assert!(listed.iter().any(|n| n == t.name), "the tool {} has no snapshot", t.name);
+        assert!(listed.iter().any(|n| n == t.name()), "the tool {} has no snapshot", t.name());
     }
 }
 
@@ -483,7 +483,10 @@ async fn resources_and_templates_read_real_data_through_the_adk() {
     };
     assert_eq!(read("continuity://entities/account/acme-1").await["attributes"]["name"], "Acme Corp");
     let caps = read("continuity://capabilities").await;
-    assert!(caps.as_array().unwrap().iter().any(|c| c["name"] == "memory.search_org" && c["allowed"] == true));
+    assert!(caps.as_array().unwrap().iter().any(|c| c["tool"] == "memory_search_org"
+        && c["capability"] == "memory.search_org"
+        && c["allowed"] == true));
+    assert!(caps.as_array().unwrap().iter().any(|c| c["tool"].is_null() && c["capability"] == "task.dispatch"));
     let project = read("continuity://projects/apollo/schema").await;
     assert_eq!((project["project"].as_str(), project["department"].as_str()), (Some("apollo"), Some("customer_success")));
     for bad in ["continuity://entities/account/nope", "continuity://nothing", "continuity://projects/a#b/schema"] {

@@ -176,7 +176,7 @@ fn proposal_text(p: &ProposalView) -> String {
             format!("Proposal {} \"{}\" was approved and written.", p.id, p.title)
         }
         ProposalState::AwaitingApproval => format!(
-            "Proposal {} \"{}\"{scored} waits for a person to decide (never in chat). Check it with proposal.status.",
+            "Proposal {} \"{}\"{scored} waits for a person to decide (never in chat). Check it with proposal_status.",
             p.id, p.title
         ),
         ProposalState::Rejected => format!("Proposal {} \"{}\" was rejected", p.id, p.title),
@@ -472,7 +472,7 @@ impl Render for GateList {
     fn render(&self) -> String {
         if self.gates.is_empty() {
             return "No gate matches. A person sets gates (approvals console or `continuity gate set`); \
-                    ask for one with engineering.gate_request."
+                    ask for one with engineering_gate_request."
                 .to_owned();
         }
         let mut text = format!("{} gate(s):", self.gates.len());

@@ -105,12 +105,12 @@ pub fn output_schema(tool: &McpTool) -> Value {
     serde_json::json!({"type": "object", "anyOf": [(tool.output_schema)(), error_schema()]})
 }
 
-fn to_tool(tool: &McpTool) -> Tool {
+fn to_tool(tool: &'static McpTool) -> Tool {
     let as_object = |v: Value| Arc::new(v.as_object().cloned().unwrap_or_default());
     let mut annotations = ToolAnnotations::with_title(tool.title);
     annotations.read_only_hint = Some(tool.read_only());
     annotations.open_world_hint = Some(false);
-    Tool::new_with_raw(tool.name, Some(Cow::Borrowed(tool.description)), as_object((tool.input_schema)()))
+    Tool::new_with_raw(tool.name(), Some(Cow::Borrowed(tool.description)), as_object((tool.input_schema)()))
         .with_title(tool.title)
         .with_raw_output_schema(as_object(output_schema(tool)))
         .with_annotations(annotations)
@@ -298,10 +298,10 @@ impl ServerHandler for ContinuityMcp {
         let mut info = ServerConfig::new(caps).with_server_info(Implementation::new("continuity", env!("CARGO_PKG_VERSION")));
         info.instructions = Some(
             "Continuity is the organisation's governed memory and business context. \
-             Read business entities with spine.entity.get / spine.entity.search / spine.relationship.list and signals with signal.list; \
-             assemble context for a task with session.get_context. Search approved organisational memory with memory.search_org before answering how things are done here. \
-             Record your conversation with memory.write_conversational and continue it later with memory.read_conversational. \
-             You can propose (memory.propose, proposal.create, session.summarize) but never decide: proposals stay pending until governance and a person decide. \
+             Read business entities with spine_entity_get / spine_entity_search / spine_relationship_list and signals with signal_list; \
+             assemble context for a task with session_get_context. Search approved organisational memory with memory_search_org before answering how things are done here. \
+             Record your conversation with memory_write_conversational and continue it later with memory_read_conversational. \
+             You can propose (memory_propose, proposal_create, session_summarize) but never decide: proposals stay pending until governance and a person decide. \
              The resource continuity://schema lists this tenant's entity types and fields."
                 .into(),
         );
@@ -415,7 +415,7 @@ impl ServerHandler for ContinuityMcp {
                 Resource::new(CAPABILITIES_URI, "capabilities")
                     .with_title("Capabilities")
                     .with_description(
-                        "Every capability with whether you may use it now, and which plan or scopes would unlock it.",
+                        "Every capability (with its tool, if it is one) with whether you may use it now, and which plan or scopes would unlock it.",
                     )
                     .with_mime_type("application/json"),
             );
@@ -478,7 +478,9 @@ impl ServerHandler for ContinuityMcp {
                 listed
                     .iter()
                     .map(|l| serde_json::json!({
-                        "name": l.spec.name,
+                        // The tool to call (none for capabilities of the capability API only).
+                        "tool": crate::tools::all().find(|t| t.capability == l.spec.name).map(|t| t.name()),
+                        "capability": l.spec.name,
                         "allowed": l.allowed,
                         "unlock_tier": l.unlock_tier.map(|t| t.as_str()),
                         "missing_scopes": l.missing_scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),

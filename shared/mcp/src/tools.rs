@@ -7,7 +7,7 @@ use domain::principal::{CallerContext, Toolset};
 use domain::{Error, Result};
 use serde_json::Value;
 use services::Services;
-use services::capabilities::typed::{BoxFuture, Capability, input_schema, output_schema};
+use services::capabilities::typed::{BoxFuture, Capability, ToolName, input_schema, output_schema};
 
 use crate::render::Render;
 
@@ -16,8 +16,9 @@ type Handler = for<'a> fn(&'a Services, &'a CallerContext, Value) -> BoxFuture<'
 
 /// One MCP tool.
 pub struct McpTool {
-    /// The tool's name on the wire (the graph toolset keeps the reference server's).
-    pub name: &'static str,
+    /// The tool's name on the wire: the capability's with `_` for `.` (the graph
+    /// toolset keeps the reference server's).
+    name: ToolName,
     /// The ADK capability it stands for.
     pub capability: &'static str,
     pub title: &'static str,
@@ -28,6 +29,17 @@ pub struct McpTool {
 }
 
 impl McpTool {
+    /// Its name on the wire (`memory_search`).
+    pub fn name(&'static self) -> &'static str {
+        self.name.as_str()
+    }
+
+    /// Whether a `tools/call` for `name` means this tool: its tool name, or the dotted
+    /// capability name earlier versions listed (configurations written then keep working).
+    pub fn answers_to(&'static self, name: &str) -> bool {
+        self.name() == name || self.capability == name
+    }
+
     /// The toolset it belongs to.
     pub fn toolset(&self) -> Toolset {
         if self.capability.starts_with("memory.graph_") {
@@ -99,9 +111,9 @@ pub fn all() -> impl Iterator<Item = &'static McpTool> {
     REGISTERED.iter().filter(|t| adk::registry::find(t.capability).is_some_and(|s| s.channel != adk::registry::Channel::Api))
 }
 
-/// The tool `name` in `caller`'s toolsets, if any.
+/// The tool `name` (its tool name or its capability name) in `caller`'s toolsets, if any.
 pub fn find(caller: &CallerContext, name: &str) -> Option<&'static McpTool> {
-    all().find(|t| t.name == name && caller.toolsets.contains(t.toolset()))
+    all().find(|t| t.answers_to(name) && caller.toolsets.contains(t.toolset()))
 }
 
 #[cfg(test)]

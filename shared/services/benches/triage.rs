@@ -134,6 +134,7 @@ fn main() {
                         score: None,
                         decision_reason: None,
                         proposed_by: Id::new("agent").unwrap(),
+                        proposed_via: None,
                         source_session: (k % 2 == 0).then(|| "s1".to_owned()),
                         origin: None,
                         wait: None,

@@ -106,19 +106,40 @@ impl AuditService {
         record(&self.backend, tenant, actor, action, target, outcome)
     }
 
+    /// Records what `caller` did, naming the client that acted ([`Self::record`]).
+    pub async fn record_by(&self, caller: &domain::principal::CallerContext, action: &str, target: Option<String>, outcome: &str) {
+        let mut r = self.make(&caller.tenant, caller.principal.as_str(), action, target, outcome);
+        r.via = Some(caller.via());
+        self.write(r).await;
+    }
+
+    /// Records a read by `caller`, naming the client ([`Self::record_read`]).
+    pub async fn record_read_by(&self, caller: &domain::principal::CallerContext, action: &str, target: Option<String>, outcome: &str) {
+        if self.reads_are_durable() {
+            return self.record_by(caller, action, target, outcome).await;
+        }
+        let mut r = self.make(&caller.tenant, caller.principal.as_str(), action, target, outcome);
+        r.via = Some(caller.via());
+        self.queue(r).await;
+    }
+
     /// Records the audit record of a read: queued for the next group write, without
     /// waiting for it (see the module notes).
     pub async fn record_read(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
         if self.reads_are_durable() {
             return self.record(tenant, actor, action, target, outcome).await;
         }
-        let record = self.make(tenant, actor, action, target, outcome);
+        self.queue(self.make(tenant, actor, action, target, outcome)).await;
+    }
+
+    /// Queues a read's record for the next group write.
+    async fn queue(&self, record: AuditRecord) {
         match self.writer().try_send(Pending { record, done: None }) {
             Ok(()) => {}
             // A full queue or a stopped writer: write this one now.
             Err(mpsc::error::TrySendError::Full(p) | mpsc::error::TrySendError::Closed(p)) => {
                 if let Err(e) = self.backend.records.append_audit(&p.record).await {
-                    tracing::error!(tenant = %tenant, action, error = %e, "audit record lost");
+                    tracing::error!(tenant = %p.record.tenant, action = %p.record.action, error = %e, "audit record lost");
                 }
             }
         }
@@ -127,7 +148,12 @@ impl AuditService {
     /// Records `action` by `actor` in `tenant` with `outcome` (`ok` or a taxonomy code);
     /// returns once the record is durable (or its loss is logged).
     pub async fn record(&self, tenant: &domain::TenantId, actor: &str, action: &str, target: Option<String>, outcome: &str) {
-        let record = self.make(tenant, actor, action, target, outcome);
+        self.write(self.make(tenant, actor, action, target, outcome)).await;
+    }
+
+    /// Writes a record; returns once it is durable (or its loss is logged).
+    async fn write(&self, record: AuditRecord) {
+        let (tenant, action) = (record.tenant.clone(), record.action.clone());
         let (done, answer) = oneshot::channel();
         let result = match self.writer().send(Pending { record, done: Some(done) }).await {
             Ok(()) => answer.await.unwrap_or_else(|_| Err(domain::Error::internal("the audit writer stopped"))),
@@ -135,9 +161,10 @@ impl AuditService {
             Err(mpsc::error::SendError(p)) => self.backend.records.append_audit(&p.record).await,
         };
         if let Err(e) = result {
-            tracing::error!(tenant = %tenant, action, error = %e, "audit record lost");
+            tracing::error!(tenant = %tenant, action = %action, error = %e, "audit record lost");
         }
     }
+
 }
 
 /// A new audit record, stamped now with a fresh id: the one place records are built (the
@@ -159,5 +186,6 @@ pub(crate) fn record(
         target,
         outcome: outcome.to_owned(),
         request_id: None,
+        via: None,
     }
 }

@@ -126,6 +126,7 @@ impl Authenticator {
             teams: record.teams,
             projects: record.projects,
             credential,
+            client: record.name.clone(),
             toolsets: record.toolsets,
         })
     }
@@ -199,6 +200,7 @@ impl Authenticator {
                 teams: principal.teams.clone(),
                 projects: principal.projects.clone(),
                 credential: format!("{}:user:{}", page.credential, principal.id),
+                client: None,
                 toolsets: domain::principal::Toolsets::default(),
             })
         } else {
@@ -266,6 +268,7 @@ impl Authenticator {
             teams: v.teams,
             projects: v.projects,
             credential: format!("jwt:{}:{}", v.client_id, v.jti),
+            client: None,
             toolsets: v.toolsets,
         })
     }

@@ -91,6 +91,7 @@ mod tests {
             projects: vec!["apollo".into()],
             toolsets: Toolsets::default(),
             credential: "test".into(),
+            client: None,
         }
     }
 

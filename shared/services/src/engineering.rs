@@ -462,6 +462,7 @@ mod tests {
             teams: vec![],
             projects: projects.iter().map(|p| (*p).to_owned()).collect(),
             credential: "test".into(),
+            client: None,
             toolsets: domain::principal::Toolsets::default(),
         }
     }

@@ -455,6 +455,7 @@ pub async fn principal_caller(s: &Services, tenant: &domain::TenantId, principal
         teams: p.teams,
         projects: p.projects,
         credential: "cli".into(),
+        client: None,
         toolsets: Toolsets::default(),
     })
 }

@@ -57,6 +57,13 @@ impl MemoryCache {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Forgets every entry (another process changed what they were read from).
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.entries.clear();
+        inner.by_expiry.clear();
+    }
 }
 
 #[async_trait]

@@ -72,6 +72,16 @@ const MIGRATIONS: &[&str] = &[
     // 3: when an indexed record happened (a turn's time, a memory's event time), for
     // `since`/`until`; NULL means `updated_at`.
     "ALTER TABLE search_docs ADD COLUMN occurred_at INTEGER;",
+    // 4: which records of the index each process changed, so the `serve` running on a
+    // home sees what a CLI command (an import, a reindex) wrote into it.
+    "CREATE TABLE search_changes (
+        seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+        writer TEXT    NOT NULL,
+        tenant TEXT    NOT NULL,
+        scope  TEXT    NOT NULL,
+        doc    TEXT    NOT NULL,
+        at     INTEGER NOT NULL
+     );",
 ];
 
 /// Read-only connections beside the writer: in WAL mode readers never wait for a
@@ -90,6 +100,8 @@ pub struct Db {
     path: Arc<std::path::PathBuf>,
     /// Set once SQLite reported the file damaged: `/healthz` says so until a restart.
     damaged: Arc<std::sync::atomic::AtomicBool>,
+    /// The writer connection's `data_version` last seen ([`Self::others_committed`]).
+    data_version: Arc<std::sync::atomic::AtomicI64>,
 }
 
 /// What a client is told when SQLite finds the database file damaged: not "retry
@@ -184,7 +196,22 @@ impl Db {
             next_reader: Arc::default(),
             path: Arc::new(path.to_path_buf()),
             damaged: Arc::default(),
+            data_version: Arc::default(),
         })
+    }
+
+    /// Whether another process committed to the database since the last call (SQLite's
+    /// `data_version` of the writer connection, which changes only for other
+    /// connections' commits — the readers here never write). The first call says `false`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the database cannot be read.
+    pub fn others_committed(&self) -> Result<bool> {
+        let conn = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let version: i64 = conn.query_row("PRAGMA data_version", [], |r| r.get(0)).map_err(sql_err)?;
+        drop(conn);
+        let before = self.data_version.swap(version, std::sync::atomic::Ordering::Relaxed);
+        Ok(before != 0 && before != version)
     }
 
     /// The database file.

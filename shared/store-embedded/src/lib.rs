@@ -58,6 +58,36 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
 ///
 /// # Errors
 /// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
+/// How often a process checks whether another one wrote to its home.
+pub const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// When another process writes to the home (a CLI command beside `serve`), this one must
+/// not answer from what it holds in memory: every half second, if another connection
+/// committed, the cache is emptied and the search index takes in the records the other
+/// process indexed (a search does that at once too). Runs while the backend lives, on
+/// the runtime that opened it (none: nothing to watch).
+fn watch_other_processes(db: &Db, cache: &Arc<MemoryCache>, search: &Arc<SqliteSearch>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+    let (db, cache, search) = (db.clone(), Arc::downgrade(cache), Arc::downgrade(search));
+    let _ = db.others_committed();
+    runtime.spawn(async move {
+        let mut tick = tokio::time::interval(WATCH_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (Some(cache), Some(search)) = (cache.upgrade(), search.upgrade()) else { break };
+            let check = db.clone();
+            let changed = tokio::task::spawn_blocking(move || check.others_committed()).await;
+            if matches!(changed, Ok(Ok(true))) {
+                cache.clear();
+                if let Err(e) = search.sync_external().await {
+                    tracing::warn!(error = %e, "reading another process's index changes failed; the next search tries again");
+                }
+            }
+        }
+    });
+}
+
 pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn ports::Embedder>) -> domain::Result<Backend> {
     let db = Db::open(&home.join(DATABASE_FILE))?;
     let fortress_db = Db::open(&home.join("fortress.db"))?;
@@ -74,6 +104,8 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     // Writes of promoted tenants are mirrored into the fortress (`ports::fortress`).
     let items = Arc::new(ports::fortress::Mirrored::new(Arc::new(SqliteItems::new(db.clone())), fortress_items.clone()));
     let search = Arc::new(SqliteSearch::new(db.clone(), embedder.name(), embedder.dim()));
+    let cache = Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY));
+    watch_other_processes(&db, &cache, &search);
     let queue = Arc::new(SqliteQueue::new(db, "work", DEFAULT_MAX_RECEIVES, clock.clone()));
     let blobs = Arc::new(FileBlobs::new(home.join("blobs"))?);
     // The fortress is a second database file: the verified copy of promoted tenants.
@@ -84,7 +116,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     let fortress = Records::new(fortress_items).with_vault(vault());
     Ok(Backend {
         records: Records::new(items).with_vault(vault()),
-        cache: Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY)),
+        cache,
         queue,
         blobs,
         fortress: Some(fortress),

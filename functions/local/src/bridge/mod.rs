@@ -48,6 +48,28 @@ const TRANSPORT_ERROR: i64 = -32099;
 /// The JSON-RPC error code when the remote refused the key (HTTP 401/403).
 const KEY_REFUSED: i64 = -32001;
 
+/// The largest answer the bridge reads from the remote: a bigger one is refused, not
+/// held in memory.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
+/// Where a 2026-07-28 request names its protocol version (there is no `initialize`).
+const PROTOCOL_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// The `MCP-Protocol-Version` header a message travels with: none on `initialize` (it is
+/// the negotiation, and the official SDKs send none), the version a 2026-07-28 request
+/// names in its `_meta`, else the version `initialize` negotiated (none before that: the
+/// server then assumes its default).
+fn protocol_header(msg: &Value, negotiated: Option<&str>) -> Option<String> {
+    if msg.get("method").and_then(Value::as_str) == Some("initialize") {
+        return None;
+    }
+    msg.pointer("/params/_meta")
+        .and_then(|m| m.get(PROTOCOL_META))
+        .and_then(Value::as_str)
+        .or(negotiated)
+        .map(str::to_owned)
+}
+
 /// How often the buffer is retried while the client is idle.
 const REPLAY_EVERY: Duration = Duration::from_secs(5);
 
@@ -64,7 +86,8 @@ pub struct Bridge {
     key: String,
     http: reqwest::Client,
     store: Store,
-    protocol: std::sync::Mutex<String>,
+    /// The version `initialize` negotiated (none before it).
+    protocol: std::sync::Mutex<Option<String>>,
     read_only: std::sync::Mutex<HashMap<String, bool>>,
     out: mpsc::UnboundedSender<Value>,
     /// Held while the buffer replays or a write is forwarded: writes stay in order.
@@ -100,7 +123,7 @@ pub async fn run(home: &Path, url: &str, key: &str) -> anyhow::Result<()> {
         key: key.to_owned(),
         http,
         store,
-        protocol: std::sync::Mutex::new("2025-06-18".into()),
+        protocol: std::sync::Mutex::new(None),
         read_only: std::sync::Mutex::new(HashMap::new()),
         out: tx,
         writes: tokio::sync::Mutex::new(()),
@@ -153,6 +176,26 @@ pub async fn run(home: &Path, url: &str, key: &str) -> anyhow::Result<()> {
     drop(bridge);
     let _ = writer.await;
     Ok(())
+}
+
+enum Capped {
+    TooLarge,
+    Cut(String),
+}
+
+/// The body of `resp` as text, read a chunk at a time and refused past `max` bytes.
+async fn read_capped(mut resp: reqwest::Response, max: usize) -> Result<String, Capped> {
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Err(Capped::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await.map_err(|e| Capped::Cut(e.to_string()))? {
+        if body.len() + chunk.len() > max {
+            return Err(Capped::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
 
 fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
@@ -210,22 +253,34 @@ impl Bridge {
         }
     }
 
+    /// Whether a tool only reads: as the remote's last tool list says, else as this
+    /// version's own tools say (a read is never buffered as a write because the remote
+    /// was down before its tools were learned), else it is taken to write.
     fn is_read_only(&self, tool: &str) -> bool {
-        self.read_only.lock().ok().and_then(|m| m.get(tool).copied()).unwrap_or(false)
+        let learned = self.read_only.lock().ok().and_then(|m| m.get(tool).copied());
+        learned.or_else(|| mcp::tools::all().find(|t| t.answers_to(tool)).map(mcp::tools::McpTool::read_only)).unwrap_or(false)
     }
 
     /// Sends one message to the remote.
     async fn post(&self, msg: &Value) -> (Reply, Option<String>) {
-        let protocol = self.protocol.lock().map(|p| p.clone()).unwrap_or_default();
-        let sent = self
+        let negotiated = self.protocol.lock().ok().and_then(|p| p.clone());
+        let mut req = self
             .http
             .post(&self.url)
             .bearer_auth(&self.key)
-            .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", protocol)
-            .json(msg)
-            .send()
-            .await;
+            .header("accept", "application/json, text/event-stream");
+        if let Some(v) = protocol_header(msg, negotiated.as_deref()) {
+            req = req.header("mcp-protocol-version", v);
+        }
+        // The 2026-07-28 transport routes by these; earlier versions ignore them.
+        if let Some(m) = msg.get("method").and_then(Value::as_str) {
+            req = req.header("mcp-method", m);
+            let name = msg.pointer("/params/name").or_else(|| msg.pointer("/params/uri")).and_then(Value::as_str);
+            if let Some(n) = name.filter(|n| n.len() <= 512 && n.bytes().all(|b| b.is_ascii_graphic())) {
+                req = req.header("mcp-name", n);
+            }
+        }
+        let sent = req.json(msg).send().await;
         let resp = match sent {
             Ok(r) => r,
             Err(e) => return (Reply::Down(format!("unreachable ({})", short(&e.to_string()))), None),
@@ -248,9 +303,13 @@ impl Bridge {
         }
         let sse =
             resp.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.starts_with("text/event-stream"));
-        let body = match resp.text().await {
+        let body = match read_capped(resp, MAX_ANSWER_BYTES).await {
             Ok(b) => b,
-            Err(e) => return (Reply::Down(format!("the answer was cut off ({})", short(&e.to_string()))), session),
+            Err(Capped::TooLarge) => {
+                let m = format!("the remote's answer is larger than {} MB; the bridge does not read it", MAX_ANSWER_BYTES >> 20);
+                return (Reply::Answer(rpc_error(&id, TRANSPORT_ERROR, &m)), session);
+            }
+            Err(Capped::Cut(e)) => return (Reply::Down(format!("the answer was cut off ({})", short(&e))), session),
         };
         let parsed = if sse {
             body.lines()
@@ -312,7 +371,7 @@ impl Bridge {
                     if let Some(p) = result.get("protocolVersion").and_then(Value::as_str)
                         && let Ok(mut proto) = self.protocol.lock()
                     {
-                        *proto = p.to_owned();
+                        *proto = Some(p.to_owned());
                     }
                     let _ = self.store.set_meta("initialize", result);
                     // Learn which tools only read before the first call.
@@ -330,15 +389,20 @@ impl Bridge {
             Reply::Down(why) => {
                 let mut result = self.store.meta("initialize").ok().flatten().unwrap_or_else(|| {
                     json!({
-                        "protocolVersion": msg.pointer("/params/protocolVersion").cloned().unwrap_or(json!("2025-06-18")),
+                        "protocolVersion": "2025-06-18",
                         "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
                         "serverInfo": {"name": "continuity-bridge", "version": env!("CARGO_PKG_VERSION")},
                     })
                 });
+                // Offline, the client's own version is answered when this version speaks it.
+                let asked = msg.pointer("/params/protocolVersion").and_then(Value::as_str);
+                if let Some(v) = asked.filter(|v| mcp::server::PROTOCOL_VERSIONS.iter().any(|p| p.as_str() == *v)) {
+                    result["protocolVersion"] = json!(v);
+                }
                 if let Some(p) = result.get("protocolVersion").and_then(Value::as_str)
                     && let Ok(mut proto) = self.protocol.lock()
                 {
-                    *proto = p.to_owned();
+                    *proto = Some(p.to_owned());
                 }
                 let note = format!(
                     "Continuity at {} is {why}: reads come from the offline archive (marked stale), writes are saved and sent when it is back.",

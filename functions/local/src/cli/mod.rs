@@ -71,6 +71,50 @@ pub struct Cli {
     command: Command,
 }
 
+/// The subcommands each global option does something for; elsewhere `--help` does not
+/// show it (it is still accepted anywhere, so scripts that put it first keep working).
+const OPTION_USERS: &[(&str, &[&str])] = &[
+    ("embedder", &["serve", "stdio", "init", "import", "reindex", "restore", "entity", "book", "maintenance"]),
+    (
+        "backend",
+        &[
+            "bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance",
+            "reindex", "backup", "compact", "restore", "gate",
+        ],
+    ),
+    ("stack", &["bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance", "reindex", "backup", "compact", "restore", "gate"]),
+    ("region", &["bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance", "reindex", "backup", "compact", "restore", "gate"]),
+];
+
+impl Cli {
+    /// Parses the command line (exits with clap's message on a bad one). Each
+    /// subcommand's `--help` lists the global options only where they apply.
+    pub fn parse_args() -> Self {
+        use clap::{CommandFactory as _, FromArgMatches as _};
+        let mut cmd = Self::command();
+        cmd.build();
+        for (option, users) in OPTION_USERS {
+            let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+            for name in names.iter().filter(|n| !users.contains(&n.as_str())) {
+                cmd = cmd.mut_subcommand(name, |sub| hide_everywhere(sub, option));
+            }
+        }
+        let matches = cmd.get_matches();
+        Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+}
+
+/// `sub` and its own subcommands with the global `option` hidden from their help.
+fn hide_everywhere(sub: clap::Command, option: &str) -> clap::Command {
+    let has = sub.get_arguments().any(|a| a.get_id() == option);
+    let mut sub = if has { sub.mut_arg(option, |a| a.hide(true)) } else { sub };
+    let nested: Vec<String> = sub.get_subcommands().map(|c| c.get_name().to_owned()).collect();
+    for n in nested {
+        sub = sub.mut_subcommand(&n, |c| hide_everywhere(c, option));
+    }
+    sub
+}
+
 /// Which backend a command runs on.
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum BackendKind {
@@ -82,6 +126,10 @@ enum BackendKind {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Create a home (the database, the `local` tenant on the enterprise plan, an owner
+    /// key in owner.key) without serving it; `serve` creates one too. Every other command
+    /// needs an existing home.
+    Init,
     /// Run everything in one process on the embedded backend.
     Serve {
         #[arg(long, default_value = "127.0.0.1:8787")]
@@ -145,6 +193,10 @@ enum Command {
         /// setup` puts it in the client's configuration.
         #[arg(long, env = "CONTINUITY_KEY", hide_env_values = true)]
         key: Option<String>,
+        /// A file holding the key (one line), instead of --key: what `continuity setup
+        /// --scope project` names, so a project's configuration holds no secret.
+        #[arg(long, conflicts_with = "key")]
+        key_file: Option<PathBuf>,
         /// Forward to a remote Continuity (its MCP or base URL) with the key, for clients
         /// that only start local commands: reads fall back to an offline archive (marked
         /// stale), writes are buffered on disk and replayed in order when it is back.
@@ -611,9 +663,12 @@ async fn aws_services() -> anyhow::Result<services::Services> {
 /// the model from `index` before the home opens. Returns what the banner should say when
 /// that could not be done (offline), `None` when there was nothing to do or it worked.
 async fn first_serve_model(path: &std::path::Path, embedder: &str, index: &str) -> Option<String> {
-    if embedder != "auto" || model::installed(path).is_some() || home::exists(path) {
+    let pending = path.join(home::MODEL_PENDING);
+    if embedder != "auto" || model::installed(path).is_some() || (home::exists(path) && !pending.exists()) {
         return None;
     }
+    // Tried once: offline, the next start says how to install instead.
+    let _ = std::fs::remove_file(&pending);
     if let Err(e) = home::create_folder(path) {
         return Some(format!("{e:#}"));
     }
@@ -648,7 +703,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     run_inner(cli).await
 }
 
-async fn run_inner(cli: Cli) -> anyhow::Result<()> {
+async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
+    if let Command::Stdio { key, key_file: Some(file), .. } = &mut cli.command {
+        let text = std::fs::read_to_string(&*file).with_context(|| format!("reading the key file {}", file.display()))?;
+        *key = Some(text.trim().to_owned());
+    }
     if cli.backend == BackendKind::Aws {
         return run_aws(cli).await;
     }
@@ -658,8 +717,14 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         eprintln!("installing the sentence model {} into {}", model::MODEL_NAME, path.display());
         let dir = model::install(&path, from.as_deref(), index).await?;
         println!("installed {}", dir.display());
+        let restart = match crate::daemon::running(&path).await {
+            Some(url) => format!(
+                "The continuity serve running at {url} still searches by words: restart it to search by meaning. "
+            ),
+            None => String::new(),
+        };
         eprintln!(
-            "semantic search is on for this home (embedder auto). Re-index what was indexed before: \
+            "{restart}The next start of this home searches by meaning (embedder auto). Re-index what was indexed before: \
              continuity reindex --full --tenant TENANT"
         );
         return Ok(());
@@ -703,7 +768,17 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { model_index, .. } => first_serve_model(&path, &cli.embedder, model_index).await,
         _ => None,
     };
-    let home = home::open(path, &cli.embedder).await?;
+    let created = !home::exists(&path);
+    let home = match &cli.command {
+        // A restore rebuilds a home whose database was lost.
+        Command::Serve { .. } | Command::Stdio { .. } | Command::Init | Command::Restore { .. } => {
+            home::open(path, &cli.embedder).await?
+        }
+        _ => home::open_existing(path, &cli.embedder).await?,
+    };
+    if created && cli.embedder == "auto" && model::installed(&home.path).is_none() && matches!(cli.command, Command::Init) {
+        home::mark_model_pending(&home.path);
+    }
     let s = home.services.clone();
     // Every change an admin command makes is audited with who ran it.
     let admin = s.admin.acting_as(cli_actor());
@@ -729,6 +804,16 @@ async fn run_inner(cli: Cli) -> anyhow::Result<()> {
                 None => local_caller(&admin, tenant, principal, toolsets, teams, projects).await?,
             };
             stdio(&s, caller).await
+        }
+        Command::Init => {
+            if created {
+                println!("created the home {}", home.path.display());
+                println!("owner key: {} (every scope; keep it secret)", home.key_path().display());
+            } else {
+                println!("the home {} exists already; nothing changed", home.path.display());
+            }
+            println!("next: continuity serve --home {} (or continuity setup to connect clients)", home.path.display());
+            Ok(())
         }
         Command::Bootstrap { .. } | Command::Doctor => {
             Err(anyhow!("`bootstrap` and `doctor` are for a deployed stack: add --backend aws --stack NAME"))
@@ -788,7 +873,12 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
              the VPC and evicts the stack's cache; this machine cannot reach it"
         )),
         Command::Gate(_) => Ok(()),
-        Command::Serve { .. } | Command::Stdio { .. } | Command::SigningKey(_) | Command::Model(_) | Command::Setup(_) => {
+        Command::Serve { .. }
+        | Command::Stdio { .. }
+        | Command::SigningKey(_)
+        | Command::Model(_)
+        | Command::Setup(_)
+        | Command::Init => {
             Err(anyhow!("this command runs on an embedded home; drop --backend aws (setup reaches a stack with --url)"))
         }
     }

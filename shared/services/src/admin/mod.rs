@@ -370,6 +370,7 @@ impl AdminService {
             teams: vec![],
             projects: vec![],
             credential: "operator:cli".into(),
+            client: None,
             toolsets: domain::principal::Toolsets::default(),
         })
     }

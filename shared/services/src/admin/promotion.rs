@@ -364,10 +364,7 @@ impl AdminService {
                 }
                 let called = r.action.strip_prefix("tool:").or_else(|| r.action.strip_prefix("capability:"));
                 if let Some(name) = called {
-                    let capability = crate::capabilities::typed::REGISTRY
-                        .iter()
-                        .find(|e| e.tool == name || e.name == name)
-                        .and_then(|e| adk::registry::find(e.name));
+                    let capability = crate::capabilities::typed::find_any(name).and_then(|e| adk::registry::find(e.name));
                     match capability {
                         Some(c) if !c.read_only => writes += 1,
                         _ => reads += 1,

@@ -248,6 +248,8 @@ impl CapabilityService {
     /// `NOT_FOUND`; `UNAVAILABLE`; `CAPABILITY_NOT_FOUND` for a registered capability this
     /// version does not serve yet (said plainly in the message).
     pub async fn execute(&self, caller: &CallerContext, name: &str, args: Value) -> Result<Outcome> {
+        // The MCP tool name (`memory_search`) names the capability too.
+        let name = typed::find_any(name).map_or(name, |e| e.name);
         let result = self.execute_erased(caller, name, args).await;
         let read_only = result.as_ref().map_or(true, |o| o.resolution.spec.read_only);
         self.audit_call(caller, &format!("capability:{}", shown(name)), read_only, &result).await;
@@ -315,9 +317,9 @@ impl CapabilityService {
         let code = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
         let wrote = !read_only && result.is_ok();
         if wrote {
-            self.audit.record(&caller.tenant, caller.principal.as_str(), action, None, code).await;
+            self.audit.record_by(caller, action, None, code).await;
         } else {
-            self.audit.record_read(&caller.tenant, caller.principal.as_str(), action, None, code).await;
+            self.audit.record_read_by(caller, action, None, code).await;
         }
     }
 }

@@ -32,10 +32,14 @@ pub struct Context<'a> {
 
 /// One capability as a type.
 pub trait Capability: Send + Sync + 'static {
-    /// The capability's name in the ADK registry (`memory.search_org`).
+    /// The capability's name in the ADK registry and the capability API
+    /// (`memory.search_org`).
     const NAME: &'static str;
-    /// Its MCP tool name, when it differs (the graph toolset keeps the reference server's).
-    const TOOL: &'static str = Self::NAME;
+    /// Its MCP tool name: the name with `_` for `.` (`memory_search_org`), which every
+    /// client accepts, unless it says otherwise (the graph toolset keeps the reference
+    /// server's names). Checked when the registry is built: a name no client accepts
+    /// does not compile.
+    const TOOL: ToolName = ToolName::of(Self::NAME);
     /// A short title for people.
     const TITLE: &'static str;
     /// What it does, written for a model: when to use it and what it never does.
@@ -51,6 +55,64 @@ pub trait Capability: Send + Sync + 'static {
     fn run<'a>(cx: &'a Context<'a>, args: Self::Args) -> impl Future<Output = Result<Self::Output>> + Send + 'a;
 }
 
+/// The longest MCP tool name: 64 characters (Claude's and OpenAI's limit) less the
+/// prefix Claude Code puts before it (`mcp__continuity__`, 17 characters, with the server
+/// key `continuity setup` writes).
+pub const MAX_TOOL_NAME: usize = 64 - "mcp__continuity__".len();
+
+/// An MCP tool name every client accepts: `^[a-zA-Z0-9_-]{1,47}$`, starting with a
+/// letter (Gemini's function names must), built at compile time from a capability's
+/// dotted name (`.` → `_`).
+#[derive(Clone, Copy)]
+pub struct ToolName {
+    bytes: [u8; MAX_TOOL_NAME],
+    len: usize,
+}
+
+impl ToolName {
+    /// `name` with every `.` turned into `_`.
+    ///
+    /// # Panics
+    /// (At compile time, where registries are built.) When the result would be empty,
+    /// longer than [`MAX_TOOL_NAME`], start with something other than a letter, or hold
+    /// a character outside `[a-zA-Z0-9_-]`.
+    pub const fn of(name: &str) -> Self {
+        let src = name.as_bytes();
+        assert!(!src.is_empty() && src.len() <= MAX_TOOL_NAME, "a tool name has 1 to 47 characters");
+        assert!(src[0].is_ascii_alphabetic(), "a tool name starts with a letter");
+        let mut bytes = [0u8; MAX_TOOL_NAME];
+        let mut i = 0;
+        while i < src.len() {
+            let b = if src[i] == b'.' { b'_' } else { src[i] };
+            assert!(b.is_ascii_alphanumeric() || b == b'_' || b == b'-', "a tool name is [a-zA-Z0-9_-]");
+            bytes[i] = b;
+            i += 1;
+        }
+        Self { bytes, len: src.len() }
+    }
+
+    /// The name.
+    pub const fn as_str(&self) -> &str {
+        match std::str::from_utf8(self.bytes.split_at(self.len).0) {
+            Ok(s) => s,
+            // Built from ASCII only (checked in `of`).
+            Err(_) => "",
+        }
+    }
+}
+
+impl std::fmt::Debug for ToolName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for ToolName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A boxed future of a type-erased call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -58,7 +120,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// list and the walking test use.
 pub struct Entry {
     pub name: &'static str,
-    pub tool: &'static str,
+    tool: ToolName,
     pub title: &'static str,
     pub description: &'static str,
     pub input_schema: fn() -> Value,
@@ -67,6 +129,11 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// Its MCP tool name.
+    pub fn tool(&'static self) -> &'static str {
+        self.tool.as_str()
+    }
+
     /// Parses `args`, runs the handler, returns its result as JSON.
     ///
     /// # Errors
@@ -177,13 +244,21 @@ pub fn find(name: &str) -> Option<&'static Entry> {
     REGISTRY.iter().find(|e| e.name == name)
 }
 
+/// The registered capability called `name` (its capability name) or `tool` (its MCP tool
+/// name): the capability API and `tools/call` take either.
+pub fn find_any(name: &str) -> Option<&'static Entry> {
+    REGISTRY.iter().find(|e| e.name == name || e.tool() == name)
+}
+
 // ---- schemas ----------------------------------------------------------------------
 
-fn generate<T: JsonSchema>() -> Value {
+fn generate<T: JsonSchema>(input: bool) -> Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
+            // What a call's arguments are read from; what its result is written as.
+            s.contract = if input { schemars::generate::Contract::Deserialize } else { schemars::generate::Contract::Serialize };
         })
         .into_generator();
     let mut v = generator.into_root_schema_for::<T>().to_value();
@@ -207,13 +282,24 @@ fn normalise(v: &mut Value, input: bool) {
 fn normalise_at(v: &mut Value, input: bool, root: bool) {
     match v {
         Value::Object(o) => {
+            // A flattened union keeps its description: it is the property's, for a model.
+            let flattened = input && flatten_tagged_union(o);
             let numeric = |t: &Value| matches!(t.as_str(), Some("integer" | "number"));
             let is_number = o.get("type").is_some_and(|t| numeric(t) || t.as_array().is_some_and(|a| a.iter().any(numeric)));
             if is_number {
                 o.remove("format");
             }
-            if !root && (o.contains_key("properties") || o.contains_key("enum")) {
+            if !root && !flattened && (o.contains_key("properties") || o.contains_key("enum")) {
                 o.remove("description");
+            }
+            if input {
+                if let Some(default) = o.remove("default") {
+                    // Codex and Zed drop `default`, Gemini's schema subset refuses it: the
+                    // description says it instead.
+                    let said = o.get("description").and_then(Value::as_str).unwrap_or_default().trim_end().to_owned();
+                    let sep = if said.is_empty() { "" } else if said.ends_with('.') { " " } else { ". " };
+                    o.insert("description".into(), json!(format!("{said}{sep}Default: {default}.")));
+                }
             }
             if !input && o.get("minimum") == Some(&json!(0)) {
                 // Unsigned counts in results: the type says it.
@@ -255,6 +341,95 @@ fn normalise_at(v: &mut Value, input: bool, root: bool) {
     }
 }
 
+/// A tagged enum's `oneOf` (one object per variant, each with its tag as a `const`)
+/// becomes one object: the tag an `enum` of the variants, every other property optional
+/// (the union of the variants'; the handler's parser says which a kind needs). Codex
+/// keeps neither `oneOf` nor `const`, and Cursor and Gemini mishandle them, so a client
+/// would otherwise see a property of no type.
+///
+/// Properties two variants share merge: string enums into one enum, the same type with
+/// the constraints both have. Any other clash is a schema no client can use; the
+/// registry's test fails on it (`"x-conflict"`).
+fn flatten_tagged_union(o: &mut Map<String, Value>) -> bool {
+    let Some(Value::Array(variants)) = o.get("oneOf").or_else(|| o.get("anyOf")) else { return false };
+    let props_of = |v: &Value| v.get("properties").and_then(Value::as_object).cloned();
+    let Some(first) = variants.first().and_then(props_of) else { return false };
+    let tag = first.iter().find(|(_, p)| p.get("const").is_some_and(Value::is_string)).map(|(k, _)| k.clone());
+    let Some(tag) = tag else { return false };
+    let mut kinds = Vec::new();
+    let mut merged = Map::new();
+    for variant in variants {
+        let Some(props) = props_of(variant) else { return false };
+        let Some(kind) = props.get(&tag).and_then(|p| p.get("const")).and_then(Value::as_str) else { return false };
+        kinds.push(kind.to_owned());
+        for (name, schema) in props {
+            if name == tag {
+                continue;
+            }
+            let schema = nullable_to_plain(schema);
+            let joined = match merged.remove(&name) {
+                None => schema,
+                Some(seen) => merge_property(seen, schema),
+            };
+            merged.insert(name, joined);
+        }
+    }
+    let tag_schema = json!({"type": "string", "enum": kinds, "description": "Which kind of record; the other properties are those of that kind."});
+    let mut properties = Map::new();
+    properties.insert(tag.clone(), tag_schema);
+    properties.extend(merged);
+    o.remove("oneOf");
+    o.remove("anyOf");
+    o.insert("type".into(), json!("object"));
+    o.insert("properties".into(), Value::Object(properties));
+    o.insert("required".into(), json!([tag]));
+    o.insert("additionalProperties".into(), json!(false));
+    true
+}
+
+/// `["T", "null"]` → `"T"` (in a flattened union every property but the tag is optional).
+fn nullable_to_plain(mut schema: Value) -> Value {
+    if let Some(Value::Array(types)) = schema.get("type") {
+        let kept: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
+        if kept.len() == 1 {
+            schema["type"] = kept[0].clone();
+        }
+    }
+    schema
+}
+
+fn merge_property(a: Value, b: Value) -> Value {
+    if a == b {
+        return a;
+    }
+    let (Value::Object(a), Value::Object(b)) = (a, b) else { return json!({"x-conflict": true}) };
+    if a.get("type") != b.get("type") {
+        return json!({"x-conflict": true});
+    }
+    let mut out = Map::new();
+    for (k, v) in &a {
+        match (k.as_str(), b.get(k)) {
+            ("enum", Some(Value::Array(other))) => {
+                let mut values = v.as_array().cloned().unwrap_or_default();
+                values.extend(other.iter().filter(|x| !values.contains(x)).cloned().collect::<Vec<_>>());
+                out.insert(k.clone(), Value::Array(values));
+            }
+            ("description", Some(other)) if other != v => {
+                out.insert(k.clone(), json!(format!("{} / {}", v.as_str().unwrap_or_default(), other.as_str().unwrap_or_default())));
+            }
+            (_, Some(other)) if other == v => {
+                out.insert(k.clone(), v.clone());
+            }
+            // A constraint only one kind has (or that differs) is left to the parser.
+            _ => {}
+        }
+    }
+    if a.contains_key("enum") != b.contains_key("enum") {
+        out.remove("enum");
+    }
+    Value::Object(out)
+}
+
 /// An optional argument is absent, never null: `["string", "null"]` becomes `"string"`
 /// (and `null` leaves an `enum`) for every property that is not required.
 fn plain_optionals(o: &mut Map<String, Value>) {
@@ -283,14 +458,14 @@ fn plain_optionals(o: &mut Map<String, Value>) {
 
 /// The JSON schema of a capability's arguments.
 pub fn input_schema<T: JsonSchema>() -> Value {
-    let mut v = generate::<T>();
+    let mut v = generate::<T>(true);
     normalise(&mut v, true);
     v
 }
 
 /// The JSON schema of a capability's result.
 pub fn output_schema<T: JsonSchema>() -> Value {
-    let mut v = generate::<T>();
+    let mut v = generate::<T>(false);
     normalise(&mut v, false);
     v
 }
@@ -345,9 +520,24 @@ mod tests {
         for spec in adk::registry::REGISTRY {
             assert!(find(spec.name).is_some(), "{} is in the ADK registry but has no handler", spec.name);
         }
-        let mut names: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        let mut names: Vec<&str> = REGISTRY.iter().flat_map(|e| [e.name, e.tool()]).collect();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), REGISTRY.len(), "a capability is registered twice");
+        // A tool name never equals another capability's name (either is accepted).
+        let distinct = REGISTRY.iter().map(|e| if e.name == e.tool() { 1 } else { 2 }).sum::<usize>();
+        assert_eq!(names.len(), distinct, "a capability or tool name is registered twice");
+    }
+
+    #[test]
+    fn tool_names_are_capability_names_with_underscores() {
+        assert_eq!(ToolName::of("spine.entity.get").as_str(), "spine_entity_get");
+        assert_eq!(find_any("memory_search_org").map(|e| e.name), Some("memory.search_org"));
+        assert_eq!(find_any("memory.search_org").map(Entry::tool), Some("memory_search_org"));
+        assert_eq!(find_any("create_entities").map(|e| e.name), Some("memory.graph_create_entities"));
+        assert!(find_any("memory_graph_create_entities").is_none(), "the graph toolset keeps the reference server's names");
+        for e in REGISTRY {
+            let t = e.tool();
+            assert!(t.len() <= MAX_TOOL_NAME && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'), "{t}");
+        }
     }
 }

@@ -161,6 +161,7 @@ mod tests {
             score: None,
             decision_reason: None,
             proposed_by: domain::Id::new("u1").unwrap(),
+            proposed_via: None,
             source_session: None,
             origin: None,
             wait: None,

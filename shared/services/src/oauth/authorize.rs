@@ -11,9 +11,14 @@ impl OAuthService {
     pub async fn begin_authorize(&self, base: &str, params: &Params) -> std::result::Result<PendingView, AuthorizeError> {
         let page = |e: &'static str, d: &str| AuthorizeError::Page(OAuthError::new(e, d.to_owned()));
         let client_id = params.get("client_id").ok_or_else(|| page("invalid_request", "missing client_id"))?;
-        let client_id = Id::new(client_id).map_err(|_| page("invalid_client", "unknown client"))?;
-        let client =
-            self.backend.records.get_client(&client_id).await?.ok_or_else(|| page("invalid_client", "unknown client"))?;
+        let client = if cimd::is_document_url(client_id) {
+            // Described by the document at that URL: fetched and checked now; errors are
+            // shown here, never redirected (its redirect URIs are not verified yet).
+            self.document_client(client_id).await.map_err(AuthorizeError::Page)?
+        } else {
+            let client_id = Id::new(client_id).map_err(|_| page("invalid_client", "unknown client"))?;
+            self.backend.records.get_client(&client_id).await?.ok_or_else(|| page("invalid_client", "unknown client"))?
+        };
         let redirect_uri_explicit = params.get("redirect_uri").is_some();
         let redirect_uri = match params.get("redirect_uri") {
             Some(u) if client.redirect_uris.iter().any(|r| r == u) => u.to_owned(),
@@ -85,7 +90,15 @@ impl OAuthService {
             failed_logins: 0,
         };
         self.backend.records.put_pending(&pending, None).await?;
-        Ok(PendingView { pending, client_name: client.client_name, csrf: Some(csrf), teams: Vec::new(), projects: Vec::new() })
+        let client_host = client.metadata_url.as_deref().and_then(cimd::host_of);
+        Ok(PendingView {
+            pending,
+            client_name: client.client_name,
+            client_host,
+            csrf: Some(csrf),
+            teams: Vec::new(),
+            projects: Vec::new(),
+        })
     }
 
     /// RFC 8707: the resource must be us (the MCP URL or the API base); absent means the
@@ -291,10 +304,11 @@ impl OAuthService {
         source: Option<std::net::IpAddr>,
     ) -> std::result::Result<LoginOutcome, AuthorizeError> {
         let (mut p, v) = self.pending(pending_id, csrf).await?;
-        let client_name = self.client_name(&p.client_id).await?;
+        let (client_name, client_host) = self.client_name(&p.client_id).await?;
         let view = |p: PendingAuthorization| PendingView {
             pending: p,
             client_name: client_name.clone(),
+            client_host: client_host.clone(),
             csrf: None,
             teams: Vec::new(),
             projects: Vec::new(),
@@ -341,8 +355,12 @@ impl OAuthService {
         Ok(LoginOutcome::Consent(PendingView { teams, projects, ..view(p) }))
     }
 
-    async fn client_name(&self, id: &Id) -> Result<String> {
-        Ok(self.backend.records.get_client(id).await?.map_or_else(|| "Unknown client".to_owned(), |c| c.client_name))
+    /// A client's name and, for a metadata-document client, its URL's host.
+    async fn client_name(&self, id: &Id) -> Result<(String, Option<String>)> {
+        Ok(match self.backend.records.get_client(id).await? {
+            Some(c) => (c.client_name, c.metadata_url.as_deref().and_then(cimd::host_of)),
+            None => ("Unknown client".to_owned(), None),
+        })
     }
 
     /// The consent decision. Returns where to send the browser.

@@ -7,6 +7,7 @@
 //! expect `{"error": "invalid_grant", ...}`.
 
 mod authorize;
+pub mod cimd;
 pub mod idjag;
 pub mod password;
 mod registration;
@@ -179,6 +180,9 @@ impl From<Error> for AuthorizeError {
 pub struct PendingView {
     pub pending: PendingAuthorization,
     pub client_name: String,
+    /// For a client described by a metadata document: the host of its URL (shown beside
+    /// the name it gives itself, which nobody vouched for).
+    pub client_host: Option<String>,
     /// The CSRF token (only returned when the pending login is created).
     pub csrf: Option<String>,
     /// On the consent page: the signed-in user's teams and projects, whose memory the
@@ -243,11 +247,12 @@ pub struct OAuthService {
     auth: Authenticator,
     pub tokens: TokenService,
     idp: idjag::IdpKeys,
+    cimd: cimd::CimdFetcher,
 }
 
 impl OAuthService {
     pub fn new(backend: Backend, auth: Authenticator, tokens: TokenService) -> Self {
-        Self { backend, auth, tokens, idp: idjag::IdpKeys::new() }
+        Self { backend, auth, tokens, idp: idjag::IdpKeys::new(), cimd: cimd::CimdFetcher::default() }
     }
 
     fn now(&self) -> Timestamp {
@@ -274,6 +279,9 @@ impl OAuthService {
             "code_challenge_methods_supported": ["S256"],
             "scopes_supported": Scope::ALL.iter().filter(|s| s.grantable_to_mcp_client()).map(|s| s.as_str()).collect::<Vec<_>>(),
             "authorization_response_iss_parameter_supported": true,
+            // Client ID Metadata Documents: an https URL as client_id (preferred since
+            // MCP 2025-11-25; dynamic registration stays for older clients).
+            "client_id_metadata_document_supported": true,
             "service_documentation": format!("{b}/"),
         })
     }

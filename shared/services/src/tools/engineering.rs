@@ -84,7 +84,7 @@ impl Capability for GateStatusTool {
     const DESCRIPTION: &'static str = "Where gates stand before you act: whether a person has authorized (or blocked) an \
          action such as a push or a deploy. Filter by namespace (repo:acme/web, env:prod), action (push, deploy) and \
          status. Reading never spends an authorization. If the gate you need is missing, pending or blocked, do not act: \
-         ask with engineering.gate_request and tell the user a person must authorize it.";
+         ask with engineering_gate_request and tell the user a person must authorize it.";
     type Args = GateStatusArgs;
     type Output = GateList;
 
@@ -394,7 +394,7 @@ impl Capability for FindFix {
     const TITLE: &'static str = "Look up a known fix for an error";
     const DESCRIPTION: &'static str = "Before debugging an error, look for a fix someone already recorded in your \
          project (error_fix records), matched by words and meaning, best first. After you fix a new one, save it with \
-         engineering.save {\"kind\":\"error_fix\",…} so the next agent finds it.";
+         engineering_save {\"kind\":\"error_fix\",…} so the next agent finds it.";
     type Args = FindFixArgs;
     type Output = FixesFound;
 

@@ -194,7 +194,7 @@ macro_rules! graph_tool {
 
         impl Capability for $cap {
             const NAME: &'static str = concat!("memory.graph_", $tool);
-            const TOOL: &'static str = $tool;
+            const TOOL: $crate::capabilities::typed::ToolName = $crate::capabilities::typed::ToolName::of($tool);
             const TITLE: &'static str = $title;
             const DESCRIPTION: &'static str = $description;
             type Args = $args;

@@ -262,7 +262,7 @@ impl Capability for PlaybookHandoff {
             steps.push(json!({"action": "follow_org_memory", "entry": m.id, "title": m.title,
                 "why": "active organisational memory relevant to the goal"}));
         }
-        steps.push(json!({"action": "record_outcome", "tool": "memory.write_conversational",
+        steps.push(json!({"action": "record_outcome", "tool": "memory_write_conversational",
             "why": "so the next session continues from what happened"}));
         Ok(PlaybookOutput {
             playbook: Playbook {

@@ -143,7 +143,7 @@ pub struct ReadOrg;
 impl Capability for ReadOrg {
     const NAME: &'static str = "memory.read_org";
     const TITLE: &'static str = "Read an org memory entry";
-    const DESCRIPTION: &'static str = "Read one org memory entry with its lineage: the proposal that produced it, what it superseded, and — if it was superseded — its successor. Use after memory.search_org.";
+    const DESCRIPTION: &'static str = "Read one org memory entry with its lineage: the proposal that produced it, what it superseded, and — if it was superseded — its successor. Use after memory_search_org.";
     type Args = IdArgs;
     type Output = ReadOrgOutput;
 
@@ -192,7 +192,7 @@ pub struct Propose;
 impl Capability for Propose {
     const NAME: &'static str = "memory.propose";
     const TITLE: &'static str = "Propose org memory";
-    const DESCRIPTION: &'static str = "Propose a new piece of organisational memory, or a replacement for an active entry (supersedes). The proposal is stored as pending: governance scores it and a person decides uncertain cases. Nothing becomes organisational truth through this call. Check the outcome with proposal.status.";
+    const DESCRIPTION: &'static str = "Propose a new piece of organisational memory, or a replacement for an active entry (supersedes). The proposal is stored as pending: governance scores it and a person decides uncertain cases. Nothing becomes organisational truth through this call. Check the outcome with proposal_status.";
     type Args = ProposeArgs;
     type Output = ProposalOutput;
 

@@ -405,6 +405,9 @@ pub struct ProposalView {
     )]
     pub action: Option<ActionView>,
     pub proposed_by: String,
+    /// Which client proposed it (its key's name), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposed_via: Option<String>,
     pub source_session: Option<String>,
     pub created_at: String,
     pub updated_at: String,
@@ -480,6 +483,7 @@ impl ProposalView {
             decision_reason: p.decision_reason.clone(),
             action: p.action.as_ref().map(|a| ActionView::of(a, reader)),
             proposed_by: p.proposed_by.to_string(),
+            proposed_via: p.proposed_via.clone(),
             source_session: p.source_session.clone(),
             created_at: p.created_at.to_rfc3339(),
             updated_at: p.updated_at.to_rfc3339(),

@@ -46,7 +46,7 @@ impl Tools<'_> {
             let cut = if body.len() < e.body.len() { " …" } else { "" };
             let line = format!("- {} ({}): {body}{cut}\n", e.title, e.created_at.to_rfc3339());
             if book.len() + line.len() > 40_000 {
-                book.push_str("- … (more entries: see book.list)\n");
+                book.push_str("- … (more entries: see book_list)\n");
                 break;
             }
             book.push_str(&line);

@@ -40,6 +40,7 @@ impl Tools<'_> {
             score: None,
             decision_reason: None,
             proposed_by: caller.principal.clone(),
+            proposed_via: Some(caller.via()),
             source_session: None,
             origin: None,
             wait: None,
@@ -199,7 +200,7 @@ pub struct ConnectorWriteArgs {
         description = "The connected system (its connector must be connected): hubspot, salesforce, zendesk, jira or stripe."
     )]
     pub source: String,
-    #[schemars(description = "The operation, e.g. deal.update_stage; see proposal.create.")]
+    #[schemars(description = "The operation, e.g. deal.update_stage; see proposal_create.")]
     pub operation: String,
     #[schemars(description = "The source's id of the record acted on.", length(min = 1, max = 128))]
     pub target: String,

@@ -524,7 +524,7 @@ impl Capability for Remember {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdatePersonalArgs {
-    #[schemars(description = "The personal memory's id (from memory.remember, memory.read_personal or memory.search).")]
+    #[schemars(description = "The personal memory's id (from memory_remember, memory_read_personal or memory_search).")]
     pub id: String,
     #[schemars(length(min = 1, max = 4096))]
     pub text: Option<String>,

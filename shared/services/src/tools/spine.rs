@@ -36,7 +36,7 @@ pub struct EntityGet;
 impl Capability for EntityGet {
     const NAME: &'static str = "spine.entity.get";
     const TITLE: &'static str = "Get an entity";
-    const DESCRIPTION: &'static str = "Fetch one business entity (an account, contact, deal, ticket, patient…) from the tenant's Spine by its canonical type and id. Returns the entity's traits as normalized truth — prefer this over asking the user or guessing. Use spine.entity.search first when you only know a name.";
+    const DESCRIPTION: &'static str = "Fetch one business entity (an account, contact, deal, ticket, patient…) from the tenant's Spine by its canonical type and id. Returns the entity's traits as normalized truth — prefer this over asking the user or guessing. Use spine_entity_search first when you only know a name.";
     type Args = EntityGetArgs;
     type Output = EntityGetOutput;
 
@@ -81,7 +81,7 @@ pub struct EntitySearch;
 impl Capability for EntitySearch {
     const NAME: &'static str = "spine.entity.search";
     const TITLE: &'static str = "Search entities";
-    const DESCRIPTION: &'static str = "Find business entities in the tenant's Spine by words in their name, id or traits, optionally of one canonical type. Every word must match. Returns up to `limit` entities, best first; use spine.entity.get for one entity's full record.";
+    const DESCRIPTION: &'static str = "Find business entities in the tenant's Spine by words in their name, id or traits, optionally of one canonical type. Every word must match. Returns up to `limit` entities, best first; use spine_entity_get for one entity's full record.";
     type Args = EntitySearchArgs;
     type Output = EntitySearchOutput;
 

@@ -79,7 +79,7 @@ pub struct TaskDispatch;
 impl Capability for TaskDispatch {
     const NAME: &'static str = "task.dispatch";
     const TITLE: &'static str = "Dispatch a task";
-    const DESCRIPTION: &'static str = "Dispatch a task to a person or an agent of the workspace: stored open, delivered through the work queue (dispatched), then moved along by its assignee with task.update.";
+    const DESCRIPTION: &'static str = "Dispatch a task to a person or an agent of the workspace: stored open, delivered through the work queue (dispatched), then moved along by its assignee with task_update.";
     type Args = DispatchArgs;
     type Output = TaskOutput;
 

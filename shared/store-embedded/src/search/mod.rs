@@ -252,6 +252,35 @@ pub struct SqliteSearch {
     embedder: Arc<str>,
     dim: usize,
     partitions: Arc<Mutex<HashMap<Key, Arc<OnceCell<Shared>>>>>,
+    /// This process's name in `search_changes`.
+    writer: Arc<str>,
+    /// The last change of another process applied to the loaded partitions (`-1`: none
+    /// read yet).
+    seen: Arc<std::sync::atomic::AtomicI64>,
+}
+
+/// Changes another process made, applied per call of [`SqliteSearch::sync_external`].
+const SYNC_BATCH: i64 = 5_000;
+/// How long the change log keeps a row: a process that has not looked for longer
+/// reloads its partitions instead.
+const CHANGE_LOG_MS: i64 = 24 * 3600 * 1000;
+
+/// A row of `SELECT id, doc, kind, title, text, embedder, vector, updated_at,
+/// occurred_at FROM search_docs` as a document of `tenant`'s `scope`.
+fn row_doc(r: &rusqlite::Row<'_>, tenant: &TenantId, scope: &MemoryScope) -> Result<SearchDoc> {
+    Ok(SearchDoc {
+        tenant: tenant.clone(),
+        scope: scope.clone(),
+        id: Id::new(r.get::<_, String>(0).map_err(sql_err)?)?,
+        doc: Id::new(r.get::<_, String>(1).map_err(sql_err)?)?,
+        kind: DocKind::parse(&r.get::<_, String>(2).map_err(sql_err)?)?,
+        title: r.get(3).map_err(sql_err)?,
+        text: r.get(4).map_err(sql_err)?,
+        embedder: r.get(5).map_err(sql_err)?,
+        vector: bytes_vector(&r.get::<_, Vec<u8>>(6).map_err(sql_err)?),
+        updated_at: Timestamp(r.get(7).map_err(sql_err)?),
+        occurred_at: r.get::<_, Option<i64>>(8).map_err(sql_err)?.map(Timestamp),
+    })
 }
 
 fn key(tenant: &TenantId, scope: &MemoryScope) -> Key {
@@ -273,7 +302,117 @@ impl SqliteSearch {
     /// The index in `db`, for vectors of `embedder` with `dim` numbers. Chunks stored by
     /// another embedder stay keyword-searchable until `continuity reindex` re-embeds them.
     pub fn new(db: Db, embedder: &str, dim: usize) -> Self {
-        Self { db, embedder: Arc::from(embedder), dim, partitions: Arc::default() }
+        Self {
+            db,
+            embedder: Arc::from(embedder),
+            dim,
+            partitions: Arc::default(),
+            writer: Arc::from(uuid::Uuid::new_v4().to_string()),
+            seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+        }
+    }
+
+    /// Applies to the loaded partitions what other processes wrote into the index (a CLI
+    /// import while `serve` runs): each record they changed is read again from the table.
+    /// Cheap when nothing changed (one indexed query). A process that fell behind the
+    /// change log's window reloads its partitions on their next use.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the database cannot be read.
+    pub async fn sync_external(&self) -> Result<()> {
+        use std::sync::atomic::Ordering;
+        loop {
+            let seen = self.seen.load(Ordering::Acquire);
+            if seen < 0 {
+                // The first look: what the table holds now is what partitions load.
+                let last: i64 = self
+                    .db
+                    .read(|c| c.query_row("SELECT COALESCE(MAX(seq), 0) FROM search_changes", [], |r| r.get(0)).map_err(sql_err))
+                    .await?;
+                self.seen.store(last, Ordering::Release);
+                return Ok(());
+            }
+            let writer = self.writer.to_string();
+            let batch = self
+                .db
+                .read(move |c| {
+                    let oldest: Option<i64> =
+                        c.query_row("SELECT MIN(seq) FROM search_changes", [], |r| r.get(0)).map_err(sql_err)?;
+                    let mut st = c
+                        .prepare_cached(
+                            "SELECT seq, writer, tenant, scope, doc FROM search_changes WHERE seq > ?1 ORDER BY seq LIMIT ?2",
+                        )
+                        .map_err(sql_err)?;
+                    let rows = st
+                        .query_map(params![seen, SYNC_BATCH], |r| {
+                            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, (r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?)))
+                        })
+                        .map_err(sql_err)?;
+                    let rows = rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?;
+                    let full = rows.len() == usize::try_from(SYNC_BATCH).unwrap_or(usize::MAX);
+                    let last = rows.last().map(|r| r.0);
+                    let mut foreign: Vec<(String, String, String)> =
+                        rows.into_iter().filter(|r| r.1 != writer).map(|r| r.2).collect();
+                    foreign.sort();
+                    foreign.dedup();
+                    Ok((oldest, last, foreign, full))
+                })
+                .await?;
+            let (oldest, last, foreign, full) = batch;
+            if oldest.is_some_and(|o| o > seen + 1) {
+                // Pruned past what this process saw: start over from the table.
+                tracing::info!("the search change log moved past this process: reloading search partitions");
+                self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clear();
+                self.seen.store(-1, Ordering::Release);
+                continue;
+            }
+            for (t, sc, doc) in foreign {
+                self.reload_doc(t, sc, doc).await?;
+            }
+            if let Some(last) = last {
+                self.seen.fetch_max(last, Ordering::AcqRel);
+            }
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reads one record's chunks again into its partition, when that partition is loaded.
+    async fn reload_doc(&self, t: String, sc: String, doc: String) -> Result<()> {
+        let cell = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&(t.clone(), sc.clone())).cloned();
+        let Some(part) = cell.as_ref().and_then(|c| c.get()).cloned() else { return Ok(()) };
+        let _writing = part.writer.lock().await;
+        let scope = part.index.read().await.scope.clone();
+        // The global partition's rows carry no tenant.
+        let tenant = TenantId::new(if t.is_empty() { "global" } else { t.as_str() })?;
+        let d = doc.clone();
+        let rows = self
+            .db
+            .read(move |c| {
+                let mut st = c
+                    .prepare_cached(
+                        "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
+                         WHERE tenant = ?1 AND scope = ?2 AND doc = ?3",
+                    )
+                    .map_err(sql_err)?;
+                let mut rows = st.query(params![t, sc, d]).map_err(sql_err)?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next().map_err(sql_err)? {
+                    out.push(row_doc(r, &tenant, &scope)?);
+                }
+                Ok(out)
+            })
+            .await?;
+        let mut p = part.index.write().await;
+        let old: Vec<u32> = p.by_doc.get(doc.as_str()).cloned().unwrap_or_default();
+        for slot in old {
+            p.remove_slot(slot);
+        }
+        for d in rows {
+            p.put(d, &self.embedder);
+        }
+        Ok(())
     }
 
     async fn partition(&self, tenant: &TenantId, scope: &MemoryScope) -> Result<Shared> {
@@ -302,20 +441,7 @@ impl SqliteSearch {
                         // The graph is built after loading, in the background.
                         p.building = true;
                         while let Some(r) = rows.next().map_err(sql_err)? {
-                            let d = SearchDoc {
-                                tenant: tenant.clone(),
-                                scope: scope.clone(),
-                                id: Id::new(r.get::<_, String>(0).map_err(sql_err)?)?,
-                                doc: Id::new(r.get::<_, String>(1).map_err(sql_err)?)?,
-                                kind: DocKind::parse(&r.get::<_, String>(2).map_err(sql_err)?)?,
-                                title: r.get(3).map_err(sql_err)?,
-                                text: r.get(4).map_err(sql_err)?,
-                                embedder: r.get(5).map_err(sql_err)?,
-                                vector: bytes_vector(&r.get::<_, Vec<u8>>(6).map_err(sql_err)?),
-                                updated_at: Timestamp(r.get(7).map_err(sql_err)?),
-                                occurred_at: r.get::<_, Option<i64>>(8).map_err(sql_err)?.map(Timestamp),
-                            };
-                            p.put(d, &embedder);
+                            p.put(row_doc(r, &tenant, &scope)?, &embedder);
                             if p.slots.len().is_multiple_of(20_000) {
                                 tracing::info!(chunks = p.slots.len(), scope = %scope.storage_key(), "loading a search partition");
                             }
@@ -344,6 +470,25 @@ impl SqliteSearch {
             None => false,
         }
     }
+}
+
+/// Records in `search_changes` that `writer` changed these records of one partition, and
+/// now and then drops rows older than the log's window.
+fn log_changes(tx: &rusqlite::Transaction<'_>, writer: &str, tenant: &str, scope: &str, docs: &[String]) -> Result<()> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let mut st = tx
+        .prepare_cached("INSERT INTO search_changes (writer, tenant, scope, doc, at) VALUES (?1, ?2, ?3, ?4, ?5)")
+        .map_err(sql_err)?;
+    let mut last = 0;
+    for d in docs {
+        st.execute(params![writer, tenant, scope, d, now]).map_err(sql_err)?;
+        last = tx.last_insert_rowid();
+    }
+    let first = last - i64::try_from(docs.len()).unwrap_or(0);
+    if last / 1_000 != first / 1_000 {
+        tx.execute("DELETE FROM search_changes WHERE at < ?1", params![now - CHANGE_LOG_MS]).map_err(sql_err)?;
+    }
+    Ok(())
 }
 
 /// Builds a loaded partition's HNSW graph off the partition's lock — over a snapshot of
@@ -421,6 +566,7 @@ impl SearchIndex for SqliteSearch {
                     )
                 })
                 .collect();
+            let writer = self.writer.clone();
             self.db
                 .run(move |c| {
                     let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
@@ -432,9 +578,14 @@ impl SearchIndex for SqliteSearch {
                                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                             )
                             .map_err(sql_err)?;
+                        let mut changed = Vec::new();
                         for (id, doc, kind, title, text, emb, vec, at, occurred) in rows {
                             st.execute(params![t, s, id, doc, kind, title, text, emb, vec, at, occurred]).map_err(sql_err)?;
+                            if !changed.contains(&doc) {
+                                changed.push(doc);
+                            }
                         }
+                        log_changes(&tx, &writer, &t, &s, &changed)?;
                     }
                     tx.commit().map_err(sql_err)
                 })
@@ -460,11 +611,14 @@ impl SearchIndex for SqliteSearch {
         }
         let (t, s) = key(tenant, scope);
         let d = doc.as_str().to_owned();
+        let writer = self.writer.clone();
         self.db
             .run(move |c| {
-                c.execute("DELETE FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3", params![t, s, d])
-                    .map(drop)
-                    .map_err(sql_err)
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
+                tx.execute("DELETE FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3", params![t, s, d])
+                    .map_err(sql_err)?;
+                log_changes(&tx, &writer, &t, &s, std::slice::from_ref(&d))?;
+                tx.commit().map_err(sql_err)
             })
             .await?;
         let mut p = part.index.write().await;
@@ -476,6 +630,8 @@ impl SearchIndex for SqliteSearch {
 
     async fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {
         check_query(&q.text)?;
+        // What another process (a CLI import) wrote is found by the next search.
+        self.sync_external().await?;
         let ids = identifiers(&q.text);
         let k = q.k.clamp(1, ports::search::MAX_HITS);
         let mut keyword = Vec::new();
