@@ -59,8 +59,8 @@ async fn gates(s: Services, clock: Arc<ManualClock>) {
     assert_eq!((c.verdict, c.consumed), (Verdict::Unknown, false));
 
     // The agent sees the gate tools, and none that authorizes.
-    let listed: Vec<&str> = mcp::tools::all().filter(|t| agent.toolsets.contains(t.toolset())).map(|t| t.name).collect();
-    assert!(listed.contains(&"engineering.gate_status") && listed.contains(&"engineering.gate_request"), "{listed:?}");
+    let listed: Vec<&str> = mcp::tools::all().filter(|t| agent.toolsets.contains(t.toolset())).map(|t| t.name()).collect();
+    assert!(listed.contains(&"engineering_gate_status") && listed.contains(&"engineering_gate_request"), "{listed:?}");
     assert!(!listed.iter().any(|n| n.contains("authorize") || n.contains("gate_set")), "{listed:?}");
 
     // The agent asks through MCP: pending, and verifies are refused meanwhile.

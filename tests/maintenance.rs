@@ -56,6 +56,7 @@ async fn run(backend: Backend) {
         target: None,
         outcome: "ok".into(),
         request_id: None,
+        via: None,
     };
     let old: Vec<AuditRecord> = (0..30).map(|i| audit(&format!("old{i}"), now.0 - 8 * DAY - i)).collect();
     backend.records.append_audits(&old).await.unwrap();

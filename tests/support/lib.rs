@@ -13,6 +13,7 @@ pub mod embedded;
 pub mod recall;
 pub mod source;
 pub mod template;
+pub mod tls;
 
 /// A sample event from the workspace's `events/` folder, as JSON.
 ///

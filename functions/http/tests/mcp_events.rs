@@ -54,16 +54,16 @@ async fn initialize_tools_list_and_call_from_events() {
     assert_eq!(
         names,
         [
-            "session.get_context",
-            "session.list_recent",
-            "spine.entity.get",
-            "spine.entity.search",
-            "spine.relationship.list",
-            "signal.list",
-            "signal.get",
-            "proposal.status",
-            "book.list",
-            "kb.search"
+            "session_get_context",
+            "session_list_recent",
+            "spine_entity_get",
+            "spine_entity_search",
+            "spine_relationship_list",
+            "signal_list",
+            "signal_get",
+            "proposal_status",
+            "book_list",
+            "kb_search"
         ]
     );
 
@@ -139,7 +139,7 @@ async fn read_audit_records_are_durable_when_the_handler_returns() {
         let demo = demo.clone();
         async move {
             let page = s.backend.records.list_audit(&demo, &domain::PageRequest::first(500)).await.unwrap();
-            page.items.iter().filter(|r| r.action == "tool:spine.entity.get").count()
+            page.items.iter().filter(|r| r.action == "tool:spine_entity_get").count()
         }
     };
     assert_eq!(reads(s.clone()).await, 0);
@@ -165,7 +165,7 @@ async fn each_invocation_prints_emf_metrics() {
     let (status, _) = invoke(&s, event("mcp-tools-call-entity-get.json")).await;
     assert_eq!(status, 200);
     let lines: Vec<Value> = metrics::printed().iter().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let line = lines.iter().find(|l| l["Route"] == "mcp:spine.entity.get").unwrap_or_else(|| panic!("{lines:?}"));
+    let line = lines.iter().find(|l| l["Route"] == "mcp:spine_entity_get").unwrap_or_else(|| panic!("{lines:?}"));
     let cw = &line["_aws"]["CloudWatchMetrics"][0];
     assert_eq!(cw["Namespace"], "Continuity");
     assert_eq!(cw["Dimensions"], serde_json::json!([["Stack"], ["Stack", "Route"]]));

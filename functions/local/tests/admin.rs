@@ -23,6 +23,7 @@ async fn cli_admin_actions_are_audited() {
         assert!(out.status.success(), "continuity {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };
+    run(&["init"]);
     run(&["tenant", "create", "acme", "--plan", "pro"]);
     run(&["tenant", "set", "acme", "--rate-limit-per-minute", "600"]);
     let key = run(&["key", "create", "--tenant", "acme", "--scopes", "mcp:tools tenant:read"]).trim().to_owned();
@@ -78,7 +79,7 @@ async fn cli_admin_actions_are_audited() {
 fn a_home_from_a_newer_version_says_so() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
-    cli(&home, &["tenant", "list"]);
+    cli(&home, &["init"]);
     let db = home.join("continuity.db");
     // SQLite's own tool for a header field: Python's sqlite3 (tests/run.sh runs on Python).
     let py = format!("import sqlite3; c = sqlite3.connect({:?}); c.execute('PRAGMA user_version = 99'); c.commit()", db);

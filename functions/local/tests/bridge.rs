@@ -316,7 +316,7 @@ fn a_stdio_session_with_spawn_starts_the_homes_serve_and_attaches() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
     // A home with a key, and no serve running.
-    cli(&home, &["tenant", "list"], None);
+    cli(&home, &["init"], None);
     let key = cli(
         &home,
         &["key", "create", "--tenant", "local", "--principal", "owner", "--scopes", "mcp:tools memory:read memory:write"],

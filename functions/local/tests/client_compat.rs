@@ -368,11 +368,17 @@ async fn every_listing_passes_every_clients_published_rules() {
         &server.base,
         Some(&server.key),
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-               "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "compat", "version": "1"}}}),
+               "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "compat", "version": "1"}}}),
     )
     .await;
-    let init: Value = init.json().await.unwrap();
-    let instructions = init["result"]["instructions"].as_str().unwrap().to_owned();
+    // `initialize` opens a session: its answer comes as a server-sent event.
+    let body = init.text().await.unwrap();
+    let init: Value = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .find_map(|d| serde_json::from_str(d.trim()).ok())
+        .unwrap_or_else(|| serde_json::from_str(&body).unwrap_or_else(|_| panic!("{body}")));
+    let instructions = init["result"]["instructions"].as_str().unwrap_or_else(|| panic!("{init}")).to_owned();
     let mut faults: Vec<String> = Vec::new();
     let mut counts = std::collections::BTreeMap::new();
     for toolsets in TOOLSETS {
@@ -384,7 +390,8 @@ async fn every_listing_passes_every_clients_published_rules() {
         let tools = list(&server.base, &key, "tools/list").await["tools"].as_array().unwrap().clone();
         let prompts = list(&server.base, &key, "prompts/list").await["prompts"].as_array().unwrap().clone();
         let resources = list(&server.base, &key, "resources/list").await["resources"].as_array().unwrap().clone();
-        let templates = list(&server.base, &key, "resources/templates/list").await["resourceTemplates"].as_array().unwrap().clone();
+        let templates =
+            list(&server.base, &key, "resources/templates/list").await["resourceTemplates"].as_array().unwrap().clone();
         assert!(!tools.is_empty(), "{toolsets}: no tools listed");
         counts.insert(*toolsets, tools.len());
         for client in CLIENTS {
@@ -413,7 +420,9 @@ async fn every_listing_passes_every_clients_published_rules() {
                 // Results are not shown to the model's function declaration, but SDK
                 // clients validate them: a valid 2020-12 object schema without $ref.
                 let output = &t["outputSchema"];
-                if output["type"] != "object" || !jsonschema::draft202012::meta::is_valid(output) || output.to_string().contains("\"$ref\"")
+                if output["type"] != "object"
+                    || !jsonschema::draft202012::meta::is_valid(output)
+                    || output.to_string().contains("\"$ref\"")
                 {
                     fault(format!("{name}: outputSchema is not a plain valid object schema"));
                 }
@@ -439,15 +448,18 @@ async fn every_listing_passes_every_clients_published_rules() {
         }
     }
     // A configuration written for the dotted names of earlier versions keeps working.
-    let by_tool = common::call_tool(&server.base, &server.key, "spine_entity_get", json!({"type": "account", "id": "nope"})).await;
-    let by_capability = common::call_tool(&server.base, &server.key, "spine.entity.get", json!({"type": "account", "id": "nope"})).await;
+    let by_tool =
+        common::call_tool(&server.base, &server.key, "spine_entity_get", json!({"type": "account", "id": "nope"})).await;
+    let by_capability =
+        common::call_tool(&server.base, &server.key, "spine.entity.get", json!({"type": "account", "id": "nope"})).await;
     assert_eq!(by_tool["structuredContent"]["code"], "NOT_FOUND", "{by_tool}");
     assert_eq!(by_capability, by_tool);
     let unknown = common::call_tool(&server.base, &server.key, "spine_entity_gets", json!({})).await;
     assert_eq!(unknown["structuredContent"]["code"], "CAPABILITY_NOT_FOUND", "{unknown}");
     // The toolsets `continuity setup` gives each client fit that client's tool limit.
     for setup in continuity::setup::clients::CLIENTS {
-        let rules = CLIENTS.iter().find(|c| c.setup_ids.contains(&setup.id)).unwrap_or_else(|| panic!("no rules for {}", setup.id));
+        let rules =
+            CLIENTS.iter().find(|c| c.setup_ids.contains(&setup.id)).unwrap_or_else(|| panic!("no rules for {}", setup.id));
         let n = counts[setup.toolsets];
         if let Some(max) = rules.max_tools {
             assert!(n <= max, "setup offers {} the toolsets {} ({n} tools), more than its {max}", setup.id, setup.toolsets);

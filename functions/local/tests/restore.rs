@@ -37,6 +37,7 @@ async fn entities(home: &Path) -> Vec<(String, String, String)> {
 async fn restore_replays_the_backups_into_an_empty_store() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
+    cli(&home, &["init"]);
     let put = |id: &str, attrs: &str| {
         cli(
             &home,
@@ -155,6 +156,7 @@ async fn restore_and_reindex_run_against_the_aws_backend() {
 fn tenant_set_changes_the_triage_policy_and_refuses_a_bad_one() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
+    cli(&home, &["init"]);
     cli(&home, &["tenant", "create", "strict", "--plan", "pro", "--department", "customer_success", "--industry", "saas"]);
     assert!(
         cli(&home, &["tenant", "show", "strict"])

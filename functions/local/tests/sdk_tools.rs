@@ -33,7 +33,7 @@ impl Drop for Served {
 fn serve_demo() -> Served {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("home");
-    let out = Command::new(BIN).arg("--home").arg(&home).args(["tenant", "list"]).output().unwrap();
+    let out = Command::new(BIN).arg("--home").arg(&home).arg("init").output().unwrap();
     assert!(out.status.success());
     let key = std::fs::read_to_string(home.join("owner.key")).unwrap().trim().to_owned();
     // Seed the demo data set into the home before the server opens it.

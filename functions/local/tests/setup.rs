@@ -385,7 +385,10 @@ async fn setup_needs_no_flags_and_a_coding_clients_key_has_its_project() {
     assert_eq!(saved["isError"], false, "{saved}");
     let listed = common::call_tool(&server.base, &key, "engineering_list", serde_json::json!({})).await;
     assert_eq!(listed["structuredContent"]["records"].as_array().map(Vec::len), Some(1), "{listed}");
-    assert_eq!(listed["structuredContent"]["records"][0]["record"]["items"][0], serde_json::json!({"text": "tests pass", "checked": true}));
+    assert_eq!(
+        listed["structuredContent"]["records"][0]["record"]["items"][0],
+        serde_json::json!({"text": "tests pass", "checked": true})
+    );
 
     // serve stops; a later setup of another client keeps serve's address.
     drop(server);

@@ -22,6 +22,7 @@ async fn the_scheduled_event_runs_the_job() {
         target: None,
         outcome: "ok".into(),
         request_id: None,
+        via: None,
     };
     s.backend.records.append_audits(&[rec("old", now - 10 * 86_400_000), rec("recent", now)]).await.unwrap();
     let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-schedule.json")).await.unwrap();

@@ -73,6 +73,7 @@ pub async fn clients_and_logins(r: Records) {
         dynamic: true,
         created_at: Timestamp(5),
         toolsets: domain::principal::Toolsets::default(),
+        metadata_url: None,
     };
     r.create_client(&client).await.unwrap();
     assert_eq!(r.get_client(&client.client_id).await.unwrap(), Some(client.clone()));

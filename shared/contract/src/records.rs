@@ -470,6 +470,7 @@ pub async fn governed_write_is_atomic(r: Records) {
         target: Some("gp".into()),
         outcome: "active".into(),
         request_id: None,
+        via: None,
     };
     let mut written = p.clone();
     written.state = ProposalState::Written;
@@ -510,10 +511,11 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
             id: id(&format!("a{i}")),
             at: Timestamp(1000 + i),
             actor: "u1".into(),
-            action: "tool:spine.entity.get".into(),
+            action: "tool:spine_entity_get".into(),
             target: None,
             outcome: "ok".into(),
             request_id: None,
+            via: None,
         })
         .await
         .unwrap();
@@ -534,10 +536,11 @@ pub async fn audit_newest_first_and_idempotency(r: Records) {
             id: id(&format!("m{i:02}")),
             at: Timestamp(2000 + i),
             actor: "u1".into(),
-            action: "tool:kb.search".into(),
+            action: "tool:kb_search".into(),
             target: None,
             outcome: "ok".into(),
             request_id: None,
+            via: None,
         })
         .collect();
     r.append_audits(&many).await.unwrap();

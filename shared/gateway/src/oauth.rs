@@ -275,11 +275,8 @@ fn client_line(view: &PendingView) -> String {
 fn redirect_line(uri: &str) -> String {
     let host = reqwest_free_host(uri);
     let local = matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"));
-    let warn = if local {
-        " <small>(a program on this computer: allow only if you just started it yourself)</small>"
-    } else {
-        ""
-    };
+    let warn =
+        if local { " <small>(a program on this computer: allow only if you just started it yourself)</small>" } else { "" };
     format!("<p>It will be sent back to <code>{}</code>{warn}.</p>", esc(uri))
 }
 
@@ -288,7 +285,8 @@ fn reqwest_free_host(uri: &str) -> Option<String> {
     let rest = uri.split_once("://")?.1;
     let authority = rest.split(['/', '?', '#']).next()?;
     let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host.starts_with('[') { host.split(']').next().map(|h| format!("{h}]"))? } else { host.split(':').next()?.to_owned() };
+    let host =
+        if host.starts_with('[') { host.split(']').next().map(|h| format!("{h}]"))? } else { host.split(':').next()?.to_owned() };
     Some(host.to_ascii_lowercase())
 }
 

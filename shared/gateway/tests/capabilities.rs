@@ -207,23 +207,23 @@ async fn listing_shows_what_unlocks_the_rest() {
     assert_eq!(
         names,
         [
-            "memory.read_conversational",
-            "memory.write_conversational",
-            "memory.read_personal",
-            "memory.search",
-            "memory.remember",
-            "memory.update_personal",
-            "memory.forget",
-            "session.get_context",
-            "session.summarize",
-            "session.list_recent",
-            "spine.entity.get",
-            "spine.entity.search",
-            "spine.relationship.list",
-            "signal.list",
-            "signal.get",
-            "book.list",
-            "kb.search"
+            "memory_read_conversational",
+            "memory_write_conversational",
+            "memory_read_personal",
+            "memory_search",
+            "memory_remember",
+            "memory_update_personal",
+            "memory_forget",
+            "session_get_context",
+            "session_summarize",
+            "session_list_recent",
+            "spine_entity_get",
+            "spine_entity_search",
+            "spine_relationship_list",
+            "signal_list",
+            "signal_get",
+            "book_list",
+            "kb_search"
         ]
     );
 }

@@ -271,7 +271,7 @@ async fn the_dashboard_shows_what_the_store_holds() {
     let admin = common::key(&s, &t, "admin tenant:read").await;
     let (admin_cookie, _) = sign_in(&app, &admin).await.map_err(|r| r.body).unwrap();
     let audit = send(&app, get("/dashboard/audit?action=memory.forget", Some(&admin_cookie))).await;
-    assert!(audit.body.contains("memory.forget") && !audit.body.contains("tool:memory.remember"), "{}", audit.body);
+    assert!(audit.body.contains("memory.forget") && !audit.body.contains("tool:memory_remember"), "{}", audit.body);
 
     // An approvals-console session is not a dashboard session.
     let approver = common::key(&s, &t, "approvals:decide tenant:read").await;

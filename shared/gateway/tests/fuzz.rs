@@ -101,7 +101,7 @@ fn method() -> impl Strategy<Value = String> {
 }
 
 fn tool_name() -> impl Strategy<Value = String> {
-    let names: Vec<String> = mcp::tools::all().map(|t| t.name.to_owned()).collect();
+    let names: Vec<String> = mcp::tools::all().map(|t| t.name().to_owned()).collect();
     prop_oneof![prop::sample::select(names), "[a-z._]{0,40}"]
 }
 

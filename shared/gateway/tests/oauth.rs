@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "oauth/cimd.rs"]
+mod cimd;
 mod common;
 
 use std::sync::{Arc, Mutex};
@@ -285,7 +287,7 @@ async fn authorization_code_with_pkce_refresh_rotation_and_reuse_detection() {
     assert_eq!((claims["aud"].as_str(), claims["iss"].as_str(), claims["tid"].as_str()), (Some(MCP), Some(ISSUER), Some("acme")));
     let r = f.mcp(access).await;
     assert_eq!(r.status, 200, "{}", r.text());
-    assert!(r.text().contains("spine.entity.get"));
+    assert!(r.text().contains("spine_entity_get"));
 
     // The code is single use: a second exchange fails, and revokes what the first issued.
     let r = f.exchange(&client, &q["code"], &verifier).await;

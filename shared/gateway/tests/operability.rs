@@ -56,7 +56,7 @@ async fn metrics_count_real_requests_for_loopback_or_admin_only() {
 
     let (status, text) = get(&app, "/metrics", IpAddr::V4(Ipv4Addr::LOCALHOST), None).await;
     assert_eq!(status, 200);
-    assert!(text.contains("continuity_requests_total{route=\"mcp:spine.entity.search\"} 1"), "{text}");
+    assert!(text.contains("continuity_requests_total{route=\"mcp:spine_entity_search\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/list\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/call\"} 1"), "{text}");
     assert!(text.contains("continuity_embedder_info{embedder=\"hashing-384 (lexical)\"} 1"), "which embedder: {text}");

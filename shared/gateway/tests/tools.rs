@@ -148,7 +148,8 @@ async fn every_canonical_tool_works_on_real_data() {
     let listed = f.tools(&key).await;
     assert_eq!(listed.len(), 24, "the enterprise plan with every scope sees all 24 tools");
     // The first branch of each output schema is the success shape (the second, the error shape).
-    let schema_of = |name: &str| listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]["anyOf"][0].clone();
+    let schema_of =
+        |name: &str| listed.iter().find(|t| t["name"] == name.replace('.', "_")).unwrap()["outputSchema"]["anyOf"][0].clone();
     for t in &listed {
         assert_eq!(t["outputSchema"]["type"], "object");
         assert_eq!(t["outputSchema"]["anyOf"].as_array().map(Vec::len), Some(2), "{}", t["name"]);
@@ -364,7 +365,8 @@ async fn bad_arguments_and_missing_records_are_tool_errors() {
         let r = f.call(&key, name, args.clone()).await;
         assert_eq!(r["isError"], true, "{name} {args}: {r}");
         let listed = f.tools(&key).await;
-        let error_branch = listed.iter().find(|t| t["name"] == name).unwrap()["outputSchema"]["anyOf"][1].clone();
+        let error_branch =
+            listed.iter().find(|t| t["name"] == name.replace('.', "_")).unwrap()["outputSchema"]["anyOf"][1].clone();
         conforms(&error_branch, &r["structuredContent"], name).unwrap();
         assert_eq!(r["structuredContent"]["code"], code, "{name} {args}: {r}");
     }
@@ -483,9 +485,12 @@ async fn resources_and_templates_read_real_data_through_the_adk() {
     };
     assert_eq!(read("continuity://entities/account/acme-1").await["attributes"]["name"], "Acme Corp");
     let caps = read("continuity://capabilities").await;
-    assert!(caps.as_array().unwrap().iter().any(|c| c["tool"] == "memory_search_org"
-        && c["capability"] == "memory.search_org"
-        && c["allowed"] == true));
+    assert!(
+        caps.as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["tool"] == "memory_search_org" && c["capability"] == "memory.search_org" && c["allowed"] == true)
+    );
     assert!(caps.as_array().unwrap().iter().any(|c| c["tool"].is_null() && c["capability"] == "task.dispatch"));
     let project = read("continuity://projects/apollo/schema").await;
     assert_eq!((project["project"].as_str(), project["department"].as_str()), (Some("apollo"), Some("customer_success")));
@@ -556,12 +561,12 @@ async fn every_call_reaches_the_audit_ledger() {
     let t = TenantId::new("acme").unwrap();
     f.call(&key, "memory.write_conversational", json!({"session": "a", "role": "user", "content": "x"})).await;
     let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
-    assert!(ledger.items.iter().any(|a| a.action == "tool:memory.write_conversational"), "a write is audited before it answers");
+    assert!(ledger.items.iter().any(|a| a.action == "tool:memory_write_conversational"), "a write is audited before it answers");
     f.call(&key, "spine.entity.search", json!({"query": "x"})).await;
     let mut found = false;
     for _ in 0..100 {
         let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
-        if ledger.items.iter().any(|a| a.action == "tool:spine.entity.search") {
+        if ledger.items.iter().any(|a| a.action == "tool:spine_entity_search") {
             found = true;
             break;
         }

@@ -326,18 +326,18 @@ mod tests {
     /// One test owns the process-global registry (the others would race with it).
     #[test]
     fn counts_render_and_flush() {
-        request("mcp:kb.search", 200, 12.0);
-        request("mcp:kb.search", 503, 40.0);
+        request("mcp:kb_search", 200, 12.0);
+        request("mcp:kb_search", 503, 40.0);
         request("POST /oauth/token", 401, 3.0);
         add(Counter::TriageHuman, 2);
         add(Counter::ApprovalWaitsNearTimeout, 3);
         let text = prometheus();
-        assert!(text.contains("continuity_requests_total{route=\"mcp:kb.search\"} 2"), "{text}");
-        assert!(text.contains("continuity_errors_total{route=\"mcp:kb.search\"} 1"), "{text}");
+        assert!(text.contains("continuity_requests_total{route=\"mcp:kb_search\"} 2"), "{text}");
+        assert!(text.contains("continuity_errors_total{route=\"mcp:kb_search\"} 1"), "{text}");
         assert!(text.contains("continuity_server_errors_total{route=\"POST /oauth/token\"} 0"), "{text}");
-        assert!(text.contains("continuity_request_duration_seconds_bucket{route=\"mcp:kb.search\",le=\"0.025\"} 1"), "{text}");
-        assert!(text.contains("continuity_request_duration_seconds_bucket{route=\"mcp:kb.search\",le=\"0.05\"} 2"), "{text}");
-        assert!(text.contains("continuity_request_duration_seconds_count{route=\"mcp:kb.search\"} 2"), "{text}");
+        assert!(text.contains("continuity_request_duration_seconds_bucket{route=\"mcp:kb_search\",le=\"0.025\"} 1"), "{text}");
+        assert!(text.contains("continuity_request_duration_seconds_bucket{route=\"mcp:kb_search\",le=\"0.05\"} 2"), "{text}");
+        assert!(text.contains("continuity_request_duration_seconds_count{route=\"mcp:kb_search\"} 2"), "{text}");
         assert!(text.contains(
             "# TYPE continuity_approval_waits_near_timeout_total counter\ncontinuity_approval_waits_near_timeout_total 3"
         ));
@@ -345,7 +345,7 @@ mod tests {
 
         let lines: Vec<Value> = take_emf("eu", 1_700_000_000_000).iter().map(|l| serde_json::from_str(l).unwrap()).collect();
         assert_eq!(lines.len(), 3, "two routes and the stack counters: {lines:?}");
-        let kb = lines.iter().find(|l| l["Route"] == "mcp:kb.search").unwrap();
+        let kb = lines.iter().find(|l| l["Route"] == "mcp:kb_search").unwrap();
         assert_eq!(kb["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Continuity");
         assert_eq!(kb["_aws"]["CloudWatchMetrics"][0]["Dimensions"], json!([["Stack"], ["Stack", "Route"]]));
         assert_eq!(kb["_aws"]["Timestamp"], 1_700_000_000_000_i64);
@@ -364,7 +364,7 @@ mod tests {
         }
         // Flushed: nothing pending until something happens again; totals stay.
         assert!(take_emf("eu", 0).is_empty());
-        assert!(prometheus().contains("continuity_requests_total{route=\"mcp:kb.search\"} 2"));
+        assert!(prometheus().contains("continuity_requests_total{route=\"mcp:kb_search\"} 2"));
         add(Counter::CacheHits, 1);
         let again = take_emf("eu", 0);
         assert_eq!(again.len(), 1);

@@ -107,14 +107,26 @@ impl AuditService {
     }
 
     /// Records what `caller` did, naming the client that acted ([`Self::record`]).
-    pub async fn record_by(&self, caller: &domain::principal::CallerContext, action: &str, target: Option<String>, outcome: &str) {
+    pub async fn record_by(
+        &self,
+        caller: &domain::principal::CallerContext,
+        action: &str,
+        target: Option<String>,
+        outcome: &str,
+    ) {
         let mut r = self.make(&caller.tenant, caller.principal.as_str(), action, target, outcome);
         r.via = Some(caller.via());
         self.write(r).await;
     }
 
     /// Records a read by `caller`, naming the client ([`Self::record_read`]).
-    pub async fn record_read_by(&self, caller: &domain::principal::CallerContext, action: &str, target: Option<String>, outcome: &str) {
+    pub async fn record_read_by(
+        &self,
+        caller: &domain::principal::CallerContext,
+        action: &str,
+        target: Option<String>,
+        outcome: &str,
+    ) {
         if self.reads_are_durable() {
             return self.record_by(caller, action, target, outcome).await;
         }
@@ -164,7 +176,6 @@ impl AuditService {
             tracing::error!(tenant = %tenant, action = %action, error = %e, "audit record lost");
         }
     }
-
 }
 
 /// A new audit record, stamped now with a fresh id: the one place records are built (the

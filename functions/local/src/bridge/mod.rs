@@ -63,11 +63,7 @@ fn protocol_header(msg: &Value, negotiated: Option<&str>) -> Option<String> {
     if msg.get("method").and_then(Value::as_str) == Some("initialize") {
         return None;
     }
-    msg.pointer("/params/_meta")
-        .and_then(|m| m.get(PROTOCOL_META))
-        .and_then(Value::as_str)
-        .or(negotiated)
-        .map(str::to_owned)
+    msg.pointer("/params/_meta").and_then(|m| m.get(PROTOCOL_META)).and_then(Value::as_str).or(negotiated).map(str::to_owned)
 }
 
 /// How often the buffer is retried while the client is idle.
@@ -264,11 +260,7 @@ impl Bridge {
     /// Sends one message to the remote.
     async fn post(&self, msg: &Value) -> (Reply, Option<String>) {
         let negotiated = self.protocol.lock().ok().and_then(|p| p.clone());
-        let mut req = self
-            .http
-            .post(&self.url)
-            .bearer_auth(&self.key)
-            .header("accept", "application/json, text/event-stream");
+        let mut req = self.http.post(&self.url).bearer_auth(&self.key).header("accept", "application/json, text/event-stream");
         if let Some(v) = protocol_header(msg, negotiated.as_deref()) {
             req = req.header("mcp-protocol-version", v);
         }

@@ -78,12 +78,66 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
     (
         "backend",
         &[
-            "bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance",
-            "reindex", "backup", "compact", "restore", "gate",
+            "bootstrap",
+            "doctor",
+            "tenant",
+            "key",
+            "user",
+            "book",
+            "client",
+            "connector",
+            "import",
+            "export",
+            "maintenance",
+            "reindex",
+            "backup",
+            "compact",
+            "restore",
+            "gate",
         ],
     ),
-    ("stack", &["bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance", "reindex", "backup", "compact", "restore", "gate"]),
-    ("region", &["bootstrap", "doctor", "tenant", "key", "user", "book", "client", "connector", "import", "export", "maintenance", "reindex", "backup", "compact", "restore", "gate"]),
+    (
+        "stack",
+        &[
+            "bootstrap",
+            "doctor",
+            "tenant",
+            "key",
+            "user",
+            "book",
+            "client",
+            "connector",
+            "import",
+            "export",
+            "maintenance",
+            "reindex",
+            "backup",
+            "compact",
+            "restore",
+            "gate",
+        ],
+    ),
+    (
+        "region",
+        &[
+            "bootstrap",
+            "doctor",
+            "tenant",
+            "key",
+            "user",
+            "book",
+            "client",
+            "connector",
+            "import",
+            "export",
+            "maintenance",
+            "reindex",
+            "backup",
+            "compact",
+            "restore",
+            "gate",
+        ],
+    ),
 ];
 
 impl Cli {
@@ -718,9 +772,9 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
         let dir = model::install(&path, from.as_deref(), index).await?;
         println!("installed {}", dir.display());
         let restart = match crate::daemon::running(&path).await {
-            Some(url) => format!(
-                "The continuity serve running at {url} still searches by words: restart it to search by meaning. "
-            ),
+            Some(url) => {
+                format!("The continuity serve running at {url} still searches by words: restart it to search by meaning. ")
+            }
             None => String::new(),
         };
         eprintln!(

@@ -138,7 +138,10 @@ fn network_failure(url: &str, e: &reqwest::Error) -> anyhow::Error {
         chain.push(' ');
         source = s.source();
     }
-    let cause = if chain.contains("dns error") || chain.contains("failed to lookup") || chain.contains("name or service not known") {
+    let cause = if chain.contains("dns error")
+        || chain.contains("failed to lookup")
+        || chain.contains("name or service not known")
+    {
         "its host name does not resolve (DNS): offline, or a typo in --index".to_owned()
     } else if chain.contains("certificate") || chain.contains("tls") || chain.contains("handshake") {
         "its TLS certificate is not trusted: a proxy that intercepts HTTPS needs its root certificate in the system's trust store \

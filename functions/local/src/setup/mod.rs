@@ -219,7 +219,10 @@ pub async fn run(home_flag: Option<PathBuf>, embedder: &str, args: SetupArgs) ->
     };
     let project = match &args.project {
         Some(p) => p.clone(),
-        None => repo.as_deref().and_then(project_name).unwrap_or_else(|| Id::new("default").expect("a valid name")),
+        None => match repo.as_deref().and_then(project_name) {
+            Some(p) => p,
+            None => Id::new("default")?,
+        },
     };
     let target = Target { serve_url: serve_url(&home, &args, &state).await, project, project_root };
     let (mut failed, mut changed) = (0, 0);
@@ -376,11 +379,23 @@ fn merged(existing: Option<&serde_json::Value>, ours: clients::Entry) -> clients
 
 /// How a client reaches this home: `continuity stdio` with the key (in a project's file,
 /// a key file in the home, so the repository holds no secret), or HTTP to `serve`.
-fn local_connection(home: &Path, target: &Target, key_file: Option<&Path>, stdio: bool, token: String) -> anyhow::Result<Connection> {
+fn local_connection(
+    home: &Path,
+    target: &Target,
+    key_file: Option<&Path>,
+    stdio: bool,
+    token: String,
+) -> anyhow::Result<Connection> {
     Ok(match key_file {
         Some(file) => Connection::Stdio {
             command: this_exe()?,
-            args: vec!["stdio".into(), "--home".into(), home.display().to_string(), "--key-file".into(), file.display().to_string()],
+            args: vec![
+                "stdio".into(),
+                "--home".into(),
+                home.display().to_string(),
+                "--key-file".into(),
+                file.display().to_string(),
+            ],
             env: vec![],
         },
         None if stdio => Connection::Stdio {
@@ -437,7 +452,8 @@ async fn setup_one(
     };
     let toolsets = toolsets_for(client, args)?;
     // A coding client's key belongs to the project (its engineering records).
-    let projects = if toolsets.contains(domain::principal::Toolset::Engineering) { vec![target.project.to_string()] } else { vec![] };
+    let projects =
+        if toolsets.contains(domain::principal::Toolset::Engineering) { vec![target.project.to_string()] } else { vec![] };
     let teams: Vec<String> = args.teams.iter().map(ToString::to_string).collect();
     let mut new_key: Option<domain::principal::ApiKeyRecord> = None;
     let mut created_token: Option<String> = None;

@@ -467,7 +467,7 @@ async fn journey() {
     for expected in ["POST /mcp", "GET /.well-known/oauth-protected-resource/mcp", "POST /oauth/register", "POST /oauth/token"] {
         assert!(requests.contains(&expected), "the SDK's OAuth flow: no {expected} in {requests:?}");
     }
-    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "memory.propose"), "{seen}");
+    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "memory_propose"), "{seen}");
     let entities = seen["entities"].to_string();
     assert!(entities.contains("Acme Corp"), "spine.entity.search found the ingested account: {entities}");
     let kb = seen["kb"].to_string();

@@ -100,6 +100,7 @@ impl AdminService {
             dynamic: false,
             created_at: self.backend.clock.now(),
             toolsets: req.toolsets,
+            metadata_url: None,
         };
         let tenant = client.tenant.clone();
         self.backend.records.create_client(&client).await?;

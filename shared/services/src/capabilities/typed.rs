@@ -292,14 +292,18 @@ fn normalise_at(v: &mut Value, input: bool, root: bool) {
             if !root && !flattened && (o.contains_key("properties") || o.contains_key("enum")) {
                 o.remove("description");
             }
-            if input {
-                if let Some(default) = o.remove("default") {
-                    // Codex and Zed drop `default`, Gemini's schema subset refuses it: the
-                    // description says it instead.
-                    let said = o.get("description").and_then(Value::as_str).unwrap_or_default().trim_end().to_owned();
-                    let sep = if said.is_empty() { "" } else if said.ends_with('.') { " " } else { ". " };
-                    o.insert("description".into(), json!(format!("{said}{sep}Default: {default}.")));
-                }
+            if input && let Some(default) = o.remove("default") {
+                // Codex and Zed drop `default`, Gemini's schema subset refuses it: the
+                // description says it instead.
+                let said = o.get("description").and_then(Value::as_str).unwrap_or_default().trim_end().to_owned();
+                let sep = if said.is_empty() {
+                    ""
+                } else if said.ends_with('.') {
+                    " "
+                } else {
+                    ". "
+                };
+                o.insert("description".into(), json!(format!("{said}{sep}Default: {default}.")));
             }
             if !input && o.get("minimum") == Some(&json!(0)) {
                 // Unsigned counts in results: the type says it.
@@ -414,10 +418,20 @@ fn merge_property(a: Value, b: Value) -> Value {
                 values.extend(other.iter().filter(|x| !values.contains(x)).cloned().collect::<Vec<_>>());
                 out.insert(k.clone(), Value::Array(values));
             }
+            ("items", Some(other)) if other != v => {
+                out.insert(k.clone(), merge_property(v.clone(), other.clone()));
+            }
             ("description", Some(other)) if other != v => {
-                out.insert(k.clone(), json!(format!("{} / {}", v.as_str().unwrap_or_default(), other.as_str().unwrap_or_default())));
+                out.insert(
+                    k.clone(),
+                    json!(format!("{} / {}", v.as_str().unwrap_or_default(), other.as_str().unwrap_or_default())),
+                );
             }
             (_, Some(other)) if other == v => {
+                out.insert(k.clone(), v.clone());
+            }
+            // What one kind says of a shared property still helps a model.
+            ("description", None) => {
                 out.insert(k.clone(), v.clone());
             }
             // A constraint only one kind has (or that differs) is left to the parser.
@@ -426,6 +440,9 @@ fn merge_property(a: Value, b: Value) -> Value {
     }
     if a.contains_key("enum") != b.contains_key("enum") {
         out.remove("enum");
+    }
+    if let (None, Some(d)) = (a.get("description"), b.get("description")) {
+        out.insert("description".into(), d.clone());
     }
     Value::Object(out)
 }
@@ -513,6 +530,7 @@ mod tests {
             let input = (e.input_schema)();
             let output = (e.output_schema)();
             assert_eq!(input["type"], "object", "{}: {input}", e.name);
+            assert!(!input.to_string().contains("x-conflict"), "{}: a tagged union's variants clash: {input}", e.name);
             assert_eq!(output["type"], "object", "{}: {output}", e.name);
             assert!(!e.title.is_empty() && !e.description.is_empty(), "{}", e.name);
         }

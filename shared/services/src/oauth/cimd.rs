@@ -73,9 +73,12 @@ pub fn is_document_url(client_id: &str) -> bool {
 }
 
 /// The stored client id of the document at `url`: `cimd-` and 24 hex digits of its SHA-256.
-pub fn client_id_for(url: &str) -> Id {
+///
+/// # Errors
+/// None in practice (the id is always well formed); `server_error` otherwise.
+pub fn client_id_for(url: &str) -> OResult<Id> {
     let hex = sha256_hex(url);
-    Id::new(format!("cimd-{}", &hex[..24])).unwrap_or_else(|_| Id::new("cimd").expect("a valid id"))
+    Id::new(format!("cimd-{}", &hex[..24])).map_err(|_| OAuthError::new("server_error", "a client id could not be derived"))
 }
 
 /// The host of a client id URL, for people (the consent page).
@@ -174,7 +177,8 @@ impl CimdFetcher {
             .no_proxy()
             .resolve_to_addrs(host, addrs);
         for pem in &self.policy().extra_roots_pem {
-            let cert = reqwest::Certificate::from_pem(pem).map_err(|_| OAuthError::new("server_error", "a configured root is not PEM"))?;
+            let cert = reqwest::Certificate::from_pem(pem)
+                .map_err(|_| OAuthError::new("server_error", "a configured root is not PEM"))?;
             b = b.add_root_certificate(cert);
         }
         b.build().map_err(|_| OAuthError::new("server_error", "the metadata fetcher cannot start"))
@@ -210,7 +214,8 @@ impl CimdFetcher {
             .send()
             .await
             .map_err(|e| {
-                let why = if e.is_timeout() { "did not answer in time".to_owned() } else { "cannot be reached over TLS".to_owned() };
+                let why =
+                    if e.is_timeout() { "did not answer in time".to_owned() } else { "cannot be reached over TLS".to_owned() };
                 refuse(format!("the client's metadata document {why}"))
             })?;
         if response.status() != reqwest::StatusCode::OK {
@@ -279,9 +284,10 @@ fn check_document(url: &str, doc: &Value) -> OResult<(String, Vec<String>)> {
         return Err(bad(&format!("has a client_name longer than {MAX_NAME_LEN} characters or with control characters")));
     }
     let uris: Vec<String> = match obj.get("redirect_uris") {
-        Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_REDIRECT_URIS => {
-            a.iter().map(|u| u.as_str().map(str::to_owned).ok_or_else(|| bad("lists a redirect URI that is not a string"))).collect::<OResult<_>>()?
-        }
+        Some(Value::Array(a)) if !a.is_empty() && a.len() <= MAX_REDIRECT_URIS => a
+            .iter()
+            .map(|u| u.as_str().map(str::to_owned).ok_or_else(|| bad("lists a redirect URI that is not a string")))
+            .collect::<OResult<_>>()?,
         _ => return Err(bad(&format!("must list 1 to {MAX_REDIRECT_URIS} redirect_uris"))),
     };
     if let Some(u) = uris.iter().find(|u| !super::registration::valid_redirect_uri(u)) {
@@ -300,7 +306,7 @@ impl OAuthService {
     /// URL, the document); `server_error` when the store cannot be written.
     pub async fn document_client(&self, url: &str) -> OResult<OAuthClient> {
         let parsed = check_url(url)?;
-        let id = client_id_for(url);
+        let id = client_id_for(url)?;
         let cache_key = ports::CacheKey::global("cimd", id.as_str());
         let cached = match self.backend.cache.get(&cache_key).await {
             Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes).ok(),
@@ -371,7 +377,21 @@ mod tests {
 
     #[test]
     fn special_use_addresses_are_not_public() {
-        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "192.0.2.1", "224.0.0.1"] {
+        for ip in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+            "192.0.2.1",
+            "224.0.0.1",
+        ] {
             assert!(!is_public(ip.parse().unwrap()), "{ip}");
         }
         for ip in ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946", "8.8.8.8"] {

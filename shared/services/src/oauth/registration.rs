@@ -163,6 +163,7 @@ impl OAuthService {
             dynamic: true,
             created_at: self.now(),
             toolsets: domain::principal::Toolsets::default(),
+            metadata_url: None,
         };
         self.backend.records.create_client(&client).await.map_err(OAuthError::from)?;
         tracing::info!(client_id = %client.client_id, "oauth client registered");

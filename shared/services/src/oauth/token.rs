@@ -22,7 +22,11 @@ impl OAuthService {
             (None, None) => (params.require("client_id")?, None),
         };
         // A metadata-document client names itself by its URL; it was stored when it signed in.
-        let client_id = if cimd::is_document_url(id) { cimd::client_id_for(id) } else { Id::new(id).map_err(|_| bad())? };
+        let client_id = if cimd::is_document_url(id) {
+            cimd::client_id_for(id).map_err(|_| bad())?
+        } else {
+            Id::new(id).map_err(|_| bad())?
+        };
         let client = self.backend.records.get_client(&client_id).await.map_err(OAuthError::from)?.ok_or_else(bad)?;
         match (&client.secret_sha256, secret) {
             (None, None) => Ok(client),

@@ -345,7 +345,11 @@ impl SqliteSearch {
                         .map_err(sql_err)?;
                     let rows = st
                         .query_map(params![seen, SYNC_BATCH], |r| {
-                            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, (r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?)))
+                            Ok((
+                                r.get::<_, i64>(0)?,
+                                r.get::<_, String>(1)?,
+                                (r.get::<_, String>(2)?, r.get::<_, String>(3)?, r.get::<_, String>(4)?),
+                            ))
                         })
                         .map_err(sql_err)?;
                     let rows = rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?;
@@ -380,7 +384,8 @@ impl SqliteSearch {
 
     /// Reads one record's chunks again into its partition, when that partition is loaded.
     async fn reload_doc(&self, t: String, sc: String, doc: String) -> Result<()> {
-        let cell = self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&(t.clone(), sc.clone())).cloned();
+        let cell =
+            self.partitions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&(t.clone(), sc.clone())).cloned();
         let Some(part) = cell.as_ref().and_then(|c| c.get()).cloned() else { return Ok(()) };
         let _writing = part.writer.lock().await;
         let scope = part.index.read().await.scope.clone();
@@ -475,7 +480,9 @@ impl SqliteSearch {
 /// Records in `search_changes` that `writer` changed these records of one partition, and
 /// now and then drops rows older than the log's window.
 fn log_changes(tx: &rusqlite::Transaction<'_>, writer: &str, tenant: &str, scope: &str, docs: &[String]) -> Result<()> {
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let mut st = tx
         .prepare_cached("INSERT INTO search_changes (writer, tenant, scope, doc, at) VALUES (?1, ?2, ?3, ?4, ?5)")
         .map_err(sql_err)?;
