@@ -239,6 +239,7 @@ fn other_products_and_notes_come_in_and_a_bundle_round_trips_by_hash() {
     let bad = dir.path().join("bad.bundle");
     std::fs::write(&bad, altered).unwrap();
     let c = dir.path().join("c");
+    assert!(run(&c, &["init"]).0);
     let (ok, _, err) = run(&c, &["import", bad.to_str().unwrap()]);
     assert!(!ok && err.contains("SHA-256 does not match"), "{err}");
 }
