@@ -260,7 +260,10 @@ pub async fn refresh_rotation_detects_reuse(r: Records) {
 
 pub async fn jti_is_claimed_once(r: Records) {
     let jti = format!("jti-{:x}", rand::random::<u64>());
+    assert!(!r.jti_claimed("https://idp.example.com", &jti).await.unwrap());
     assert!(r.claim_jti("https://idp.example.com", &jti, Timestamp(100)).await.unwrap());
+    assert!(r.jti_claimed("https://idp.example.com", &jti).await.unwrap());
+    assert!(!r.jti_claimed("https://other-idp.example.com", &jti).await.unwrap(), "per issuer");
     assert!(!r.claim_jti("https://idp.example.com", &jti, Timestamp(100)).await.unwrap(), "a replay");
     assert!(r.claim_jti("https://other-idp.example.com", &jti, Timestamp(100)).await.unwrap(), "per issuer");
     assert!(r.claim_jti("https://idp.example.com", &"x".repeat(600), Timestamp(1)).await.is_err());

@@ -349,7 +349,6 @@ pub(crate) fn form(body: &Bytes) -> Option<Params> {
 pub(crate) struct SignInPage {
     /// Where a signed-in (or signed-out) browser goes: `/approvals`, `/dashboard`.
     pub home: &'static str,
-    pub session_cookie: &'static str,
     pub login_cookie: &'static str,
     pub title: &'static str,
     pub login_page: fn(&str, StatusCode, Option<&str>) -> Response,
@@ -357,9 +356,17 @@ pub(crate) struct SignInPage {
     pub key_refused: &'static str,
 }
 
+/// The session cookie of each page: one sign-in sets every page's the credential may
+/// open; a sign-out clears (and ends) both.
+pub(crate) fn session_cookie(page: services::auth::Page) -> &'static str {
+    match page {
+        services::auth::Page::Console => SESSION_COOKIE,
+        services::auth::Page::Dashboard => crate::dashboard::SESSION_COOKIE,
+    }
+}
+
 const CONSOLE: SignInPage = SignInPage {
     home: "/approvals",
-    session_cookie: SESSION_COOKIE,
     login_cookie: LOGIN_COOKIE,
     title: "Approvals",
     login_page,
@@ -374,8 +381,8 @@ pub(crate) async fn sign_in(
     base: &str,
     headers: &HeaderMap,
     body: &Bytes,
-    by_key: impl AsyncFnOnce(&str) -> Result<String, Error>,
-    by_user: impl AsyncFnOnce(&str, &str, &str) -> Result<String, Error>,
+    by_key: impl AsyncFnOnce(&str) -> Result<services::auth::PageSessions, Error>,
+    by_user: impl AsyncFnOnce(&str, &str, &str) -> Result<services::auth::PageSessions, Error>,
 ) -> Response {
     let Some(f) = form(body) else { return (p.login_page)(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
     let expected = cookie(headers, base, p.login_cookie).unwrap_or_default();
@@ -394,9 +401,15 @@ pub(crate) async fn sign_in(
         }
     };
     match signed_in {
-        Ok(token) => {
+        Ok(sessions) => {
             let mut resp = redirect(&format!("{base}{}", p.home));
-            set_cookie(&mut resp, base, p.session_cookie, &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
+            for (page, token) in
+                [(services::auth::Page::Console, sessions.console), (services::auth::Page::Dashboard, sessions.dashboard)]
+            {
+                if let Some(token) = token {
+                    set_cookie(&mut resp, base, session_cookie(page), &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
+                }
+            }
             set_cookie(&mut resp, base, p.login_cookie, "", 0);
             resp
         }
@@ -413,16 +426,31 @@ pub(crate) async fn sign_in(
     }
 }
 
-/// Signs a browser out: the session's CSRF token must come with the form (when there is a
-/// session to end); the cookie is cleared.
-pub(crate) fn sign_out(p: &SignInPage, base: &str, session_csrf: Option<String>, body: &Bytes) -> Response {
+/// Signs a browser out of every page: the session's CSRF token must come with the form
+/// (when there is a session to end); both pages' sessions end for good (a copied cookie
+/// opens nothing afterwards) and their cookies are cleared.
+pub(crate) async fn sign_out(
+    state: &AppState,
+    p: &SignInPage,
+    base: &str,
+    headers: &HeaderMap,
+    session_csrf: Option<String>,
+    body: &Bytes,
+) -> Response {
     if let Some(csrf) = session_csrf
         && !form(body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
     {
         return page(StatusCode::FORBIDDEN, p.title, "<p class=err role=alert>The form expired. Reload the page.</p>");
     }
+    let pages = [services::auth::Page::Console, services::auth::Page::Dashboard];
+    let tokens: Vec<String> = pages.iter().filter_map(|pg| cookie(headers, base, session_cookie(*pg))).collect();
+    if let Err(e) = state.services.auth.end_page_sessions(&tokens, base).await {
+        return page(status_of(&e), p.title, &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))));
+    }
     let mut resp = redirect(&format!("{base}{}", p.home));
-    set_cookie(&mut resp, base, p.session_cookie, "", 0);
+    for pg in pages {
+        set_cookie(&mut resp, base, session_cookie(pg), "", 0);
+    }
     resp
 }
 
@@ -441,8 +469,10 @@ pub async fn login(
         &base,
         &headers,
         &body,
-        async |key| state.services.auth.console_login(key, &base).await.map(|(token, _)| token),
-        async |tenant, email, password| state.services.oauth.console_login_user(&base, tenant, email, password, source).await,
+        async |key| state.services.auth.page_login_key(services::auth::Page::Console, key, &base).await,
+        async |tenant, email, password| {
+            state.services.oauth.page_login_user(services::auth::Page::Console, &base, (tenant, email, password), source).await
+        },
     )
     .await
 }
@@ -451,7 +481,7 @@ pub async fn login(
 pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
     let base = base(&state, b);
     let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
-    sign_out(&CONSOLE, &base, csrf, &body)
+    sign_out(&state, &CONSOLE, &base, &headers, csrf, &body).await
 }
 
 /// A decision form's signed-in approver, session CSRF secret and fields — or the page

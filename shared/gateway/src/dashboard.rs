@@ -43,7 +43,7 @@ use crate::console::{base, cookie, form, message_of, page, redirect, same, set_c
 use crate::oauth::{BaseUrl, esc};
 use crate::router::AppState;
 
-const SESSION_COOKIE: &str = "ctn_dashboard";
+pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
 const LOGIN_COOKIE: &str = "ctn_dashboard_login";
 
 async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
@@ -780,7 +780,6 @@ pub async fn audit(
 
 const DASHBOARD: crate::console::SignInPage = crate::console::SignInPage {
     home: "/dashboard",
-    session_cookie: SESSION_COOKIE,
     login_cookie: LOGIN_COOKIE,
     title: "Dashboard",
     login_page,
@@ -802,8 +801,10 @@ pub async fn login(
         &base,
         &headers,
         &body,
-        async |key| state.services.auth.dashboard_login(key, &base).await.map(|(token, _)| token),
-        async |tenant, email, password| state.services.oauth.dashboard_login_user(&base, tenant, email, password, source).await,
+        async |key| state.services.auth.page_login_key(services::auth::Page::Dashboard, key, &base).await,
+        async |tenant, email, password| {
+            state.services.oauth.page_login_user(services::auth::Page::Dashboard, &base, (tenant, email, password), source).await
+        },
     )
     .await
 }
@@ -812,7 +813,7 @@ pub async fn login(
 pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
     let base = base(&state, b);
     let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
-    crate::console::sign_out(&DASHBOARD, &base, csrf, &body)
+    crate::console::sign_out(&state, &DASHBOARD, &base, &headers, csrf, &body).await
 }
 
 /// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything

@@ -283,3 +283,39 @@ async fn the_dashboard_shows_what_the_store_holds() {
     let r = send(&app, get("/dashboard", Some(&format!("ctn_dashboard={console_session}")))).await;
     assert!(r.body.contains("Sign in with the key"), "a console token opens no dashboard");
 }
+
+/// One sign-in opens both pages a credential may open (each session with its own page's
+/// scopes); signing out of either ends both for good: the cookies copied before the
+/// sign-out open nothing afterwards.
+#[tokio::test]
+async fn one_sign_in_for_both_pages_and_a_sign_out_that_ends_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::services(dir.path());
+    let app = common::app(&s, "http://localhost");
+    let t = TenantId::new("both").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let owner = common::key(&s, &t, "approvals:decide tenant:read admin").await;
+    let login = send(&app, get("/dashboard", None)).await;
+    let csrf = csrf_of(&login.body);
+    let login_cookie = format!("ctn_dashboard_login={}", set_cookie(&login, "ctn_dashboard_login"));
+    let r = send(&app, post("/dashboard/login", &login_cookie, &[("csrf", &csrf), ("key", &owner)])).await;
+    assert_eq!(r.status, 303);
+    let (dash, console) = (set_cookie(&r, "ctn_dashboard"), set_cookie(&r, "ctn_console"));
+    let both = format!("ctn_dashboard={dash}; ctn_console={console}");
+    let approvals = send(&app, get("/approvals", Some(&both))).await;
+    assert!(!approvals.body.contains("Sign in with"), "the console is open without a second sign-in: {}", approvals.body);
+    let page = send(&app, get("/dashboard", Some(&both))).await;
+    assert!(!page.body.contains("Sign in with the key"), "{}", page.body);
+    // A dashboard-only key gets the dashboard's session alone.
+    let reader = common::key(&s, &t, "tenant:read").await;
+    let r = send(&app, post("/dashboard/login", &login_cookie, &[("csrf", &csrf), ("key", &reader)])).await;
+    assert!(r.headers.get_all("set-cookie").iter().all(|c| !c.to_str().unwrap().starts_with("ctn_console=")));
+
+    // Sign out of the dashboard: both sessions end, and the copied cookies open nothing.
+    let out = send(&app, post("/dashboard/logout", &both, &[("csrf", &csrf_of(&page.body))])).await;
+    assert_eq!(out.status, 303);
+    let after = send(&app, get("/dashboard", Some(&format!("ctn_dashboard={dash}")))).await;
+    assert!(after.body.contains("Sign in with the key"), "a copied dashboard cookie works no more");
+    let after = send(&app, get("/approvals", Some(&format!("ctn_console={console}")))).await;
+    assert!(after.body.contains("Sign in"), "nor the console's");
+}

@@ -144,6 +144,13 @@ pub trait OAuthStore: Send + Sync {
     /// `UNAVAILABLE`.
     async fn claim_jti(&self, issuer: &str, jti: &str, expires_at: Timestamp) -> Result<bool>;
 
+    /// Whether a `jti` of `issuer` was claimed (and not yet pruned): a signed-out page
+    /// session is one whose id was claimed at sign-out.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn jti_claimed(&self, issuer: &str, jti: &str) -> Result<bool>;
+
     /// Deletes authorization codes, pending sign-ins and used ID-JAG `jti`s that expired
     /// before `before` (the maintenance job passes a day's grace, so a code presented
     /// again soon after expiry is still recognised as reused). Returns how many.
@@ -408,6 +415,14 @@ impl OAuthStore for Records {
             Err(e) if e.code == ErrorCode::Conflict => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    async fn jti_claimed(&self, issuer: &str, jti: &str) -> Result<bool> {
+        if jti.is_empty() || jti.len() > 512 {
+            return Ok(false);
+        }
+        let sk = format!("{}#{}", sha_hex(issuer), sha_hex(jti));
+        Ok(self.get_one::<Timestamp>(REGISTRY_TENANT, JTI, &sk).await?.is_some())
     }
 
     async fn prune_expired(&self, before: Timestamp, max: usize) -> Result<usize> {

@@ -58,6 +58,61 @@ pub(crate) fn tenant_config_key(tenant: &TenantId) -> CacheKey {
     CacheKey::tenant(tenant, "tenant", "config")
 }
 
+/// A page people sign in to in a browser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Page {
+    /// The approvals console: deciding proposals and gates.
+    Console,
+    /// The dashboard: reading the workspace.
+    Dashboard,
+}
+
+impl Page {
+    /// The prefix of its sessions' `via` claim (a session of one page is never taken by
+    /// the other).
+    pub fn via_prefix(self) -> &'static str {
+        match self {
+            Self::Console => "",
+            Self::Dashboard => "dash:",
+        }
+    }
+
+    /// Whether a user of `role` may open it.
+    pub fn role_may(self, role: domain::principal::Role) -> bool {
+        match self {
+            Self::Console => role.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide),
+            Self::Dashboard => matches!(role, domain::principal::Role::Owner | domain::principal::Role::Admin),
+        }
+    }
+
+    /// Whether a key with `scopes` may open it.
+    pub fn key_may(self, scopes: &domain::principal::Scopes) -> bool {
+        match self {
+            Self::Console => scopes.contains(domain::principal::Scope::ApprovalsDecide),
+            Self::Dashboard => may_open_dashboard(scopes),
+        }
+    }
+}
+
+/// The sessions one sign-in opened: one per page the credential may open.
+#[derive(Debug, Default)]
+pub struct PageSessions {
+    pub console: Option<String>,
+    pub dashboard: Option<String>,
+}
+
+impl PageSessions {
+    pub fn set(&mut self, page: Page, token: String) {
+        match page {
+            Page::Console => self.console = Some(token),
+            Page::Dashboard => self.dashboard = Some(token),
+        }
+    }
+}
+
+/// Where signed-out page sessions are remembered until they would have expired.
+const SIGNED_OUT: &str = "continuity:page-session";
+
 #[derive(Clone)]
 pub struct Authenticator {
     backend: Backend,
@@ -131,6 +186,46 @@ impl Authenticator {
         })
     }
 
+    /// Signs a browser in with an API key on `page` (refused when the key may not open
+    /// it), and on the other page too when the key may: one sign-in, a session per page,
+    /// each with that page's own scopes.
+    ///
+    /// # Errors
+    /// As [`Self::console_login`] / [`Self::dashboard_login`].
+    pub async fn page_login_key(&self, page: Page, key: &str, base: &str) -> Result<PageSessions> {
+        let (first, caller) = match page {
+            Page::Console => self.console_login(key, base).await?,
+            Page::Dashboard => self.dashboard_login(key, base).await?,
+        };
+        let mut sessions = PageSessions::default();
+        sessions.set(page, first);
+        let other = if page == Page::Console { Page::Dashboard } else { Page::Console };
+        if other.key_may(&caller.scopes)
+            && let Some((_, key_id, _)) = parse_key(key.trim())
+        {
+            let via = format!("{}key:{key_id}", other.via_prefix());
+            let (token, _) = self.tokens.issue_console(base, &caller.tenant, &caller.principal, &via).await?;
+            sessions.set(other, token);
+        }
+        Ok(sessions)
+    }
+
+    /// Ends page sessions for good (sign-out): each is remembered as signed out until it
+    /// would have expired, so a copied cookie opens nothing afterwards.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store cannot be written.
+    pub async fn end_page_sessions(&self, tokens: &[String], base: &str) -> Result<()> {
+        for token in tokens {
+            // An invalid or expired token needs no ending.
+            if let Ok(c) = self.tokens.verify_console(token, base).await {
+                let expires = domain::Timestamp(c.exp.saturating_mul(1000));
+                self.backend.records.claim_jti(SIGNED_OUT, &crate::sha256_hex(&c.csrf), expires).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Opens an approvals-console session (SPEC §6.4) with an approver key: an API key
     /// holding `approvals:decide`. Returns the signed session and the approver.
     ///
@@ -175,6 +270,9 @@ impl Authenticator {
             .verify_console(token, base)
             .await
             .map_err(|e| if e.code == domain::ErrorCode::Unauthenticated { invalid() } else { e })?;
+        if self.backend.records.jti_claimed(SIGNED_OUT, &crate::sha256_hex(&c.csrf)).await? {
+            return Err(invalid());
+        }
         let tenant = TenantId::new(c.tid).map_err(|_| invalid())?;
         let via = c.via.strip_prefix(page.prefix).ok_or_else(invalid)?;
         let caller = if let Some(key_id) = via.strip_prefix("key:") {

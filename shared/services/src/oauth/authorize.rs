@@ -207,68 +207,23 @@ impl OAuthService {
         Ok(PasswordCheck::Wrong)
     }
 
-    /// Signs a user in on the approvals console: the password checked like the login
-    /// page's (10 failures a minute per source and per account), the role one that may
-    /// decide (owner, admin, approver). Returns the console session token.
+    /// Signs a user in on a page of the browser (the approvals console or the dashboard):
+    /// the password checked like the login page's (10 failures a minute per source and
+    /// per account), the role one that may open `page` (the console: owner, admin,
+    /// approver; the dashboard: owner, admin). One sign-in opens every page the role may
+    /// open, each session with that page's own scopes.
     ///
     /// # Errors
     /// `UNAUTHENTICATED` for a wrong workspace, e-mail or password (one message);
-    /// `FORBIDDEN` for a role that may not decide; `RATE_LIMITED`; `UNAVAILABLE`.
-    pub async fn console_login_user(
+    /// `FORBIDDEN` for a role that may not open `page`; `RATE_LIMITED`; `UNAVAILABLE`.
+    pub async fn page_login_user(
         &self,
-        base: &str,
-        tenant: &str,
-        email: &str,
-        password: &str,
-        source: Option<std::net::IpAddr>,
-    ) -> Result<String> {
-        let may_decide = |r: domain::principal::Role| r.allowed_scopes().contains(domain::principal::Scope::ApprovalsDecide);
-        self.page_login(
-            base,
-            (tenant, email, password),
-            source,
-            may_decide,
-            "Your role cannot decide approvals (it takes owner, admin or approver).",
-            "user:",
-        )
-        .await
-    }
-
-    /// Signs a user in on the dashboard: as [`Self::console_login_user`], for owners and
-    /// admins; the session is the dashboard's (`dash:user:`), not the approvals console's.
-    ///
-    /// # Errors
-    /// As [`Self::console_login_user`]; `FORBIDDEN` for a role other than owner or admin.
-    pub async fn dashboard_login_user(
-        &self,
-        base: &str,
-        tenant: &str,
-        email: &str,
-        password: &str,
-        source: Option<std::net::IpAddr>,
-    ) -> Result<String> {
-        let owner_or_admin =
-            |r: domain::principal::Role| matches!(r, domain::principal::Role::Owner | domain::principal::Role::Admin);
-        self.page_login(
-            base,
-            (tenant, email, password),
-            source,
-            owner_or_admin,
-            "The dashboard is for owners and admins of the workspace.",
-            "dash:user:",
-        )
-        .await
-    }
-
-    async fn page_login(
-        &self,
+        page: crate::auth::Page,
         base: &str,
         (tenant, email, password): (&str, &str, &str),
         source: Option<std::net::IpAddr>,
-        allowed: impl Fn(domain::principal::Role) -> bool,
-        refusal: &str,
-        via: &str,
-    ) -> Result<String> {
+    ) -> Result<crate::auth::PageSessions> {
+        use crate::auth::Page;
         let login = match self.check_password(tenant, email, password, source).await? {
             PasswordCheck::Ok(l) => l,
             PasswordCheck::Wrong => return Err(Error::unauthenticated("Unknown workspace, e-mail or password.")),
@@ -279,13 +234,20 @@ impl OAuthService {
             PasswordCheck::Unavailable => return Err(Error::unavailable("the sign-in limiter is unavailable")),
         };
         let role = self.backend.records.get_principal(&login.tenant, &login.principal).await?.map(|p| p.role);
-        if !role.is_some_and(allowed) {
-            return Err(Error::forbidden(refusal));
+        let Some(role) = role.filter(|r| page.role_may(*r)) else {
+            return Err(Error::forbidden(match page {
+                Page::Console => "Your role cannot decide approvals (it takes owner, admin or approver).",
+                Page::Dashboard => "The dashboard is for owners and admins of the workspace.",
+            }));
+        };
+        tracing::info!(tenant = %login.tenant, principal = %login.principal, ?page, "page sign-in: user signed in");
+        let mut sessions = crate::auth::PageSessions::default();
+        for p in [Page::Console, Page::Dashboard].into_iter().filter(|p| p.role_may(role)) {
+            let via = format!("{}user:{}", p.via_prefix(), login.email);
+            let (token, _) = self.tokens.issue_console(base, &login.tenant, &login.principal, &via).await?;
+            sessions.set(p, token);
         }
-        tracing::info!(tenant = %login.tenant, principal = %login.principal, via, "console page: user signed in");
-        let (token, _) =
-            self.tokens.issue_console(base, &login.tenant, &login.principal, &format!("{via}{}", login.email)).await?;
-        Ok(token)
+        Ok(sessions)
     }
 
     /// Checks a sign-in on the login page: the failure limits of [`Self::check_password`]
