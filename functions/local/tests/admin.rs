@@ -103,3 +103,26 @@ fn backend_aws_names_a_missing_variable() {
     assert!(err.contains("CONTINUITY_"), "the variable is named: {err}");
     assert!(!err.contains("retry shortly"), "{err}");
 }
+
+/// Each subcommand's help lists the global options only where they do something (they
+/// are still accepted anywhere, so scripts that put them first keep working).
+#[test]
+fn help_shows_options_only_where_they_apply() {
+    let help = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let key = help(&["key", "create"]);
+    assert!(!key.contains("--embedder") && key.contains("--stack") && key.contains("--backend"), "{key}");
+    let serve = help(&["serve"]);
+    assert!(serve.contains("--embedder") && !serve.contains("--stack") && !serve.contains("--region"), "{serve}");
+    let setup = help(&["setup"]);
+    assert!(!setup.contains("--embedder") && !setup.contains("--backend"), "{setup}");
+    let import = help(&["import"]);
+    assert!(import.contains("--embedder") && import.contains("--stack"), "{import}");
+    // Still accepted where hidden.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN).arg("--home").arg(dir.path()).args(["--embedder", "hashing", "init"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

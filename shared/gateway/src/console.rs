@@ -184,7 +184,10 @@ fn card(base: &str, csrf: &str, w: &Waiting) -> String {
          </div></section>",
         title = esc(&p.title),
         kind = esc(&p.kind),
-        by = esc(p.proposed_by.as_str()),
+        by = match &p.proposed_via {
+            Some(via) => format!("{} through {}", esc(p.proposed_by.as_str()), esc(via)),
+            None => esc(p.proposed_by.as_str()),
+        },
         at = p.created_at.to_rfc3339(),
         body = esc(&p.body),
         factors = factor_rows(w),

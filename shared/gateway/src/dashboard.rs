@@ -446,7 +446,12 @@ async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: 
         (Some(id), p) => {
             let detail = p.as_ref().map_or_else(String::new, |p| {
                 format!(
-                    " — {}{}{}",
+                    " — {}{}{}{}",
+                    p.proposed_via.as_deref().map_or_else(String::new, |v| format!(
+                        "proposed by {} through {}, ",
+                        esc(p.proposed_by.as_str()),
+                        esc(v)
+                    )),
                     esc(&p.state.to_string()),
                     p.score.as_ref().map_or_else(String::new, |s| format!(", score {:.2}", s.total)),
                     p.decision_reason.as_deref().map_or_else(String::new, |r| format!(", reason: {}", esc(r)))
@@ -752,7 +757,7 @@ pub async fn audit(
         "<form method=get action=\"{b}/dashboard/audit\" class=forms style=\"grid-template-columns:1fr 1fr 1fr auto\">\
          <input name=principal id=principal placeholder=principal value=\"{p}\"><input name=action id=action placeholder=\"action (tool:kb.search)\" value=\"{a}\">\
          <input name=outcome id=outcome placeholder=\"outcome (ok, denied)\" value=\"{o}\"><button type=submit id=filter>Filter</button></form>\
-         <table id=audit><tr><th>when</th><th>principal</th><th>action</th><th>target</th><th>outcome</th></tr>",
+         <table id=audit><tr><th>when</th><th>principal</th><th>client</th><th>action</th><th>target</th><th>outcome</th></tr>",
         b = esc(&base),
         p = esc(principal.as_deref().unwrap_or_default()),
         a = esc(action.as_deref().unwrap_or_default()),
@@ -761,16 +766,17 @@ pub async fn audit(
     for a in &rows {
         let _ = write!(
             body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&a.at.to_rfc3339()),
             esc(&a.actor),
+            esc(a.via.as_deref().unwrap_or_default()),
             esc(&a.action),
             esc(a.target.as_deref().unwrap_or_default()),
             esc(&a.outcome)
         );
     }
     if rows.is_empty() {
-        body.push_str("<tr><td colspan=5 class=muted>No audit record matches.</td></tr>");
+        body.push_str("<tr><td colspan=6 class=muted>No audit record matches.</td></tr>");
     }
     let _ = write!(body, "</table><p class=muted>The newest {} matches among the last {read} records.</p>", rows.len());
     shell(&base, &caller, &csrf, "Audit", "Audit", "", &body)

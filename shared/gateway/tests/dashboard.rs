@@ -270,8 +270,10 @@ async fn the_dashboard_shows_what_the_store_holds() {
     assert!(audit.status == 403 && audit.body.contains("admin"), "{} {}", audit.status, audit.body);
     let admin = common::key(&s, &t, "admin tenant:read").await;
     let (admin_cookie, _) = sign_in(&app, &admin).await.map_err(|r| r.body).unwrap();
-    let audit = send(&app, get("/dashboard/audit?action=memory.forget", Some(&admin_cookie))).await;
-    assert!(audit.body.contains("memory.forget") && !audit.body.contains("tool:memory_remember"), "{}", audit.body);
+    let audit = send(&app, get("/dashboard/audit?action=memory_forget", Some(&admin_cookie))).await;
+    assert!(audit.body.contains("<td>tool:memory_forget</td>") && !audit.body.contains("tool:memory_remember"), "{}", audit.body);
+    // Which client acted: the dashboard's own session here.
+    assert!(audit.body.contains("<td>dashboard:key:"), "{}", audit.body);
 
     // An approvals-console session is not a dashboard session.
     let approver = common::key(&s, &t, "approvals:decide tenant:read").await;

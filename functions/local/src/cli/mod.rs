@@ -142,31 +142,24 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
 
 impl Cli {
     /// Parses the command line (exits with clap's message on a bad one). Each
-    /// subcommand's `--help` lists the global options only where they apply.
+    /// subcommand's `--help` lists the global options only where they apply: where one
+    /// does nothing, the subcommand carries a hidden copy of it (so clap propagates that
+    /// one instead, and it is still accepted there).
     pub fn parse_args() -> Self {
         use clap::{CommandFactory as _, FromArgMatches as _};
         let mut cmd = Self::command();
-        cmd.build();
         for (option, users) in OPTION_USERS {
+            let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == option).cloned() else { continue };
+            let hidden = arg.hide(true);
             let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_owned()).collect();
             for name in names.iter().filter(|n| !users.contains(&n.as_str())) {
-                cmd = cmd.mut_subcommand(name, |sub| hide_everywhere(sub, option));
+                let hidden = hidden.clone();
+                cmd = cmd.mut_subcommand(name, |sub| sub.arg(hidden));
             }
         }
         let matches = cmd.get_matches();
         Self::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
     }
-}
-
-/// `sub` and its own subcommands with the global `option` hidden from their help.
-fn hide_everywhere(sub: clap::Command, option: &str) -> clap::Command {
-    let has = sub.get_arguments().any(|a| a.get_id() == option);
-    let mut sub = if has { sub.mut_arg(option, |a| a.hide(true)) } else { sub };
-    let nested: Vec<String> = sub.get_subcommands().map(|c| c.get_name().to_owned()).collect();
-    for n in nested {
-        sub = sub.mut_subcommand(&n, |c| hide_everywhere(c, option));
-    }
-    sub
 }
 
 /// Which backend a command runs on.
