@@ -338,6 +338,11 @@ fn walk(s: &Value, at: &str, rules: &SchemaRules, faults: &mut Vec<String>) {
     }
 }
 
+/// The capability names (dotted) of the MCP tools.
+fn adk_capabilities() -> Vec<String> {
+    mcp::tools::all().map(|t| t.capability.to_owned()).collect()
+}
+
 /// The toolset combinations a key can be offered.
 const TOOLSETS: &[&str] = &[
     "canonical",
@@ -456,6 +461,42 @@ async fn every_listing_passes_every_clients_published_rules() {
     assert_eq!(by_capability, by_tool);
     let unknown = common::call_tool(&server.base, &server.key, "spine_entity_gets", json!({})).await;
     assert_eq!(unknown["structuredContent"]["code"], "CAPABILITY_NOT_FOUND", "{unknown}");
+    // An agent is never told to call a name it does not have: no listing, schema,
+    // instruction or prompt names a tool by its dotted capability name.
+    let dotted: Vec<String> = adk_capabilities().into_iter().filter(|c| c.contains('.')).collect();
+    let mut told = vec![("instructions".to_owned(), instructions.clone())];
+    for toolsets in TOOLSETS {
+        let out =
+            common::cli(&server.home, &["key", "create", "--tenant", "local", "--scopes", ALL_SCOPES, "--toolsets", toolsets]);
+        let key = out.trim().to_owned();
+        for method in ["tools/list", "prompts/list", "resources/list", "resources/templates/list"] {
+            told.push((format!("{method} [{toolsets}]"), list(&server.base, &key, method).await.to_string()));
+        }
+    }
+    for prompt in
+        [json!({"name": "morning_brief"}), json!({"name": "project_handoff_summary", "arguments": {"project": "apollo"}})]
+    {
+        let r = common::rpc(
+            &server.base,
+            Some(&server.key),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "prompts/get", "params": prompt}),
+        )
+        .await;
+        told.push((format!("prompts/get {prompt}"), r.text().await.unwrap()));
+    }
+    for (what, text) in &told {
+        for d in &dotted {
+            // A dotted name followed by a word character is something else (`memory.search_org` vs `memory.search`).
+            let named = text.match_indices(d.as_str()).any(|(i, _)| {
+                let before = text[..i].chars().next_back();
+                let after = text[i + d.len()..].chars().next();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+                    && !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            });
+            assert!(!named, "{what} names the tool {d} by its capability name");
+        }
+    }
+
     // The toolsets `continuity setup` gives each client fit that client's tool limit.
     for setup in continuity::setup::clients::CLIENTS {
         let rules =
