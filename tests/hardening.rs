@@ -27,7 +27,7 @@ use domain::principal::{CallerContext, Role, Scopes};
 use domain::proposal::ProposalState;
 use domain::tenant::{Department, Industry, PersonalDataRule, PlanTier, TriagePolicy};
 use domain::{ErrorCode, Id, TenantId};
-use ports::records::{AuditLog, Expect, MemoryStore, ProposalStore};
+use ports::records::{AuditLog, EngineeringStore, Expect, MemoryStore, ProposalStore};
 use ports::{Backend, SystemClock};
 use serde_json::{Value, json};
 use services::Services;
@@ -293,6 +293,166 @@ async fn secrets_are_rejected_and_never_kept_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_are_rejected_and_never_kept_aws() {
     secrets_are_rejected_and_never_kept(continuity_tests::aws::backend_in_own_table("hard").await).await;
+}
+
+/// Secrets in disguise (issue #33 §1): a base64-wrapped AWS key pair, tokens hidden with
+/// zero-width characters, fullwidth letters, inserted spaces, hex or reversal, a PGP block,
+/// an age key, `curl -u`, a password in French — each rejected or held for a person, its
+/// value never stored, echoed or shown, even under a policy that would approve anything.
+async fn disguised_secrets_never_pass(backend: Backend) {
+    use base64::Engine as _;
+    let s = Services::new(backend.clone());
+    let t = tenant(&s, "disguise").await;
+    set_policy(&s, &t, reckless()).await;
+    let agent = caller(&s, &t, "mcp:tools memory:write").await;
+    let reader = caller(&s, &t, "mcp:tools tenant:read memory:read").await;
+    let pair = "aws_access_key_id=AKIAQYLPMN5HFIQR7XYZ\naws_secret_access_key=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";
+    let b64 = base64::engine::general_purpose::STANDARD.encode(pair);
+    let ghp = "ghp_Rk2Vb9LpXz4Nd6Hc1Jf3Gy5Ke0Ta8Ur2WqZm";
+    let zero_width: String = ghp.chars().flat_map(|c| [c, '\u{200b}']).collect();
+    let fullwidth: String = "AKIAQYLPMN5HFIQR7XYZ".chars().map(|c| char::from_u32(c as u32 + 0xFEE0).unwrap_or(c)).collect();
+    let spaced = "AKIA QYLP MN5H FIQR 7XYZ";
+    let hex: String =
+        "aws_secret_access_key=tS8mWq7Rk2Vb9LpXz4Nd6Hc1Jf3Gy5Ke0Ta8Ur2W".bytes().map(|b| format!("{b:02x}")).collect();
+    let reversed: String = ghp.chars().rev().collect();
+    let random = "Zq8XkL2mVb7RtY4pWn9sHc3JdF6gTe1u";
+    let cases: Vec<(String, String)> = vec![
+        (
+            format!("We rotated the production credential for account acct-3; the new value is {b64} and it lives in the vault."),
+            b64.clone(),
+        ),
+        (format!("CI token: {zero_width} for the mirror."), zero_width.chars().skip(8).take(16).collect()),
+        (format!("aws key {fullwidth} for the uploader"), fullwidth.clone()),
+        (format!("the key is {spaced} for staging"), spaced.to_owned()),
+        (format!("dump: {hex}"), hex.clone()),
+        (format!("read it backwards: {reversed}"), reversed.clone()),
+        (
+            "age identity for restores: AGE-SECRET-KEY-1QZRY9X8GF2TVDW0S3JN54KHCE6MUA7LQPZRY9X8GF2TVDW0S3JN54KHCE6".to_owned(),
+            "AGE-SECRET-KEY-1QZRY9X8GF2TVDW0".to_owned(),
+        ),
+        ("Trigger it with curl -u deploy:Xk29!mqLwP https://ci.example.com/job/build".to_owned(), "Xk29!mqLwP".to_owned()),
+        ("Le mot de passe du serveur de prod est Vb7#kq2Lzx".to_owned(), "Vb7#kq2Lzx".to_owned()),
+        (format!("the new value is {random} and it lives in the vault"), random.to_owned()),
+    ];
+    for (text, value) in cases {
+        let (data, shown_text) =
+            tool(&s, &agent, "memory.propose", json!({"title": "Globex ops note", "kind": "learning", "body": text}))
+                .await
+                .unwrap();
+        let p = &data["proposal"];
+        let state = p["state"].as_str().unwrap();
+        assert!(state == "rejected" || state == "pending" || state == "awaiting_approval", "{text}: {p}");
+        assert_ne!(state, "written", "{text}");
+        let id = p["id"].as_str().unwrap();
+        let status = tool(&s, &reader, "proposal.status", json!({"id": id})).await.unwrap();
+        let stored = backend.records.get_proposal(&t, &Id::new(id).unwrap()).await.unwrap().unwrap();
+        assert!(!stored.detected.is_empty(), "{text}: nothing was found");
+        assert!(
+            !matches!(stored.state, domain::proposal::ProposalState::Written | domain::proposal::ProposalState::AutoApproved),
+            "{text}"
+        );
+        for shown in [data.to_string(), shown_text.clone(), status.0.to_string(), status.1.clone(), format!("{stored:?}")] {
+            assert!(!shown.contains(&value), "{text}: the value is shown in {shown}");
+        }
+    }
+    // Nothing of it reached org memory.
+    let org = backend.records.list_memory(&t, &domain::memory::MemoryScope::Org, &domain::PageRequest::first(100)).await.unwrap();
+    assert!(org.items.is_empty(), "{:?}", org.items);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disguised_secrets_never_pass_embedded() {
+    let (_dir, b) = embedded().await;
+    disguised_secrets_never_pass(b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn disguised_secrets_never_pass_aws() {
+    disguised_secrets_never_pass(continuity_tests::aws::backend_in_own_table("disg").await).await;
+}
+
+/// Every governed write path with one marker secret (issue #33 §3): a proposal's body, an
+/// action's target and parameters, a proposed entity's attributes, an ADR saved as
+/// accepted, a session summarised into a proposal. The marker is never stored, echoed or
+/// shown for approval — only its redaction.
+async fn no_write_path_keeps_a_secret(backend: Backend) {
+    const MARKER: &str = "ghp_Wq8XkL2mVb7RtY4pWn9sHc3JdF6gTe1uZa0K";
+    let s = Services::new(backend.clone());
+    let t = tenant(&s, "paths").await;
+    set_policy(&s, &t, reckless()).await;
+    let mut agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    agent.projects = vec!["web".into()];
+    // A connected source, so the action proposal is made (and governed).
+    let credential = domain::action::Credential { base_url: None, token: "pat-na1-0000".into(), email: None };
+    s.admin.set_credential(&t, "hubspot", credential).await.unwrap();
+    let calls: Vec<(&str, Value)> = vec![
+        ("memory.propose", json!({"title": "CI note", "kind": "learning", "body": format!("the mirror pushes with {MARKER}")})),
+        (
+            "proposal.create",
+            json!({"title": "Move the deal", "body": "Close it", "action": {"connector": "hubspot", "operation": "deal.update_stage",
+                   "target": MARKER, "params": {"stage": "closedwon", "note": format!("token {MARKER}")}}}),
+        ),
+        (
+            "spine.entity.create",
+            json!({"type": "account", "id": "globex-9", "attributes": {"name": "Globex", "internal_notes": format!("api token {MARKER}")}, "reason": "new customer"}),
+        ),
+        (
+            "engineering.save",
+            json!({"project": "web", "record": {"kind": "adr", "title": "Use the mirror", "status": "accepted",
+                   "context": format!("the mirror token is {MARKER}"), "decision": "push through the mirror", "consequences": "none"}}),
+        ),
+        (
+            "memory.write_conversational",
+            json!({"session": "ops", "role": "user", "content": "we decided to push through the mirror"}),
+        ),
+        (
+            "memory.write_conversational",
+            json!({"session": "ops", "role": "assistant", "content": format!("noted; it uses {MARKER}")}),
+        ),
+        ("session.summarize", json!({"session": "ops"})),
+    ];
+    let mut echoed = Vec::new();
+    for (capability, args) in calls {
+        let answered = if mcp::tools::all().any(|t| t.capability == capability) {
+            tool(&s, &agent, capability, args).await
+        } else {
+            // The capability API's own (spine.entity.create has no MCP tool).
+            s.capabilities.execute(&agent, capability, args).await.map(|o| (o.data, String::new()))
+        };
+        match answered {
+            Ok((data, text)) => echoed.push((capability, data.to_string(), text)),
+            Err(e) => echoed.push((capability, e.message.clone(), String::new())),
+        }
+    }
+    for (capability, data, text) in &echoed {
+        if *capability == "memory.write_conversational" {
+            continue; // a session's own turns are the caller's record, not governed memory
+        }
+        assert!(!data.contains(MARKER) && !text.contains(MARKER), "{capability} echoed the secret: {data} {text}");
+    }
+    // What is stored, and what an approver sees.
+    let proposals = backend.records.list_proposals(&t, None, &domain::PageRequest::first(100)).await.unwrap().items;
+    assert!(proposals.len() >= 4, "{proposals:?}");
+    for p in &proposals {
+        assert!(!format!("{p:?}").contains(MARKER), "stored proposal keeps the secret: {p:?}");
+        assert!(!p.detected.is_empty(), "{}: the secret was not recorded as found", p.kind);
+    }
+    let approver = caller(&s, &t, "approvals:decide tenant:read memory:read").await;
+    let queue = s.governance.waiting(&approver, &domain::PageRequest::first(100)).await.unwrap();
+    assert!(!format!("{queue:?}").contains(MARKER));
+    let adrs = backend.records.list_eng_records(&t, "web", None, &domain::PageRequest::first(100)).await.unwrap().items;
+    assert!(!adrs.is_empty() && !format!("{adrs:?}").contains(MARKER), "{adrs:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_write_path_keeps_a_secret_embedded() {
+    let (_dir, b) = embedded().await;
+    no_write_path_keeps_a_secret(b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_write_path_keeps_a_secret_aws() {
+    no_write_path_keeps_a_secret(continuity_tests::aws::backend_in_own_table("paths").await).await;
 }
 
 // ---- 5. the scope walk -----------------------------------------------------------------

@@ -93,6 +93,10 @@ pub struct Detected {
     /// The first 12 hex digits of SHA-256 of `{tenant}\n{value}`: enough to recognise a
     /// known credential, not to recover it.
     pub fingerprint: String,
+    /// Only suspected (a random-looking token, no other evidence): redacted like a secret,
+    /// but a person decides instead of the proposal being rejected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspected: bool,
 }
 
 /// A Spine entity a `spine.entity.create` proposal would create.

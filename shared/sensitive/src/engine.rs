@@ -169,7 +169,7 @@ pub(crate) fn scan(text: &str) -> Vec<Finding> {
 
 /// Keeps a disjoint subset of the candidates, preferring secrets over personal data, then
 /// longer ranges, then the more specific rule; returns it sorted by start.
-fn resolve(text: &str, mut found: Vec<Finding>) -> Vec<Finding> {
+pub(crate) fn resolve(text: &str, mut found: Vec<Finding>) -> Vec<Finding> {
     found.retain(|f| f.start < f.end && text.get(f.start..f.end).is_some());
     found.sort_by_key(|f| (f.class != Class::Secret, std::cmp::Reverse(f.end - f.start), rank(f.rule), f.start));
     let mut kept: BTreeMap<usize, Finding> = BTreeMap::new();

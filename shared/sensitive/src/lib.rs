@@ -38,6 +38,7 @@
 //! ```
 
 mod checks;
+mod deep;
 mod engine;
 mod personal;
 mod placeholder;
@@ -54,6 +55,9 @@ pub enum Class {
     Secret,
     /// Data about a person. Governance never auto-approves the proposal.
     Personal,
+    /// Random-looking text that may be a credential, found with no other evidence
+    /// ([`scan_deep`] only). Governance redacts it and lets a person decide.
+    Suspect,
 }
 
 /// One sensitive value found in a scanned text.
@@ -78,6 +82,20 @@ pub struct Finding {
 /// Never panics, whatever the input (any UTF-8, control characters, tens of kilobytes).
 pub fn scan(text: &str) -> Vec<Finding> {
     engine::scan(text)
+}
+
+/// What governance reads before anything becomes organisational memory: every finding of
+/// [`scan`], the secrets the other readings of the text show — Unicode-normalised (NFKC,
+/// zero-width and bidi characters removed), split tokens rejoined, reversed, and base64,
+/// hex or percent-encoded segments decoded (recursively, bounded) — and random-looking
+/// tokens anywhere as [`Class::Suspect`]. Sorted, without overlaps; ranges are on `text`.
+pub fn scan_deep(text: &str) -> Vec<Finding> {
+    deep::scan(text)
+}
+
+/// The secrets and suspects of [`scan_deep`]: what must be redacted before a text is kept.
+pub fn hidden(text: &str) -> Vec<Finding> {
+    scan_deep(text).into_iter().filter(|f| f.class != Class::Personal).collect()
 }
 
 /// The secrets in `text`: [`scan`] filtered to [`Class::Secret`].

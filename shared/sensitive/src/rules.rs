@@ -58,6 +58,7 @@ rules! {
     HUGGINGFACE_TOKEN = "huggingface-token", "a Hugging Face access token", Secret;
     NPM_TOKEN = "npm-token", "an npm access token", Secret;
     PYPI_TOKEN = "pypi-token", "a PyPI API token", Secret;
+    AGE_SECRET_KEY = "age-secret-key", "an age secret key", Secret;
     DOCKERHUB_TOKEN = "dockerhub-token", "a Docker Hub access token", Secret;
     DIGITALOCEAN_TOKEN = "digitalocean-token", "a DigitalOcean token", Secret;
     VAULT_TOKEN = "vault-token", "a HashiCorp Vault token", Secret;
@@ -85,6 +86,7 @@ rules! {
     PASSWORD_ASSIGNMENT = "password-assignment", "a password in configuration", Secret;
     SECRET_ASSIGNMENT = "secret-assignment", "a secret or API key in configuration", Secret;
     PASSWORD_IN_PROSE = "password-in-prose", "a password written in prose", Secret;
+    COMMAND_LINE_CREDENTIAL = "command-line-credential", "a password on a command line", Secret;
     HIGH_ENTROPY_SECRET = "high-entropy-secret", "a high-entropy secret in credential context", Secret;
     PAYMENT_CARD = "payment-card", "a payment card number", Personal;
     IBAN = "iban", "an IBAN (bank account number)", Personal;

@@ -123,6 +123,9 @@ impl EngineeringService {
             }
             None => None,
         };
+        // A project's records are shared memory: a secret in any field is redacted before
+        // it is stored or echoed (an accepted ADR's governance proposal is redacted too).
+        let body = redact_body(&caller.tenant, body)?;
         let body = self.adr_rules(caller, &project, body, existing.as_ref()).await?;
         let expires_at = match &body {
             Body::Note { pinned: false, .. } => Some(now.plus_millis(NOTE_LIFETIME_MS)),
@@ -447,6 +450,29 @@ impl EngineeringService {
         }
         Ok((ws, out))
     }
+}
+
+/// `body` with every secret (and random-looking token) in its text fields replaced by
+/// its redaction marker ([`crate::governance::redaction::redacted`]).
+fn redact_body(tenant: &domain::TenantId, body: Body) -> Result<Body> {
+    Ok(redact_body_found(tenant, body)?.0)
+}
+
+/// [`redact_body`], with what was found in which field (`record.context`…).
+pub(crate) fn redact_body_found(tenant: &domain::TenantId, body: Body) -> Result<(Body, Vec<domain::proposal::Detected>)> {
+    fn walk(tenant: &domain::TenantId, field: &str, v: &mut serde_json::Value, found: &mut Vec<domain::proposal::Detected>) {
+        match v {
+            serde_json::Value::String(s) => *s = crate::governance::redaction::redact_field(tenant, field, s, found),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| walk(tenant, field, x, found)),
+            serde_json::Value::Object(o) => o.iter_mut().for_each(|(k, x)| walk(tenant, &format!("{field}.{k}"), x, found)),
+            _ => {}
+        }
+    }
+    let mut v = serde_json::to_value(&body).map_err(|e| Error::internal(format!("an engineering record: {e}")))?;
+    let mut found = Vec::new();
+    walk(tenant, "record", &mut v, &mut found);
+    let body = serde_json::from_value(v).map_err(|e| Error::internal(format!("an engineering record after redaction: {e}")))?;
+    Ok((body, found))
 }
 
 #[cfg(test)]

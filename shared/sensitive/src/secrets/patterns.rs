@@ -219,6 +219,8 @@ static PATTERNS: &[Pattern] = &[
     checked(&HUGGINGFACE_TOKEN, r"hf_[A-Za-z0-9]+", 37..=37, |ctx, r| ctx.text.get(r).is_some_and(mixed_case)),
     checked(&NPM_TOKEN, r"npm_[A-Za-z0-9]+", 40..=40, generated),
     token(&PYPI_TOKEN, r"pypi-AgE(?:IcHlwaS5vcmc|NdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]+", 70..=400),
+    // An age identity: bech32 of the X25519 key (58 characters of its alphabet).
+    token(&AGE_SECRET_KEY, r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", 74..=74),
     checked(&DOCKERHUB_TOKEN, r"dckr_(?:pat|oat)_[A-Za-z0-9_-]+", 36..=100, generated),
     token(&DIGITALOCEAN_TOKEN, r"do[opr]_v1_[a-f0-9]+", 71..=71),
     checked(&VAULT_TOKEN, r"hv[sbr]\.[A-Za-z0-9_-]+", 28..=512, vault),

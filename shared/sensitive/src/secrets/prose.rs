@@ -104,8 +104,35 @@ const MIN_LEN: usize = 6;
 const MAX_LEN: usize = 128;
 const MIN_LOGIN_PASSWORD: usize = 8;
 
+/// The password noun in other languages (French, Spanish, Portuguese, German, Dutch, the
+/// Nordic languages, Polish, Czech, Hungarian, Italian, Russian), then up to five words,
+/// then a connector (`est`, `es`, `é`, `ist`, `is`, `är`, `er`, `on`, `jest`, `je`, `è`,
+/// `:`, `=`), in the lower-cased text. The value is read after it as in English.
+static FOREIGN: Lazy = Lazy::new(|| {
+    Re::new(concat!(
+        r"(?:mot de passe|mdp|contraseña|contrasena|clave de acceso|palavra-passe|senha|passwort|kennwort|wachtwoord",
+        r"|lösenord|losenord|adgangskode|passord|salasana|hasło|haslo|heslo|jelszó|jelszo|parola d'accesso|пароль)",
+        r"(?:[ 	]+[^ 	
+:=]{1,24}){0,5}?",
+        r"(?:[ 	]*[:=][ 	]*|[ 	]+(?:est|es|é|e|ist|lautet|is|är|er|on|jest|je|è|это)[ 	]*:?[ 	]+)",
+    ))
+});
+
 pub(crate) fn detectors() -> Vec<Detector> {
-    vec![Detector::always(nouns), Detector::always(logins)]
+    vec![Detector::always(nouns), Detector::always(logins), Detector::always(foreign)]
+}
+
+fn foreign(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    for m in FOREIGN.find_iter(&ctx.lower) {
+        if !word_starts(&ctx.lower, m.start()) {
+            continue;
+        }
+        if let Some((start, end)) = word_at(ctx.text, m.end())
+            && ctx.text.get(start..end).is_some_and(|w| credential_like(w, true))
+        {
+            out.push(PASSWORD_IN_PROSE.at(start, end));
+        }
+    }
 }
 
 fn nouns(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {

@@ -9,7 +9,7 @@
 use crate::Finding;
 use crate::engine::{Ctx, Detector, Lazy, Re};
 use crate::placeholder::is_placeholder;
-use crate::rules::{CONNECTION_STRING_PASSWORD, URL_CREDENTIALS};
+use crate::rules::{COMMAND_LINE_CREDENTIAL, CONNECTION_STRING_PASSWORD, URL_CREDENTIALS};
 use crate::text::{byte_before, line, line_end, line_end_within, word_starts};
 
 static SCHEME: Lazy = Lazy::new(|| Re::new(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://"));
@@ -23,6 +23,10 @@ static CONFIG_PASSWORD: Lazy = Lazy::new(|| Re::new(r"(?:requirepass|masterauth)
 /// A database client whose command line may carry an inline password (`redis-cli -a pw`,
 /// `mysql -ppw`), in the lower-cased text.
 static CLIENT: Lazy = Lazy::new(|| Re::new(r"(redis-cli|mysqldump|mysqladmin|mysql)(?:[ \t]|$)"));
+
+/// Command-line programs that take a credential as an argument: `curl -u user:pass`,
+/// `wget --password pw`, `sshpass -p pw`, `htpasswd -b file user pw`, in the lower-cased text.
+static CREDENTIAL_PROGRAM: Lazy = Lazy::new(|| Re::new(r"(curl|wget|http|https|sshpass|htpasswd|smbclient|ftp|lftp)(?:[ \t]|$)"));
 
 /// What a line must contain, besides `;` or `&`, to be a connection string.
 const CONNECTION_MARKERS: &[&str] = &[
@@ -48,7 +52,12 @@ const MAX_AUTHORITY: usize = 512;
 const MIN_PASSWORD: usize = 6;
 
 pub(crate) fn detectors() -> Vec<Detector> {
-    vec![Detector::always(url_credentials), Detector::always(connection_string), Detector::always(command_line)]
+    vec![
+        Detector::always(url_credentials),
+        Detector::always(connection_string),
+        Detector::always(command_line),
+        Detector::woken_by(&["curl", "wget", "http", "sshpass", "htpasswd", "smbclient", "ftp"], credential_flags),
+    ]
 }
 
 fn url_credentials(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
@@ -129,6 +138,69 @@ fn command_line(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
                 push_unquoted(text, at + 2, &word[2..], out);
             }
         }
+    }
+}
+
+/// `curl -u user:pass` (`--user`, `-uuser:pass`, `--user=…`), `wget --password pw`,
+/// `sshpass -p pw`, `smbclient -U user%pass`, `htpasswd -b file user pw`: the password.
+fn credential_flags(ctx: &Ctx<'_>, out: &mut Vec<Finding>) {
+    let text = ctx.text;
+    for caps in CREDENTIAL_PROGRAM.captures_iter(&ctx.lower) {
+        let (Some(all), Some(program)) = (caps.get(0), caps.get(1)) else { continue };
+        if !word_starts(&ctx.lower, all.start()) {
+            continue;
+        }
+        let args = words(text, all.end());
+        let next = |i: usize| args.get(i + 1).copied();
+        for (i, &(at, word)) in args.iter().enumerate() {
+            let (value_at, value) = match (program.as_str(), word) {
+                ("curl" | "http" | "https", "-u" | "--user" | "-a" | "--auth") | ("smbclient", "-U" | "--user") => {
+                    match next(i) {
+                        Some(v) => v,
+                        None => continue,
+                    }
+                }
+                ("curl", w) if w.starts_with("--user=") => (at + 7, &w[7..]),
+                ("curl", w) if w.len() > 2 && w.starts_with("-u") => (at + 2, &w[2..]),
+                ("sshpass", "-p") | ("wget" | "lftp" | "ftp", "--password" | "--http-password" | "--ftp-password") => {
+                    if let Some((a, w)) = next(i) {
+                        push_command(text, a, w, out);
+                    }
+                    continue;
+                }
+                ("sshpass", w) if w.len() > 2 && w.starts_with("-p") => {
+                    push_command(text, at + 2, &w[2..], out);
+                    continue;
+                }
+                ("wget" | "lftp" | "ftp", w) if w.starts_with("--password=") || w.starts_with("--http-password=") => {
+                    let eq = w.find('=').unwrap_or(0) + 1;
+                    push_command(text, at + eq, &w[eq..], out);
+                    continue;
+                }
+                ("htpasswd", "-b") | ("htpasswd", "-bc") | ("htpasswd", "-cb") => {
+                    // htpasswd -b FILE USER PASSWORD
+                    if let Some(&(a, w)) = args.get(i + 3) {
+                        push_command(text, a, w, out);
+                    }
+                    continue;
+                }
+                _ => continue,
+            };
+            // `user:pass` (or smbclient's `user%pass`): the part after the separator.
+            let trimmed = value.trim_matches(|c| c == '"' || c == '\'');
+            let offset = value.find(trimmed).unwrap_or(0);
+            if let Some(sep) = trimmed.find([':', '%']) {
+                push_command(text, value_at + offset + sep + 1, &trimmed[sep + 1..], out);
+            }
+        }
+    }
+}
+
+fn push_command(text: &str, at: usize, word: &str, out: &mut Vec<Finding>) {
+    let value = word.trim_matches(|c| c == '"' || c == '\'');
+    let start = at + word.find(value).unwrap_or(0);
+    if value.chars().count() >= MIN_PASSWORD && !is_placeholder(value) && text.get(start..start + value.len()).is_some() {
+        out.push(COMMAND_LINE_CREDENTIAL.at(start, start + value.len()));
     }
 }
 

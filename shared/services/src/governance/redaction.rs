@@ -23,9 +23,12 @@ pub fn fingerprint(tenant: &TenantId, value: &str) -> String {
     hex::encode(&digest[..6])
 }
 
-/// Replaces every secret in `text` with its marker, recording each in `found`.
-fn redact_field(tenant: &TenantId, field: &str, text: &str, found: &mut Vec<Detected>) -> String {
-    let secrets = sensitive::secrets(text);
+/// Replaces every secret — and every token that may be one — in `text` with its marker,
+/// recording each in `found`. The text is read as written and in disguise
+/// ([`sensitive::hidden`]: normalised, rejoined, reversed, decoded), so a credential
+/// wrapped in base64 or hidden with zero-width characters is redacted too.
+pub(crate) fn redact_field(tenant: &TenantId, field: &str, text: &str, found: &mut Vec<Detected>) -> String {
+    let secrets = sensitive::hidden(text);
     if secrets.is_empty() {
         return text.to_owned();
     }
@@ -36,12 +39,20 @@ fn redact_field(tenant: &TenantId, field: &str, text: &str, found: &mut Vec<Dete
             field: field.to_owned(),
             at: text[..f.start].chars().count(),
             fingerprint: fingerprint(tenant, &text[f.start..f.end]),
+            suspected: f.class == sensitive::Class::Suspect,
         });
     }
     sensitive::redact(text, &secrets, |f, value| format!("[redacted: {} #{}]", f.kind, fingerprint(tenant, value)))
 }
 
-/// Every text of an action's parameters (at any depth), with its field name.
+/// `text` with every secret and suspect replaced by its marker (for fields that are kept
+/// but not part of a proposal's record of what was found).
+pub fn redacted(tenant: &TenantId, text: &str) -> String {
+    redact_field(tenant, "", text, &mut Vec::new())
+}
+
+/// Every text a proposal carries besides its title and body — an action's target and
+/// parameters, a proposed entity's attributes (at any depth) — with its field name.
 fn action_texts(p: &mut Proposal) -> Vec<(String, &mut String)> {
     fn walk<'a>(name: String, v: &'a mut domain::value::Value, out: &mut Vec<(String, &'a mut String)>) {
         use domain::value::Value;
@@ -54,15 +65,22 @@ fn action_texts(p: &mut Proposal) -> Vec<(String, &mut String)> {
     }
     let mut out = Vec::new();
     if let Some(a) = &mut p.action {
+        out.push(("action.target".to_owned(), &mut a.request.target));
         for (k, v) in &mut a.request.params {
             walk(format!("action.params.{k}"), v, &mut out);
+        }
+    }
+    if let Some(e) = &mut p.entity {
+        for (k, v) in &mut e.attributes {
+            walk(format!("entity.attributes.{k}"), v, &mut out);
         }
     }
     out
 }
 
-/// Redacts every secret in a new proposal's title, body and action parameters (before
-/// it is stored), and records what was found. Idempotent: a marker is not a secret.
+/// Redacts every secret in a new proposal's title, body, action target and parameters and
+/// proposed entity's attributes (before it is stored), and records what was found.
+/// Idempotent: a marker is not a secret.
 pub fn redact_secrets(p: &mut Proposal) {
     let mut found = Vec::new();
     let tenant = p.tenant.clone();
@@ -116,8 +134,14 @@ pub fn needs_a_person(p: &Proposal) -> Option<&'static str> {
     if p.state == ProposalState::Approved {
         return None;
     }
-    if !p.detected.is_empty() || !sensitive::secrets(&p.title).is_empty() || !sensitive::secrets(&p.body).is_empty() {
+    if p.detected.iter().any(|d| !d.suspected)
+        || !sensitive::secrets(&p.title).is_empty()
+        || !sensitive::secrets(&p.body).is_empty()
+    {
         return Some("it holds a secret");
+    }
+    if !p.detected.is_empty() {
+        return Some("it may hold a secret");
     }
     if p.supersedes.is_some() || p.suggested_supersede.is_some() {
         return Some("it replaces an active entry");

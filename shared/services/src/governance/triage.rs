@@ -214,15 +214,16 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
 
     // Risk. Secrets were redacted when the proposal was made (`detected`); the text is
     // scanned again in case one slipped in some other way.
-    let mut secrets: Vec<Detected> = input.detected.to_vec();
+    let (suspected, mut secrets): (Vec<Detected>, Vec<Detected>) = input.detected.iter().cloned().partition(|d| d.suspected);
     for (field, value) in [("title", input.title), ("body", input.body)] {
-        for f in sensitive::secrets(value) {
+        for f in sensitive::hidden(value).into_iter().filter(|f| f.class == sensitive::Class::Secret) {
             secrets.push(Detected {
                 kind: f.kind.to_owned(),
                 rule: f.rule.to_owned(),
                 field: field.to_owned(),
                 at: value[..f.start].chars().count(),
                 fingerprint: String::new(),
+                suspected: false,
             });
         }
     }
@@ -232,6 +233,10 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
     if !secrets.is_empty() {
         risk = 1.0;
         reasons.both(format!("risk: contains {}; secrets never become organisational memory", secret_list(&secrets)));
+    }
+    if !suspected.is_empty() {
+        risk = risk.max(0.7);
+        reasons.both(format!("risk: may hold a secret ({}); redacted, a person decides", secret_list(&suspected)));
     }
     if !personal.is_empty() {
         risk = risk.max(0.6);
@@ -324,6 +329,9 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
                 personal.join(", ")
             ),
         }
+    } else if !suspected.is_empty() {
+        // Maybe a credential, maybe an id: redacted already; a person looks, whatever the score.
+        Route::Human { supersede }
     } else if total < policy.reject_below {
         let why: Vec<&str> = reasons
             .public

@@ -282,11 +282,14 @@ impl Capability for Save {
             }
             _ => false,
         };
+        // A secret in the ADR is redacted when it is saved; its acceptance carries what was
+        // found, so governance rejects it as it would the secret itself.
+        let (_, found) = crate::engineering::redact_body_found(&caller.tenant, record.clone())?;
         let r = eng.save(caller, a.project.as_deref(), a.id.as_deref(), record, a.expected_version).await?;
         if !governed {
             return Ok(RecordSaved { record: RecordView::of(&r), proposal: None });
         }
-        let proposal = cx.tools.adr_proposal(caller, &r).await?.proposal;
+        let proposal = cx.tools.adr_proposal(caller, &r, found).await?.proposal;
         // Triage may have written it already (and so accepted the ADR).
         let now = eng.get(caller, Some(&r.project), r.id.as_str()).await?;
         Ok(RecordSaved { record: RecordView::of(&now), proposal: Some(proposal) })
@@ -426,7 +429,12 @@ impl super::Tools<'_> {
     /// Submits an ADR's acceptance to governance: a proposal of an org decision (title,
     /// decision, context, consequences), superseding the org decision of the ADR it
     /// replaces when that one was accepted through governance, with the ADR as its origin.
-    async fn adr_proposal(&self, caller: &CallerContext, r: &EngRecord) -> Result<super::memory::ProposalOutput> {
+    async fn adr_proposal(
+        &self,
+        caller: &CallerContext,
+        r: &EngRecord,
+        found: Vec<domain::proposal::Detected>,
+    ) -> Result<super::memory::ProposalOutput> {
         let Body::Adr { title, context, decision, consequences, supersedes, .. } = &r.body else {
             return Err(Error::invalid_field("record", "an ADR"));
         };
@@ -456,6 +464,7 @@ impl super::Tools<'_> {
         }
         // The version governance sees: an ADR edited after this is not what was approved.
         p.origin = Some(format!("adr:{}/{}@{}", r.project, r.id, r.version));
+        p.detected = found;
         self.new_proposal(caller, p).await
     }
 }
