@@ -308,21 +308,65 @@ fn readings(text: &str, depth: usize, budget: &mut usize, out: &mut Vec<Finding>
     }
 }
 
+/// Public by design: certificate and public-key bodies (PEM blocks, DER, `ssh-rsa AAAA…`)
+/// and publishable keys.
+const PUBLIC_PREFIXES: &[&str] = &["pk_live_", "pk_test_", "AAAAB3NzaC1", "AAAAC3NzaC1", "AAAAE2VjZHNh", "AAAAB3Nza"];
+
+/// Byte ranges of PEM blocks that hold public material (certificates, public keys).
+fn public_blocks(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(b) = text[from..].find("-----BEGIN ") {
+        let start = from + b;
+        let label_end = text[start..].find("-----\n").map_or(text.len(), |e| start + e);
+        let label = &text[start..label_end];
+        let end = text[start..].find("-----END ").map_or(text.len(), |e| start + e);
+        if !label.contains("PRIVATE") {
+            out.push((start, end));
+        }
+        from = end.max(start + 1).min(text.len());
+        if from >= text.len() {
+            break;
+        }
+    }
+    out
+}
+
 /// Random-looking tokens of `text` that no other finding covers.
 fn suspects(text: &str, taken: &[Finding], out: &mut Vec<Finding>) {
     let bytes = text.as_bytes();
+    let public = public_blocks(text);
+    // `=` separates a name from a value (`Signature=…`), and ends base64 as padding.
+    let part = |b: u8| token_byte(b) && b != b'=';
     let mut i = 0;
     while i < bytes.len() {
-        if !token_byte(bytes[i]) {
+        if !part(bytes[i]) {
             i += 1;
             continue;
         }
         let s = i;
-        while i < bytes.len() && token_byte(bytes[i]) {
+        while i < bytes.len() && part(bytes[i]) {
             i += 1;
         }
-        let token = text[s..i].trim_end_matches('=');
+        let token = &text[s..i];
         if token.len() < SUSPECT_LEN || taken.iter().any(|f| f.start < i && s < f.end) {
+            continue;
+        }
+        let before = text[..s].trim_end();
+        let public_body = public.iter().any(|&(a, b)| a <= s && s < b)
+            || PUBLIC_PREFIXES.iter().any(|p| token.starts_with(p))
+            // A certificate or public key in DER without its armour.
+            || (token.starts_with("MII") && (token.get(6..9) == Some("CCA") || token.contains("BAQEFAAOC")));
+        // An id after a short prefix (`AC` + hex), a mail's Message-ID, a page cursor.
+        let hex_after_prefix = token
+            .char_indices()
+            .take(5)
+            .any(|(k, _)| token[k..].len() >= 16 && token[k..].bytes().all(|b| b.is_ascii_hexdigit()));
+        let message_id = bytes.get(i) == Some(&b'@');
+        let cursor = ["page_token:", "page_token", "cursor", "cursor:", "next_token:", "pagetoken"]
+            .iter()
+            .any(|w| before.to_ascii_lowercase().ends_with(w));
+        if public_body || hex_after_prefix || message_id || cursor {
             continue;
         }
         let digits = token.bytes().any(|b| b.is_ascii_digit());

@@ -65,3 +65,45 @@ fn disguised_secrets_are_caught_on_both_halves() {
         assert!(fp <= 0.1, "{split} false-alarm rate {fp:.2} above 0.10");
     }
 }
+
+/// The deeper reading on the corpus's negatives that the plain scan leaves alone: no
+/// alarm on its ordinary business sentences (`prose`); on the look-alikes built to test
+/// each rule (a build id, an over-long key, a page cursor), a random-looking one may go to
+/// a person — counted and printed, and held under a bound.
+#[test]
+fn the_deep_reading_on_the_corpus_negatives() {
+    #[derive(Deserialize)]
+    struct Negative {
+        rule: String,
+        text: String,
+        expect: bool,
+    }
+    let (mut prose, mut lookalikes, mut flagged) = (0, 0, Vec::new());
+    for line in include_str!("corpus.jsonl").lines().filter(|l| !l.trim().is_empty()) {
+        let c: Negative = serde_json::from_str(line).unwrap();
+        if c.expect || !sensitive::scan(&c.text).is_empty() {
+            continue;
+        }
+        let hits = sensitive::hidden(&c.text);
+        if c.rule == "prose" {
+            prose += 1;
+            assert!(hits.is_empty(), "an ordinary sentence raised an alarm: {:?}: {:?}", c.text, hits);
+        } else {
+            lookalikes += 1;
+            if !hits.is_empty() {
+                flagged.push(format!(
+                    "{:?}: {:?}",
+                    c.text.chars().take(80).collect::<String>(),
+                    hits.iter().map(|f| f.rule).collect::<Vec<_>>()
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "deep reading: 0 alarms on {prose} ordinary sentences; {} of {lookalikes} look-alike negatives sent to a person:\n{}",
+        flagged.len(),
+        flagged.join("\n")
+    );
+    assert!(prose >= 40, "{prose}");
+    assert!(flagged.len() * 20 <= lookalikes, "more than 5% of the look-alikes flagged");
+}
