@@ -455,6 +455,70 @@ async fn no_write_path_keeps_a_secret_aws() {
     no_write_path_keeps_a_secret(continuity_tests::aws::backend_in_own_table("paths").await).await;
 }
 
+/// A quiet contradiction (issue #33 §2): "acct-7 is on the gold support tier", written,
+/// then "acct-7 is on the silver support tier" — naming nothing it replaces — waits for a
+/// person under the default policy and one that would approve anything; and naming a
+/// session whose turns do not support a proposal earns it no grounding.
+async fn quiet_contradictions_wait(backend: Backend) {
+    let s = Services::new(backend.clone());
+    let t = tenant(&s, "quiet").await;
+    let agent = caller(&s, &t, "mcp:tools memory:read memory:write").await;
+    active_entry(&backend, &t, "tier-1", "acct-7 support tier", "acct-7 is on the gold support tier").await;
+    for policy in [TriagePolicy::default(), reckless()] {
+        set_policy(&s, &t, policy).await;
+        for wording in [
+            "acct-7 is on the silver support tier",
+            "The support tier of acct-7 is platinum",
+            "acct-7 moved to the bronze support tier",
+        ] {
+            let p = propose(&s, &agent, json!({"title": "acct-7 support tier", "kind": "learning", "body": wording})).await;
+            assert_eq!(p["state"], "awaiting_approval", "{wording}: {p}");
+        }
+    }
+    let active = backend.records.get_memory(&t, &Id::new("tier-1").unwrap()).await.unwrap().unwrap();
+    assert_eq!(active.state, domain::memory::GovernanceState::Active, "nothing replaced it without a person");
+
+    // Grounding comes from what a session says, not from its name.
+    set_policy(&s, &t, TriagePolicy::default()).await;
+    let empty = propose(
+        &s,
+        &agent,
+        json!({"title": "Renewal calls", "kind": "learning", "session": "nothing-said",
+        "body": "Renewal calls for Initech happen in the first week of each quarter."}),
+    )
+    .await;
+    let reasons = empty["score"]["reasons"].to_string();
+    assert!(!reasons.contains("grounded in a recorded session"), "{reasons}");
+    tool(
+        &s,
+        &agent,
+        "memory.write_conversational",
+        json!({"session": "calls", "role": "user",
+        "content": "Initech wants renewal calls in the first week of each quarter."}),
+    )
+    .await
+    .unwrap();
+    let said = propose(
+        &s,
+        &agent,
+        json!({"title": "Renewal calls", "kind": "learning", "session": "calls",
+        "body": "Renewal calls for Initech happen in the first week of each quarter."}),
+    )
+    .await;
+    assert!(said["score"]["reasons"].to_string().contains("grounded in a recorded session"), "{said}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_contradictions_wait_embedded() {
+    let (_dir, b) = embedded().await;
+    quiet_contradictions_wait(b).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quiet_contradictions_wait_aws() {
+    quiet_contradictions_wait(continuity_tests::aws::backend_in_own_table("quiet").await).await;
+}
+
 // ---- 5. the scope walk -----------------------------------------------------------------
 
 /// Marks memory in the walk's tenant: an org entry, a turn, another principal's
@@ -545,7 +609,7 @@ async fn scope_walk(backend: Backend) {
         &s,
         &other,
         json!({"title": format!("Globex escalations {CANARY}"), "kind": "pattern",
-               "body": format!("Maybe Globex escalations should go to the CSM first {CANARY}.")}),
+               "body": format!("Globex escalations should go to the CSM first {CANARY}.")}),
     )
     .await;
     assert_eq!(theirs["state"], "awaiting_approval", "{theirs}");

@@ -205,6 +205,14 @@ impl Tasks {
         Ok(out)
     }
 
+    /// Whether the session a proposal cites has turns that support what it says (its first
+    /// 500 turns read).
+    async fn grounded(&self, tenant: &TenantId, session: &str, p: &Proposal) -> Result<bool> {
+        let turns = self.backend.records.list_turns(tenant, session, &PageRequest::first(500)).await?;
+        let said: String = turns.items.iter().map(|t| t.content.as_str()).collect::<Vec<_>>().join("\n");
+        Ok(triage::supported_by(&format!("{}\n{}", p.title, p.body), &said))
+    }
+
     /// Scores the proposal against the tenant's policy (factors, reasons, a rejection
     /// reason or a supersede suggestion stored with it) and says where it goes.
     ///
@@ -220,10 +228,14 @@ impl Tasks {
         let t = records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
         let vocabulary = vocabulary(t.department, t.industry);
         let active = self.compared(tenant, &p).await?;
+        let grounded = match &p.source_session {
+            Some(session) => self.grounded(tenant, session, &p).await?,
+            None => false,
+        };
         let input = triage::Input {
             title: &p.title,
             body: &p.body,
-            has_source_session: p.source_session.is_some(),
+            has_source_session: grounded,
             supersedes: p.supersedes.as_ref(),
             detected: &p.detected,
             active: &active,
