@@ -248,3 +248,17 @@ async fn graph_reads_page_and_keep_to_a_token_budget() {
     let bad = f.call(&key, "read_graph", json!({"limit": 0})).await;
     assert_eq!(bad["isError"], true, "{bad}");
 }
+
+/// An empty query on an empty graph answers (every entity matches the empty string, as in
+/// the reference server) — before, it never answered.
+#[tokio::test]
+async fn an_empty_query_on_an_empty_graph_answers() {
+    let f = fixture().await;
+    let key = f.key("canonical,graph", &[]).await;
+    let r = f.call(&key, "search_nodes", json!({"query": ""})).await;
+    assert_eq!(r["isError"], false, "{r}");
+    assert_eq!(r["structuredContent"]["entities"], json!([]), "{r}");
+    f.call(&key, "create_entities", json!({"entities": [{"name": "Ada", "entityType": "person", "observations": []}]})).await;
+    let r = f.call(&key, "search_nodes", json!({"query": ""})).await;
+    assert_eq!(r["structuredContent"]["entities"].as_array().map(Vec::len), Some(1), "{r}");
+}

@@ -581,3 +581,34 @@ async fn every_call_reaches_the_audit_ledger() {
     let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
     assert!(ledger.items.iter().any(|a| a.action == "tool:spine.entity.list"), "the write flushed the read queued before it");
 }
+
+/// `memory_read_personal` answers newest first and pages with a cursor, so every personal
+/// memory is reachable however many there are (before: the oldest 500, no cursor).
+#[tokio::test]
+async fn personal_memory_reads_newest_first_and_pages() {
+    let f = fixture().await;
+    let key = f.tenant("acme", PlanTier::Enterprise, ALL, Some("ada-user")).await;
+    for i in 0..7 {
+        let r = f.call(&key, "memory_remember", json!({"text": format!("Preference number {i} of seven")})).await;
+        assert_eq!(r["isError"], false, "{r}");
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..5 {
+        let mut args = json!({"limit": 3});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let r = f.call(&key, "memory_read_personal", args).await;
+        let page = &r["structuredContent"];
+        seen.extend(page["patterns"].as_array().unwrap().iter().map(|p| p["body"].as_str().unwrap().to_owned()));
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    let want: Vec<String> = (0..7).rev().map(|i| format!("Preference number {i} of seven")).collect();
+    assert_eq!(seen, want, "newest first, each once, all reachable");
+    let bad = f.call(&key, "memory_read_personal", json!({"cursor": "zz"})).await;
+    assert_eq!(bad["structuredContent"]["code"], "INVALID_REQUEST", "{bad}");
+}

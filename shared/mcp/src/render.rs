@@ -214,9 +214,12 @@ impl Render for WriteConversationalOutput {
 
 impl Render for ReadPersonalOutput {
     fn render(&self) -> String {
-        let mut text = format!("{} personal patterns", self.count);
+        let mut text = format!("{} personal patterns, newest first", self.count);
         for m in &self.patterns {
             text.push_str(&format!("\n- ({}) {}: {}", m.kind, m.title, first(&m.body, 200)));
+        }
+        if let Some(c) = &self.next_cursor {
+            text.push_str(&format!("\nMore: call again with cursor {c}"));
         }
         text
     }

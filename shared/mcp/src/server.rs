@@ -215,8 +215,29 @@ impl ContinuityMcp {
         Ok(crate::tools::all().filter(|t| caller.toolsets.contains(t.toolset()) && allowed(t.capability)).map(to_tool).collect())
     }
 
-    /// Runs one tool for `caller`; the capability service resolves and audits it.
+    /// Runs one tool for `caller` within [`TOOL_DEADLINE`]: every call answers — its
+    /// result, `UNAVAILABLE` when it took too long (it may still finish: check before
+    /// retrying), or `INTERNAL` if the handler failed unexpectedly — never silence.
     pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
+        let (this, who, tool) = (self.clone(), caller.clone(), name.to_owned());
+        let run = tokio::spawn(async move { this.call_now(&who, &tool, args).await });
+        match tokio::time::timeout(TOOL_DEADLINE, run).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => {
+                tracing::error!(error = %e, "a tool call's handler failed");
+                render::error(&Error::internal("the call failed unexpectedly; nothing more is known"))
+            }
+            Err(_) => render::error(
+                &Error::unavailable(format!(
+                    "the call did not finish within {} s; it may still complete — check its effect before retrying",
+                    TOOL_DEADLINE.as_secs()
+                ))
+                .with_retry_after(5),
+            ),
+        }
+    }
+
+    async fn call_now(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
         let outcome = match (caller.scopes.require(Scope::McpTools), crate::tools::find(caller, name)) {
             (Err(e), _) => Err(self.services.capabilities.refuse(caller, name, e).await),
             (Ok(()), Some(tool)) => tool.call(&self.services, caller, Value::Object(args.unwrap_or_default())).await,
@@ -238,6 +259,9 @@ impl ContinuityMcp {
         }
     }
 }
+
+/// The longest a tool call runs before its caller is answered `UNAVAILABLE`.
+pub const TOOL_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The `_meta` field of a `tools/call` naming its idempotency key: a call sent again
 /// with the same key (by `continuity stdio --url` replaying its buffer) answers the

@@ -20,6 +20,12 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
+    /// Entries of exactly one scope, newest first (ids are time-ordered). A page's cursor
+    /// may also be [`memory_cursor`] of the last entry a caller kept.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`; `INVALID_REQUEST` for a cursor of another listing.
+    async fn list_memory_newest(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>>;
     /// Every entry of the tenant whatever its scope, by scope then id: for the reindex,
     /// never for callers (it ignores who may read what).
     ///
@@ -52,6 +58,11 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+}
+
+/// The cursor that continues [`MemoryStore::list_memory_newest`] after the entry `id`.
+pub fn memory_cursor(scope: &MemoryScope, id: &Id) -> String {
+    super::encode_cursor(&format!("{}#{id}", scope.storage_key()))
 }
 
 fn session_key(principal: &Id, session: &str) -> String {
@@ -91,6 +102,10 @@ impl MemoryStore for Records {
 
     async fn list_memory(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>> {
         self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, false).await
+    }
+
+    async fn list_memory_newest(&self, tenant: &TenantId, scope: &MemoryScope, page: &PageRequest) -> Result<Page<MemoryEntry>> {
+        self.page(tenant.as_str(), "memory_by_scope", &format!("{}#", scope.storage_key()), page, true).await
     }
 
     async fn list_all_memory(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<MemoryEntry>> {

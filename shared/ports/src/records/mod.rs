@@ -56,7 +56,7 @@ pub use engineering::EngineeringStore;
 pub use gates::GateStore;
 pub use idempotency::{CallRecord, IdempotencyStore};
 pub use library::{LibraryStore, ReviewStore};
-pub use memory::MemoryStore;
+pub use memory::{MemoryStore, memory_cursor};
 pub use proposals::ProposalStore;
 pub use retention::RetentionStore;
 pub use tasks::{CredentialStore, TaskStore};

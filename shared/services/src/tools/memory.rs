@@ -325,12 +325,18 @@ pub struct ReadPersonalArgs {
     pub kind: Option<PersonalKind>,
     #[schemars(range(min = 1, max = 500), extend("default" = 50))]
     pub limit: Option<u32>,
+    #[schemars(length(min = 1, max = 1024), description = "From an earlier answer's next_cursor: the next, older page.")]
+    pub cursor: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ReadPersonalOutput {
+    /// Newest first.
     pub patterns: Vec<MemoryView>,
     pub count: usize,
+    /// Pass it back as `cursor` for older ones (absent: there are no more).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 pub struct ReadPersonal;
@@ -353,19 +359,35 @@ impl Capability for ReadPersonal {
         }
         let records = &cx.tools.backend.records;
         let now = cx.tools.now();
-        let (all, _) = crate::all_pages(MAX_SCAN, |p| {
-            let scope = scope.clone();
-            async move { records.list_memory(&caller.tenant, &scope, &p).await }
-        })
-        .await?;
-        let patterns: Vec<MemoryView> = all
-            .iter()
-            .filter(|m| m.memory_type == MemoryType::Personal && m.live_at(now))
-            .filter(|m| a.kind.is_none_or(|k| m.kind == k.as_str()))
-            .take(max)
-            .map(MemoryView::from)
-            .collect();
-        Ok(ReadPersonalOutput { count: patterns.len(), patterns })
+        // Newest first, a page at a time, until `max` are kept; the cursor continues after
+        // the last one kept, so nothing is skipped and the newest are always reachable.
+        let mut kept: Vec<MemoryEntry> = Vec::new();
+        let mut page = page_of(u32::try_from(max).unwrap_or(500).max(50), a.cursor);
+        let mut scanned = 0;
+        let more = loop {
+            let got = records.list_memory_newest(&caller.tenant, &scope, &page).await?;
+            scanned += got.items.len();
+            let mut left_over = false;
+            for m in got.items {
+                if m.memory_type == MemoryType::Personal && m.live_at(now) && a.kind.is_none_or(|k| m.kind == k.as_str()) {
+                    if kept.len() == max {
+                        left_over = true;
+                        break;
+                    }
+                    kept.push(m);
+                }
+            }
+            match got.next_cursor {
+                _ if left_over => break true,
+                Some(_) if kept.len() == max => break true,
+                Some(c) if scanned < MAX_SCAN => page = domain::PageRequest::after(page.size(), c),
+                Some(_) => break true,
+                None => break false,
+            }
+        };
+        let next_cursor = if more { kept.last().map(|m| ports::records::memory_cursor(&scope, &m.id)) } else { None };
+        let patterns: Vec<MemoryView> = kept.iter().map(MemoryView::from).collect();
+        Ok(ReadPersonalOutput { count: patterns.len(), patterns, next_cursor })
     }
 }
 
