@@ -107,12 +107,42 @@ pub async fn open_existing(path: PathBuf, embedder_spec: &str) -> anyhow::Result
 }
 
 /// Opens the home, creating it, the `local` tenant and the owner key on first use.
+///
+/// # Errors
+/// A home whose database lost its data beside its owner key is refused (see [`rebuild`]).
 pub async fn open(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
+    open_with(path, embedder_spec, false).await
+}
+
+/// [`open`] for `continuity restore`, which rebuilds a home whose database was lost: a
+/// new database beside the old owner key is expected (the old key is moved aside).
+pub async fn rebuild(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home> {
+    open_with(path, embedder_spec, true).await
+}
+
+async fn open_with(path: PathBuf, embedder_spec: &str, rebuild: bool) -> anyhow::Result<Home> {
     create_folder(&path)?;
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
     let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec, &path)?)
         .map_err(|e| anyhow::anyhow!("opening the home {}: {}", path.display(), e.for_operator()))?;
     let services = Services::new(backend);
+    // A database without the home's tenant beside an owner key is a home whose data went
+    // missing (its `continuity.db-wal` deleted, a file replaced): never silently a new home.
+    let key_path = path.join(OWNER_KEY_FILE);
+    if key_path.exists() && !rebuild {
+        let local = domain::TenantId::new("local").map_err(|e| anyhow::anyhow!("{}", e.message))?;
+        if services.admin.show_tenant(&local).await.is_err_and(|e| e.code == domain::ErrorCode::NotFound) {
+            anyhow::bail!(
+                "the home {} has an owner key but its database holds no workspace: its data is missing (was {} or its \
+                 write-ahead log {}-wal moved or deleted?). Put the files back, or rebuild it with `continuity restore --tenant \
+                 local`; to start a new home here instead, move {} away first",
+                path.display(),
+                store_embedded::DATABASE_FILE,
+                store_embedded::DATABASE_FILE,
+                key_path.display()
+            );
+        }
+    }
     let issued =
         services.admin.bootstrap_local().await.map_err(|e| anyhow::anyhow!("initialising the home: {}", e.for_operator()))?;
     let created_key = issued.is_some();

@@ -120,6 +120,11 @@ pub async fn run(
     let _ = maintenance.await;
     let _ = workflow.await;
     crate::daemon::retire(&home.path);
+    // Every acknowledged write into the database file itself (the WAL emptied).
+    match store_embedded::checkpoint(&home.path) {
+        Ok(()) => tracing::info!("database checkpointed"),
+        Err(e) => tracing::warn!(error = %e.message, "the write-ahead log was not checkpointed; the next start replays it"),
+    }
     tracing::info!("stopped");
     Ok(())
 }

@@ -188,3 +188,50 @@ fn tenant_set_changes_the_triage_policy_and_refuses_a_bad_one() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A graceful stop leaves every write in the database file (the write-ahead log emptied);
+/// a home whose log was then lost — or whose database was replaced — is refused, never
+/// silently made a new home with its owner key moved aside.
+#[test]
+fn a_stopped_home_keeps_its_writes_and_a_home_that_lost_them_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let mut child = std::process::Command::new(BIN)
+        .args(["--embedder", "hashing", "serve", "--addr", "127.0.0.1:0", "--home"])
+        .arg(&home)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
+    while let Some(Ok(line)) = lines.next() {
+        if line.starts_with("Owner key:") {
+            break;
+        }
+    }
+    cli(&home, &["tenant", "create", "kept", "--plan", "pro"]);
+    // SIGTERM: a graceful stop.
+    let status = std::process::Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+    let wal = home.join("continuity.db-wal");
+    assert!(std::fs::metadata(&wal).map_or(true, |m| m.len() == 0), "the write-ahead log is empty after a graceful stop");
+    let _ = std::fs::remove_file(&wal);
+    assert!(cli(&home, &["tenant", "list"]).contains("kept"), "the write is in the database file itself");
+
+    // The database replaced by an empty one beside the owner key: refused, nothing moved.
+    for f in ["continuity.db", "continuity.db-wal", "continuity.db-shm"] {
+        let _ = std::fs::remove_file(home.join(f));
+    }
+    std::fs::write(home.join("continuity.db"), b"").unwrap();
+    let out = std::process::Command::new(BIN)
+        .arg("--home")
+        .arg(&home)
+        .args(["--embedder", "hashing", "tenant", "list"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("its data is missing") && err.contains("continuity restore"), "{err}");
+    assert!(home.join("owner.key").exists(), "the owner key is where it was");
+    assert!(!std::fs::read_dir(&home).unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains("replaced")));
+}

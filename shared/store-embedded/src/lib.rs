@@ -58,6 +58,26 @@ pub fn open_backend(home: &Path, clock: Arc<dyn Clock>) -> domain::Result<Backen
 ///
 /// # Errors
 /// `UNAVAILABLE` when the database or the blob folder cannot be opened or migrated.
+/// Moves everything the write-ahead log holds into the database file and empties the log
+/// (`PRAGMA wal_checkpoint(TRUNCATE)`): what a graceful stop does last, so the home's
+/// database file alone holds every acknowledged write.
+///
+/// # Errors
+/// `UNAVAILABLE` when the database cannot be opened, or another connection holds a write
+/// open so the log cannot be emptied.
+pub fn checkpoint(home: &Path) -> domain::Result<()> {
+    let conn =
+        rusqlite::Connection::open(home.join(DATABASE_FILE)).map_err(|e| domain::Error::unavailable(format!("sqlite: {e}")))?;
+    conn.pragma_update(None, "busy_timeout", 5000).map_err(|e| domain::Error::unavailable(format!("sqlite: {e}")))?;
+    let (busy, _log, _moved): (i64, i64, i64) = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .map_err(|e| domain::Error::unavailable(format!("sqlite: {e}")))?;
+    if busy != 0 {
+        return Err(domain::Error::unavailable("the write-ahead log is in use; it will be moved into the database later"));
+    }
+    Ok(())
+}
+
 /// How often a process checks whether another one wrote to its home.
 pub const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 

@@ -818,9 +818,8 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
     let created = !home::exists(&path);
     let home = match &cli.command {
         // A restore rebuilds a home whose database was lost.
-        Command::Serve { .. } | Command::Stdio { .. } | Command::Init | Command::Restore { .. } => {
-            home::open(path, &cli.embedder).await?
-        }
+        Command::Restore { .. } => home::rebuild(path, &cli.embedder).await?,
+        Command::Serve { .. } | Command::Stdio { .. } | Command::Init => home::open(path, &cli.embedder).await?,
         _ => home::open_existing(path, &cli.embedder).await?,
     };
     if created && cli.embedder == "auto" && model::installed(&home.path).is_none() && matches!(cli.command, Command::Init) {
