@@ -285,3 +285,30 @@ async fn an_import_while_serve_runs_is_found_by_the_next_search() {
     let hits = search("Lisbon").await;
     assert!(hits.iter().any(|h| h.to_string().contains("Works from Lisbon")), "{hits:?}");
 }
+
+/// A folder of notes is read without following links: a link out of the folder is not
+/// imported (nor kept in the home's archive), and a link loop is not an error.
+#[test]
+fn markdown_import_stays_in_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    assert!(run(&home, &["init"]).0);
+    let outside = dir.path().join("private.md");
+    std::fs::write(&outside, "OUTSIDE-THE-FOLDER secret plans\n").unwrap();
+    let notes = dir.path().join("notes");
+    std::fs::create_dir_all(notes.join("sub")).unwrap();
+    std::fs::write(notes.join("one.md"), "Standup is at 9:30.\n").unwrap();
+    std::os::unix::fs::symlink(&outside, notes.join("leak.md")).unwrap();
+    std::os::unix::fs::symlink(&notes, notes.join("sub").join("loop")).unwrap();
+    let (ok, out, err) = run(&home, &["import", notes.to_str().unwrap()]);
+    assert!(ok && out.contains("memories 1 new"), "{out}{err}");
+    assert!(err.contains("skipped 2 symbolic link(s)"), "{err}");
+    let (ok, out, _) = run(&home, &["export", "--out", dir.path().join("b.bundle").to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let bundle = std::fs::read_to_string(dir.path().join("b.bundle")).unwrap();
+    assert!(!bundle.contains("OUTSIDE-THE-FOLDER"));
+    for zip in std::fs::read_dir(home.join("imports")).unwrap() {
+        let bytes = std::fs::read(zip.unwrap().path()).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("private.md"), "the archive holds only the folder's own files");
+    }
+}

@@ -58,15 +58,22 @@ async fn caller(s: &services::Services, tenant: &TenantId, principal: &Id) -> an
 }
 
 /// The notes of a folder: every `.md`/`.markdown` file under it (hidden folders
-/// skipped), by relative path.
+/// skipped), by relative path. Symbolic links are not followed — one could lead out of
+/// the folder (or round in a loop) — and are said to be skipped.
 fn read_notes(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
+    let mut links = 0;
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).with_context(|| format!("reading {}", d.display()))? {
-            let p = e?.path();
+            let e = e?;
+            let p = e.path();
             let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
             if name.starts_with('.') {
+                continue;
+            }
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                links += 1;
                 continue;
             }
             if p.is_dir() {
@@ -76,6 +83,9 @@ fn read_notes(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
                 out.push((p.strip_prefix(dir).unwrap_or(&p).display().to_string(), text));
             }
         }
+    }
+    if links > 0 {
+        eprintln!("skipped {links} symbolic link(s) under {}: only the folder's own files are imported", dir.display());
     }
     out.sort();
     Ok(out)
