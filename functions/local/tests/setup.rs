@@ -406,3 +406,59 @@ async fn setup_needs_no_flags_and_a_coding_clients_key_has_its_project() {
     let (ok, out, err) = f.run_in(&repo, &["--client", "claude-code", "--scope", "project", "--remove"]);
     assert!(ok && !repo.join(".mcp.json").exists(), "{out}{err}");
 }
+
+/// `--remove` gives back files that hold other servers exactly — byte for byte, with their
+/// permissions — however setup laid its own entry out (Windsurf's and VS Code's single-line
+/// objects were reformatted before); a file changed since is edited, not replaced; and a
+/// client's file that links outside the home folder is not written through.
+#[test]
+fn remove_restores_other_servers_exactly_and_links_out_of_home_are_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Fixture::new("linux");
+    let windsurf = ".codeium/windsurf/mcp_config.json";
+    let vscode = ".config/Code/User/mcp.json";
+    let windsurf_text =
+        "{\"mcpServers\": {\"github\": {\"serverUrl\": \"https://api.githubcopilot.com/mcp/\", \"headers\": {\"X\": \"1\"}}}}\n";
+    let vscode_text = "{\n\t// mine\n\t\"servers\": {\"fs\": {\"type\": \"stdio\", \"command\": \"npx\", \"args\": [\"-y\", \"fs\"]}},\n\t\"inputs\": []\n}\n";
+    f.write(windsurf, windsurf_text);
+    f.write(vscode, vscode_text);
+    for rel in [windsurf, vscode] {
+        std::fs::set_permissions(f.user.join(rel), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let (ok, out, err) = f.run(&["--client", "windsurf,vscode"]);
+    assert!(ok, "{out}{err}");
+    for rel in [windsurf, vscode] {
+        let mode = std::fs::metadata(f.user.join(rel)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{rel} holds a key: readable by its owner alone");
+    }
+    let (ok, out, err) = f.run(&["--client", "windsurf,vscode", "--remove"]);
+    assert!(ok, "{out}{err}");
+    assert_eq!(std::fs::read_to_string(f.user.join(windsurf)).unwrap(), windsurf_text);
+    assert_eq!(std::fs::read_to_string(f.user.join(vscode)).unwrap(), vscode_text);
+    for rel in [windsurf, vscode] {
+        let mode = std::fs::metadata(f.user.join(rel)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "{rel}: its permissions are back");
+    }
+
+    // Changed by a person after setup: only our entry goes, their change stays.
+    let (ok, _, _) = f.run(&["--client", "windsurf"]);
+    assert!(ok);
+    let edited = std::fs::read_to_string(f.user.join(windsurf)).unwrap().replace("\"github\"", "\"gh\"");
+    f.write(windsurf, &edited);
+    let (ok, out, err) = f.run(&["--client", "windsurf", "--remove"]);
+    assert!(ok, "{out}{err}");
+    let after = std::fs::read_to_string(f.user.join(windsurf)).unwrap();
+    assert!(after.contains("\"gh\"") && !after.contains("continuity"), "{after}");
+
+    // A link to a file outside the home folder: refused, the target untouched.
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("cursor-mcp.json");
+    std::fs::write(&target, "{}\n").unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+    std::fs::create_dir_all(f.user.join(".cursor")).unwrap();
+    std::os::unix::fs::symlink(&target, f.user.join(".cursor/mcp.json")).unwrap();
+    let (ok, out, _) = f.run(&["--client", "cursor"]);
+    assert!(!ok && out.contains("outside your home folder"), "{out}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}\n");
+    assert_eq!(std::fs::metadata(&target).unwrap().permissions().mode() & 0o777, 0o644);
+}

@@ -124,6 +124,16 @@ struct Done {
     created_file: bool,
     /// Setup created the servers table of the file (remove drops it when empty).
     created_container: bool,
+    /// The copy of the file as it was before setup first changed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    original: Option<PathBuf>,
+    /// The file's permissions then (setup narrows them while the file holds a key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    original_mode: Option<u32>,
+    /// SHA-256 of what setup last wrote: while the file is still exactly that, `--remove`
+    /// puts the original back byte for byte.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    written_sha256: Option<String>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -537,24 +547,39 @@ async fn setup_one(
         print_diff(&path, before.as_deref().unwrap_or_default(), &after);
         return Ok(format!("would change {}", path.display()));
     }
-    let written = (|| -> anyhow::Result<()> {
-        if let Some(b) = &before {
-            backup(&path, b)?;
-        }
-        write_file(&path, &after, before.as_ref().map(|_| path.as_path()))
+    let original_mode = std::fs::metadata(&path).ok().map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777);
+    let written = (|| -> anyhow::Result<Option<PathBuf>> {
+        refuse_links_out_of(&path, &platform.home)?;
+        let aside = match &before {
+            Some(b) => Some(backup(&path, b)?),
+            None => None,
+        };
+        write_file(&path, &after, before.as_ref().map(|_| path.as_path()))?;
+        Ok(aside)
     })();
-    if let Err(e) = written {
-        // The key was made for this file only: it goes again.
-        if let (Some(k), Ok(s)) = (&new_key, keys.services().await) {
-            let _ = s.admin.acting_as(cli_actor()).revoke_key(&k.tenant, &k.key_id).await;
+    let aside = match written {
+        Ok(aside) => aside,
+        Err(e) => {
+            // The key was made for this file only: it goes again.
+            if let (Some(k), Ok(s)) = (&new_key, keys.services().await) {
+                let _ = s.admin.acting_as(cli_actor()).revoke_key(&k.tenant, &k.key_id).await;
+            }
+            return Err(e);
         }
-        return Err(e);
-    }
+    };
     let previous = state.clients.get(&state_key(client, target)).cloned();
     let mut done = previous.clone().unwrap_or_default();
     if previous.as_ref().is_none_or(|p| p.path != path) {
-        done = Done { path: path.clone(), created_file: before.is_none(), created_container, ..Done::default() };
+        done = Done {
+            path: path.clone(),
+            created_file: before.is_none(),
+            created_container,
+            original: aside,
+            original_mode,
+            ..Done::default()
+        };
     }
+    done.written_sha256 = Some(sha256_hex(&after));
     if let Some(k) = &new_key {
         // The key this one replaces (made by an earlier setup) is revoked.
         if let (Some(old), Some(tenant)) = (&done.key_id, &done.tenant)
@@ -622,17 +647,34 @@ async fn remove_one(
         return Ok(format!("left alone: the `continuity` entry in {} was not written by setup", path.display()));
     }
     let drop_container = done.as_ref().is_some_and(|d| d.created_container);
-    let after = edit::remove(client.format, &before, client.container, drop_container)?;
-    let delete_file = done.as_ref().is_some_and(|d| d.created_file) && edit::is_empty_document(client.format, &after);
+    // Untouched since setup wrote it: the original comes back byte for byte (other
+    // servers' entries exactly as they were laid out). Changed since: only our entry goes.
+    let untouched = done.as_ref().and_then(|d| d.written_sha256.as_deref()) == Some(sha256_hex(&before).as_str());
+    let original =
+        done.as_ref().and_then(|d| d.original.as_ref()).filter(|_| untouched).and_then(|p| std::fs::read_to_string(p).ok());
+    let after = match &original {
+        Some(text) => text.clone(),
+        None => edit::remove(client.format, &before, client.container, drop_container)?,
+    };
+    let delete_file =
+        done.as_ref().is_some_and(|d| d.created_file) && (untouched || edit::is_empty_document(client.format, &after));
     if args.dry_run {
         print_diff(&path, &before, if delete_file { "" } else { &after });
         return Ok(format!("would remove our entry from {}", path.display()));
     }
+    refuse_links_out_of(&path, &platform.home)?;
     backup(&path, &before)?;
     if delete_file {
         std::fs::remove_file(&path).with_context(|| format!("deleting {}", path.display()))?;
     } else {
         write_file(&path, &after, Some(&path))?;
+        // The key is gone: the file's own permissions come back.
+        if let Some(mode) = done.as_ref().and_then(|d| d.original_mode) {
+            use std::os::unix::fs::PermissionsExt as _;
+            let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            std::fs::set_permissions(&real, std::fs::Permissions::from_mode(mode))
+                .with_context(|| format!("restoring the permissions of {}", path.display()))?;
+        }
     }
     // The key setup made for this client — from the record, else the one in the entry
     // when this home knows it by the client's name.
@@ -663,6 +705,28 @@ async fn remove_one(
         Some(k) => format!("{what}; key {k} revoked"),
         None => what,
     })
+}
+
+fn sha256_hex(text: &str) -> String {
+    sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(text)).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A client's file that is a link to somewhere outside the user's home folder is not
+/// written through (setup would change a file it was not asked about, and its mode).
+fn refuse_links_out_of(path: &Path, user_home: &Path) -> anyhow::Result<()> {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        let target = std::fs::canonicalize(path).with_context(|| format!("following the link {}", path.display()))?;
+        let home = std::fs::canonicalize(user_home).unwrap_or_else(|_| user_home.to_path_buf());
+        if !target.starts_with(&home) {
+            bail!(
+                "{} is a link to {}, outside your home folder: setup does not write there (edit it by hand, or point the link inside {})",
+                path.display(),
+                target.display(),
+                home.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn read_optional(path: &Path) -> anyhow::Result<Option<String>> {
