@@ -342,3 +342,52 @@ fn a_stdio_session_with_spawn_starts_the_homes_serve_and_attaches() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A bridge that starts while its remote is down, before it ever saw the remote's tools,
+/// still knows which of its own tools only read: `memory_read_personal` is answered (no
+/// archive yet) instead of being buffered as a write and replayed later. And an answer
+/// larger than the bridge reads is refused, not held in memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_is_never_buffered_and_a_huge_answer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("client");
+    let dead = format!("http://127.0.0.1:{}/mcp", free_port());
+    let mut c = Client::start(&home, &["--url", &dead], "ctn_x.y.z");
+    let r = c.call("memory_read_personal", json!({}));
+    let text = r.to_string();
+    assert!(!text.contains("Saved, not yet sent") && r["isError"] == true, "a read is not buffered: {r}");
+    let status = cli(&home, &["stdio", "--url", &dead, "--status"], Some("ctn_x.y.z"));
+    assert!(status.contains("0 queued"), "{status}");
+    c.close();
+
+    // A remote answering 20 MB: refused with a message, the bridge still answering.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(|| async { ([("content-type", "application/json")], vec![b' '; 20 * 1024 * 1024]) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let home2 = dir.path().join("client2");
+    let u = url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(BIN)
+            .arg("--home")
+            .arg(&home2)
+            .args(["--embedder", "hashing", "stdio", "--url", &u])
+            .env("CONTINUITY_KEY", "ctn_x.y.z")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        writeln!(child.stdin.take().unwrap(), "{init}").unwrap();
+        child.wait_with_output().unwrap()
+    })
+    .await
+    .unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(answer.contains("larger than 16 MB"), "{answer}");
+}
