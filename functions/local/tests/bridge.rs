@@ -363,10 +363,8 @@ async fn a_read_is_never_buffered_and_a_huge_answer_is_refused() {
     // A remote answering 20 MB: refused with a message, the bridge still answering.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = axum::Router::new().route(
-        "/mcp",
-        axum::routing::post(|| async { ([("content-type", "application/json")], vec![b' '; 20 * 1024 * 1024]) }),
-    );
+    let app = axum::Router::new()
+        .route("/mcp", axum::routing::post(|| async { ([("content-type", "application/json")], vec![b' '; 20 * 1024 * 1024]) }));
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let home2 = dir.path().join("client2");
     let u = url.clone();

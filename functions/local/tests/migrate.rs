@@ -312,3 +312,41 @@ fn markdown_import_stays_in_its_folder() {
         assert!(!String::from_utf8_lossy(&bytes).contains("private.md"), "the archive holds only the folder's own files");
     }
 }
+
+/// An import killed part way leaves a note in the home: every later command says which
+/// import did not finish and the command that completes it; running it again completes
+/// it, exactly (nothing twice), and the note goes.
+#[test]
+fn an_import_cut_short_is_reported_and_completed_by_running_it_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    assert!(run(&home, &["init"]).0);
+    let src = memory_jsonl(20_000);
+    let file = dir.path().join("big.jsonl");
+    std::fs::write(&file, &src).unwrap();
+    let mut child = Command::new(BIN)
+        .arg("--home")
+        .arg(&home)
+        .args(["--embedder", "hashing", "import"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = home.join("imports").join("unfinished.json");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    assert!(marker.exists(), "the import said it had started ({status})");
+    let (ok, _, err) = run(&home, &["tenant", "list"]);
+    assert!(ok && err.contains("did not finish") && err.contains("continuity import"), "{err}");
+    let (ok, out, err) = run(&home, &["import", file.to_str().unwrap()]);
+    assert!(ok && out.contains("verified"), "{out}{err}");
+    assert!(!marker.exists(), "completed: the note is gone");
+    assert_eq!(read_graph(&home), source_sets(&src), "exactly the file, nothing twice");
+    let (_, _, err) = run(&home, &["tenant", "list"]);
+    assert!(!err.contains("did not finish"), "{err}");
+}

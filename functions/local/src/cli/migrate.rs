@@ -177,10 +177,26 @@ pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: Impor
     }
     let caller = caller(s, &a.tenant, &a.principal).await?;
     let total = memories + entities + relations;
+    // Until it finishes, the home says an import is under way: one cut short (killed, a
+    // lost disk) is reported by the next command, and running it again completes it
+    // (every item's id comes from its content, so nothing is written twice).
+    let marker = home.map(|h| h.join("imports").join(UNFINISHED));
+    if let Some(m) = &marker {
+        if let Some(before) = unfinished(m.parent().and_then(Path::parent).unwrap_or(Path::new("."))) {
+            eprintln!("{before}; this run continues");
+        }
+        crate::home::create_folder(m.parent().unwrap_or(Path::new(".")))?;
+        let note = serde_json::json!({"source": std::path::absolute(&a.path).unwrap_or_else(|_| a.path.clone()), "tenant": a.tenant.as_str(),
+            "principal": a.principal.as_str(), "items": total, "started_at": time::OffsetDateTime::now_utc().unix_timestamp()});
+        std::fs::write(m, note.to_string()).with_context(|| format!("writing {}", m.display()))?;
+    }
     let progress = Progress::new("import", Some(total as u64));
     let report = migrate::import(s, &caller, &source, &|n| progress.set(n as u64)).await.map_err(super::domain_err);
     progress.finish();
     let r = report?;
+    if let Some(m) = &marker {
+        let _ = std::fs::remove_file(m);
+    }
     println!(
         "imported {} ({kind}) into {} of {}: memories {} new, {} already there; entities {} new, {} extended; relations {} new; {} items read back and verified",
         a.path.display(),
@@ -200,6 +216,26 @@ pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: Impor
         }
     }
     Ok(())
+}
+
+/// The file in the home's `imports/` that says an import was started and has not finished.
+pub const UNFINISHED: &str = "unfinished.json";
+
+/// What to say when an import of this home was cut short: which source, and the command
+/// that completes it.
+pub fn unfinished(home: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(home.join("imports").join(UNFINISHED)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let source = v["source"].as_str().unwrap_or("?");
+    let when = v["started_at"].as_i64().and_then(|t| time::OffsetDateTime::from_unix_timestamp(t).ok());
+    let when = when
+        .map(|t| format!("{:04}-{:02}-{:02} {:02}:{:02} UTC", t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute()))
+        .unwrap_or_default();
+    Some(format!(
+        "an import of {source} (started {when}) did not finish: part of it may be in the home; `continuity import {source} --tenant {} --principal {}` completes it (nothing is written twice)",
+        v["tenant"].as_str().unwrap_or("local"),
+        v["principal"].as_str().unwrap_or("owner")
+    ))
 }
 
 pub(super) async fn export(s: &services::Services, a: ExportArgs) -> anyhow::Result<()> {

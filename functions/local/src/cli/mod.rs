@@ -826,6 +826,12 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
         home::mark_model_pending(&home.path);
     }
     let s = home.services.clone();
+    // An import cut short is said by every command on the home until it is completed.
+    if !matches!(cli.command, Command::Import(_))
+        && let Some(note) = migrate::unfinished(&home.path)
+    {
+        eprintln!("warning: {note}");
+    }
     // Every change an admin command makes is audited with who ran it.
     let admin = s.admin.acting_as(cli_actor());
     match cli.command {
