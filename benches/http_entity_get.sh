@@ -20,6 +20,7 @@ BIN="$CARGO_TARGET_DIR/release/continuity"
 WORK="$(mktemp -d)"
 trap 'kill "${PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$BIN" --home "$WORK/home" init >/dev/null
 "$BIN" --home "$WORK/home" tenant set local --rate-limit-per-minute 100000000 >/dev/null
 "$BIN" --home "$WORK/home" entity put --tenant local --type account --id acme-1 \
   --attributes '{"name":"Acme Corp","tier":"gold"}' --pole-class organization >/dev/null

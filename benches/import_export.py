@@ -34,7 +34,7 @@ def run(*args):
     return took, out
 
 
-run("tenant", "list")  # the home, created outside the timings
+run("init")  # the home, created outside the timings
 relations = n + (n + 1) // 2
 took, _ = run("import", graph)
 print(f"import memory.jsonl: {n} entities + {relations} relations in {took:.2f} s = {(n + relations) / took:.0f} items/s (read back included)")

@@ -26,7 +26,7 @@ for x in s: x.close()')
 BASE="http://127.0.0.1:$PORT"
 PASSWORD="conformance password 42"
 
-"$BIN" --home "$WORK/home" tenant list >/dev/null
+"$BIN" --home "$WORK/home" init >/dev/null
 printf '%s\n' "$PASSWORD" | "$BIN" --home "$WORK/home" user add --tenant local --email conformance@example.com >/dev/null
 "$BIN" --home "$WORK/home" serve --embedder hashing --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
 SERVE_PID=$!

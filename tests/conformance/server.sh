@@ -41,7 +41,7 @@ for x in s: x.bind(("127.0.0.1", 0))
 print(*(x.getsockname()[1] for x in s))
 for x in s: x.close()')
 
-"$BIN" --home "$WORK/home" tenant list >/dev/null
+"$BIN" --home "$WORK/home" init >/dev/null
 "$BIN" --home "$WORK/home" serve --embedder hashing --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
 PIDS+=("$!")
 "$NODE" "$HERE/auth-proxy.mjs" "$PROXY_PORT" "$PORT" "$(cat "$WORK/home/owner.key")" >"$WORK/proxy.log" 2>&1 &

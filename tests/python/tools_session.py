@@ -17,28 +17,28 @@ from mcp.client.streamable_http import streamable_http_client
 URL, KEY = sys.argv[1:3]
 
 CALLS = [
-    ("memory.write_conversational", {"session": "sdk", "role": "user", "content": "How do Acme renewals work?"}),
-    ("memory.write_conversational", {"session": "sdk", "role": "assistant", "content": "The CFO signs above 50k."}),
-    ("memory.read_conversational", {"session": "sdk"}),
-    ("memory.search_org", {"query": "acme renewals"}),
-    ("memory.read_org", {"id": "dec-1"}),
-    ("memory.propose", {"title": "Acme renewals need the CRO too", "body": "From 2027 the CRO signs as well.", "kind": "decision", "supersedes": "dec-1"}),
-    ("memory.read_personal", {}),
-    ("memory.remember", {"text": "Prefers renewal summaries as bullet points"}),
-    ("memory.search", {"query": "Acme renewals"}),
-    ("memory.list_decisions", {}),
-    ("session.get_context", {"entity": {"type": "account", "id": "acme-1"}, "session": "sdk"}),
-    ("session.summarize", {"session": "sdk"}),
-    ("session.list_recent", {}),
-    ("spine.entity.get", {"type": "account", "id": "acme-1"}),
-    ("spine.entity.search", {"query": "acme"}),
-    ("spine.relationship.list", {"type": "account", "id": "acme-1"}),
-    ("signal.list", {"entity": {"type": "account", "id": "acme-1"}}),
-    ("signal.get", {"id": "sig-1"}),
-    ("proposal.create", {"title": "Offer Acme a renewal discount", "body": "Their health dropped."}),
-    ("book.list", {"project": "apollo"}),
-    ("kb.search", {"query": "refund"}),
-    ("playbook.handoff", {"goal": "Renew Acme", "entity": {"type": "account", "id": "acme-1"}}),
+    ("memory_write_conversational", {"session": "sdk", "role": "user", "content": "How do Acme renewals work?"}),
+    ("memory_write_conversational", {"session": "sdk", "role": "assistant", "content": "The CFO signs above 50k."}),
+    ("memory_read_conversational", {"session": "sdk"}),
+    ("memory_search_org", {"query": "acme renewals"}),
+    ("memory_read_org", {"id": "dec-1"}),
+    ("memory_propose", {"title": "Acme renewals need the CRO too", "body": "From 2027 the CRO signs as well.", "kind": "decision", "supersedes": "dec-1"}),
+    ("memory_read_personal", {}),
+    ("memory_remember", {"text": "Prefers renewal summaries as bullet points"}),
+    ("memory_search", {"query": "Acme renewals"}),
+    ("memory_list_decisions", {}),
+    ("session_get_context", {"entity": {"type": "account", "id": "acme-1"}, "session": "sdk"}),
+    ("session_summarize", {"session": "sdk"}),
+    ("session_list_recent", {}),
+    ("spine_entity_get", {"type": "account", "id": "acme-1"}),
+    ("spine_entity_search", {"query": "acme"}),
+    ("spine_relationship_list", {"type": "account", "id": "acme-1"}),
+    ("signal_list", {"entity": {"type": "account", "id": "acme-1"}}),
+    ("signal_get", {"id": "sig-1"}),
+    ("proposal_create", {"title": "Offer Acme a renewal discount", "body": "Their health dropped."}),
+    ("book_list", {"project": "apollo"}),
+    ("kb_search", {"query": "refund"}),
+    ("playbook_handoff", {"goal": "Renew Acme", "entity": {"type": "account", "id": "acme-1"}}),
 ]
 
 
@@ -56,9 +56,9 @@ async def main():
                     if result.is_error:
                         seen["errors"].append({"tool": name, "content": [c.model_dump() for c in result.content]})
                     seen["called"].append(name)
-                missing = await session.call_tool("proposal.status", {"id": "missing"})
+                missing = await session.call_tool("proposal_status", {"id": "missing"})
                 seen["status_of_missing"] = missing.structured_content
-                bad = await session.call_tool("spine.entity.get", {"type": "account"})
+                bad = await session.call_tool("spine_entity_get", {"type": "account"})
                 seen["invalid_call"] = {"isError": bad.is_error, "structured": bad.structured_content}
                 prompts = (await session.list_prompts()).prompts
                 seen["prompts"] = [p.name for p in prompts]

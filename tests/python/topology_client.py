@@ -71,16 +71,16 @@ async def main():
                 await session.initialize()
                 seen["tools"] = [t.name for t in (await session.list_tools()).tools]
                 seen["scope"] = storage.tokens.scope
-                seen["entities"] = await call(session, "spine.entity.search", {"query": ENTITY_QUERY})
-                seen["kb"] = await call(session, "kb.search", {"query": KB_QUERY})
-                seen["proposed"] = await call(session, "memory.propose", PROPOSAL)
+                seen["entities"] = await call(session, "spine_entity_search", {"query": ENTITY_QUERY})
+                seen["kb"] = await call(session, "kb_search", {"query": KB_QUERY})
+                seen["proposed"] = await call(session, "memory_propose", PROPOSAL)
                 print(json.dumps(seen), flush=True)
                 # The test approves it in the console, then says so.
                 line = await anyio.to_thread.run_sync(sys.stdin.readline)
                 assert line.strip() == "approved", line
                 after = {
-                    "org": await call(session, "memory.search_org", {"query": "renewal calls quarter"}),
-                    "status": await call(session, "proposal.status", {"id": seen["proposed"]["proposal"]["id"]}),
+                    "org": await call(session, "memory_search_org", {"query": "renewal calls quarter"}),
+                    "status": await call(session, "proposal_status", {"id": seen["proposed"]["proposal"]["id"]}),
                 }
                 print(json.dumps(after), flush=True)
 

@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 
@@ -21,11 +23,16 @@ struct Session {
 
 impl Session {
     fn start(home: &std::path::Path, args: &[&str]) -> Self {
+        Self::start_with(home, args, &[])
+    }
+
+    fn start_with(home: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(BIN)
             .arg("--home")
             .arg(home)
             .arg("stdio")
             .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "info")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -159,4 +166,75 @@ fn stdio_offers_the_knowledge_graph_resource_with_the_graph_toolset() {
     let read = session.recv();
     assert!(read["error"].is_object(), "{read}");
     session.close();
+}
+
+/// The entry `continuity setup` writes for Claude Desktop — `continuity stdio --home H`
+/// with `CONTINUITY_KEY` — attaches to the running `serve` and carries whatever protocol
+/// version the client negotiates: every version `initialize` can name, a 2026-07-28
+/// client's `server/discover` (no `initialize`, its version in `_meta`), and the official
+/// Python and TypeScript SDKs' stdio clients with their defaults.
+#[test]
+fn the_bridge_to_a_running_serve_speaks_every_protocol_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let server = common::spawn(&home);
+    let key = server.key.clone();
+    for version in ["2025-06-18", "2025-11-25"] {
+        let mut s = Session::start_with(&home, &[], &[("CONTINUITY_KEY", &key)]);
+        s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "desktop", "version": "1"}}}));
+        let init = s.recv();
+        assert_eq!(init["result"]["protocolVersion"], version, "{init}");
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        s.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+        let list = s.recv();
+        let names: Vec<&str> = list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        assert!(names.contains(&"memory_search") && names.iter().all(|n| !n.contains('.')), "{version}: {names:?}");
+        s.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "memory_remember", "arguments": {"text": format!("Speaks MCP {version}")}}}));
+        let call = s.recv();
+        assert_eq!(call["result"]["isError"], false, "{version}: {call}");
+        s.close();
+    }
+    // A 2026-07-28 client starts with server/discover, its version in _meta.
+    let mut s = Session::start_with(&home, &[], &[("CONTINUITY_KEY", &key)]);
+    s.send(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}));
+    let discovered = s.recv();
+    assert!(discovered.get("result").is_some() || discovered["error"]["code"].is_i64(), "{discovered}");
+    assert!(!discovered.to_string().contains("does not match"), "{discovered}");
+    s.close();
+
+    // The official Python SDK's stdio client, with its defaults, through the same entry.
+    let python = std::env::var("CONTINUITY_TEST_PYTHON")
+        .unwrap_or_else(|_| panic!("CONTINUITY_TEST_PYTHON is not set: run tests/run.sh (it installs the MCP Python SDK)"));
+    let script = format!("{}/../../tests/python/stdio_session.py", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(python).arg(script).arg(BIN).arg(&home).env("CONTINUITY_KEY", &key).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(seen["protocol_version"], "2025-11-25", "{seen}");
+    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "memory_search"), "{seen}");
+
+    // The official TypeScript SDK's stdio client, with its defaults.
+    let node = std::env::var("CONTINUITY_TEST_NODE").unwrap_or_else(|_| {
+        panic!("CONTINUITY_TEST_NODE is not set: run tests/run.sh (it installs Node 22 and the MCP TypeScript SDK)")
+    });
+    let modules =
+        std::env::var("CONTINUITY_TEST_NODE_MODULES").unwrap_or_else(|_| panic!("CONTINUITY_TEST_NODE_MODULES is not set"));
+    let script = format!("{}/../../tests/typescript/stdio.mjs", env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(node)
+        .arg(script)
+        .arg(BIN)
+        .arg(&home)
+        .env("CONTINUITY_KEY", &key)
+        .env("NODE_PATH", modules)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(seen["server"], "continuity", "{seen}");
+    assert!(seen["tools"].as_array().unwrap().iter().any(|t| t == "memory_search"), "{seen}");
+    drop(server);
 }

@@ -26,7 +26,9 @@
 //!
 //! Layout: `rules` lists every rule (id, kind, class: [`RULES`]), `secrets` and `personal` hold the detectors, `engine` runs them and resolves
 //! overlaps, `checks` holds the check-digit algorithms, `placeholder` says which values are
-//! stand-ins rather than secrets, and `text` has the shared position and shape helpers.
+//! stand-ins rather than secrets, `text` has the shared position and shape helpers, and
+//! `deep` reads a text again in disguise (normalised, rejoined, reversed, decoded) for
+//! [`scan_deep`].
 //!
 //! ```
 //! let text = "export aws_access_key_id=AKIAIOSFODNN7EXAMPLE";

@@ -520,8 +520,9 @@ pub fn score(input: &Input<'_>, policy: &Policy) -> (TriageScore, Route) {
                 personal.join(", ")
             ),
         }
-    } else if !suspected.is_empty() {
-        // Maybe a credential, maybe an id: redacted already; a person looks, whatever the score.
+    } else if !suspected.is_empty() || supersede.is_some() {
+        // Maybe a credential, maybe an id (redacted already); or it would replace an active
+        // entry, declared or found: a person looks, whatever the score.
         Route::Human { supersede }
     } else if total < policy.reject_below {
         let why: Vec<&str> = reasons
