@@ -2,7 +2,9 @@
 //! calls: registration, login + consent, code exchange with PKCE, refresh rotation and
 //! reuse detection, client_credentials, and verification of what was issued. On AWS the
 //! tokens are signed by KMS (moto), the state lives in DynamoDB (moto) and the login
-//! limiter in Redis.
+//! limiter in Redis. A client known only by its metadata document (CIMD) signs in on both:
+//! the document is served over HTTPS by a test CA, kept in each backend's cache as its
+//! `Cache-Control` says, and the client stored with its URL.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -183,6 +185,95 @@ async fn flow(backend: Backend) {
     );
 }
 
+/// A client whose `client_id` is its metadata document's URL: authorize (fetched once,
+/// then from the cache), sign in, consent naming its host, tokens for the URL; a
+/// document that lists another redirect URI is refused.
+async fn document_client_flow(backend: Backend) {
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("cimd");
+    s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let password = "a long enough password 42";
+    let user = NewUser {
+        tenant: t.clone(),
+        email: "ada@example.com".into(),
+        role: Role::Member,
+        password: password.into(),
+        teams: vec![],
+        projects: vec![],
+    };
+    s.admin.add_user(user).await.unwrap();
+
+    let ca = continuity_tests::tls::TestCa::new();
+    let fetched = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let own: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let document = |path: &'static str, redirect: &'static str| {
+        let (fetched, own) = (fetched.clone(), own.clone());
+        axum::routing::get(move || async move {
+            fetched.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let id = format!("{}{path}", own.get().unwrap());
+            let body = json!({"client_id": id, "client_name": "Editor", "redirect_uris": [redirect]}).to_string();
+            ([("content-type", "application/json"), ("cache-control", "max-age=600")], body)
+        })
+    };
+    let app = axum::Router::new()
+        .route("/client.json", document("/client.json", "http://127.0.0.1:9/cb"))
+        .route("/elsewhere.json", document("/elsewhere.json", "http://127.0.0.1:9/elsewhere"));
+    let base = ca.serve(app).await;
+    own.set(base.clone()).unwrap();
+    s.oauth.set_client_metadata_policy(services::oauth::cimd::CimdPolicy {
+        allow_private: true,
+        extra_roots_pem: vec![ca.pem.clone().into_bytes()],
+    });
+
+    let client = format!("{base}/client.json");
+    let verifier = format!("{:032x}{:032x}", rand::random::<u128>(), rand::random::<u128>());
+    let challenge = URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    let authorize = |client: String| {
+        params(&[
+            ("response_type", "code"),
+            ("client_id", &client),
+            ("redirect_uri", "http://127.0.0.1:9/cb"),
+            ("code_challenge", &challenge),
+            ("code_challenge_method", "S256"),
+        ])
+    };
+    let view = s.oauth.begin_authorize(BASE, &authorize(client.clone())).await.unwrap();
+    assert_eq!((view.client_name.as_str(), view.client_host.as_deref()), ("Editor", Some("127.0.0.1")));
+    // A second authorization is answered from the cache: one fetch in all.
+    let view = s.oauth.begin_authorize(BASE, &authorize(client.clone())).await.unwrap();
+    assert_eq!(fetched.load(std::sync::atomic::Ordering::SeqCst), 1, "max-age=600 keeps the document");
+    let (id, csrf) = (view.pending.id.to_string(), view.csrf.clone().unwrap());
+    let LoginOutcome::Consent(consent) = s.oauth.login(&id, &csrf, t.as_str(), "ada@example.com", password, None).await.unwrap()
+    else {
+        panic!("sign-in failed")
+    };
+    assert_eq!(consent.client_host.as_deref(), Some("127.0.0.1"));
+    let q = query(&s.oauth.consent(BASE, &id, &csrf, true).await.unwrap());
+    let exchange = params(&[
+        ("grant_type", "authorization_code"),
+        ("client_id", &client),
+        ("code", &q["code"]),
+        ("code_verifier", &verifier),
+        ("redirect_uri", "http://127.0.0.1:9/cb"),
+    ]);
+    let tok = s.oauth.token(BASE, &exchange, &ClientCredentials::default()).await.unwrap();
+    let caller = s.auth.authenticate_header(Some(&format!("Bearer {}", tok.access_token)), BASE).await.unwrap();
+    assert_eq!(caller.tenant, t);
+    // The refresh token works for the document's URL; a URL that never signed in is no client.
+    let rt = tok.refresh_token.unwrap();
+    let refresh = |c: &str| params(&[("grant_type", "refresh_token"), ("client_id", c), ("refresh_token", &rt)]);
+    let e = s.oauth.token(BASE, &refresh(&format!("{base}/elsewhere.json")), &ClientCredentials::default()).await.unwrap_err();
+    assert_eq!(e.error, "invalid_client", "{e:?}");
+    s.oauth.token(BASE, &refresh(&client), &ClientCredentials::default()).await.unwrap();
+
+    // A document whose redirect URIs do not include the one asked for is refused.
+    let e = s.oauth.begin_authorize(BASE, &authorize(format!("{base}/elsewhere.json"))).await.unwrap_err();
+    match e {
+        services::oauth::AuthorizeError::Page(p) => assert!(p.description.contains("redirect_uri"), "{p:?}"),
+        other => panic!("a wrong redirect URI must not be redirected to: {other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_authorization_server_on_the_embedded_backend() {
     let dir = tempfile::tempdir().unwrap();
@@ -192,4 +283,15 @@ async fn the_authorization_server_on_the_embedded_backend() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_authorization_server_on_the_aws_backend() {
     flow(continuity_tests::aws::backend().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_document_client_signs_in_on_the_embedded_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    document_client_flow(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_metadata_document_client_signs_in_on_the_aws_backend() {
+    document_client_flow(continuity_tests::aws::backend().await).await;
 }
