@@ -7,6 +7,11 @@
 //! key. Every record type's hash (computed from each store independently) is equal, the
 //! restore's own check agrees, what was restored reads back through the services, and a
 //! second restore writes nothing.
+//!
+//! Imports in bounded batches on both backends: a `memory.jsonl` read one line at a
+//! time and written a batch at a time (an entity met again in a later batch is
+//! extended, a relation met twice written once) reads back whole, a second run writes
+//! nothing, and the read-back notices an item the store does not hold.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -218,4 +223,90 @@ async fn complete_backup_round_trip_aws() {
     let records = continuity_tests::aws::sealed_records(&table, &continuity_tests::aws::vault_key().await).await;
     let b = Backend { records, fortress: None, ..a.clone() };
     round_trip(a, b).await;
+}
+
+async fn import_in_batches(backend: Backend) {
+    use services::migrate::{Format, ImportReport, LineReader, ReadBack, Source};
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("imp");
+    s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let agent = caller(&s, &t, "mcp:tools memory:read memory:write").await;
+    let mut lines = Vec::new();
+    for i in 0..60 {
+        lines.push(json!({"type": "entity", "name": format!("e{i}"), "entityType": "service", "observations": [format!("runs job {i}")]}).to_string());
+    }
+    lines.push(String::new());
+    for i in 0..60 {
+        lines.push(
+            json!({"type": "relation", "from": format!("e{i}"), "to": format!("e{}", (i + 1) % 60), "relationType": "calls"})
+                .to_string(),
+        );
+    }
+    // Met again later: e0 with one more observation, a relation already written.
+    lines.push(
+        json!({"type": "entity", "name": "e0", "entityType": "service", "observations": ["runs job 0", "pages on call"]})
+            .to_string(),
+    );
+    lines.push(json!({"type": "relation", "from": "e0", "to": "e1", "relationType": "calls"}).to_string());
+    let items = 122;
+
+    let run = |s: Services, agent: domain::principal::CallerContext, lines: Vec<String>| async move {
+        let mut reader = LineReader::new(Format::MemoryJsonl, "personal").unwrap();
+        let (mut report, mut batch, mut batches) = (ImportReport::default(), Source::default(), 0);
+        for line in &lines {
+            if let Some(item) = reader.line(line).unwrap() {
+                batch.push(item);
+            }
+            if batch.len() == 25 {
+                services::migrate::import_batch(&s, &agent, &batch, &mut report, &|_| {}).await.unwrap();
+                batch = Source::default();
+                batches += 1;
+            }
+        }
+        services::migrate::import_batch(&s, &agent, &batch, &mut report, &|_| {}).await.unwrap();
+        (report, batches + 1)
+    };
+    let (report, batches) = run(s.clone(), agent.clone(), lines.clone()).await;
+    assert_eq!(batches, 5);
+    assert_eq!(report.items, items);
+    assert_eq!((report.entities_created, report.entities_extended, report.relations_created), (60, 1, 60), "{report:?}");
+
+    // Read back from the store: every item of the file is there.
+    let scopes = vec!["personal".to_owned()];
+    let back = ReadBack::load(&s, &agent, &scopes).await.unwrap();
+    let mut reader = LineReader::new(Format::MemoryJsonl, "personal").unwrap();
+    let mut verified = 0;
+    for line in &lines {
+        if let Some(item) = reader.line(line).unwrap() {
+            assert!(back.item(&item).unwrap());
+            verified += 1;
+        }
+    }
+    assert_eq!(verified, items);
+    let (entities, relations) = s.graph.stored(&agent, "personal").await.unwrap();
+    assert_eq!((entities.len(), relations.len()), (60, 60));
+    let e0 = entities.iter().find(|e| e.name == "e0").unwrap();
+    assert_eq!(e0.observations, ["runs job 0", "pages on call"]);
+
+    // What the store does not hold is not verified.
+    let missing = domain::graph::GraphRelation { from: "e0".into(), to: "e2".into(), relation_type: "calls".into() };
+    assert_eq!(back.relation("personal", &missing).unwrap_err().code, domain::ErrorCode::Internal);
+    let extra =
+        domain::graph::GraphEntity { name: "e1".into(), entity_type: "service".into(), observations: vec!["never said".into()] };
+    assert!(back.entity("personal", &extra).is_err());
+
+    // Running it again writes nothing.
+    let (again, _) = run(s.clone(), agent.clone(), lines).await;
+    assert_eq!((again.entities_created, again.entities_extended, again.relations_created), (0, 0, 0), "{again:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_in_batches_reads_back_whole_on_the_embedded_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    import_in_batches(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_in_batches_reads_back_whole_on_the_aws_backend() {
+    import_in_batches(continuity_tests::aws::backend().await).await;
 }

@@ -258,6 +258,13 @@ fn every_error_says_what_to_do_next() {
     assert!(!ok && err.contains("unknown export format") && err.contains("next:"), "{err}");
     let (ok, _, err) = run(&home, &["import", dir.path().join("missing.jsonl").to_str().unwrap()]);
     assert!(!ok && err.contains("reading") && err.contains("next:"), "{err}");
+    // A file read by lines names the line that is not text, and writes nothing.
+    let bad = dir.path().join("notes.jsonl");
+    std::fs::write(&bad, b"{\"text\":\"first\"}\n\n{\"text\":\"caf\xe9\"}\n").unwrap();
+    let (ok, _, err) = run(&home, &["import", bad.to_str().unwrap()]);
+    assert!(!ok && err.contains("line 3 is not UTF-8") && err.contains("nothing was written"), "{err}");
+    let (ok, out, _) = run(&home, &["export", "--format", "bundle"]);
+    assert!(ok && !out.contains("first"), "{out}");
 }
 
 /// A CLI import into a home whose `serve` is running (and has its search partition in

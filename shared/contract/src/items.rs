@@ -109,6 +109,23 @@ pub async fn queries_are_ordered_and_paged(store: Arc<dyn ItemStore>) {
         store.query(Query { tenant: t, part: "p", prefix: "", after: Some("a#10"), limit: 2, descending: true }).await.unwrap();
     let sks: Vec<_> = desc2.iter().map(|i| i.sk.as_str()).collect();
     assert_eq!(sks, ["a#09", "a#08"]);
+
+    // A cursor before, inside or beyond a prefix's range, either way.
+    let sks = |after: &'static str, descending: bool| {
+        let store = store.clone();
+        async move {
+            let q = Query { tenant: t, part: "p", prefix: "a#", after: Some(after), limit: 3, descending };
+            store.query(q).await.unwrap().0.into_iter().map(|i| i.sk).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(sks("0", false).await, ["a#00", "a#01", "a#02"], "a cursor before the prefix: from its start");
+    assert_eq!(sks("a#05", false).await, ["a#06", "a#07", "a#08"]);
+    assert_eq!(sks("a#11", false).await, Vec::<String>::new());
+    assert_eq!(sks("b", false).await, Vec::<String>::new(), "a cursor beyond the prefix: nothing");
+    assert_eq!(sks("z", true).await, ["a#11", "a#10", "a#09"], "descending from beyond: from its end");
+    assert_eq!(sks("a#05", true).await, ["a#04", "a#03", "a#02"]);
+    assert_eq!(sks("a#00", true).await, Vec::<String>::new());
+    assert_eq!(sks("0", true).await, Vec::<String>::new());
 }
 
 /// An export reads every part of one tenant, page by page, and nothing of another

@@ -693,6 +693,16 @@ impl GraphService {
         report.into_inner().map_err(|_| Error::internal("graph import report poisoned"))
     }
 
+    /// Drops the in-process copy of a scope's graph (the next use reads it again): a
+    /// large import, done writing, frees it before reading the graph back.
+    pub fn release(&self, caller: &CallerContext, scope: &str) {
+        if let Ok(scope) = Self::scope(caller, &json!({ "scope": scope }))
+            && let Ok(mut c) = self.cache.lock()
+        {
+            c.remove(&(caller.tenant.clone(), scope));
+        }
+    }
+
     /// The scope's graph as the store holds it now (not the in-process copy): for
     /// reading an import back.
     ///

@@ -3,13 +3,17 @@
 //! shape, a generic `{text, metadata, created_at}` JSONL), a folder of Markdown notes and
 //! our own bundle; out as our bundle or `memory.jsonl`.
 //!
-//! Every source is parsed and checked whole before anything is written, so a corrupt
-//! line (reported with its line number) leaves nothing half-imported. Every item gets a
-//! SHA-256 of its canonical form and is read back after the write; an item already
-//! there is left as it is, so importing the same source twice changes nothing. A
-//! bundle carries each item's SHA-256, checked before the write.
+//! Every source is checked whole before anything is written, so a corrupt line
+//! (reported with its line number) leaves nothing half-imported. Line-based sources
+//! (`memory.jsonl`, JSON Lines, bundles) are read one line at a time ([`LineReader`]) and
+//! written in bounded batches ([`import_batch`]), so an import's memory does not grow
+//! with its file; other sources are parsed whole ([`Source`]). Every item gets a SHA-256
+//! of its canonical form and is read back after the write ([`ReadBack`] for graphs); an
+//! item already there is left as it is, so importing the same source twice changes
+//! nothing and an import cut short is completed by running it again. A bundle carries
+//! each item's SHA-256, checked before the write.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use domain::graph::{GraphEntity, GraphRelation};
 use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
@@ -121,6 +125,142 @@ impl Source {
         let r = self.graphs.values().map(|g| g.relations.len()).sum();
         (self.memories.len(), e, r)
     }
+
+    /// How many items it holds.
+    pub fn len(&self) -> usize {
+        let (m, e, r) = self.counts();
+        m + e + r
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn push(&mut self, item: Item) {
+        match item {
+            Item::Memory(m) => self.memories.push(*m),
+            Item::Entity { scope, entity } => self.graphs.entry(scope).or_default().entities.push(entity),
+            Item::Relation { scope, relation } => self.graphs.entry(scope).or_default().relations.push(relation),
+        }
+    }
+}
+
+/// One item of a source.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    Memory(Box<Incoming>),
+    Entity { scope: String, entity: GraphEntity },
+    Relation { scope: String, relation: GraphRelation },
+}
+
+/// Reads a line-based source one line at a time: `memory.jsonl`, a bundle, or JSON Lines
+/// of memories (mem0's or `{text, metadata, created_at}`). Give it every line, blank ones
+/// included, so the line numbers it reports are the file's.
+#[derive(Debug)]
+pub struct LineReader {
+    format: Format,
+    scope: String,
+    line: usize,
+    header: Header,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Header {
+    Awaited,
+    Read,
+    Missing,
+}
+
+impl LineReader {
+    /// `scope` is the graph a `memory.jsonl` goes into. `None` for Markdown, which has no
+    /// lines to read one by one.
+    pub fn new(format: Format, scope: &str) -> Option<Self> {
+        let header = if format == Format::Bundle { Header::Awaited } else { Header::Read };
+        (format != Format::Markdown).then(|| Self { format, scope: scope.to_owned(), line: 0, header })
+    }
+
+    /// The item on the next line (none for a blank line or a bundle's header).
+    ///
+    /// # Errors
+    /// What is wrong with the line, with its number.
+    pub fn line(&mut self, line: &str) -> std::result::Result<Option<Item>, Problem> {
+        self.line += 1;
+        if line.trim().is_empty() {
+            return Ok(None);
+        }
+        let at = format!("line {}", self.line);
+        match self.format {
+            Format::MemoryJsonl => graph_line(at, line, &self.scope).map(Some),
+            Format::Bundle if self.header == Header::Awaited => {
+                let h = serde_json::from_str::<Value>(line).unwrap_or(Value::Null);
+                if h.get("format").and_then(Value::as_str) != Some(BUNDLE_FORMAT) {
+                    self.header = Header::Missing;
+                    return Err(problem(at, format!("not a {BUNDLE_FORMAT} header")));
+                }
+                self.header = Header::Read;
+                if h.get("version").and_then(Value::as_u64) != Some(BUNDLE_VERSION) {
+                    return Err(problem(at, format!("bundle version {} is not {BUNDLE_VERSION}", h["version"])));
+                }
+                Ok(None)
+            }
+            Format::Bundle => bundle_line(at, line).map(Some),
+            Format::Mem0 | Format::Jsonl => match serde_json::from_str::<Value>(line) {
+                Ok(v) => memory_from_value(at, v).map(|m| Some(Item::Memory(Box::new(m)))),
+                Err(e) => Err(problem(at, format!("not JSON ({e})"))),
+            },
+            Format::Markdown => Err(problem(at, "Markdown notes are not read by lines")),
+        }
+    }
+
+    /// Whether the source cannot be this format at all (a bundle without its header): no
+    /// use reading on.
+    pub fn hopeless(&self) -> bool {
+        self.header == Header::Missing
+    }
+
+    /// At the end of the source: what is missing (a bundle's header in an empty file).
+    pub fn end(&self) -> Option<Problem> {
+        (self.header == Header::Awaited).then(|| problem("line 1", format!("not a {BUNDLE_FORMAT} header")))
+    }
+}
+
+/// Whether a file whose first non-blank line is `first` is read line by line in
+/// `format`: always for `memory.jsonl` and bundles; for memories, when that line is a
+/// whole JSON object of its own (JSON Lines), not the start of an array or of
+/// `{"results": […]}`.
+pub fn by_lines(format: Format, first: &str) -> bool {
+    match format {
+        Format::MemoryJsonl | Format::Bundle => true,
+        Format::Mem0 | Format::Jsonl => serde_json::from_str::<Value>(first)
+            .ok()
+            .and_then(|v| v.as_object().map(|o| !o.contains_key("results") && !o.contains_key("memories")))
+            .unwrap_or(false),
+        Format::Markdown => false,
+    }
+}
+
+/// Reads a whole line-based text.
+fn parse_lines(text: &str, format: Format, scope: &str) -> std::result::Result<Source, Vec<Problem>> {
+    let Some(mut reader) = LineReader::new(format, scope) else {
+        return Err(vec![problem("file", "Markdown notes are not read by lines")]);
+    };
+    let mut source = Source::default();
+    let mut problems = Vec::new();
+    for line in text.lines() {
+        if problems.len() >= MAX_PROBLEMS {
+            break;
+        }
+        match reader.line(line) {
+            Ok(Some(item)) => source.push(item),
+            Ok(None) => {}
+            Err(p) => problems.push(p),
+        }
+        if reader.hopeless() {
+            break;
+        }
+    }
+    problems.extend(reader.end());
+    finish(source, problems)
 }
 
 fn problem(at: impl Into<String>, message: impl Into<String>) -> Problem {
@@ -136,46 +276,32 @@ fn finish(source: Source, problems: Vec<Problem>) -> std::result::Result<Source,
 /// # Errors
 /// Every problem found (up to 20), each with its line number.
 pub fn parse_memory_jsonl(text: &str, scope: &str) -> std::result::Result<Source, Vec<Problem>> {
-    let mut g = IncomingGraph::default();
-    let mut problems = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        if problems.len() >= MAX_PROBLEMS {
-            break;
-        }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let at = format!("line {}", n + 1);
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(problem(at, format!("not JSON ({e})")));
-                continue;
-            }
-        };
-        let mut o = v.as_object().cloned().unwrap_or_default();
-        let kind = o.remove("type");
-        match kind.as_ref().and_then(Value::as_str) {
-            Some("entity") => match serde_json::from_value::<GraphEntity>(Value::Object(o)) {
-                Ok(e) => match e.validate() {
-                    Ok(()) => g.entities.push(e),
-                    Err(err) => problems.push(problem(at, err.message)),
-                },
-                Err(e) => problems.push(problem(at, format!("not an entity ({e})"))),
+    parse_lines(text, Format::MemoryJsonl, scope)
+}
+
+/// One line of a `memory.jsonl`: an entity or a relation of `scope`.
+fn graph_line(at: String, line: &str, scope: &str) -> std::result::Result<Item, Problem> {
+    let v: Value = serde_json::from_str(line).map_err(|e| problem(at.clone(), format!("not JSON ({e})")))?;
+    let mut o = v.as_object().cloned().unwrap_or_default();
+    let kind = o.remove("type");
+    let scope = scope.to_owned();
+    match kind.as_ref().and_then(Value::as_str) {
+        Some("entity") => match serde_json::from_value::<GraphEntity>(Value::Object(o)) {
+            Ok(entity) => match entity.validate() {
+                Ok(()) => Ok(Item::Entity { scope, entity }),
+                Err(err) => Err(problem(at, err.message)),
             },
-            Some("relation") => match serde_json::from_value::<GraphRelation>(Value::Object(o)) {
-                Ok(r) => match r.validate() {
-                    Ok(()) => g.relations.push(r),
-                    Err(err) => problems.push(problem(at, err.message)),
-                },
-                Err(e) => problems.push(problem(at, format!("not a relation ({e})"))),
+            Err(e) => Err(problem(at, format!("not an entity ({e})"))),
+        },
+        Some("relation") => match serde_json::from_value::<GraphRelation>(Value::Object(o)) {
+            Ok(relation) => match relation.validate() {
+                Ok(()) => Ok(Item::Relation { scope, relation }),
+                Err(err) => Err(problem(at, err.message)),
             },
-            _ => problems.push(problem(at, "\"type\" must be \"entity\" or \"relation\"")),
-        }
+            Err(e) => Err(problem(at, format!("not a relation ({e})"))),
+        },
+        _ => Err(problem(at, "\"type\" must be \"entity\" or \"relation\"")),
     }
-    let mut source = Source::default();
-    source.graphs.insert(scope.to_owned(), g);
-    finish(source, problems)
 }
 
 /// Parses memories exported by another product: a JSON array, an object holding one
@@ -207,59 +333,45 @@ pub fn parse_memories(text: &str) -> std::result::Result<Source, Vec<Problem>> {
             }
         }
         Some(v @ Value::Object(_)) => items.push(("line 1".into(), v)),
-        _ => {
-            for (n, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                match serde_json::from_str::<Value>(line) {
-                    Ok(v) => items.push((format!("line {}", n + 1), v)),
-                    Err(e) => problems.push(problem(format!("line {}", n + 1), format!("not JSON ({e})"))),
-                }
-                if problems.len() >= MAX_PROBLEMS {
-                    break;
-                }
-            }
-        }
+        _ => return parse_lines(text, Format::Jsonl, ""),
     }
     let mut source = Source::default();
     for (at, v) in items {
         if problems.len() >= MAX_PROBLEMS {
             break;
         }
-        let Value::Object(mut o) = v else {
-            problems.push(problem(at, "not an object"));
-            continue;
-        };
-        let body = ["memory", "text", "content"].iter().find_map(|k| o.remove(*k)).and_then(|v| v.as_str().map(str::to_owned));
-        let Some(body) = body.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()) else {
-            problems.push(problem(at, "no text (\"memory\", \"text\" or \"content\")"));
-            continue;
-        };
-        if body.len() > MAX_TEXT_BYTES || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-            problems.push(problem(at, format!("the text must be at most {MAX_TEXT_BYTES} bytes without control characters")));
-            continue;
+        match memory_from_value(at, v) {
+            Ok(m) => source.memories.push(m),
+            Err(p) => problems.push(p),
         }
-        let created = ["created_at", "createdAt", "timestamp"].iter().find_map(|k| o.get(*k).cloned());
-        let created_at = match created {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => match Timestamp::parse("created_at", &s) {
-                Ok(t) => Some(t),
-                Err(_) => {
-                    problems.push(problem(at, format!("created_at {s:?} is not a date or RFC 3339 time")));
-                    continue;
-                }
-            },
-            Some(Value::Number(n)) => n.as_i64().map(|secs| Timestamp(if secs > 100_000_000_000 { secs } else { secs * 1000 })),
-            Some(_) => {
-                problems.push(problem(at, "created_at is not a time"));
-                continue;
-            }
-        };
-        let metadata = (!o.is_empty()).then_some(Value::Object(o));
-        source.memories.push(Incoming { id: None, kind: "context".into(), body, created_at, metadata, entry: None });
     }
     finish(source, problems)
+}
+
+/// One memory exported by another product (see [`parse_memories`]).
+fn memory_from_value(at: String, v: Value) -> std::result::Result<Incoming, Problem> {
+    let Value::Object(mut o) = v else {
+        return Err(problem(at, "not an object"));
+    };
+    let body = ["memory", "text", "content"].iter().find_map(|k| o.remove(*k)).and_then(|v| v.as_str().map(str::to_owned));
+    let Some(body) = body.map(|b| b.trim().to_owned()).filter(|b| !b.is_empty()) else {
+        return Err(problem(at, "no text (\"memory\", \"text\" or \"content\")"));
+    };
+    if body.len() > MAX_TEXT_BYTES || body.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return Err(problem(at, format!("the text must be at most {MAX_TEXT_BYTES} bytes without control characters")));
+    }
+    let created = ["created_at", "createdAt", "timestamp"].iter().find_map(|k| o.get(*k).cloned());
+    let created_at = match created {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => match Timestamp::parse("created_at", &s) {
+            Ok(t) => Some(t),
+            Err(_) => return Err(problem(at, format!("created_at {s:?} is not a date or RFC 3339 time"))),
+        },
+        Some(Value::Number(n)) => n.as_i64().map(|secs| Timestamp(if secs > 100_000_000_000 { secs } else { secs * 1000 })),
+        Some(_) => return Err(problem(at, "created_at is not a time")),
+    };
+    let metadata = (!o.is_empty()).then_some(Value::Object(o));
+    Ok(Incoming { id: None, kind: "context".into(), body, created_at, metadata, entry: None })
 }
 
 /// Parses a folder of Markdown notes (`(relative path, text)`): one memory per note, its
@@ -364,72 +476,48 @@ pub fn hash(v: &Value) -> String {
 /// # Errors
 /// Every problem found (up to 20), with its line number.
 pub fn parse_bundle(text: &str) -> std::result::Result<Source, Vec<Problem>> {
-    let mut source = Source::default();
-    let mut problems = Vec::new();
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    match lines.next().map(|(_, l)| serde_json::from_str::<Value>(l)) {
-        Some(Ok(h)) if h.get("format").and_then(Value::as_str) == Some(BUNDLE_FORMAT) => {
-            if h.get("version").and_then(Value::as_u64) != Some(BUNDLE_VERSION) {
-                problems.push(problem("line 1", format!("bundle version {} is not {BUNDLE_VERSION}", h["version"])));
+    parse_lines(text, Format::Bundle, "")
+}
+
+/// One line of a bundle after its header, its SHA-256 checked.
+fn bundle_line(at: String, line: &str) -> std::result::Result<Item, Problem> {
+    let v: Value = serde_json::from_str(line).map_err(|e| problem(at.clone(), format!("not JSON ({e})")))?;
+    let altered = || "its SHA-256 does not match: the line was altered".to_owned();
+    let item = v.get("item").cloned().unwrap_or(Value::Null);
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let scope = v.get("scope").and_then(Value::as_str).unwrap_or("personal").to_owned();
+    let claimed = v.get("sha256").and_then(Value::as_str).unwrap_or_default();
+    let parsed = match kind {
+        "memory" => serde_json::from_value::<MemoryEntry>(item).map_err(|e| e.to_string()).and_then(|m| {
+            if hash(&memory_canonical(&m)) != claimed {
+                return Err(altered());
             }
-        }
-        _ => return Err(vec![problem("line 1", format!("not a {BUNDLE_FORMAT} header"))]),
-    }
-    for (n, line) in lines {
-        if problems.len() >= MAX_PROBLEMS {
-            break;
-        }
-        let at = format!("line {}", n + 1);
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
-            Err(e) => {
-                problems.push(problem(at, format!("not JSON ({e})")));
-                continue;
+            Ok(Item::Memory(Box::new(Incoming {
+                id: Some(m.id.clone()),
+                kind: m.kind.clone(),
+                body: m.body.clone(),
+                created_at: Some(m.created_at),
+                metadata: m.metadata.clone(),
+                entry: Some(m),
+            })))
+        }),
+        "entity" => serde_json::from_value::<GraphEntity>(item.clone()).map_err(|e| e.to_string()).and_then(|entity| {
+            entity.validate().map_err(|e| e.message)?;
+            if hash(&item) != claimed {
+                return Err(altered());
             }
-        };
-        let item = v.get("item").cloned().unwrap_or(Value::Null);
-        let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
-        let scope = v.get("scope").and_then(Value::as_str).unwrap_or("personal").to_owned();
-        let claimed = v.get("sha256").and_then(Value::as_str).unwrap_or_default();
-        let parsed = match kind {
-            "memory" => serde_json::from_value::<MemoryEntry>(item.clone()).map_err(|e| e.to_string()).and_then(|m| {
-                if hash(&memory_canonical(&m)) == claimed {
-                    source.memories.push(Incoming {
-                        id: Some(m.id.clone()),
-                        kind: m.kind.clone(),
-                        body: m.body.clone(),
-                        created_at: Some(m.created_at),
-                        metadata: m.metadata.clone(),
-                        entry: Some(m),
-                    });
-                    Ok(())
-                } else {
-                    Err("its SHA-256 does not match: the line was altered".into())
-                }
-            }),
-            "entity" => serde_json::from_value::<GraphEntity>(item.clone()).map_err(|e| e.to_string()).and_then(|e| {
-                e.validate().map_err(|e| e.message)?;
-                if hash(&item) != claimed {
-                    return Err("its SHA-256 does not match: the line was altered".into());
-                }
-                source.graphs.entry(scope.clone()).or_default().entities.push(e);
-                Ok(())
-            }),
-            "relation" => serde_json::from_value::<GraphRelation>(item.clone()).map_err(|e| e.to_string()).and_then(|r| {
-                r.validate().map_err(|e| e.message)?;
-                if hash(&item) != claimed {
-                    return Err("its SHA-256 does not match: the line was altered".into());
-                }
-                source.graphs.entry(scope.clone()).or_default().relations.push(r);
-                Ok(())
-            }),
-            other => Err(format!("unknown kind {other:?}")),
-        };
-        if let Err(m) = parsed {
-            problems.push(problem(at, m));
-        }
-    }
-    finish(source, problems)
+            Ok(Item::Entity { scope, entity })
+        }),
+        "relation" => serde_json::from_value::<GraphRelation>(item.clone()).map_err(|e| e.to_string()).and_then(|relation| {
+            relation.validate().map_err(|e| e.message)?;
+            if hash(&item) != claimed {
+                return Err(altered());
+            }
+            Ok(Item::Relation { scope, relation })
+        }),
+        other => Err(format!("unknown kind {other:?}")),
+    };
+    parsed.map_err(|m| problem(at, m))
 }
 
 /// `principal` of `tenant` as the caller of an import or export run by an operator: the
@@ -470,6 +558,8 @@ pub struct ImportReport {
     pub relations_created: usize,
     /// Items read back after the write and found as written (by SHA-256).
     pub verified: usize,
+    /// Items of the source gone through so far (new or already there).
+    pub items: usize,
 }
 
 /// The id a memory from another product gets: from whose it becomes and its content, so
@@ -479,8 +569,8 @@ fn derived_id(principal: &Id, m: &Incoming) -> Result<Id> {
     Id::new(format!("imp-{}", &hash(&basis)[..32]))
 }
 
-/// Writes a checked source for `caller`: memories into the caller's personal memory,
-/// graphs into their scopes. `progress` is told how many items are done.
+/// Writes a checked source for `caller` and reads it back: memories into the caller's
+/// personal memory, graphs into their scopes. `progress` is told how many items are done.
 ///
 /// # Errors
 /// `FORBIDDEN` without `memory:write`; `UNAVAILABLE`; `INTERNAL` when an item read back
@@ -491,13 +581,42 @@ pub async fn import(
     source: &Source,
     progress: &(dyn Fn(usize) + Sync),
 ) -> Result<ImportReport> {
+    let mut report = ImportReport::default();
+    import_batch(s, caller, source, &mut report, progress).await?;
+    let back = ReadBack::load(s, caller, source.graphs.keys()).await?;
+    for (scope, g) in &source.graphs {
+        for e in &g.entities {
+            back.entity(scope, e)?;
+        }
+        for r in &g.relations {
+            back.relation(scope, r)?;
+        }
+        report.verified += g.entities.len() + g.relations.len();
+    }
+    Ok(report)
+}
+
+/// Writes one batch of a checked source for `caller`, adding to `report` and telling
+/// `progress` the items done (`report.items`). Memories are
+/// read back one by one as they are written; a graph's items are read back by
+/// [`ReadBack`] once every batch is in (reading the whole graph after each batch would
+/// make a large import quadratic).
+///
+/// # Errors
+/// `FORBIDDEN` without `memory:write`; `UNAVAILABLE`; `INTERNAL` when a memory read back
+/// differs from what was written.
+pub async fn import_batch(
+    s: &Services,
+    caller: &CallerContext,
+    batch: &Source,
+    report: &mut ImportReport,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<()> {
     caller.scopes.require(domain::principal::Scope::MemoryWrite)?;
     let backend = &s.backend;
-    let mut report = ImportReport::default();
     let now = backend.clock.now();
     let scope = MemoryScope::Personal(caller.principal.to_string());
-    let mut done = 0;
-    for m in &source.memories {
+    for m in &batch.memories {
         let mut id = match &m.id {
             Some(id) => id.clone(),
             None => derived_id(&caller.principal, m)?,
@@ -569,34 +688,96 @@ pub async fn import(
                 report.verified += 1;
             }
         }
-        done += 1;
-        progress(done);
+        report.items += 1;
+        progress(report.items);
     }
-    for (scope, g) in &source.graphs {
+    for (scope, g) in &batch.graphs {
         let r = s.graph.import(caller, scope, &g.entities, &g.relations).await?;
         report.entities_created += r.created_entities;
         report.entities_extended += r.extended_entities;
         report.relations_created += r.created_relations;
-        // Read back from the store: every entity with every imported observation, every relation.
-        let (entities, relations) = s.graph.stored(caller, scope).await?;
-        let by_name: BTreeMap<&str, &GraphEntity> = entities.iter().map(|e| (e.name.as_str(), e)).collect();
-        let rels: std::collections::BTreeSet<&GraphRelation> = relations.iter().collect();
-        for e in &g.entities {
-            let ok = by_name.get(e.name.as_str()).is_some_and(|b| e.observations.iter().all(|o| b.observations.contains(o)));
-            if !ok {
-                return Err(Error::internal(format!("entity {:?} read back differs from what was written", e.name)));
-            }
-        }
-        for r in &g.relations {
-            if !rels.contains(r) {
-                return Err(Error::internal(format!("relation {} -{}-> {} was not read back", r.from, r.relation_type, r.to)));
-            }
-        }
-        report.verified += g.entities.len() + g.relations.len();
-        done += g.entities.len() + g.relations.len();
-        progress(done);
+        report.items += g.entities.len() + g.relations.len();
+        progress(report.items);
     }
-    Ok(report)
+    Ok(())
+}
+
+/// Graphs as the store holds them after an import (not the in-process copy), to check
+/// the source's items against: every entity with every imported observation, every
+/// relation. Kept as 128-bit digests (SHA-256, cut), about 40 bytes an item, so a graph
+/// of a million items is read back in tens of megabytes.
+pub struct ReadBack {
+    digests: HashSet<[u8; 16]>,
+}
+
+fn digest(parts: &[&str]) -> [u8; 16] {
+    use sha2::{Digest as _, Sha256};
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p.as_bytes());
+    }
+    let mut out = [0; 16];
+    out.copy_from_slice(&h.finalize()[..16]);
+    out
+}
+
+impl ReadBack {
+    /// Reads the graphs of `scopes` from the store, dropping the service's in-process copy
+    /// of each first (the writes are done; this way the two are never held together).
+    ///
+    /// # Errors
+    /// `FORBIDDEN`; `UNAVAILABLE`.
+    pub async fn load<'a>(s: &Services, caller: &CallerContext, scopes: impl IntoIterator<Item = &'a String>) -> Result<Self> {
+        let mut digests = HashSet::new();
+        for scope in scopes {
+            s.graph.release(caller, scope);
+            let (entities, relations) = s.graph.stored(caller, scope).await?;
+            for e in entities {
+                digests.insert(digest(&["entity", scope, &e.name]));
+                for o in &e.observations {
+                    digests.insert(digest(&["observation", scope, &e.name, o]));
+                }
+            }
+            for r in relations {
+                digests.insert(digest(&["relation", scope, &r.from, &r.relation_type, &r.to]));
+            }
+        }
+        Ok(Self { digests })
+    }
+
+    /// # Errors
+    /// `INTERNAL` when the entity or one of its observations is not in the store.
+    pub fn entity(&self, scope: &str, e: &GraphEntity) -> Result<()> {
+        let has = |parts: &[&str]| self.digests.contains(&digest(parts));
+        if has(&["entity", scope, &e.name]) && e.observations.iter().all(|o| has(&["observation", scope, &e.name, o])) {
+            Ok(())
+        } else {
+            Err(Error::internal(format!("entity {:?} read back differs from what was written", e.name)))
+        }
+    }
+
+    /// # Errors
+    /// `INTERNAL` when the relation is not in the store.
+    pub fn relation(&self, scope: &str, r: &GraphRelation) -> Result<()> {
+        if self.digests.contains(&digest(&["relation", scope, &r.from, &r.relation_type, &r.to])) {
+            Ok(())
+        } else {
+            Err(Error::internal(format!("relation {} -{}-> {} was not read back", r.from, r.relation_type, r.to)))
+        }
+    }
+
+    /// Checks a graph item; `true` when it was one (memories are read back as written).
+    ///
+    /// # Errors
+    /// As [`Self::entity`] and [`Self::relation`].
+    pub fn item(&self, item: &Item) -> Result<bool> {
+        match item {
+            Item::Memory(_) => Ok(false),
+            Item::Entity { scope, entity } => self.entity(scope, entity).map(|()| true),
+            Item::Relation { scope, relation } => self.relation(scope, relation).map(|()| true),
+        }
+    }
 }
 
 /// What an export wrote.
@@ -745,6 +926,33 @@ mod tests {
         let ok = parse_memory_jsonl("{\"type\":\"relation\",\"from\":\"a\",\"to\":\"b\",\"relationType\":\"r\"}\n", "personal")
             .unwrap();
         assert_eq!(ok.counts(), (0, 0, 1));
+    }
+
+    #[test]
+    fn lines_are_read_one_by_one_with_the_files_numbers() {
+        let mut r = LineReader::new(Format::MemoryJsonl, "project:apollo").unwrap();
+        assert_eq!(r.line("").unwrap(), None);
+        let item = r.line("{\"type\":\"relation\",\"from\":\"a\",\"to\":\"b\",\"relationType\":\"r\"}").unwrap();
+        assert!(matches!(item, Some(Item::Relation { ref scope, .. }) if scope == "project:apollo"));
+        assert_eq!(r.line("{\"type\":\"thing\"}").unwrap_err().at, "line 3");
+        assert!(LineReader::new(Format::Markdown, "personal").is_none());
+
+        // A bundle: its header first, or nothing more is worth reading.
+        let mut b = LineReader::new(Format::Bundle, "").unwrap();
+        assert_eq!(b.end().unwrap().at, "line 1", "an empty file has no header");
+        assert_eq!(b.line("{\"text\":\"x\"}").unwrap_err().message, "not a continuity-bundle header");
+        assert!(b.hopeless());
+        let p = parse_bundle("\n{\"text\":\"x\"}\n{\"also\":1}\n").unwrap_err();
+        assert_eq!(p, vec![problem("line 2", "not a continuity-bundle header")], "only the header is reported");
+        assert_eq!(parse_bundle("").unwrap_err()[0].at, "line 1");
+
+        // Memories are read by lines only when the first line is a whole object of its own.
+        assert!(by_lines(Format::Jsonl, "{\"text\":\"a\"}"));
+        assert!(!by_lines(Format::Mem0, "{\"results\":[{\"memory\":\"a\"}]}"));
+        assert!(!by_lines(Format::Mem0, "["));
+        assert!(!by_lines(Format::Mem0, "{"));
+        assert!(by_lines(Format::MemoryJsonl, "anything"));
+        assert!(!by_lines(Format::Markdown, "# notes"));
     }
 
     #[test]

@@ -65,25 +65,29 @@ impl ItemStore for SqliteItems {
         let tenant = q.tenant.to_owned();
         let part = q.part.to_owned();
         // Sort keys are printable ASCII, so every key with this prefix sorts below prefix + DEL.
+        // A page after a cursor starts at the cursor: the range has one lower and one upper
+        // bound, so SQLite seeks to it. (Given both `sk >= prefix` and `sk > cursor`, it seeks
+        // to the prefix and filters up to the cursor: every page a scan from the start, a
+        // paged read of a large graph quadratic.)
         let lo = q.prefix.to_owned();
         let hi = format!("{}\u{7f}", q.prefix);
-        let after = q.after.map(str::to_owned);
-        let limit = i64::from(q.limit.max(1));
         let descending = q.descending;
+        let (lo, lo_op, hi, hi_op) = match q.after {
+            Some(a) if !descending && a >= lo.as_str() => (a.to_owned(), ">", hi, "<"),
+            Some(a) if descending && a <= hi.as_str() => (lo, ">=", a.to_owned(), "<"),
+            // No cursor, or one before (after, descending) the whole range: all of it.
+            _ => (lo, ">=", hi, "<"),
+        };
+        let limit = i64::from(q.limit.max(1));
         self.db
             .read(move |c| {
                 let order = if descending { "DESC" } else { "ASC" };
-                let after_clause = match (&after, descending) {
-                    (Some(_), false) => "AND sk > ?5",
-                    (Some(_), true) => "AND sk < ?5",
-                    (None, _) => "AND ?5 IS NULL",
-                };
                 let sql = format!(
-                    "SELECT sk, version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk >= ?3 AND sk < ?4 {after_clause} ORDER BY sk {order} LIMIT ?6"
+                    "SELECT sk, version, body FROM items WHERE tenant = ?1 AND part = ?2 AND sk {lo_op} ?3 AND sk {hi_op} ?4 ORDER BY sk {order} LIMIT ?5"
                 );
                 let mut stmt = c.prepare_cached(&sql).map_err(sql_err)?;
                 let rows = stmt
-                    .query_map(params![tenant, part, lo, hi, after, limit + 1], |r| {
+                    .query_map(params![tenant, part, lo, hi, limit + 1], |r| {
                         Ok(Item {
                             tenant: tenant.clone(),
                             part: part.clone(),

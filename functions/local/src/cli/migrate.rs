@@ -8,7 +8,7 @@ use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use domain::principal::CallerContext;
 use domain::{Id, TenantId};
-use services::migrate::{self, Format, Source};
+use services::migrate::{self, Format, Item, Source};
 
 use crate::progress::Progress;
 
@@ -91,9 +91,84 @@ fn read_notes(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
     Ok(out)
 }
 
-/// Reads and checks a source whole.
-fn parse(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Source)> {
-    let (format, parsed) = if path.is_dir() {
+/// Items written per batch of a line-based source: what an import holds in memory
+/// besides the graph itself.
+const BATCH: usize = 10_000;
+
+/// A source, checked.
+enum Checked {
+    /// Parsed whole (a folder of notes, a JSON array).
+    Whole(Source),
+    /// Read line by line: checked here, then read again to write and again to verify.
+    Lines { counts: (usize, usize, usize), scopes: Vec<String> },
+}
+
+impl Checked {
+    fn counts(&self) -> (usize, usize, usize) {
+        match self {
+            Self::Whole(s) => s.counts(),
+            Self::Lines { counts, .. } => *counts,
+        }
+    }
+}
+
+/// A file's lines, one at a time, without holding the file.
+struct LineFile {
+    path: PathBuf,
+    reader: std::io::BufReader<std::fs::File>,
+    buf: String,
+    n: usize,
+}
+
+impl LineFile {
+    fn open(path: &Path) -> anyhow::Result<Self> {
+        let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Self { path: path.to_path_buf(), reader: std::io::BufReader::with_capacity(1 << 20, file), buf: String::new(), n: 0 })
+    }
+
+    /// The next line without its line ending; `None` at the end.
+    fn next(&mut self) -> anyhow::Result<Option<&str>> {
+        use std::io::BufRead as _;
+        self.buf.clear();
+        self.n += 1;
+        match self.reader.read_line(&mut self.buf) {
+            Ok(0) => Ok(None),
+            Ok(_) => Ok(Some(self.buf.trim_end_matches(['\n', '\r']))),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                bail!("{} line {} is not UTF-8 text — nothing was written", self.path.display(), self.n)
+            }
+            Err(e) => Err(e).with_context(|| format!("reading {}", self.path.display())),
+        }
+    }
+}
+
+/// The first non-blank line of a file (at most 1 MiB of it).
+fn first_line(path: &Path) -> anyhow::Result<String> {
+    let mut f = LineFile::open(path)?;
+    while let Some(line) = f.next()? {
+        if !line.trim().is_empty() {
+            return Ok(line.to_owned());
+        }
+        if f.n > 1_000 {
+            break;
+        }
+    }
+    Ok(String::new())
+}
+
+fn problems_error(path: &Path, format: Format, problems: &[migrate::Problem]) -> anyhow::Error {
+    let mut msg = format!("{} was not imported — nothing was written. Problems ({:?}):", path.display(), format);
+    for p in problems {
+        msg.push_str(&format!("\n  {p}"));
+    }
+    msg.push_str("\nFix them (or remove those lines) and run the import again; --dry-run checks without writing.");
+    anyhow!(msg)
+}
+
+/// Checks a whole source: a folder or a JSON document parsed whole, a line-based file
+/// read through once without holding it.
+fn check(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Checked)> {
+    if path.is_dir() {
         if !matches!(format, "auto" | "markdown") {
             bail!("{} is a folder: only Markdown notes are imported from a folder", path.display());
         }
@@ -101,40 +176,107 @@ fn parse(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Sour
         if notes.is_empty() {
             bail!("{} holds no .md note", path.display());
         }
-        (Format::Markdown, migrate::parse_markdown(&notes))
-    } else {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {} (UTF-8 text expected)", path.display()))?;
-        let markdown = path.extension().is_some_and(|x| x == "md" || x == "markdown");
-        let format = match format {
-            "auto" if markdown => Format::Markdown,
-            "auto" => Format::sniff(&text),
-            f => Format::parse(f)
-                .ok_or_else(|| anyhow!("unknown format {f:?}: auto, memory-jsonl, mem0, jsonl, markdown or bundle"))?,
-        };
-        let parsed = match format {
-            Format::MemoryJsonl => migrate::parse_memory_jsonl(&text, scope),
-            Format::Mem0 | Format::Jsonl => migrate::parse_memories(&text),
-            Format::Bundle => migrate::parse_bundle(&text),
-            Format::Markdown => migrate::parse_markdown(&[(path.display().to_string(), text)]),
-        };
-        (format, parsed)
+        let source = migrate::parse_markdown(&notes).map_err(|p| problems_error(path, Format::Markdown, &p))?;
+        return Ok((Format::Markdown, Checked::Whole(source)));
+    }
+    let markdown = path.extension().is_some_and(|x| x == "md" || x == "markdown");
+    let first = first_line(path)?;
+    let format = match format {
+        "auto" if markdown => Format::Markdown,
+        "auto" => Format::sniff(&first),
+        f => Format::parse(f)
+            .ok_or_else(|| anyhow!("unknown format {f:?}: auto, memory-jsonl, mem0, jsonl, markdown or bundle"))?,
     };
-    match parsed {
-        Ok(source) => Ok((format, source)),
-        Err(problems) => {
-            let mut msg = format!("{} was not imported — nothing was written. Problems ({:?}):", path.display(), format);
-            for p in &problems {
-                msg.push_str(&format!("\n  {p}"));
+    if !migrate::by_lines(format, &first) {
+        let text = std::fs::read_to_string(path).with_context(|| format!("reading {} (UTF-8 text expected)", path.display()))?;
+        let parsed = match format {
+            Format::Markdown => migrate::parse_markdown(&[(path.display().to_string(), text)]),
+            _ => migrate::parse_memories(&text),
+        };
+        return Ok((format, Checked::Whole(parsed.map_err(|p| problems_error(path, format, &p))?)));
+    }
+    let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
+    let mut file = LineFile::open(path)?;
+    let mut problems = Vec::new();
+    let (mut memories, mut entities, mut relations) = (0, 0, 0);
+    let mut scopes = std::collections::BTreeSet::new();
+    while let Some(line) = file.next()? {
+        match reader.line(line) {
+            Ok(Some(Item::Memory(_))) => memories += 1,
+            Ok(Some(Item::Entity { scope, .. })) => {
+                entities += 1;
+                scopes.insert(scope);
             }
-            msg.push_str("\nFix them (or remove those lines) and run the import again; --dry-run checks without writing.");
-            Err(anyhow!(msg))
+            Ok(Some(Item::Relation { scope, .. })) => {
+                relations += 1;
+                scopes.insert(scope);
+            }
+            Ok(None) => {}
+            Err(p) => problems.push(p),
+        }
+        if problems.len() >= 20 || reader.hopeless() {
+            break;
         }
     }
+    if problems.is_empty() {
+        problems.extend(reader.end());
+    }
+    if !problems.is_empty() {
+        return Err(problems_error(path, format, &problems));
+    }
+    Ok((format, Checked::Lines { counts: (memories, entities, relations), scopes: scopes.into_iter().collect() }))
+}
+
+/// Writes a checked line-based file in batches of [`BATCH`] items, then reads it back.
+async fn import_lines(
+    s: &services::Services,
+    caller: &CallerContext,
+    path: &Path,
+    format: Format,
+    scope: &str,
+    scopes: &[String],
+    progress: &Progress,
+) -> anyhow::Result<migrate::ImportReport> {
+    let changed = |p: migrate::Problem| anyhow!("{}: {p} — the file changed while it was imported", path.display());
+    let mut report = migrate::ImportReport::default();
+    let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
+    let mut file = LineFile::open(path)?;
+    let mut batch = Source::default();
+    let tell = |n: usize| progress.set(n as u64);
+    loop {
+        let line = file.next()?;
+        let end = line.is_none();
+        if let Some(line) = line
+            && let Some(item) = reader.line(line).map_err(changed)?
+        {
+            batch.push(item);
+        }
+        if batch.len() >= BATCH || (end && !batch.is_empty()) {
+            migrate::import_batch(s, caller, &batch, &mut report, &tell).await.map_err(super::domain_err)?;
+            batch = Source::default();
+        }
+        if end {
+            break;
+        }
+    }
+    // Read back: the graphs from the store, every item of the file checked against them.
+    if !scopes.is_empty() {
+        let back = migrate::ReadBack::load(s, caller, scopes).await.map_err(super::domain_err)?;
+        let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
+        let mut file = LineFile::open(path)?;
+        while let Some(line) = file.next()? {
+            if let Some(item) = reader.line(line).map_err(changed)?
+                && back.item(&item).map_err(super::domain_err)?
+            {
+                report.verified += 1;
+            }
+        }
+    }
+    Ok(report)
 }
 
 /// Keeps the source as a zip in `home/imports/`.
 fn archive(home: &Path, path: &Path) -> anyhow::Result<PathBuf> {
-    use std::io::Write as _;
     let dir = home.join("imports");
     crate::home::create_folder(&dir)?;
     let now = time::OffsetDateTime::now_utc();
@@ -158,15 +300,16 @@ fn archive(home: &Path, path: &Path) -> anyhow::Result<PathBuf> {
     };
     for (rel, p) in files {
         zip.start_file(rel, options)?;
-        zip.write_all(&std::fs::read(&p)?)?;
+        let mut f = std::fs::File::open(&p).with_context(|| format!("reading {}", p.display()))?;
+        std::io::copy(&mut f, &mut zip)?;
     }
     zip.finish()?;
     Ok(zip_path)
 }
 
 pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: ImportArgs) -> anyhow::Result<()> {
-    let (format, source) = parse(&a.path, &a.format, &a.scope)?;
-    let (memories, entities, relations) = source.counts();
+    let (format, checked) = check(&a.path, &a.format, &a.scope)?;
+    let (memories, entities, relations) = checked.counts();
     let kind = serde_json::to_value(format).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
     if a.dry_run {
         println!(
@@ -191,7 +334,12 @@ pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: Impor
         std::fs::write(m, note.to_string()).with_context(|| format!("writing {}", m.display()))?;
     }
     let progress = Progress::new("import", Some(total as u64));
-    let report = migrate::import(s, &caller, &source, &|n| progress.set(n as u64)).await.map_err(super::domain_err);
+    let report = match &checked {
+        Checked::Whole(source) => {
+            migrate::import(s, &caller, source, &|n| progress.set(n as u64)).await.map_err(super::domain_err)
+        }
+        Checked::Lines { scopes, .. } => import_lines(s, &caller, &a.path, format, &a.scope, scopes, &progress).await,
+    };
     progress.finish();
     let r = report?;
     if let Some(m) = &marker {
