@@ -226,7 +226,7 @@ async fn complete_backup_round_trip_aws() {
 }
 
 async fn import_in_batches(backend: Backend) {
-    use services::migrate::{Format, ImportReport, LineReader, ReadBack, Source};
+    use services::migrate::{Format, ReadBack};
     let s = Services::new(backend);
     let t = contract::fresh_tenant("imp");
     s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::CustomerSuccess, Industry::Saas).await.unwrap();
@@ -250,45 +250,36 @@ async fn import_in_batches(backend: Backend) {
     lines.push(json!({"type": "relation", "from": "e0", "to": "e1", "relationType": "calls"}).to_string());
     let items = 122;
 
-    let run = |s: Services, agent: domain::principal::CallerContext, lines: Vec<String>| async move {
-        let mut reader = LineReader::new(Format::MemoryJsonl, "personal").unwrap();
-        let (mut report, mut batch, mut batches) = (ImportReport::default(), Source::default(), 0);
-        for line in &lines {
-            if let Some(item) = reader.line(line).unwrap() {
-                batch.push(item);
-            }
-            if batch.len() == 25 {
-                services::migrate::import_batch(&s, &agent, &batch, &mut report, &|_| {}).await.unwrap();
-                batch = Source::default();
-                batches += 1;
-            }
-        }
-        services::migrate::import_batch(&s, &agent, &batch, &mut report, &|_| {}).await.unwrap();
-        (report, batches + 1)
+    let text = lines.join("\n");
+    let run = |s: Services, agent: domain::principal::CallerContext, text: String| async move {
+        let done = std::sync::Mutex::new(Vec::new());
+        let report = services::migrate::import_lines(
+            &s,
+            &agent,
+            || Ok(std::io::Cursor::new(text.as_bytes())),
+            Format::MemoryJsonl,
+            "personal",
+            25,
+            &|n| done.lock().unwrap().push(n),
+        )
+        .await
+        .unwrap();
+        (report, done.into_inner().unwrap())
     };
-    let (report, batches) = run(s.clone(), agent.clone(), lines.clone()).await;
-    assert_eq!(batches, 5);
+    let (report, done) = run(s.clone(), agent.clone(), text.clone()).await;
+    // Five batches of at most 25 items, each told once it is written.
+    assert_eq!(done, [25, 50, 75, 100, 122]);
     assert_eq!(report.items, items);
     assert_eq!((report.entities_created, report.entities_extended, report.relations_created), (60, 1, 60), "{report:?}");
-
-    // Read back from the store: every item of the file is there.
-    let scopes = vec!["personal".to_owned()];
-    let back = ReadBack::load(&s, &agent, &scopes).await.unwrap();
-    let mut reader = LineReader::new(Format::MemoryJsonl, "personal").unwrap();
-    let mut verified = 0;
-    for line in &lines {
-        if let Some(item) = reader.line(line).unwrap() {
-            assert!(back.item(&item).unwrap());
-            verified += 1;
-        }
-    }
-    assert_eq!(verified, items);
+    // Every item of the source was read back from the store.
+    assert_eq!(report.verified, items);
     let (entities, relations) = s.graph.stored(&agent, "personal").await.unwrap();
     assert_eq!((entities.len(), relations.len()), (60, 60));
     let e0 = entities.iter().find(|e| e.name == "e0").unwrap();
     assert_eq!(e0.observations, ["runs job 0", "pages on call"]);
 
     // What the store does not hold is not verified.
+    let back = ReadBack::load(&s, &agent, &["personal".to_owned()]).await.unwrap();
     let missing = domain::graph::GraphRelation { from: "e0".into(), to: "e2".into(), relation_type: "calls".into() };
     assert_eq!(back.relation("personal", &missing).unwrap_err().code, domain::ErrorCode::Internal);
     let extra =
@@ -296,7 +287,7 @@ async fn import_in_batches(backend: Backend) {
     assert!(back.entity("personal", &extra).is_err());
 
     // Running it again writes nothing.
-    let (again, _) = run(s.clone(), agent.clone(), lines).await;
+    let (again, _) = run(s.clone(), agent.clone(), text).await;
     assert_eq!((again.entities_created, again.entities_extended, again.relations_created), (0, 0, 0), "{again:?}");
 }
 

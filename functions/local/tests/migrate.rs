@@ -262,7 +262,7 @@ fn every_error_says_what_to_do_next() {
     let bad = dir.path().join("notes.jsonl");
     std::fs::write(&bad, b"{\"text\":\"first\"}\n\n{\"text\":\"caf\xe9\"}\n").unwrap();
     let (ok, _, err) = run(&home, &["import", bad.to_str().unwrap()]);
-    assert!(!ok && err.contains("line 3 is not UTF-8") && err.contains("nothing was written"), "{err}");
+    assert!(!ok && err.contains("line 3: not UTF-8 text") && err.contains("nothing was written"), "{err}");
     let (ok, out, _) = run(&home, &["export", "--format", "bundle"]);
     assert!(ok && !out.contains("first"), "{out}");
 }

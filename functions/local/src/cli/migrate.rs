@@ -2,13 +2,15 @@
 //! [`services::migrate`] — reading the source (a file or a folder of notes), a dry run's
 //! report, progress, and the source kept as a compressed archive in the home.
 
+use std::fs::File;
+use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, anyhow, bail};
 use clap::Args;
 use domain::principal::CallerContext;
 use domain::{Id, TenantId};
-use services::migrate::{self, Format, Item, Source};
+use services::migrate::{self, Format, Source};
 
 use crate::progress::Progress;
 
@@ -96,61 +98,33 @@ fn read_notes(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
 const BATCH: usize = 10_000;
 
 /// A source, checked.
-enum Checked {
+enum Read {
     /// Parsed whole (a folder of notes, a JSON array).
     Whole(Source),
-    /// Read line by line: checked here, then read again to write and again to verify.
-    Lines { counts: (usize, usize, usize), scopes: Vec<String> },
+    /// Read line by line: checked through here, read again to write and to verify.
+    Lines(migrate::Checked),
 }
 
-impl Checked {
+impl Read {
     fn counts(&self) -> (usize, usize, usize) {
         match self {
             Self::Whole(s) => s.counts(),
-            Self::Lines { counts, .. } => *counts,
+            Self::Lines(c) => (c.memories, c.entities, c.relations),
         }
     }
 }
 
-/// A file's lines, one at a time, without holding the file.
-struct LineFile {
-    path: PathBuf,
-    reader: std::io::BufReader<std::fs::File>,
-    buf: String,
-    n: usize,
+fn open(path: &Path) -> std::io::Result<BufReader<File>> {
+    File::open(path).map(|f| BufReader::with_capacity(1 << 20, f))
 }
 
-impl LineFile {
-    fn open(path: &Path) -> anyhow::Result<Self> {
-        let file = std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-        Ok(Self { path: path.to_path_buf(), reader: std::io::BufReader::with_capacity(1 << 20, file), buf: String::new(), n: 0 })
-    }
-
-    /// The next line without its line ending; `None` at the end.
-    fn next(&mut self) -> anyhow::Result<Option<&str>> {
-        use std::io::BufRead as _;
-        self.buf.clear();
-        self.n += 1;
-        match self.reader.read_line(&mut self.buf) {
-            Ok(0) => Ok(None),
-            Ok(_) => Ok(Some(self.buf.trim_end_matches(['\n', '\r']))),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                bail!("{} line {} is not UTF-8 text — nothing was written", self.path.display(), self.n)
-            }
-            Err(e) => Err(e).with_context(|| format!("reading {}", self.path.display())),
-        }
-    }
-}
-
-/// The first non-blank line of a file (at most 1 MiB of it).
+/// The first non-blank line of a file (within its first thousand lines).
 fn first_line(path: &Path) -> anyhow::Result<String> {
-    let mut f = LineFile::open(path)?;
-    while let Some(line) = f.next()? {
+    let mut lines = open(path).with_context(|| format!("reading {}", path.display()))?.lines();
+    for line in lines.by_ref().take(1_000) {
+        let line = line.with_context(|| format!("reading {} (UTF-8 text expected)", path.display()))?;
         if !line.trim().is_empty() {
-            return Ok(line.to_owned());
-        }
-        if f.n > 1_000 {
-            break;
+            return Ok(line);
         }
     }
     Ok(String::new())
@@ -167,7 +141,7 @@ fn problems_error(path: &Path, format: Format, problems: &[migrate::Problem]) ->
 
 /// Checks a whole source: a folder or a JSON document parsed whole, a line-based file
 /// read through once without holding it.
-fn check(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Checked)> {
+fn check(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Read)> {
     if path.is_dir() {
         if !matches!(format, "auto" | "markdown") {
             bail!("{} is a folder: only Markdown notes are imported from a folder", path.display());
@@ -177,7 +151,7 @@ fn check(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Chec
             bail!("{} holds no .md note", path.display());
         }
         let source = migrate::parse_markdown(&notes).map_err(|p| problems_error(path, Format::Markdown, &p))?;
-        return Ok((Format::Markdown, Checked::Whole(source)));
+        return Ok((Format::Markdown, Read::Whole(source)));
     }
     let markdown = path.extension().is_some_and(|x| x == "md" || x == "markdown");
     let first = first_line(path)?;
@@ -193,86 +167,11 @@ fn check(path: &Path, format: &str, scope: &str) -> anyhow::Result<(Format, Chec
             Format::Markdown => migrate::parse_markdown(&[(path.display().to_string(), text)]),
             _ => migrate::parse_memories(&text),
         };
-        return Ok((format, Checked::Whole(parsed.map_err(|p| problems_error(path, format, &p))?)));
+        return Ok((format, Read::Whole(parsed.map_err(|p| problems_error(path, format, &p))?)));
     }
-    let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
-    let mut file = LineFile::open(path)?;
-    let mut problems = Vec::new();
-    let (mut memories, mut entities, mut relations) = (0, 0, 0);
-    let mut scopes = std::collections::BTreeSet::new();
-    while let Some(line) = file.next()? {
-        match reader.line(line) {
-            Ok(Some(Item::Memory(_))) => memories += 1,
-            Ok(Some(Item::Entity { scope, .. })) => {
-                entities += 1;
-                scopes.insert(scope);
-            }
-            Ok(Some(Item::Relation { scope, .. })) => {
-                relations += 1;
-                scopes.insert(scope);
-            }
-            Ok(None) => {}
-            Err(p) => problems.push(p),
-        }
-        if problems.len() >= 20 || reader.hopeless() {
-            break;
-        }
-    }
-    if problems.is_empty() {
-        problems.extend(reader.end());
-    }
-    if !problems.is_empty() {
-        return Err(problems_error(path, format, &problems));
-    }
-    Ok((format, Checked::Lines { counts: (memories, entities, relations), scopes: scopes.into_iter().collect() }))
-}
-
-/// Writes a checked line-based file in batches of [`BATCH`] items, then reads it back.
-async fn import_lines(
-    s: &services::Services,
-    caller: &CallerContext,
-    path: &Path,
-    format: Format,
-    scope: &str,
-    scopes: &[String],
-    progress: &Progress,
-) -> anyhow::Result<migrate::ImportReport> {
-    let changed = |p: migrate::Problem| anyhow!("{}: {p} — the file changed while it was imported", path.display());
-    let mut report = migrate::ImportReport::default();
-    let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
-    let mut file = LineFile::open(path)?;
-    let mut batch = Source::default();
-    let tell = |n: usize| progress.set(n as u64);
-    loop {
-        let line = file.next()?;
-        let end = line.is_none();
-        if let Some(line) = line
-            && let Some(item) = reader.line(line).map_err(changed)?
-        {
-            batch.push(item);
-        }
-        if batch.len() >= BATCH || (end && !batch.is_empty()) {
-            migrate::import_batch(s, caller, &batch, &mut report, &tell).await.map_err(super::domain_err)?;
-            batch = Source::default();
-        }
-        if end {
-            break;
-        }
-    }
-    // Read back: the graphs from the store, every item of the file checked against them.
-    if !scopes.is_empty() {
-        let back = migrate::ReadBack::load(s, caller, scopes).await.map_err(super::domain_err)?;
-        let mut reader = migrate::LineReader::new(format, scope).ok_or_else(|| anyhow!("{format:?} is not read by lines"))?;
-        let mut file = LineFile::open(path)?;
-        while let Some(line) = file.next()? {
-            if let Some(item) = reader.line(line).map_err(changed)?
-                && back.item(&item).map_err(super::domain_err)?
-            {
-                report.verified += 1;
-            }
-        }
-    }
-    Ok(report)
+    let input = open(path).with_context(|| format!("reading {}", path.display()))?;
+    let checked = migrate::check_lines(input, format, scope).map_err(|p| problems_error(path, format, &p))?;
+    Ok((format, Read::Lines(checked)))
 }
 
 /// Keeps the source as a zip in `home/imports/`.
@@ -335,11 +234,12 @@ pub(super) async fn import(s: &services::Services, home: Option<&Path>, a: Impor
     }
     let progress = Progress::new("import", Some(total as u64));
     let report = match &checked {
-        Checked::Whole(source) => {
-            migrate::import(s, &caller, source, &|n| progress.set(n as u64)).await.map_err(super::domain_err)
+        Read::Whole(source) => migrate::import(s, &caller, source, &|n| progress.set(n as u64)).await,
+        Read::Lines(_) => {
+            migrate::import_lines(s, &caller, || open(&a.path), format, &a.scope, BATCH, &|n| progress.set(n as u64)).await
         }
-        Checked::Lines { scopes, .. } => import_lines(s, &caller, &a.path, format, &a.scope, scopes, &progress).await,
-    };
+    }
+    .map_err(super::domain_err);
     progress.finish();
     let r = report?;
     if let Some(m) = &marker {
