@@ -24,6 +24,7 @@ use ports::records::{EntityStore, LibraryStore, ProposalStore, SignalStore};
 use ports::{Backend, SystemClock, Workflow};
 use serde_json::{Value, json};
 use services::Services;
+use services::changes::Change;
 
 struct Rig {
     s: Services,
@@ -80,6 +81,11 @@ impl Rig {
     }
 }
 
+/// The change notices published since `heard` subscribed.
+fn notices(heard: &mut tokio::sync::broadcast::Receiver<Change>) -> Vec<Change> {
+    std::iter::from_fn(|| heard.try_recv().ok()).collect()
+}
+
 fn one(seen: &[Seen]) -> &Seen {
     assert_eq!(seen.len(), 1, "exactly one request: {seen:?}");
     &seen[0]
@@ -113,8 +119,15 @@ async fn actions(backend: Backend) {
         200,
         &json!({"id": "4001", "properties": {"dealstage": "closedwon", "hs_object_id": "4001"}, "updatedAt": "2026-12-02T09:00:00Z", "archived": false}),
     )]);
+    let mut heard = s.changes.subscribe();
     let (p, seen) = r.approved("hubspot", "deal.update_stage", "4001", json!({"stage": "closedwon"})).await;
     assert_eq!(p.state, ProposalState::Written, "{p:?}");
+    let updated = Change::EntityUpdated {
+        tenant: t.clone(),
+        entity_type: EntityType::new("opportunity").unwrap(),
+        id: services::ingest::mapping::canonical_id("hubspot", "opportunity", "4001"),
+    };
+    assert!(notices(&mut heard).contains(&updated), "the action's effect on the Spine notifies subscribed sessions");
     let req = one(&seen);
     assert_eq!((req.method.as_str(), req.path.as_str()), ("PATCH", "/crm/v3/objects/deals/4001"));
     assert_eq!(req.header("authorization"), Some("Bearer hubspot-token"));
@@ -142,7 +155,7 @@ async fn actions(backend: Backend) {
     // The approval delivered twice: refused, and the action is not performed again.
     assert_eq!(s.governance.decide(&r.approver, &p.id, true, None).await.unwrap_err().code, ErrorCode::Conflict);
     let token = p.wait.as_ref().unwrap().token.clone();
-    let runner = services::governance::EmbeddedRunner::new(s.governance.tasks().clone());
+    let runner = s.governance.runner().expect("the embedded runner");
     assert_eq!(runner.send_success(&token, &json!({})).await.unwrap_err().code, ErrorCode::Conflict);
     assert_eq!(s.governance.tasks().act(t, &p.id).await.unwrap().state, ProposalState::Written);
     assert_eq!(s.governance.tasks().write(t, &p.id, "governance").await.unwrap().state, ProposalState::Written);
@@ -389,7 +402,17 @@ async fn tasks_and_governed_writes(backend: Backend) {
         "not before approval"
     );
     let id = Id::new(p["id"].as_str().unwrap()).unwrap();
+    let mut heard = s.changes.subscribe();
     assert_eq!(s.governance.decide(&approver, &id, true, None).await.unwrap().state, ProposalState::Written);
+    // Sessions subscribed to the Spine hear of the entity the approval wrote.
+    assert!(
+        notices(&mut heard).contains(&Change::EntityUpdated {
+            tenant: t.clone(),
+            entity_type: account.clone(),
+            id: Id::new("acme-eu").unwrap()
+        }),
+        "an approved entity notifies subscribed sessions"
+    );
     let e = s.backend.records.get_entity(&t, &account, &Id::new("acme-eu").unwrap()).await.unwrap().unwrap();
     assert_eq!(e.attributes["name"], domain::value::Value::Text("Acme EU".into()));
     let again = s.capabilities.execute(&lead, "spine.entity.create", args).await.unwrap_err();

@@ -53,7 +53,7 @@ async fn bands(backend: Backend) {
     backend.records.put_memory(&old, Expect::Absent).await.unwrap();
     // Indexed as the writer indexes every entry it activates: triage finds the entries
     // to compare with through the search index (a scan where there is none).
-    services::search::SearchService::new(backend.clone())
+    s.search
         .index(services::search::IndexRequest {
             tenant: &t,
             scope: &old.scope,

@@ -47,7 +47,8 @@ async fn tenant(s: &Services, label: &str) -> TenantId {
 }
 
 /// An active org entry, indexed as the writer indexes what it activates.
-async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, body: &str) -> MemoryEntry {
+async fn active_entry(s: &Services, t: &TenantId, id: &str, title: &str, body: &str) -> MemoryEntry {
+    let backend = &s.backend;
     let now = backend.clock.now();
     let m = MemoryEntry {
         tenant: t.clone(),
@@ -68,7 +69,7 @@ async fn active_entry(backend: &Backend, t: &TenantId, id: &str, title: &str, bo
         metadata: None,
     };
     backend.records.put_memory(&m, Expect::Absent).await.unwrap();
-    services::search::SearchService::new(backend.clone())
+    s.search
         .index(services::search::IndexRequest {
             tenant: t,
             scope: &m.scope,
@@ -113,7 +114,7 @@ async fn supersession_needs_a_person(backend: Backend) {
     for policy in [TriagePolicy::default(), reckless()] {
         let t = tenant(&s, "sup").await;
         set_policy(&s, &t, policy).await;
-        let old = active_entry(&backend, &t, "dec-lead", "Renewal lead time", LEAD_TIME).await;
+        let old = active_entry(&s, &t, "dec-lead", "Renewal lead time", LEAD_TIME).await;
         // The attacker: a key that may only write memory.
         let agent = caller(&s, &t, "mcp:tools memory:write").await;
         let approver = caller(&s, &t, "approvals:decide tenant:read").await;
@@ -463,7 +464,7 @@ async fn quiet_contradictions_wait(backend: Backend) {
     let s = Services::new(backend.clone());
     let t = tenant(&s, "quiet").await;
     let agent = caller(&s, &t, "mcp:tools memory:read memory:write").await;
-    active_entry(&backend, &t, "tier-1", "acct-7 support tier", "acct-7 is on the gold support tier").await;
+    active_entry(&s, &t, "tier-1", "acct-7 support tier", "acct-7 is on the gold support tier").await;
     for policy in [TriagePolicy::default(), reckless()] {
         set_policy(&s, &t, policy).await;
         for wording in [
@@ -576,14 +577,9 @@ async fn scope_walk(backend: Backend) {
         )
         .await
         .unwrap();
-    let org = active_entry(
-        &backend,
-        &t,
-        "dec-globex",
-        "Globex renewal owner",
-        &format!("Globex renewals are run by the CSM {CANARY}."),
-    )
-    .await;
+    let org =
+        active_entry(&s, &t, "dec-globex", "Globex renewal owner", &format!("Globex renewals are run by the CSM {CANARY}."))
+            .await;
     // One principal holds every walking key, and owns the session and graph with canaries.
     let me = caller(&s, &t, "mcp:tools memory:write").await;
     let principal = me.principal.clone();
@@ -758,7 +754,7 @@ async fn scope_walk_aws() {
 async fn triage_tells_writers_nothing(backend: Backend) {
     let s = Services::new(backend.clone());
     let t = tenant(&s, "oracle").await;
-    active_entry(&backend, &t, "dec-secretive-id", "Zanzibar pricing floor", LEAD_TIME).await;
+    active_entry(&s, &t, "dec-secretive-id", "Zanzibar pricing floor", LEAD_TIME).await;
     // Writes memory, reads the tenant's Spine — but not its memory.
     let writer = caller(&s, &t, "mcp:tools tenant:read memory:write").await;
     let reader = caller(&s, &t, "mcp:tools tenant:read memory:read").await;
@@ -963,7 +959,7 @@ async fn nothing_sensitive_without_a_person(backend: Backend, seq: Vec<Step>, re
     if reckless_policy {
         set_policy(&s, &t, reckless()).await;
     }
-    let seeded = active_entry(&backend, &t, "dec-lead", "Renewal lead time", LEAD_TIME).await;
+    let seeded = active_entry(&s, &t, "dec-lead", "Renewal lead time", LEAD_TIME).await;
     let agent = caller(&s, &t, "mcp:tools memory:write memory:read tenant:read").await;
     let approver = caller(&s, &t, "approvals:decide tenant:read").await;
     s.capabilities

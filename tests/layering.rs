@@ -56,6 +56,57 @@ fn edges_never_reach_the_backend() {
     assert!(found.is_empty(), "edges reaching the backend:\n{}", found.join("\n"));
 }
 
+/// Each service is built once, by `Services::new`, which hands each the others it uses:
+/// no other code (a service, an edge, a test) builds one of the types it builds. A
+/// second `EntityService` once had its own change bus, and the entities an approval
+/// wrote never reached subscribed sessions.
+#[test]
+fn services_are_built_once_by_services_new() {
+    let root = root();
+    let lib = std::fs::read_to_string(root.join("shared/services/src/lib.rs")).unwrap();
+    let start = lib.find("    pub fn new(backend: Backend) -> Self {").expect("Services::new in services/src/lib.rs");
+    let end = start + lib[start..].find("\n    }\n").expect("the end of Services::new");
+    let mut built: Vec<String> = Vec::new();
+    for (i, _) in lib[start..end].match_indices("::new(") {
+        let before = &lib[start..start + i];
+        let name: String =
+            before.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>().chars().rev().collect();
+        // `Arc::new(ServiceSet { … })` is the handle, not a service.
+        if name != "Arc" && !built.contains(&name) {
+            built.push(name);
+        }
+    }
+    for expected in ["EntityService", "SearchService", "GovernanceService", "MaintenanceService", "IngestService", "Changes"] {
+        assert!(built.iter().any(|b| b == expected), "Services::new builds {expected}: {built:?}");
+    }
+    let mut files = Vec::new();
+    for dir in ["shared", "functions", "tests"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let mut found = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).unwrap_or(f).display().to_string();
+        if rel.ends_with("shared/services/src/lib.rs") || rel.ends_with("shared/services/src/changes.rs") {
+            // The wiring itself; the change bus's own unit tests.
+            continue;
+        }
+        for (i, line) in std::fs::read_to_string(f).unwrap().lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for name in &built {
+                // A whole `Services` (for a backend of its own) may be built anywhere.
+                if code
+                    .match_indices(&format!("{name}::new("))
+                    .any(|(j, _)| !code[..j].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+                {
+                    found.push(format!("{rel}:{}: {}", i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(files.len() > 100, "the walk found the sources: {}", files.len());
+    assert!(found.is_empty(), "services built outside Services::new:\n{}", found.join("\n"));
+}
+
 /// Every `pub mod x;` (or `mod x;`) of a crate's `lib.rs` is named in that file's `//!`
 /// map (as `` [`x`] `` or `` `x` ``).
 #[test]

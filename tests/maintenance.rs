@@ -189,7 +189,7 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
     let mut rounds = 0;
     loop {
         rounds += 1;
-        s.ingest.drain_once(std::time::Duration::from_millis(50), std::time::Duration::ZERO).await.unwrap();
+        s.consumer.drain_once(std::time::Duration::from_millis(50), std::time::Duration::ZERO).await.unwrap();
         let p = backend.records.get_proposal(&b, &Id::new("stalled-1").unwrap()).await.unwrap().unwrap();
         if p.state != ProposalState::Pending {
             assert!(

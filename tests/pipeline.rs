@@ -93,6 +93,17 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
         assert_eq!(a.status.state, ConnectorState::SyncingInitial, "{source}: the first batch starts the initial sync");
     }
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncingInitial);
+    // Every registration and batch is in the ledger, refused ones with their code: the
+    // use case audits, whichever edge called it.
+    let ledger = ports::records::AuditLog::list_audit(&s.backend.records, &t, &PageRequest::first(500)).await.unwrap().items;
+    let seen = |action: &str, target: &str, outcome: &str| {
+        ledger.iter().filter(|r| r.action == action && r.target.as_deref() == Some(target) && r.outcome == outcome).count()
+    };
+    assert_eq!(seen("ingest.accept", "hubspot", "CONNECTOR_NOT_AVAILABLE"), 1);
+    assert_eq!(seen("connector.register", "myspace", "NOT_FOUND"), 1);
+    for source in SOURCES {
+        assert_eq!((seen("connector.register", source, "ok"), seen("ingest.accept", source, "ok")), (1, 1), "{source}");
+    }
     continuity_tests::drain(&s).await;
     // hubspot's first batch was not final; the others were.
     assert_eq!(state(&s, &t, "hubspot").await, ConnectorState::SyncingInitial);
@@ -321,7 +332,8 @@ async fn pipeline(backend: Backend, empty: ports::Records) {
     assert!(count >= 10, "{count}");
     let wiped = Backend { records: empty.clone(), ..backend.clone() };
     assert_eq!(entity_set(&wiped.records, &t).await.0, 0, "the new store starts empty");
-    let restored = services::backup::BackupService::new(wiped.clone());
+    let restored = Services::new(wiped.clone());
+    let restored = &restored.backup;
     let report = restored.restore(&t, &|_| {}).await.unwrap();
     assert_eq!(report.entities, count, "{report:?}");
     assert_eq!(report.bad_lines, 0);
@@ -367,7 +379,7 @@ async fn a_successful_retry_resumes_a_sync_in_error() {
     good.ingest.accept(&c, "hubspot", batch).await.unwrap();
     assert_eq!(state(&good, &c.tenant, "hubspot").await, ConnectorState::SyncingInitial);
 
-    assert_eq!(bad.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(bad.consumer.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 1);
     let status = good.backend.records.get_connector(&c.tenant, &ConnectorSource::new("hubspot").unwrap()).await.unwrap().unwrap();
     assert_eq!(status.state, ConnectorState::SyncError, "{status:?}");
     assert_eq!(status.error_stage.as_deref(), Some("syncing_initial"));

@@ -76,12 +76,12 @@ async fn reads_come_from_the_cache_and_writes_queue_while_the_store_is_down() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::Unavailable);
     // The consumer cannot apply it while the store is down: it stays queued.
-    assert_eq!(down.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(down.consumer.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 1);
 
     // The store is back: the queued write lands, and the next read sees it.
     let mut applied = false;
     for _ in 0..20 {
-        up.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
+        up.consumer.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
         let now = read(up.clone()).await.unwrap();
         if now.data["entity"]["attributes"]["tier"] == "platinum" {
             applied = true;
@@ -90,5 +90,5 @@ async fn reads_come_from_the_cache_and_writes_queue_while_the_store_is_down() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(applied, "the queued write was applied once the store returned");
-    assert_eq!(up.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 0, "nothing left queued");
+    assert_eq!(up.consumer.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap(), 0, "nothing left queued");
 }

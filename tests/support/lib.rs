@@ -31,7 +31,7 @@ pub fn event(name: &str) -> serde_json::Value {
 pub async fn drain(s: &services::Services) {
     let mut idle = 0;
     for _ in 0..200 {
-        let n = s.ingest.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap();
+        let n = s.consumer.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap();
         if n == 0 {
             idle += 1;
             if idle == 2 {

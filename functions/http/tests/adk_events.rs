@@ -87,7 +87,7 @@ async fn a_task_is_dispatched_from_the_event() {
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["route"], "REMOTE_FUNCTION");
     assert_eq!((v["data"]["task"]["status"].as_str(), v["data"]["task"]["assignee"].as_str()), (Some("open"), Some("alice")));
-    assert_eq!(s.ingest.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap(), 1);
+    assert_eq!(s.consumer.drain_once(std::time::Duration::from_secs(30), std::time::Duration::ZERO).await.unwrap(), 1);
     let id = Id::new(v["data"]["task"]["id"].as_str().unwrap()).unwrap();
     let task = ports::records::TaskStore::get_task(&s.backend.records, &demo, &id).await.unwrap().unwrap();
     assert_eq!(task.status, domain::spine::TaskStatus::Dispatched);

@@ -32,7 +32,7 @@ async fn register_then_ingest_from_events() {
     assert_eq!(v["accepted"], 2);
     assert_eq!(v["status"]["state"], "syncing_initial");
 
-    s.ingest.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
+    s.consumer.drain_once(Duration::from_secs(30), Duration::ZERO).await.unwrap();
     let accounts = s
         .backend
         .records

@@ -159,7 +159,7 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
     use std::time::Duration;
     let mut idle = Duration::from_millis(50);
     while !shutdown.is_cancelled() {
-        match services.ingest.drain_once(Duration::from_secs(60), Duration::from_secs(5)).await {
+        match services.consumer.drain_once(Duration::from_secs(60), Duration::from_secs(5)).await {
             Ok(0) => {
                 // Nothing queued: back off up to 250 ms between polls.
                 tokio::select! {

@@ -1,5 +1,5 @@
 //! The pipeline consumer's SQS handler: each record of the event is one queue message
-//! (`ingest.batch` or `ingest.record`), processed by `IngestService::process`. Failures
+//! (`ingest.batch` or `ingest.record`), handed to the service its kind names by `services::consumer::Consumer`. Failures
 //! are answered as **partial batch failures** (`ReportBatchItemFailures`): SQS retries
 //! only those messages and, after the redrive policy's `maxReceiveCount`, moves them to
 //! the dead-letter queue; the rest of the batch is deleted.
@@ -25,17 +25,17 @@ pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
             }
         };
         let kind = message.kind.clone();
-        if !services::ingest::IngestService::handles(&kind) {
+        if !services::consumer::Consumer::handles(&kind) {
             tracing::error!(message_id = %id, %kind, "a message kind this consumer does not handle");
             failures.push(id);
             continue;
         }
         let delivery = Delivery { message, receipt: id.clone(), receive_count };
-        match services.ingest.process_any(&delivery).await {
+        match services.consumer.process(&delivery).await {
             Ok(()) => tracing::info!(message_id = %id, %kind, "processed"),
             Err(e) => {
                 if matches!(e.code, domain::ErrorCode::Unavailable | domain::ErrorCode::Internal) {
-                    services.ingest.record_stage_error(&delivery, &e).await;
+                    services.consumer.failed(&delivery, &e).await;
                 }
                 tracing::warn!(message_id = %id, code = e.code.as_str(), error = %e.message, "failed; SQS will retry it");
                 failures.push(id);

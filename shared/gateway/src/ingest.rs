@@ -28,9 +28,8 @@ pub async fn register(
     Extension(caller): Extension<CallerContext>,
     Path(source): Path<String>,
 ) -> Result<Response, ApiError> {
-    let result = state.services.ingest.register(&caller, &source).await;
-    audit(&state, &caller, "connector.register", &source, result.as_ref().err()).await;
-    Ok((StatusCode::CREATED, Json(json!({ "connector": result? }))).into_response())
+    let connector = state.services.ingest.register(&caller, &source).await?;
+    Ok((StatusCode::CREATED, Json(json!({ "connector": connector }))).into_response())
 }
 
 pub async fn connectors(
@@ -55,9 +54,7 @@ pub async fn accept(
     Path(source): Path<String>,
     StrictJson(body): StrictJson<Value>,
 ) -> Result<Response, ApiError> {
-    let result = state.services.ingest.accept(&caller, &source, body).await;
-    audit(&state, &caller, "ingest.accept", &source, result.as_ref().err()).await;
-    let a = result?;
+    let a = state.services.ingest.accept(&caller, &source, body).await?;
     Ok((StatusCode::ACCEPTED, Json(json!(a))).into_response())
 }
 
@@ -68,10 +65,7 @@ pub async fn put_kb(
     Extension(caller): Extension<CallerContext>,
     StrictJson(body): StrictJson<services::search::KbInput>,
 ) -> Result<Response, ApiError> {
-    let result = state.services.search.put_kb_document(&caller, body).await;
-    let target = result.as_ref().map_or_else(|_| "-".to_owned(), |(d, _)| d.id.to_string());
-    audit(&state, &caller, "kb.put", &target, result.as_ref().err()).await;
-    let (doc, v) = result?;
+    let (doc, v) = state.services.search.put_kb_document(&caller, body).await?;
     Ok((StatusCode::CREATED, Json(json!({"document": doc, "verification": v}))).into_response())
 }
 
@@ -83,10 +77,4 @@ pub async fn review(
 ) -> Result<Response, ApiError> {
     let p = state.services.search.review_queue(&caller, &q.page(100)).await?;
     Ok(Json(json!({ "review": p.items, "next_cursor": p.next_cursor })).into_response())
-}
-
-async fn audit(state: &AppState, caller: &CallerContext, action: &str, source: &str, error: Option<&domain::Error>) {
-    let outcome = error.map_or("ok", |e| e.code.as_str());
-    let shown: String = source.chars().take(64).collect();
-    state.services.audit.record(&caller.tenant, caller.principal.as_str(), action, Some(shown), outcome).await;
 }

@@ -71,7 +71,7 @@ async fn no_resource_or_prompt_shows_memory_without_memory_read() {
         .await
         .unwrap();
     // Indexed, as the writer indexes what it activates.
-    services::search::SearchService::new(s.backend.clone())
+    s.search
         .index(services::search::IndexRequest {
             tenant: &t,
             scope: &MemoryScope::Org,

@@ -49,7 +49,7 @@ async fn run(s: &Services, caller: &domain::principal::CallerContext, n: usize, 
     }
     let queued = t0.elapsed().as_secs_f64();
     loop {
-        let handled = s.ingest.drain_once(Duration::from_secs(60), Duration::ZERO).await.expect("drain");
+        let handled = s.consumer.drain_once(Duration::from_secs(60), Duration::ZERO).await.expect("drain");
         if handled == 0 {
             break;
         }

@@ -45,7 +45,7 @@ pub struct AuditService {
 }
 
 impl AuditService {
-    pub fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend) -> Self {
         Self { backend, writer: Arc::default(), durable_reads: Arc::default() }
     }
 
@@ -117,6 +117,19 @@ impl AuditService {
         let mut r = self.make(&caller.tenant, caller.principal.as_str(), action, target, outcome);
         r.via = Some(caller.via());
         self.write(r).await;
+    }
+
+    /// Records a write `caller` asked for on `target` (cut to 64 characters) with its
+    /// outcome — `ok` or the error's taxonomy code — durable before it returns.
+    pub async fn outcome<T>(
+        &self,
+        caller: &domain::principal::CallerContext,
+        action: &str,
+        target: &str,
+        result: &domain::Result<T>,
+    ) {
+        let code = result.as_ref().map_or_else(|e| e.code.as_str(), |_| "ok");
+        self.record_by(caller, action, Some(target.chars().take(64).collect()), code).await;
     }
 
     /// Records a read by `caller`, naming the client ([`Self::record_read`]).

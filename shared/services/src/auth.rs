@@ -120,7 +120,7 @@ pub struct Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(backend: Backend, tokens: TokenService) -> Self {
+    pub(crate) fn new(backend: Backend, tokens: TokenService) -> Self {
         Self { backend, tokens }
     }
 

@@ -93,7 +93,7 @@ fn freshness(e: &Entity) -> (i64, i64) {
 }
 
 impl BackupService {
-    pub fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend) -> Self {
         Self { backend }
     }
 

@@ -35,6 +35,7 @@ pub const MAX_LISTED: usize = 1_000;
 pub struct EngineeringService {
     backend: Backend,
     audit: AuditService,
+    search: SearchService,
 }
 
 /// A record found by the error-fix lookup, with how it was found.
@@ -45,12 +46,8 @@ pub struct FoundFix {
 }
 
 impl EngineeringService {
-    pub fn new(backend: Backend, audit: AuditService) -> Self {
-        Self { backend, audit }
-    }
-
-    fn search(&self) -> SearchService {
-        SearchService::new(self.backend.clone())
+    pub(crate) fn new(backend: Backend, audit: AuditService, search: SearchService) -> Self {
+        Self { backend, audit, search }
     }
 
     /// The project a call works in: the one named, which must be the caller's, or the
@@ -286,7 +283,7 @@ impl EngineeringService {
     async fn index(&self, r: &EngRecord) -> Result<()> {
         let scope = MemoryScope::Project(r.project.clone());
         let (title, body) = (r.body.title(), r.body.text());
-        self.search()
+        self.search
             .index(IndexRequest {
                 tenant: &r.tenant,
                 scope: &scope,
@@ -360,7 +357,7 @@ impl EngineeringService {
         let query: String = error.chars().filter(|c| !c.is_control() || *c == '\n').take(500).collect();
         let query = query.split_whitespace().collect::<Vec<_>>().join(" ");
         ports::search::check_query(&query)?;
-        let search = self.search();
+        let search = &self.search;
         let mut found = Vec::new();
         if search.enabled() {
             let scope = MemoryScope::Project(project.clone());
@@ -408,7 +405,7 @@ impl EngineeringService {
         for r in all.into_iter().filter(|r| r.kind() == RecordKind::Note && r.expired(now)) {
             match records.delete_eng_record(&r).await {
                 Ok(()) => {
-                    self.search().unindex(tenant, &MemoryScope::Project(r.project.clone()), &r.id).await?;
+                    self.search.unindex(tenant, &MemoryScope::Project(r.project.clone()), &r.id).await?;
                     gone += 1;
                 }
                 // Updated meanwhile (and so alive again): kept.

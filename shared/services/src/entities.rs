@@ -96,7 +96,7 @@ impl EntityService {
         });
     }
 
-    pub fn new(backend: Backend, auth: crate::auth::Authenticator, changes: crate::changes::Changes) -> Self {
+    pub(crate) fn new(backend: Backend, auth: crate::auth::Authenticator, changes: crate::changes::Changes) -> Self {
         Self { backend, auth, changes }
     }
 

@@ -110,7 +110,7 @@ fn target(namespace: &str, action: &str) -> Option<String> {
 }
 
 impl GateService {
-    pub fn new(backend: Backend, audit: AuditService) -> Self {
+    pub(crate) fn new(backend: Backend, audit: AuditService) -> Self {
         Self { backend, audit }
     }
 

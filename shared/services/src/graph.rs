@@ -270,7 +270,7 @@ pub const TOOLS: &[&str] = &[
 ];
 
 impl GraphService {
-    pub fn new(backend: Backend, changes: crate::changes::Changes) -> Self {
+    pub(crate) fn new(backend: Backend, changes: crate::changes::Changes) -> Self {
         Self { backend: Some(backend), changes: Some(changes), ..Self::default() }
     }
 

@@ -28,6 +28,8 @@
 //!   checked by hash per record type.
 //! - [`maintenance`]: retention (ledger, session memory, expired OAuth records) and the
 //!   scheduled jobs; [`changes`]: in-process change notices for MCP sessions.
+//! - [`consumer`]: the work-queue consumer, handing each message to the service its
+//!   kind names.
 //! - [`calls`]: tool calls with an idempotency key run once per principal and key.
 //! - [`stats`]: the dashboard's figures of a tenant (store counts, this process's cache
 //!   and latency).
@@ -35,7 +37,10 @@
 //!   Markdown notes, our bundle) checked whole before writing and read back by hash;
 //!   export (our bundle, `memory.jsonl`).
 //!
-//! Services receive a [`ports::Backend`] and never know which backend it is. They own
+//! Services receive a [`ports::Backend`] and never know which backend it is.
+//! [`Services::new`] builds each service once and hands each the others it uses (their
+//! constructors are crate-private, and `tests/layering.rs` holds that no other place in
+//! the crate builds one): one change bus, one embedded runner, one audit writer. They own
 //! their policy — audit, limits, error logging ([`log_failure`]) — so no edge can forget
 //! it. Architecture Invariant: no service names a backend; the transports they know are
 //! outbound HTTP calls: the ID-JAG verifier's (an IdP's JWKS) and the connector
@@ -50,6 +55,7 @@ pub mod backup_records;
 pub mod calls;
 pub mod capabilities;
 pub mod changes;
+pub mod consumer;
 pub mod engineering;
 pub mod entities;
 pub mod gates;
@@ -106,6 +112,10 @@ pub struct ServiceSet {
     pub engineering: engineering::EngineeringService,
     /// Hybrid search, verified indexing and the review queue.
     pub search: search::SearchService,
+    /// Tasks dispatched to people and agents.
+    pub work: work::TaskService,
+    /// The work-queue consumer (pipeline, queued Spine writes, tasks, upkeep).
+    pub consumer: consumer::Consumer,
 }
 
 impl Services {
@@ -118,36 +128,69 @@ impl Services {
     }
 
     pub fn new(backend: Backend) -> Self {
-        let tokens = oauth::tokens::TokenService::new(backend.clone());
-        let auth = auth::Authenticator::new(backend.clone(), tokens.clone());
+        let b = || backend.clone();
+        let tokens = oauth::tokens::TokenService::new(b());
+        let auth = auth::Authenticator::new(b(), tokens.clone());
         let changes = changes::Changes::new();
-        let entities = entities::EntityService::new(backend.clone(), auth.clone(), changes.clone());
-        let graph = graph::GraphService::new(backend.clone(), changes.clone());
-        let audit = audit::AuditService::new(backend.clone());
-        let gate_service = gates::GateService::new(backend.clone(), audit.clone());
-        let engineering = engineering::EngineeringService::new(backend.clone(), audit.clone());
+        let audit = audit::AuditService::new(b());
+        let search = search::SearchService::new(b(), audit.clone());
+        let work = work::TaskService::new(b());
+        let backup = backup::BackupService::new(b());
+        let entities = entities::EntityService::new(b(), auth.clone(), changes.clone());
+        let graph = graph::GraphService::new(b(), changes.clone());
+        let gates = gates::GateService::new(b(), audit.clone());
+        let engineering = engineering::EngineeringService::new(b(), audit.clone(), search.clone());
+        let ingest = ingest::IngestService::new(b(), entities.clone(), audit.clone());
+        let governance = governance::GovernanceService::new(
+            b(),
+            governance::tasks::Writers {
+                entities: entities.clone(),
+                ingest: ingest.clone(),
+                engineering: engineering.clone(),
+                search: search.clone(),
+            },
+        );
+        let maintenance = maintenance::MaintenanceService::new(
+            b(),
+            maintenance::Upkept {
+                gates: gates.clone(),
+                engineering: engineering.clone(),
+                search: search.clone(),
+                backup: backup.clone(),
+                governance: governance.clone(),
+            },
+        );
+        let capabilities = capabilities::CapabilityService::new(
+            b(),
+            capabilities::Reach {
+                auth: auth.clone(),
+                entities: entities.clone(),
+                graph: graph.clone(),
+                audit: audit.clone(),
+                gates: gates.clone(),
+                engineering: engineering.clone(),
+                search: search.clone(),
+                governance: governance.clone(),
+                work: work.clone(),
+            },
+        );
+        let consumer = consumer::Consumer::new(b(), ingest.clone(), entities.clone(), work.clone(), maintenance.clone());
         Self(std::sync::Arc::new(ServiceSet {
-            capabilities: capabilities::CapabilityService::new(
-                backend.clone(),
-                auth.clone(),
-                entities.clone(),
-                graph.clone(),
-                audit.clone(),
-                gate_service.clone(),
-                engineering.clone(),
-            ),
-            oauth: oauth::OAuthService::new(backend.clone(), auth.clone(), tokens),
-            ingest: ingest::IngestService::new(backend.clone(), entities.clone()),
+            capabilities,
+            oauth: oauth::OAuthService::new(b(), auth.clone(), tokens),
+            admin: admin::AdminService::new(b()),
+            consumer,
+            ingest,
             auth,
             entities,
-            admin: admin::AdminService::new(backend.clone()),
             audit,
-            backup: backup::BackupService::new(backend.clone()),
-            maintenance: maintenance::MaintenanceService::new(backend.clone()),
-            gates: gate_service,
+            backup,
+            maintenance,
+            gates,
             engineering,
-            governance: governance::GovernanceService::new(backend.clone()),
-            search: search::SearchService::new(backend.clone()),
+            governance,
+            search,
+            work,
             changes,
             graph,
             backend,

@@ -74,11 +74,25 @@ fn before(now: Timestamp, d: Duration) -> Timestamp {
 #[derive(Clone)]
 pub struct MaintenanceService {
     backend: Backend,
+    gates: crate::gates::GateService,
+    engineering: crate::engineering::EngineeringService,
+    search: crate::search::SearchService,
+    backup: crate::backup::BackupService,
+    governance: crate::governance::GovernanceService,
+}
+
+/// What the jobs work through, built once by [`crate::Services`].
+pub struct Upkept {
+    pub gates: crate::gates::GateService,
+    pub engineering: crate::engineering::EngineeringService,
+    pub search: crate::search::SearchService,
+    pub backup: crate::backup::BackupService,
+    pub governance: crate::governance::GovernanceService,
 }
 
 impl MaintenanceService {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub(crate) fn new(backend: Backend, u: Upkept) -> Self {
+        Self { backend, gates: u.gates, engineering: u.engineering, search: u.search, backup: u.backup, governance: u.governance }
     }
 
     /// Runs the job once.
@@ -90,9 +104,7 @@ impl MaintenanceService {
         let now = self.backend.clock.now();
         let records = &self.backend.records;
         let mut report = MaintenanceReport::default();
-        let audit = crate::audit::AuditService::new(self.backend.clone());
-        let gates = crate::gates::GateService::new(self.backend.clone(), audit.clone());
-        let engineering = crate::engineering::EngineeringService::new(self.backend.clone(), audit);
+        let (gates, engineering) = (&self.gates, &self.engineering);
         for tenant in self.tenants().await? {
             report.tenants += 1;
             let (audit, sessions, forgotten) = self.tenant(&tenant, now).await?;
@@ -130,8 +142,7 @@ impl MaintenanceService {
     /// `UNAVAILABLE` when the store, the blob store, the index or the embedder cannot be
     /// reached.
     pub async fn daily(&self) -> Result<DailyReport> {
-        let search = crate::search::SearchService::new(self.backend.clone());
-        let backup = crate::backup::BackupService::new(self.backend.clone());
+        let (search, backup) = (&self.search, &self.backup);
         let mut total = DailyReport::default();
         for tenant in self.tenants().await? {
             total.tenants += 1;
@@ -168,7 +179,7 @@ impl MaintenanceService {
     /// One tenant's failure (logged, counted as a heartbeat failure) never stops the
     /// others'.
     pub async fn workflow(&self, idle: Duration) -> Result<crate::governance::Resumed> {
-        let governance = crate::governance::GovernanceService::new(self.backend.clone());
+        let governance = &self.governance;
         let idle_before = before(self.backend.clock.now(), idle);
         let mut total = crate::governance::Resumed::default();
         for tenant in self.tenants().await? {
@@ -228,8 +239,7 @@ impl MaintenanceService {
             .ok()
             .and_then(|v| v.get("idle_before")?.as_i64())
             .ok_or_else(|| domain::Error::invalid("a governance.resume message without idle_before"))?;
-        let governance = crate::governance::GovernanceService::new(self.backend.clone());
-        let r = governance.resume(&message.tenant, Timestamp(idle_before)).await.inspect_err(|_| {
+        let r = self.governance.resume(&message.tenant, Timestamp(idle_before)).await.inspect_err(|_| {
             metrics::add(metrics::Counter::HeartbeatFailures, 1);
         })?;
         metrics::add(metrics::Counter::ApprovalWaitsNearTimeout, r.near_timeout as u64);
@@ -254,7 +264,7 @@ impl MaintenanceService {
         let expired = records.expired_personal_memory(tenant, now, MAX_PER_TENANT).await?;
         let forgotten = expired.len();
         for m in expired {
-            crate::tools::recall::forget(&self.backend, m, domain::Id::new("maintenance")?).await?;
+            crate::tools::recall::forget(&self.backend, &self.search, m, domain::Id::new("maintenance")?).await?;
         }
         if audit > 0 {
             // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).

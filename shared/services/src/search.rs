@@ -231,11 +231,12 @@ pub struct ReindexReport {
 #[derive(Clone)]
 pub struct SearchService {
     backend: Backend,
+    audit: crate::audit::AuditService,
 }
 
 impl SearchService {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub(crate) fn new(backend: Backend, audit: crate::audit::AuditService) -> Self {
+        Self { backend, audit }
     }
 
     /// Whether a search index is configured (an AWS stack may have none: searches then
@@ -472,8 +473,15 @@ impl SearchService {
     /// # Errors
     /// `FORBIDDEN` without `tenant:write` or for a scope the caller cannot read;
     /// `INVALID_REQUEST` for an empty or oversized title/body or a bad scope or id;
-    /// `UNAVAILABLE` when the store is unreachable.
+    /// `UNAVAILABLE` when the store is unreachable. Audited either way.
     pub async fn put_kb_document(&self, caller: &CallerContext, input: KbInput) -> Result<(KbDocument, Option<Verification>)> {
+        let result = self.store_kb(caller, input).await;
+        let target = result.as_ref().map_or_else(|_| "-".to_owned(), |(d, _)| d.id.to_string());
+        self.audit.outcome(caller, "kb.put", &target, &result).await;
+        result
+    }
+
+    async fn store_kb(&self, caller: &CallerContext, input: KbInput) -> Result<(KbDocument, Option<Verification>)> {
         caller.scopes.require(Scope::TenantWrite)?;
         let scope = MemoryScope::parse(input.scope.as_deref().unwrap_or("org"))?;
         match &scope {

@@ -38,7 +38,7 @@ fn writes_tasks(caller: &CallerContext) -> bool {
 }
 
 impl TaskService {
-    pub fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend) -> Self {
         Self { backend }
     }
 

@@ -58,7 +58,7 @@ enum Handler {
     /// `continuity-pipeline`.
     Pipeline(Services),
     /// `continuity-triage`.
-    Triage(services::governance::Tasks),
+    Triage(Services),
     /// `continuity-maintenance`.
     Maintenance(Services),
 }
@@ -128,7 +128,7 @@ impl Functions {
                 )),
                 "continuity-authorizer" => Handler::Authorizer(services.clone(), settings.public_url.clone()),
                 "continuity-pipeline" => Handler::Pipeline(services.clone()),
-                "continuity-triage" => Handler::Triage(services.governance.tasks().clone()),
+                "continuity-triage" => Handler::Triage(services.clone()),
                 "continuity-maintenance" => Handler::Maintenance(services.clone()),
                 other => panic!("{id}: the topology test does not know the binary {other}"),
             };
@@ -173,7 +173,7 @@ impl Functions {
                     .map_err(|e| Failure { error_type: "Runtime.UnmarshalError".into(), message: e.to_string() })?;
                 Ok(serde_json::to_value(continuity_pipeline::handle(services, event).await).unwrap())
             }
-            Handler::Triage(tasks) => continuity_triage::handle(tasks, payload)
+            Handler::Triage(s) => continuity_triage::handle(s.governance.tasks(), payload)
                 .await
                 .map_err(|d| Failure { error_type: d.error_type, message: d.error_message }),
             Handler::Maintenance(services) => continuity_maintenance::handle(services, &payload).await.map_err(|e| failed(&e)),

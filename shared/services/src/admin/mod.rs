@@ -56,7 +56,7 @@ pub struct AdminService {
 }
 
 impl AdminService {
-    pub fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend) -> Self {
         Self { backend, actor: "operator".into() }
     }
 

@@ -62,6 +62,22 @@ pub struct CapabilityService {
     audit: crate::audit::AuditService,
     gates: crate::gates::GateService,
     engineering: crate::engineering::EngineeringService,
+    search: crate::search::SearchService,
+    governance: crate::governance::GovernanceService,
+    work: crate::work::TaskService,
+}
+
+/// The services the capabilities reach, built once by [`crate::Services`].
+pub struct Reach {
+    pub auth: Authenticator,
+    pub entities: EntityService,
+    pub graph: crate::graph::GraphService,
+    pub audit: crate::audit::AuditService,
+    pub gates: crate::gates::GateService,
+    pub engineering: crate::engineering::EngineeringService,
+    pub search: crate::search::SearchService,
+    pub governance: crate::governance::GovernanceService,
+    pub work: crate::work::TaskService,
 }
 
 /// The parts of a request body the resolver looks at.
@@ -103,16 +119,9 @@ pub fn schema_document(tenant: &Tenant) -> Value {
 }
 
 impl CapabilityService {
-    pub fn new(
-        backend: Backend,
-        auth: Authenticator,
-        entities: EntityService,
-        graph: crate::graph::GraphService,
-        audit: crate::audit::AuditService,
-        gates: crate::gates::GateService,
-        engineering: crate::engineering::EngineeringService,
-    ) -> Self {
-        Self { backend, auth, entities, graph, audit, gates, engineering }
+    pub(crate) fn new(backend: Backend, r: Reach) -> Self {
+        let Reach { auth, entities, graph, audit, gates, engineering, search, governance, work } = r;
+        Self { backend, auth, entities, graph, audit, gates, engineering, search, governance, work }
     }
 
     /// The tenant's configuration and connectors, through their cache tiers. `None`
@@ -306,6 +315,9 @@ impl CapabilityService {
                 graph: &self.graph,
                 gates: &self.gates,
                 engineering: &self.engineering,
+                search: &self.search,
+                governance: &self.governance,
+                work: &self.work,
             },
         }
     }

@@ -78,8 +78,8 @@ pub struct GovernanceService {
 impl GovernanceService {
     /// Runs proposals on `backend.workflow` (Step Functions), or on the embedded runner
     /// when the backend has none.
-    pub fn new(backend: Backend) -> Self {
-        let tasks = Tasks::new(backend.clone());
+    pub(crate) fn new(backend: Backend, writers: tasks::Writers) -> Self {
+        let tasks = Tasks::new(backend.clone(), writers);
         let (workflow, runner): (Arc<dyn Workflow>, _) = match &backend.workflow {
             Some(w) => (w.clone(), None),
             None => {
@@ -98,6 +98,11 @@ impl GovernanceService {
     /// The task code, for the `continuity-triage` Lambda.
     pub fn tasks(&self) -> &Tasks {
         &self.tasks
+    }
+
+    /// The embedded runner, when proposals run in this process (no Step Functions).
+    pub fn runner(&self) -> Option<&EmbeddedRunner> {
+        self.runner.as_ref()
     }
 
     /// Starts triage for a stored `pending` proposal and returns it as it stands: on the

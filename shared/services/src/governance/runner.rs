@@ -16,6 +16,7 @@
 //! The test `triage_state_machine_matches_the_runner` checks the ASL file has exactly
 //! these states and transitions ([`STATES`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -50,31 +51,37 @@ const ATTEMPTS: u32 = 3;
 /// proposal while one runs (the 2 s timer and a queued resume racing) joins it, as a
 /// second `StartExecution` with the same name does on Step Functions — instead of
 /// racing it step for step and recording the lost race as a failure. One process owns
-/// an embedded home, so an in-process set is enough.
-static RUNNING: std::sync::Mutex<std::collections::BTreeSet<String>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+/// an embedded home and builds one runner, so the runner's own set is enough.
+type Places = Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>;
 
-/// Holds a proposal's place in [`RUNNING`] until dropped.
-struct Running(String);
+/// Holds a proposal's place in its runner's set of running proposals until dropped.
+struct Running {
+    places: Places,
+    key: String,
+}
 
 impl Running {
-    fn claim(tenant: &TenantId, id: &Id) -> Option<Self> {
+    fn claim(places: &Places, tenant: &TenantId, id: &Id) -> Option<Self> {
         let key = format!("{tenant}/{id}");
-        let claimed = RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
+        let claimed = places.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key.clone());
         // The lock is released above: a `Running` is only built (and so only dropped,
         // which takes the lock) once it holds the place.
-        claimed.then(|| Self(key))
+        claimed.then(|| Self { places: places.clone(), key })
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.0);
+        self.places.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&self.key);
     }
 }
 
 #[derive(Clone)]
 pub struct EmbeddedRunner {
     tasks: Tasks,
+    /// The proposals being run, shared by every clone: the one runner of the process
+    /// ([`crate::Services`] builds it once).
+    running: Places,
 }
 
 /// Runs a task like a state with `Retry` on `UNAVAILABLE` (3 attempts, backoff ×2).
@@ -98,8 +105,8 @@ where
 }
 
 impl EmbeddedRunner {
-    pub fn new(tasks: Tasks) -> Self {
-        Self { tasks }
+    pub(crate) fn new(tasks: Tasks) -> Self {
+        Self { tasks, running: Places::default() }
     }
 
     /// `Catch` → `RecordFailure` → `Failed`: records the cause on the proposal. A store
@@ -168,7 +175,7 @@ impl Workflow for EmbeddedRunner {
     }
 
     async fn start(&self, tenant: &TenantId, id: &Id) -> Result<()> {
-        let Some(_running) = Running::claim(tenant, id) else {
+        let Some(_running) = Running::claim(&self.running, tenant, id) else {
             tracing::debug!(proposal = %id, "triage already running for this proposal; joined");
             return Ok(());
         };
@@ -226,12 +233,13 @@ mod tests {
     #[test]
     fn a_second_claim_joins_and_the_place_is_freed() {
         let (t, id) = (TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), Id::new("p-1").unwrap_or_else(|e| panic!("{e}")));
-        let first = Running::claim(&t, &id);
+        let places = super::Places::default();
+        let first = Running::claim(&places, &t, &id);
         assert!(first.is_some());
         // Refused without touching the first's place (and without deadlocking).
-        assert!(Running::claim(&t, &id).is_none());
-        assert!(Running::claim(&t, &id).is_none());
+        assert!(Running::claim(&places, &t, &id).is_none());
+        assert!(Running::claim(&places, &t, &id).is_none());
         drop(first);
-        assert!(Running::claim(&t, &id).is_some(), "free again once the run ends");
+        assert!(Running::claim(&places, &t, &id).is_some(), "free again once the run ends");
     }
 }

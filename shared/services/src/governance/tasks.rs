@@ -76,11 +76,27 @@ pub struct WaitMessage {
 #[derive(Clone)]
 pub struct Tasks {
     backend: Backend,
+    /// Writes approved entities (their change notices reach subscribed sessions).
+    entities: crate::entities::EntityService,
+    /// Applies a performed action's effect to the Spine.
+    ingest: crate::ingest::IngestService,
+    /// Accepts the ADR an org decision came from.
+    engineering: crate::engineering::EngineeringService,
+    /// Indexes written org memory.
+    search: crate::search::SearchService,
+}
+
+/// What the governance tasks write through, built once by [`crate::Services`].
+pub struct Writers {
+    pub entities: crate::entities::EntityService,
+    pub ingest: crate::ingest::IngestService,
+    pub engineering: crate::engineering::EngineeringService,
+    pub search: crate::search::SearchService,
 }
 
 impl Tasks {
-    pub fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub(crate) fn new(backend: Backend, w: Writers) -> Self {
+        Self { backend, entities: w.entities, ingest: w.ingest, engineering: w.engineering, search: w.search }
     }
 
     pub(crate) fn backend(&self) -> &Backend {
@@ -553,7 +569,7 @@ impl Tasks {
                     run.entity = Some(effect.entity.clone());
                     // The source holds the change now: a Spine that cannot take it is
                     // caught up by the next sync, not a failed action.
-                    match self.ingest().apply_change(tenant, &effect).await {
+                    match self.ingest.apply_change(tenant, &effect).await {
                         Ok(Some(_)) => {}
                         Ok(None) => run.error = Some("performed; the Spine does not hold this record yet".into()),
                         Err(e) => {
@@ -619,16 +635,6 @@ impl Tasks {
         Ok(failed)
     }
 
-    fn ingest(&self) -> crate::ingest::IngestService {
-        crate::ingest::IngestService::new(self.backend.clone(), self.entities())
-    }
-
-    fn entities(&self) -> crate::entities::EntityService {
-        let tokens = crate::oauth::tokens::TokenService::new(self.backend.clone());
-        let auth = crate::auth::Authenticator::new(self.backend.clone(), tokens);
-        crate::entities::EntityService::new(self.backend.clone(), auth, crate::changes::Changes::new())
-    }
-
     /// An approved `book:{project}/{entry}` proposal: the entry written (replacing one
     /// of the same id, keeping its creation time), then the proposal `written`.
     async fn write_book(&self, p: Proposal, target: &str, actor: &str) -> Result<Proposal> {
@@ -646,7 +652,7 @@ impl Tasks {
         let Some(draft) = p.entity.clone() else {
             return Err(Error::internal(format!("proposal {}: an entity proposal without its entity", p.id)));
         };
-        let entities = self.entities();
+        let entities = &self.entities;
         let existing = self.backend.records.get_entity(&p.tenant, &draft.entity_type, &draft.id).await?;
         match existing {
             Some(e) if e.attributes == draft.attributes => {}
@@ -689,12 +695,7 @@ impl Tasks {
             return;
         };
         let accepted = match Id::new(adr) {
-            Ok(id) => {
-                let audit = crate::audit::AuditService::new(self.backend.clone());
-                crate::engineering::EngineeringService::new(self.backend.clone(), audit)
-                    .accept_governed(&p.tenant, project, &id, version, entry)
-                    .await
-            }
+            Ok(id) => self.engineering.accept_governed(&p.tenant, project, &id, version, entry).await,
             Err(e) => Err(e),
         };
         if let Err(e) = accepted {
@@ -703,8 +704,8 @@ impl Tasks {
     }
 
     async fn index(&self, entry: &MemoryEntry, superseded: Option<&MemoryEntry>, actor: &str) {
-        let search = crate::search::SearchService::new(self.backend.clone());
-        let indexed = search
+        let indexed = self
+            .search
             .index(crate::search::IndexRequest {
                 tenant: &entry.tenant,
                 scope: &entry.scope,
@@ -728,7 +729,7 @@ impl Tasks {
             Err(e) => tracing::warn!(code = ?e.code, "could not record the index verification; the reindex job retries"),
         }
         if let Some(old) = superseded
-            && let Err(e) = search.unindex(&old.tenant, &MemoryScope::Org, &old.id).await
+            && let Err(e) = self.search.unindex(&old.tenant, &MemoryScope::Org, &old.id).await
         {
             // Superseded entries stay readable by id, not in search; the reindex retries.
             tracing::warn!(code = ?e.code, "could not take a superseded entry out of the index");

@@ -106,6 +106,7 @@ pub struct IngestService {
     /// After-write effects (cache, change notices) and operator writes queued while the
     /// store was unreachable.
     entities: crate::entities::EntityService,
+    audit: crate::audit::AuditService,
 }
 
 fn unknown_source(source: &str) -> Error {
@@ -127,40 +128,13 @@ fn short_hash(parts: &[&str]) -> String {
 }
 
 /// Whether an error is about the record (a retry cannot fix it) rather than a dependency.
-fn is_permanent(e: &Error) -> bool {
+pub(crate) fn is_permanent(e: &Error) -> bool {
     !matches!(e.code, ErrorCode::Unavailable | ErrorCode::Internal | ErrorCode::Conflict)
 }
 
 impl IngestService {
-    pub fn new(backend: Backend, entities: crate::entities::EntityService) -> Self {
-        Self { backend, entities }
-    }
-
-    /// Whether this consumer handles messages of `kind`.
-    pub fn handles(kind: &str) -> bool {
-        kind == KIND_BATCH
-            || kind == KIND_RECORD
-            || kind == crate::entities::KIND_SPINE_WRITE
-            || kind == crate::maintenance::KIND_RESUME
-            || kind == crate::work::KIND_TASK
-    }
-
-    /// Processes one delivery of any kind this consumer handles.
-    ///
-    /// # Errors
-    /// As [`Self::process`], or [`crate::entities::EntityService::apply_queued`].
-    pub async fn process_any(&self, delivery: &Delivery) -> Result<()> {
-        if delivery.message.kind == crate::entities::KIND_SPINE_WRITE {
-            return self.entities.apply_queued(&delivery.message).await;
-        }
-        if delivery.message.kind == crate::work::KIND_TASK {
-            return crate::work::TaskService::new(self.backend.clone()).deliver(delivery).await;
-        }
-        if delivery.message.kind == crate::maintenance::KIND_RESUME {
-            let maintenance = crate::maintenance::MaintenanceService::new(self.backend.clone());
-            return maintenance.resume_from_queue(&delivery.message).await.map(|_| ());
-        }
-        self.process(delivery).await.map(|_| ())
+    pub(crate) fn new(backend: Backend, entities: crate::entities::EntityService, audit: crate::audit::AuditService) -> Self {
+        Self { backend, entities, audit }
     }
 
     fn source_of(source: &str) -> Result<(ConnectorSource, &'static mapping::SourceMapping)> {
@@ -209,8 +183,14 @@ impl IngestService {
     ///
     /// # Errors
     /// `FORBIDDEN` without `tenant:write`; `NOT_FOUND` for a source without a mapping
-    /// (listing the supported ones); `UNAVAILABLE`.
+    /// (listing the supported ones); `UNAVAILABLE`. Audited either way.
     pub async fn register(&self, caller: &CallerContext, source: &str) -> Result<ConnectorStatus> {
+        let result = self.connect(caller, source).await;
+        self.audit.outcome(caller, "connector.register", source, &result).await;
+        result
+    }
+
+    async fn connect(&self, caller: &CallerContext, source: &str) -> Result<ConnectorStatus> {
         caller.scopes.require(Scope::TenantWrite)?;
         let (source, _) = Self::source_of(source)?;
         let current = self.backend.records.get_connector(&caller.tenant, &source).await?;
@@ -256,8 +236,14 @@ impl IngestService {
     /// `CONNECTOR_NOT_AVAILABLE` when the source is not registered; `PAYLOAD_TOO_LARGE`
     /// over [`MAX_RECORDS_PER_BATCH`]; `INVALID_REQUEST` for a malformed body;
     /// `UNAVAILABLE` when the queue cannot take the batch (nothing was lost: retrying
-    /// the same batch is safe, records are idempotent).
+    /// the same batch is safe, records are idempotent). Audited either way.
     pub async fn accept(&self, caller: &CallerContext, source: &str, body: Json) -> Result<Accepted> {
+        let result = self.accept_batch(caller, source, body).await;
+        self.audit.outcome(caller, "ingest.accept", source, &result).await;
+        result
+    }
+
+    async fn accept_batch(&self, caller: &CallerContext, source: &str, body: Json) -> Result<Accepted> {
         caller.scopes.require(Scope::TenantWrite)?;
         let (src, map) = Self::source_of(source)?;
         let status = self.backend.records.get_connector(&caller.tenant, &src).await?;
@@ -733,53 +719,6 @@ impl IngestService {
             }
         }
         Err(Error::unavailable("the entity kept changing concurrently; retry"))
-    }
-
-    /// Drains the queue once: receives up to 10 messages and processes each, acking the
-    /// successes and releasing the failures for a later retry. Returns how many messages
-    /// were handled. `continuity serve` runs this in a loop; tests call it directly.
-    ///
-    /// # Errors
-    /// `UNAVAILABLE` when the queue cannot be reached.
-    pub async fn drain_once(&self, visibility: std::time::Duration, retry_after: std::time::Duration) -> Result<usize> {
-        let deliveries = self.backend.queue.receive(10, visibility).await?;
-        let n = deliveries.len();
-        // The messages of one receive are processed concurrently: their blob writes and
-        // reads overlap, and the store's versioned writes keep racing records correct.
-        let mut tasks = tokio::task::JoinSet::new();
-        for d in deliveries {
-            if !Self::handles(&d.message.kind) {
-                tracing::warn!(kind = %d.message.kind, "a message this consumer does not handle is left to expire");
-                continue;
-            }
-            let this = self.clone();
-            tasks.spawn(async move { this.handle(d, retry_after).await });
-        }
-        while let Some(joined) = tasks.join_next().await {
-            if let Err(e) = joined {
-                tracing::error!(error = %e, "a pipeline task failed; its message is redelivered after its visibility timeout");
-            }
-        }
-        Ok(n)
-    }
-
-    /// Processes one delivery, then acknowledges it, or releases it for a retry.
-    async fn handle(&self, d: Delivery, retry_after: std::time::Duration) {
-        match self.process_any(&d).await {
-            Ok(_) => {
-                if let Err(e) = self.backend.queue.ack(&d.receipt).await {
-                    tracing::warn!(error = %e, "ack failed; the message will be redelivered (idempotent)");
-                }
-            }
-            Err(e) => {
-                if !is_permanent(&e) {
-                    self.record_stage_error(&d, &e).await;
-                }
-                if let Err(e) = self.backend.queue.release(&d.receipt, retry_after).await {
-                    tracing::warn!(error = %e, "release failed; the message reappears after its visibility timeout");
-                }
-            }
-        }
     }
 
     /// A batch that cannot be processed right now (a dependency failed) puts its

@@ -251,7 +251,7 @@ pub struct OAuthService {
 }
 
 impl OAuthService {
-    pub fn new(backend: Backend, auth: Authenticator, tokens: TokenService) -> Self {
+    pub(crate) fn new(backend: Backend, auth: Authenticator, tokens: TokenService) -> Self {
         Self { backend, auth, tokens, idp: idjag::IdpKeys::new(), cimd: cimd::CimdFetcher::default() }
     }
 

@@ -144,7 +144,7 @@ fn invalid() -> Error {
 }
 
 impl TokenService {
-    pub fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend) -> Self {
         Self { backend, cache: Arc::new(RwLock::new(KeyCache::default())) }
     }
 

@@ -143,7 +143,7 @@ impl Capability for KbSearch {
             }
             None => SearchService::shared_scopes(caller),
         };
-        let search = SearchService::new(tools.backend.clone());
+        let search = tools.search;
         if search.enabled() {
             let hits = search.search(caller, scopes, Some(DocKind::Kb), &a.query, max, SearchMode::Hybrid).await?;
             let mut documents = Vec::new();

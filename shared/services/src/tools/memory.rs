@@ -18,7 +18,6 @@ use super::{
     SessionArg, Tools, TurnRoleSchema, TurnView, WhyView, limit, own_session, page_of, rank, terms, text_field,
 };
 use crate::capabilities::typed::{Capability, Context, Required};
-use crate::search::SearchService;
 
 impl Tools<'_> {
     /// Active org entries matching `query`, best first: hybrid search over the index,
@@ -33,7 +32,7 @@ impl Tools<'_> {
         max: usize,
     ) -> Result<(Vec<(MemoryEntry, WhyView)>, bool, &'static str)> {
         ports::search::check_query(query)?;
-        let search = SearchService::new(self.backend.clone());
+        let search = self.search;
         if search.enabled() {
             let hits = search
                 .search(caller, vec![MemoryScope::Org], Some(DocKind::Memory), query, (max * 2).min(100), SearchMode::Hybrid)

@@ -55,7 +55,8 @@ pub const MAX_QUERY_LEN: usize = 512;
 pub const MAX_SCAN: usize = 10_000;
 
 /// What the handlers run on: the backend, the entity service (the Spine Cache), the
-/// tenant's resolved schema, the knowledge-graph service and the gates.
+/// tenant's resolved schema and the other services a tool reaches — each the one
+/// [`crate::Services`] built.
 pub struct Tools<'a> {
     pub backend: &'a Backend,
     pub entities: &'a EntityService,
@@ -64,6 +65,11 @@ pub struct Tools<'a> {
     pub graph: &'a crate::graph::GraphService,
     pub gates: &'a crate::gates::GateService,
     pub engineering: &'a crate::engineering::EngineeringService,
+    pub search: &'a crate::search::SearchService,
+    /// Proposals are triaged where they are stored.
+    pub governance: &'a crate::governance::GovernanceService,
+    /// Tasks dispatched to agents and people.
+    pub work: &'a crate::work::TaskService,
 }
 
 impl Tools<'_> {

@@ -62,7 +62,7 @@ impl Tools<'_> {
         self.backend.records.create_proposal(&p).await?;
         // The embedded runner of the triage states runs now; on Step Functions the
         // execution is under way. A proposal waiting for a person waits in the store.
-        let p = crate::governance::GovernanceService::new(self.backend.clone()).triage(&p.tenant, &p.id).await?;
+        let p = self.governance.triage(&p.tenant, &p.id).await?;
         Ok(ProposalOutput { proposal: ProposalView::of(&p, caller) })
     }
 }

@@ -159,7 +159,7 @@ impl Capability for Recall {
             RecallType::Personal | RecallType::Org => DocKind::Memory,
             RecallType::Engineering => DocKind::Engineering,
         });
-        let search = SearchService::new(tools.backend.clone());
+        let search = tools.search;
         let now = tools.now();
         let mut results = Vec::new();
         if search.enabled() {
@@ -377,7 +377,7 @@ impl Tools<'_> {
     /// Indexes a conversation turn in its session's scope (best effort: a failure is
     /// logged, the turn is stored either way).
     pub(crate) async fn index_turn(&self, turn: &domain::memory::ConversationTurn) {
-        let search = SearchService::new(self.backend.clone());
+        let search = self.search;
         let scope = MemoryScope::Session(turn.session.clone());
         let title = crate::search::turn_title(turn);
         let r = search
@@ -632,7 +632,7 @@ impl Tools<'_> {
         if let Some(m) = all.iter().find(|m| m.live_at(now) && m.kind == kind.as_str() && norm(&m.body) == wanted) {
             return Ok(Some(m.clone()));
         }
-        let search = SearchService::new(self.backend.clone());
+        let search = self.search;
         if !search.enabled() {
             return Ok(None);
         }
@@ -648,7 +648,7 @@ impl Tools<'_> {
     /// Writes a personal entry and (re)indexes it, with its event time.
     async fn store_personal(&self, m: &MemoryEntry, expect: Expect) -> Result<MemoryEntry> {
         let stored = self.backend.records.put_memory(m, expect).await?;
-        SearchService::new(self.backend.clone())
+        self.search
             .index(IndexRequest {
                 tenant: &stored.tenant,
                 scope: &stored.scope,
@@ -664,7 +664,7 @@ impl Tools<'_> {
     }
 
     async fn forget_personal(&self, m: MemoryEntry, by: Id) -> Result<MemoryEntry> {
-        forget(self.backend, m, by).await
+        forget(self.backend, self.search, m, by).await
     }
 }
 
@@ -674,7 +674,7 @@ impl Tools<'_> {
 ///
 /// # Errors
 /// `CONFLICT` when the entry changed meanwhile; `UNAVAILABLE`.
-pub async fn forget(backend: &ports::Backend, mut m: MemoryEntry, by: Id) -> Result<MemoryEntry> {
+pub async fn forget(backend: &ports::Backend, search: &SearchService, mut m: MemoryEntry, by: Id) -> Result<MemoryEntry> {
     let now = backend.clock.now();
     m.state = GovernanceState::Forgotten { by, at: now };
     m.title = "(forgotten)".into();
@@ -683,7 +683,7 @@ pub async fn forget(backend: &ports::Backend, mut m: MemoryEntry, by: Id) -> Res
     m.expires_at = None;
     m.updated_at = now;
     let gone = backend.records.put_memory(&m, Expect::Version(m.version)).await?;
-    SearchService::new(backend.clone()).unindex(&gone.tenant, &gone.scope, &gone.id).await?;
+    search.unindex(&gone.tenant, &gone.scope, &gone.id).await?;
     Ok(gone)
 }
 

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::EntityArg;
 use crate::capabilities::typed::{Capability, Context, Required};
-use crate::work::TaskService;
 
 crate::enum_schema!(TaskStatusSchema, TaskStatus);
 
@@ -85,9 +84,7 @@ impl Capability for TaskDispatch {
 
     async fn run<'a>(cx: &'a Context<'a>, a: DispatchArgs) -> Result<TaskOutput> {
         let related = a.related.unwrap_or_default().iter().map(EntityArg::to_ref).collect::<Result<Vec<_>>>()?;
-        let t = TaskService::new(cx.tools.backend.clone())
-            .dispatch(cx.caller, &a.title, a.body.as_deref().unwrap_or_default(), &a.assignee, related)
-            .await?;
+        let t = cx.tools.work.dispatch(cx.caller, &a.title, a.body.as_deref().unwrap_or_default(), &a.assignee, related).await?;
         Ok(TaskOutput { task: TaskView::from(&t) })
     }
 }
@@ -124,7 +121,7 @@ impl Capability for TaskList {
             None => None,
         };
         let page = PageRequest { limit: Some(a.limit.unwrap_or(50).clamp(1, 100)), cursor: a.cursor };
-        let p = TaskService::new(cx.tools.backend.clone()).list(cx.caller, assignee.as_ref(), a.status, &page).await?;
+        let p = cx.tools.work.list(cx.caller, assignee.as_ref(), a.status, &page).await?;
         Ok(TaskListOutput { tasks: p.items.iter().map(TaskView::from).collect(), next_cursor: p.next_cursor })
     }
 }
@@ -153,7 +150,7 @@ impl Capability for TaskUpdate {
 
     async fn run<'a>(cx: &'a Context<'a>, a: UpdateArgs) -> Result<TaskOutput> {
         let id = Id::new(a.id)?;
-        let t = TaskService::new(cx.tools.backend.clone()).update(cx.caller, &id, a.status, a.note).await?;
+        let t = cx.tools.work.update(cx.caller, &id, a.status, a.note).await?;
         Ok(TaskOutput { task: TaskView::from(&t) })
     }
 }
