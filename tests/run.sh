@@ -7,15 +7,16 @@
 # On a fresh Debian machine (as root, or with sudo) it installs what is missing:
 # apt packages, a Python venv with moto, cfn-lint, aws-sam-cli and cargo-lambda,
 # a second venv with the official MCP Python SDK (CONTINUITY_TEST_PYTHON), Node 22
-# and the MCP conformance suite from npm, and cargo-nextest. Repeat runs skip every
-# install that is already satisfied.
+# and the MCP conformance suite from npm, cargo-nextest, cargo-machete and cargo-deny.
+# Repeat runs skip every install that is already satisfied.
 # It then starts throw-away services on loopback, on free ports:
 #   - moto_server (AWS APIs: DynamoDB, SQS, S3...)  -> CONTINUITY_TEST_MOTO_URL
 #   - a plain redis-server (no persistence)           -> CONTINUITY_TEST_REDIS_URL
 #   - a TLS Redis cluster (tests/redis-tls-cluster.sh) -> CONTINUITY_TEST_REDIS_CLUSTER_URLS
 #                                                        (comma-separated rediss:// URLs)
 #                                                        CONTINUITY_TEST_REDIS_CA (CA PEM path)
-# and runs the steps: rustfmt, clippy, nextest over the workspace, the conformance
+# and runs the steps: rustfmt, clippy, unused dependencies (cargo machete), the
+# dependency policy (cargo deny: deny.toml), nextest over the workspace, the conformance
 # suite's authorization-server and applicable server scenarios, cfn-lint, `sam validate --lint`, and a
 # release `cargo lambda build` of the Lambda binaries. Every step is announced
 # ("==> step") and timed, and a summary follows. The exit status is non-zero if
@@ -312,6 +313,17 @@ if [ -z "$ONLY_SERVICES" ]; then
     say "    installing cargo-nextest"
     cargo install cargo-nextest --locked
   fi
+  # The dependency checks: unused dependencies, and licences, duplicate versions and
+  # sources (deny.toml). Pinned; installed once into ~/.cargo/bin.
+  for tool in cargo-machete@0.9.2 cargo-deny@0.20.2; do
+    name="${tool%@*}"
+    if "$name" --version 2>/dev/null | grep -q "${tool#*@}"; then
+      say "    $("$name" --version 2>/dev/null | head -n1)"
+    else
+      say "    installing $tool"
+      cargo install "$tool" --locked
+    fi
+  done
   # The target folder outlives runs and grows; cargo's incremental files are its
   # largest part and are rebuilt on demand. Below 10 GB free, drop them rather than
   # fail a build with a full disk.
@@ -477,6 +489,15 @@ if [ -f "$ROOT/.config/nextest.toml" ] && grep -q '^\[profile\.ci\]' "$ROOT/.con
 fi
 run_step "cargo fmt --check" cargo fmt --all -- --check
 run_step "cargo clippy (warnings are errors)" cargo clippy --workspace --all-targets --quiet -- -D warnings
+run_step "cargo machete (unused dependencies)" cargo machete
+run_step "cargo deny (licences, duplicate versions, sources)" cargo deny --log-level error check licenses bans sources
+# Advisories need the RustSec database from GitHub, which a machine that reaches only
+# the package registries cannot fetch: checked where it can be, said so where not.
+if timeout 20 git ls-remote https://github.com/RustSec/advisory-db HEAD >/dev/null 2>&1; then
+  run_step "cargo deny (advisories)" cargo deny --log-level error check advisories
+else
+  skip_step "cargo deny (advisories)" "the RustSec database on GitHub is unreachable from this machine"
+fi
 run_step "cargo nextest" cargo nextest "${NEXTEST_ARGS[@]}" "$@"
 
 conformance_authorization() {
