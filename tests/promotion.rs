@@ -17,10 +17,17 @@ use domain::{EntityType, Id};
 use ports::fortress::PromotionState;
 use ports::items::{Condition, Item, Write};
 use ports::records::{EntityStore, Expect};
-use ports::{Backend, SystemClock};
+use ports::{Backend, Clock as _, SystemClock};
 use serde_json::json;
 use services::Services;
 use services::backup_records::partition_digests;
+
+/// A clock the test moves: the promotion's wait for every process to mirror
+/// (`MIRROR_REFRESH`, 10 s) moves it on instead of sleeping, and the mirror's refresh is
+/// timed by the same clock.
+fn clock() -> Arc<dyn ports::Clock> {
+    Arc::new(ports::clock::ManualClock::new(SystemClock.now().0))
+}
 
 async fn promotion(backend: Backend) {
     let s = Services::new(backend.clone());
@@ -117,10 +124,10 @@ async fn promotion(backend: Backend) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promotion_embedded() {
     let dir = tempfile::tempdir().unwrap();
-    promotion(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+    promotion(store_embedded::open_backend(dir.path(), clock()).unwrap()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn promotion_aws() {
-    promotion(continuity_tests::aws::backend_with_own_fortress("promo").await).await;
+    promotion(continuity_tests::aws::backend_with_own_fortress("promo", clock()).await).await;
 }

@@ -16,7 +16,8 @@
 #                                                        (comma-separated rediss:// URLs)
 #                                                        CONTINUITY_TEST_REDIS_CA (CA PEM path)
 # and runs the steps: rustfmt, clippy, unused dependencies (cargo machete), the
-# dependency policy (cargo deny: deny.toml), nextest over the workspace, the conformance
+# dependency policy (cargo deny: deny.toml), nextest over the workspace, the
+# documentation examples (cargo test --doc), the conformance
 # suite's authorization-server and applicable server scenarios, cfn-lint, `sam validate --lint`, and a
 # release `cargo lambda build` of the Lambda binaries. Every step is announced
 # ("==> step") and timed, and a summary follows. The exit status is non-zero if
@@ -499,6 +500,8 @@ else
   skip_step "cargo deny (advisories)" "the RustSec database on GitHub is unreachable from this machine"
 fi
 run_step "cargo nextest" cargo nextest "${NEXTEST_ARGS[@]}" "$@"
+# nextest does not run documentation examples; cargo's own harness does.
+run_step "cargo test --doc" cargo test --doc --workspace --quiet
 
 conformance_authorization() {
   cargo build --quiet -p continuity --bin continuity

@@ -115,8 +115,8 @@ pub async fn sealed_records(table: &str, vault_key: &str) -> ports::Records {
 
 /// [`backend`] over a main table and a fortress table of their own (both sealed), the
 /// main one mirroring promoted tenants' writes into the fortress as the deployed
-/// functions do: for promotion tests, whose scans read whole tables.
-pub async fn backend_with_own_fortress(label: &str) -> Backend {
+/// functions do: for promotion tests, whose scans read whole tables. Timed by `clock`.
+pub async fn backend_with_own_fortress(label: &str, clock: Arc<dyn ports::Clock>) -> Backend {
     let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
     let vault_key = vault_key().await;
     let vault =
@@ -125,6 +125,7 @@ pub async fn backend_with_own_fortress(label: &str) -> Backend {
     let (fortress, _) = fresh_table(&format!("{label}-fortress")).await;
     let main: Arc<dyn ports::ItemStore> = Arc::new(DynamoItems::new(dynamo_client(&sdk), &main));
     let fortress: Arc<dyn ports::ItemStore> = Arc::new(DynamoItems::new(dynamo_client(&sdk), &fortress));
-    let records = ports::Records::new(Arc::new(ports::fortress::Mirrored::new(main, fortress.clone()))).with_vault(vault());
-    Backend { records, fortress: Some(ports::Records::new(fortress).with_vault(vault())), ..backend().await }
+    let records =
+        ports::Records::new(Arc::new(ports::fortress::Mirrored::new(main, fortress.clone(), clock.clone()))).with_vault(vault());
+    Backend { records, fortress: Some(ports::Records::new(fortress).with_vault(vault())), clock, ..backend().await }
 }

@@ -1,11 +1,19 @@
 //! Time as a port: services ask a [`Clock`], tests can supply their own.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
 
 use domain::Timestamp;
 
 pub trait Clock: Send + Sync {
     fn now(&self) -> Timestamp;
+
+    /// Waits `d` of this clock's time (a real wait, unless the clock is a test's).
+    fn sleep(&self, d: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        Box::pin(tokio::time::sleep(d))
+    }
 }
 
 /// Wall-clock time.
@@ -39,5 +47,12 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
         Timestamp(self.0.load(Ordering::SeqCst))
+    }
+
+    /// Moves the clock on by `d` at once: a wait of the code under test costs the test
+    /// nothing.
+    fn sleep(&self, d: Duration) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+        self.advance(i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Box::pin(std::future::ready(()))
     }
 }

@@ -13,12 +13,13 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::{Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
+use crate::Clock;
 use crate::items::{Condition, Item, ItemStore, Query, REGISTRY_TENANT, Write};
 
 /// The registry part holding each tenant's promotion record (key: the tenant).
@@ -60,18 +61,20 @@ pub struct Promotion {
 pub struct Mirrored {
     main: Arc<dyn ItemStore>,
     fortress: Arc<dyn ItemStore>,
-    known: RwLock<Option<(Instant, Arc<BTreeSet<String>>)>>,
+    /// The backend's clock: the refresh is timed by it, as the promotion's wait is.
+    clock: Arc<dyn Clock>,
+    known: RwLock<Option<(Timestamp, Arc<BTreeSet<String>>)>>,
 }
 
 impl Mirrored {
-    pub fn new(main: Arc<dyn ItemStore>, fortress: Arc<dyn ItemStore>) -> Self {
-        Self { main, fortress, known: RwLock::new(None) }
+    pub fn new(main: Arc<dyn ItemStore>, fortress: Arc<dyn ItemStore>, clock: Arc<dyn Clock>) -> Self {
+        Self { main, fortress, clock, known: RwLock::new(None) }
     }
 
     /// The tenants whose writes are mirrored, re-read every [`MIRROR_REFRESH`].
     async fn mirrored(&self) -> Result<Arc<BTreeSet<String>>> {
         if let Some((at, set)) = self.known.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
-            && at.elapsed() < MIRROR_REFRESH
+            && u128::try_from(self.clock.now().0 - at.0).is_ok_and(|ms| ms < MIRROR_REFRESH.as_millis())
         {
             return Ok(set.clone());
         }
@@ -96,7 +99,7 @@ impl Mirrored {
             }
         }
         let set = Arc::new(set);
-        *self.known.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((Instant::now(), set.clone()));
+        *self.known.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((self.clock.now(), set.clone()));
         Ok(set)
     }
 }

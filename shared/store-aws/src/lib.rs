@@ -134,7 +134,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         .map(|t| Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t)) as Arc<dyn ports::ItemStore>);
     // Writes of promoted tenants are mirrored into the fortress table (`ports::fortress`).
     let records = match &fortress_items {
-        Some(f) => Records::new(Arc::new(ports::fortress::Mirrored::new(main, f.clone()))),
+        Some(f) => Records::new(Arc::new(ports::fortress::Mirrored::new(main, f.clone(), clock.clone()))),
         None => Records::new(main),
     };
     Ok(Backend {

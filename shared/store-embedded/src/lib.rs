@@ -122,7 +122,8 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     let readiness = Arc::new(health::EmbeddedReadiness::new(db.clone(), home.to_path_buf()));
     let fortress_items: Arc<dyn ports::ItemStore> = Arc::new(SqliteItems::new(fortress_db.clone()));
     // Writes of promoted tenants are mirrored into the fortress (`ports::fortress`).
-    let items = Arc::new(ports::fortress::Mirrored::new(Arc::new(SqliteItems::new(db.clone())), fortress_items.clone()));
+    let items =
+        Arc::new(ports::fortress::Mirrored::new(Arc::new(SqliteItems::new(db.clone())), fortress_items.clone(), clock.clone()));
     let search = Arc::new(SqliteSearch::new(db.clone(), embedder.name(), embedder.dim()));
     let cache = Arc::new(MemoryCache::new(cache::DEFAULT_CAPACITY));
     watch_other_processes(&db, &cache, &search);

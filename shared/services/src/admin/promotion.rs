@@ -220,7 +220,7 @@ impl AdminService {
         // Every process mirrors once it has re-read the promotion records.
         let since = std::time::Duration::from_millis(u64::try_from(self.backend.clock.now().0 - p.started_at.0).unwrap_or(0));
         if since < MIRROR_REFRESH + std::time::Duration::from_secs(1) {
-            tokio::time::sleep(MIRROR_REFRESH + std::time::Duration::from_secs(1) - since).await;
+            self.backend.clock.sleep(MIRROR_REFRESH + std::time::Duration::from_secs(1) - since).await;
         }
         for round in 1..=VERIFY_ROUNDS {
             // Reconcile: what changed during the backfill, both ways.
