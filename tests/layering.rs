@@ -137,3 +137,161 @@ fn crate_maps_name_every_module() {
     }
     assert!(missing.is_empty(), "modules missing from their crate's map:\n{}", missing.join("\n"));
 }
+
+/// The workspace crates each crate's manifest depends on at run time (`[dependencies]`,
+/// not dev or build).
+fn manifest_deps(manifest: &Path, workspace: &[String]) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let mut section = String::new();
+    let mut deps = Vec::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            section = l.to_owned();
+            continue;
+        }
+        if section != "[dependencies]" {
+            continue;
+        }
+        let name = l.split(['=', '.', ' ']).next().unwrap_or_default();
+        if workspace.iter().any(|w| w == name) && !deps.iter().any(|d| d == name) {
+            deps.push(name.to_owned());
+        }
+    }
+    deps.sort();
+    deps
+}
+
+fn manifests(root: &Path) -> Vec<(String, PathBuf)> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.join("tests")];
+    for parent in ["shared", "functions"] {
+        for e in std::fs::read_dir(root.join(parent)).unwrap().flatten() {
+            dirs.push(e.path());
+        }
+    }
+    for d in dirs {
+        let m = d.join("Cargo.toml");
+        if let Ok(text) = std::fs::read_to_string(&m) {
+            let name = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("name = \""))
+                .and_then(|r| r.strip_suffix('"'))
+                .expect("a package name")
+                .to_owned();
+            out.push((name, m));
+        }
+    }
+    out
+}
+
+/// ARCHITECTURE.md's crate graph (its `crates` block) is the manifests' graph: every
+/// crate listed, each with exactly the workspace crates it depends on.
+#[test]
+fn the_crate_graph_is_the_one_documented() {
+    let root = root();
+    let arch = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let block =
+        arch.split("```crates\n").nth(1).and_then(|b| b.split("```").next()).expect("a ```crates block in ARCHITECTURE.md");
+    let documented: Vec<(String, Vec<String>)> = block
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(c, d)| {
+            let mut d: Vec<String> = d.split_whitespace().map(str::to_owned).collect();
+            d.sort();
+            (c.trim().to_owned(), d)
+        })
+        .collect();
+    let crates = manifests(&root);
+    let names: Vec<String> = crates.iter().map(|(n, _)| n.clone()).collect();
+    assert!(names.len() >= 20, "{names:?}");
+    let mut wrong = Vec::new();
+    for (name, manifest) in &crates {
+        let actual = manifest_deps(manifest, &names);
+        match documented.iter().find(|(c, _)| c == name) {
+            Some((_, d)) if *d == actual => {}
+            Some((_, d)) => wrong.push(format!("{name}: documented {d:?}, the manifest says {actual:?}")),
+            None => wrong.push(format!("{name}: not in the crates block (depends on {actual:?})")),
+        }
+    }
+    for (c, _) in &documented {
+        if !names.contains(c) {
+            wrong.push(format!("{c}: documented, but no such crate"));
+        }
+    }
+    assert!(wrong.is_empty(), "ARCHITECTURE.md's crate graph is out of date:\n{}", wrong.join("\n"));
+}
+
+/// Only the embedded backend, the stdio bridge's offline store (in the `continuity`
+/// binary) and the tests name SQLite.
+#[test]
+fn sqlite_stays_where_architecture_says() {
+    let root = root();
+    let crates = manifests(&root);
+    let users: Vec<&str> = crates
+        .iter()
+        .filter(|(_, m)| std::fs::read_to_string(m).unwrap().lines().any(|l| l.trim_start().starts_with("rusqlite")))
+        .map(|(n, _)| n.as_str())
+        .collect();
+    let mut users = users;
+    users.sort_unstable();
+    assert_eq!(users, ["continuity", "continuity-tests", "store-embedded"]);
+    let mut files = Vec::new();
+    rust_files(&root.join("functions/local/src"), &mut files);
+    let named: Vec<String> = files
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    assert_eq!(named, ["functions/local/src/bridge/store.rs"], "in the binary, only the bridge's store");
+}
+
+/// ARCHITECTURE.md's *Adding a tool* steps name files that exist and hold what each
+/// step says to add there.
+#[test]
+fn the_add_a_tool_steps_are_true() {
+    let root = root();
+    let arch = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let steps = arch.split("#### Adding a tool").nth(1).and_then(|s| s.split("\n#").next()).expect("the Adding a tool section");
+    for (path, holds) in [
+        ("shared/services/src/tools/", "impl Capability for"),
+        ("shared/services/src/capabilities/typed.rs", "macro_rules! for_each_capability"),
+        ("shared/adk/src/registry.rs", "\"task.dispatch\""),
+        ("shared/mcp/src/render.rs", "pub trait Render"),
+    ] {
+        assert!(steps.contains(&format!("`{path}`")), "the steps name {path}");
+        let p = root.join(path);
+        let text = if p.is_dir() {
+            let mut files = Vec::new();
+            rust_files(&p, &mut files);
+            files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect::<String>()
+        } else {
+            std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{path}: {e}"))
+        };
+        assert!(text.contains(holds), "{path} holds {holds}");
+    }
+    // Every registered capability has its policy and its text (steps 2-4 agree).
+    let typed = std::fs::read_to_string(root.join("shared/services/src/capabilities/typed.rs")).unwrap();
+    let registry = std::fs::read_to_string(root.join("shared/adk/src/registry.rs")).unwrap();
+    let mut tools = Vec::new();
+    rust_files(&root.join("shared/services/src/tools"), &mut tools);
+    let (mut missing, mut checked) = (Vec::new(), 0);
+    for f in tools {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (i, _) in text.match_indices("const NAME: &'static str = \"") {
+            let rest = &text[i + "const NAME: &'static str = \"".len()..];
+            let name = &rest[..rest.find('"').unwrap()];
+            let ty =
+                text[..i].rsplit("impl Capability for ").next().and_then(|t| t.split_whitespace().next()).unwrap_or_default();
+            if !typed.contains(&format!("::{ty},")) {
+                missing.push(format!("{name}: {ty} not in for_each_capability!"));
+            }
+            if !registry.contains(&format!("\"{name}\"")) {
+                missing.push(format!("{name}: no policy in adk/src/registry.rs"));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 30, "the walk found the capabilities: {checked}");
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
