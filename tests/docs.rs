@@ -1,7 +1,8 @@
 //! The documentation keeps its promises (issue #15): the README stays short enough to read
 //! in a few minutes, every "SPEC §n" reference in the repository names a section that
 //! exists in `docs/spec.md`, no document points at a file outside the repository, and
-//! `docs/README.md` indexes every document while every local link resolves.
+//! `docs/README.md` indexes every document while every local link resolves, and the
+//! tests the pages name as evidence exist.
 //!
 //! A plain scan over the files with the standard library: no regex, no markdown parser.
 
@@ -261,4 +262,71 @@ fn docs_index_lists_every_doc() {
         }
     }
     assert!(failures.is_empty(), "documentation index and links:\n{}", failures.join("\n"));
+}
+
+/// `a{b,c}d` → `abd`, `acd` (every group, one level each).
+fn expand_braces(s: &str) -> Vec<String> {
+    let (Some(open), Some(close)) = (s.find('{'), s.find('}')) else { return vec![s.to_owned()] };
+    if close < open {
+        return vec![s.to_owned()];
+    }
+    s[open + 1..close].split(',').flat_map(|alt| expand_braces(&format!("{}{alt}{}", &s[..open], &s[close + 1..]))).collect()
+}
+
+/// A backticked name that reads as a test's (or another function's): lower-case words
+/// joined by at least three underscores, as `every_error_says_what_to_do_next`.
+fn test_like(name: &str) -> bool {
+    name.matches('_').count() >= 3
+        && !name.starts_with('_')
+        && !name.ends_with('_')
+        && !name.contains("__")
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// The pages that name tests as evidence (docs/testing.md, docs/security.md) name only
+/// tests that exist: a test renamed or removed fails this until its page says so.
+#[test]
+fn tests_named_in_the_docs_exist() {
+    let root = root();
+    let mut sources = Vec::new();
+    for dir in ["shared", "functions", "tests"] {
+        files(&root.join(dir), &["rs"], &mut sources);
+    }
+    let mut words = BTreeSet::new();
+    for f in &sources {
+        for w in read(f).split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if test_like(w) {
+                words.insert(w.to_owned());
+            }
+        }
+    }
+    let mut named = 0;
+    let mut stale = Vec::new();
+    for page in ["docs/testing.md", "docs/security.md"] {
+        let text = read(&root.join(page));
+        for (i, span) in text.split('`').enumerate() {
+            if i % 2 == 0 || span.contains('\n') {
+                continue;
+            }
+            for e in expand_braces(span) {
+                let last = e.trim().rsplit(|c: char| c == ':' || c.is_whitespace()).next().unwrap_or_default();
+                if test_like(last) {
+                    named += 1;
+                    if !words.contains(last) {
+                        stale.push(format!("{page}: `{span}` ({last})"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(named >= 40, "the scan found the tests the pages name: {named}");
+    assert!(stale.is_empty(), "tests named in the docs that no source holds:\n{}", stale.join("\n"));
+}
+
+#[test]
+fn brace_groups_expand_and_test_names_are_recognised() {
+    assert_eq!(expand_braces("a_{x,y}_b"), ["a_x_b", "a_y_b"]);
+    assert_eq!(expand_braces("plain"), ["plain"]);
+    assert!(test_like("every_error_says_what_to_do_next"));
+    assert!(!test_like("memory_search") && !test_like("Not_A_Test_Name") && !test_like("a__b_c_d"));
 }

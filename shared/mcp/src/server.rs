@@ -219,26 +219,29 @@ impl ContinuityMcp {
     /// result, `UNAVAILABLE` when it took too long (it may still finish: check before
     /// retrying), or `INTERNAL` if the handler failed unexpectedly — never silence.
     pub async fn call(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
+        rendered(self.run(caller, name, args).await)
+    }
+
+    /// A call's outcome, typed: its result and text, or the taxonomy error.
+    async fn run(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<(Value, String)> {
         let (this, who, tool) = (self.clone(), caller.clone(), name.to_owned());
         let run = tokio::spawn(async move { this.call_now(&who, &tool, args).await });
         match tokio::time::timeout(TOOL_DEADLINE, run).await {
-            Ok(Ok(result)) => result,
+            Ok(Ok(outcome)) => outcome,
             Ok(Err(e)) => {
                 tracing::error!(error = %e, "a tool call's handler failed");
-                render::error(&Error::internal("the call failed unexpectedly; nothing more is known"))
+                Err(Error::internal("the call failed unexpectedly; nothing more is known"))
             }
-            Err(_) => render::error(
-                &Error::unavailable(format!(
-                    "the call did not finish within {} s; it may still complete — check its effect before retrying",
-                    TOOL_DEADLINE.as_secs()
-                ))
-                .with_retry_after(5),
-            ),
+            Err(_) => Err(Error::unavailable(format!(
+                "the call did not finish within {} s; it may still complete — check its effect before retrying",
+                TOOL_DEADLINE.as_secs()
+            ))
+            .with_retry_after(5)),
         }
     }
 
-    async fn call_now(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> CallToolResult {
-        let outcome = match (caller.scopes.require(Scope::McpTools), crate::tools::find(caller, name)) {
+    async fn call_now(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<(Value, String)> {
+        match (caller.scopes.require(Scope::McpTools), crate::tools::find(caller, name)) {
             (Err(e), _) => Err(self.services.capabilities.refuse(caller, name, e).await),
             (Ok(()), Some(tool)) => tool.call(&self.services, caller, Value::Object(args.unwrap_or_default())).await,
             (Ok(()), None) => {
@@ -252,12 +255,23 @@ impl ContinuityMcp {
                 );
                 Err(self.services.capabilities.refuse(caller, name, e).await)
             }
-        };
-        match outcome {
-            Ok((data, text)) => render::success(data, text),
-            Err(e) => render::error(&e),
         }
     }
+}
+
+fn rendered(outcome: domain::Result<(Value, String)>) -> CallToolResult {
+    match outcome {
+        Ok((data, text)) => render::success(data, text),
+        Err(e) => render::error(&e),
+    }
+}
+
+/// Whether an idempotent call's failure is kept as its outcome: not when a later send
+/// could succeed (the dependency, the rate limit or the resolver recovers; an internal
+/// failure is not the caller's).
+fn kept(code: domain::ErrorCode) -> bool {
+    use domain::ErrorCode::{Internal, RateLimited, ResolverDegraded, Unavailable};
+    !matches!(code, Unavailable | RateLimited | Internal | ResolverDegraded)
 }
 
 /// The longest a tool call runs before its caller is answered `UNAVAILABLE`.
@@ -277,12 +291,11 @@ impl ContinuityMcp {
         match services::calls::begin(&self.services, caller, key, &fingerprint).await {
             Err(e) => render::error(&e),
             Ok(services::calls::Begun::First { started_at }) => {
-                let result = self.call(caller, name, args).await;
-                let outcome = serde_json::to_value(&result).unwrap_or(Value::Null);
+                let ran = self.run(caller, name, args).await;
                 // A failure worth retrying is not kept: the next send with the key runs again.
-                let code = outcome.pointer("/structuredContent/code").and_then(Value::as_str).unwrap_or_default();
-                let retry = result.is_error == Some(true)
-                    && matches!(code, "UNAVAILABLE" | "RATE_LIMITED" | "INTERNAL" | "RESOLVER_DEGRADED");
+                let retry = ran.as_ref().is_err_and(|e| !kept(e.code));
+                let result = rendered(ran);
+                let outcome = serde_json::to_value(&result).unwrap_or(Value::Null);
                 let done = (started_at, fingerprint.as_str());
                 if let Err(e) = services::calls::finish(&self.services, caller, key, done, outcome, retry).await {
                     tracing::warn!(code = ?e.code, "the outcome of an idempotent call was not kept; a repeat will be told it is unknown");
