@@ -13,8 +13,17 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/continuity-conformance.XXXXXX")"
 SERVE_PID=""
 cleanup() {
-  [ -n "$SERVE_PID" ] && kill "$SERVE_PID" 2>/dev/null || true
-  rm -rf "$WORK"
+  local status=$?
+  if [ -n "$SERVE_PID" ]; then
+    kill "$SERVE_PID" 2>/dev/null || true
+    # `serve` writes its last files into the home while it stops: wait (up to 10 s)
+    # before removing it.
+    for _ in $(seq 50); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$SERVE_PID" 2>/dev/null || true
+    wait "$SERVE_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK" || true
+  exit "$status"
 }
 trap cleanup EXIT
 

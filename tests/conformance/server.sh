@@ -15,8 +15,17 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/continuity-conformance.XXXXXX")"
 PIDS=()
 cleanup() {
+  local status=$?
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$WORK"
+  # `serve` stops gracefully on SIGTERM and writes its last files into the home while it
+  # does: removing the home before it has exited races it. Wait up to 10 s, then kill.
+  for p in "${PIDS[@]}"; do
+    for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$p" 2>/dev/null || true
+    wait "$p" 2>/dev/null || true
+  done
+  rm -rf "$WORK" || true
+  exit "$status"
 }
 trap cleanup EXIT
 
