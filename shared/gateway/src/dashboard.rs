@@ -21,8 +21,8 @@
 //! Sign-in, sessions and CSRF work like the approvals console's (its helpers are reused):
 //! a signed `HttpOnly; SameSite=Strict` cookie of its own, every form carrying the
 //! session's CSRF secret, pages with no script under a CSP that forbids scripts and
-//! framing, and everything shown escaped. Tool actions go through the MCP tools, so the
-//! ADK's gating and the audit ledger apply as for any client.
+//! framing, and everything shown escaped. Actions run the typed capabilities through the
+//! capability service, so the ADK's gating and the audit ledger apply as for any client.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -122,38 +122,14 @@ async fn signed_in(state: &AppState, base: &str, headers: &HeaderMap) -> Result<
     }
 }
 
-/// Runs an MCP tool as the caller (the ADK's gating and the audit apply) and returns its
-/// structured result, or the taxonomy error it answered.
-async fn tool(state: &AppState, caller: &CallerContext, name: &str, args: Value) -> Result<Value, Error> {
-    let mcp = mcp::ContinuityMcp::new(state.services.clone());
-    let r = mcp.call(caller, name, args.as_object().cloned()).await;
-    let v = serde_json::to_value(&r).map_err(|e| Error::internal(format!("tool result: {e}")))?;
-    let structured = v.get("structuredContent").cloned().unwrap_or(Value::Null);
-    if v.get("isError").and_then(Value::as_bool) == Some(true) {
-        let code = structured.get("code").and_then(Value::as_str).map_or(ErrorCode::Internal, code_of);
-        let message = structured.get("message").and_then(Value::as_str).unwrap_or("the tool failed").to_owned();
-        return Err(Error::new(code, message));
-    }
-    Ok(structured)
-}
-
-/// The taxonomy code a tool answered with (the ones a page shows differently).
-fn code_of(s: &str) -> ErrorCode {
-    [
-        ErrorCode::InvalidRequest,
-        ErrorCode::Forbidden,
-        ErrorCode::NotFound,
-        ErrorCode::Conflict,
-        ErrorCode::RateLimited,
-        ErrorCode::Unauthenticated,
-        ErrorCode::CapabilityNotFound,
-        ErrorCode::PlanInsufficient,
-        ErrorCode::PayloadTooLarge,
-        ErrorCode::Unavailable,
-    ]
-    .into_iter()
-    .find(|c| c.as_str() == s)
-    .unwrap_or(ErrorCode::Internal)
+/// Runs the typed capability `C` as the caller — the ADK's gating and the audit apply as
+/// for any client — and returns its typed result or its taxonomy error.
+async fn call<C: services::capabilities::typed::Capability>(
+    state: &AppState,
+    caller: &CallerContext,
+    args: Value,
+) -> Result<C::Output, Error> {
+    state.services.capabilities.call::<C>(caller, args).await.map(|(_, out)| out)
 }
 
 // ------------------------------------------------------------------------ overview
@@ -367,15 +343,12 @@ pub async fn memory(
                 args[k] = json!(v);
             }
         }
-        tool(&state, &caller, "memory.search", args).await.map(|r| {
-            r["results"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .iter()
+        call::<services::tools::recall::Recall>(&state, &caller, args).await.map(|r| {
+            r.results
+                .into_iter()
                 .map(|h| {
-                    let s = |k: &str| h[k].as_str().unwrap_or_default().to_owned();
-                    (s("kind") == "memory", s("id"), s("scope"), s("memory_type"), s("title"), s("state"), s("occurred_at"))
+                    let (memory_type, state) = (h.memory_type.unwrap_or_default(), h.state.unwrap_or_default());
+                    (h.kind == "memory", h.id, h.scope, memory_type, h.title, state, h.occurred_at)
                 })
                 .collect()
         })
@@ -559,7 +532,7 @@ pub async fn forget(
         Ok(p) => p,
         Err(page) => return page,
     };
-    match tool(&state, &caller, "memory.forget", json!({"id": id})).await {
+    match call::<services::tools::recall::Forget>(&state, &caller, json!({"id": id})).await {
         Ok(_) => redirect(&format!("{base}/dashboard/memory?done=forgotten")),
         Err(e) => refused(&base, &caller, &csrf, "Memory entry", "Memory", &e),
     }
@@ -584,7 +557,7 @@ pub async fn propose(
     };
     let args = json!({"title": f.get("title").unwrap_or_default(), "body": f.get("body").unwrap_or_default(),
         "kind": kind.unwrap_or_else(|| "decision".into()), "supersedes": id});
-    match tool(&state, &caller, "memory.propose", args).await {
+    match call::<services::tools::memory::Propose>(&state, &caller, args).await {
         Ok(_) => redirect(&format!("{base}/dashboard/memory?done=proposed")),
         Err(e) => refused(&base, &caller, &csrf, "Memory entry", "Memory", &e),
     }
@@ -692,7 +665,7 @@ pub async fn graph(
         esc(&base),
         select("scope", Some(&scope), &opts)
     );
-    match state.services.graph.read(&caller, "read_graph", &json!({"scope": scope})).await {
+    match state.services.graph.read_graph(&caller, Some(&scope)).await {
         Ok(g) => {
             let entities: Vec<(String, String)> = g.entities.iter().map(|e| (e.name.clone(), e.entity_type.clone())).collect();
             let relations: Vec<(String, String, String)> =

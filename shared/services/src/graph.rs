@@ -19,8 +19,6 @@ use domain::principal::{CallerContext, Scope};
 use domain::{Error, ErrorCode, Result, TenantId};
 use ports::Backend;
 use ports::graph::{GraphChanges, GraphStore};
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 /// Graphs kept in memory before the least recently loaded is dropped.
 const MAX_CACHED_GRAPHS: usize = 256;
@@ -230,24 +228,6 @@ pub struct GraphService {
     locks: Arc<Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(args: &Value) -> Result<T> {
-    serde_json::from_value(args.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
-}
-
-/// The one list argument `key` of a graph tool (`{"entities": [...]}`), bounded; any
-/// other argument is refused.
-fn list_arg<T: serde::de::DeserializeOwned>(args: &Value, key: &str) -> Result<Vec<T>> {
-    let obj = args.as_object().ok_or_else(|| Error::invalid("arguments must be a JSON object"))?;
-    if let Some(other) = obj.keys().find(|k| *k != key) {
-        return Err(Error::invalid(format!("invalid arguments: unknown field `{other}`, expected `{key}`")));
-    }
-    let raw = obj.get(key).ok_or_else(|| Error::invalid(format!("invalid arguments: missing field `{key}`")))?;
-    let list: Vec<T> =
-        serde_json::from_value(raw.clone()).map_err(|e| Error::invalid(format!("invalid arguments: {key}: {e}")))?;
-    too_many(list.len())?;
-    Ok(list)
-}
-
 fn too_many(n: usize) -> Result<()> {
     if n > MAX_ITEMS_PER_CALL {
         return Err(Error::invalid(format!("at most {MAX_ITEMS_PER_CALL} items per call")));
@@ -278,21 +258,11 @@ impl GraphService {
         self.backend.as_ref().ok_or_else(|| Error::internal("graph service without a backend"))
     }
 
-    /// The graph's scope key for this call: `personal:{principal}`, or `project:{id}` for
-    /// one of the caller's projects. Checked before anything is read (wall 6).
-    /// The graph `args` name (checked against `caller`) and the arguments without it,
-    /// in the reference tool's shape.
-    fn scoped(caller: &CallerContext, args: &Value) -> Result<(String, Value)> {
-        let scope = Self::scope(caller, args)?;
-        let mut args = args.clone();
-        if let Some(o) = args.as_object_mut() {
-            o.remove("scope");
-        }
-        Ok((scope, args))
-    }
-
-    fn scope(caller: &CallerContext, args: &Value) -> Result<String> {
-        let scope = match args.get("scope").and_then(Value::as_str) {
+    /// The graph's scope key for this call: `personal:{principal}` (no scope, or
+    /// `personal`), or `project:{id}` for one of the caller's projects. Checked before
+    /// anything is read (wall 6).
+    fn scope(caller: &CallerContext, scope: Option<&str>) -> Result<String> {
+        let scope = match scope {
             None | Some("personal") => MemoryScope::Personal(caller.principal.to_string()),
             Some(raw) => match MemoryScope::parse(raw)? {
                 s @ MemoryScope::Project(_) => s,
@@ -343,9 +313,9 @@ impl GraphService {
     }
 
     /// Applies a change computed from the current graph, then updates the copy in place.
-    async fn write<F>(&self, tenant: &TenantId, scope: &str, compute: F) -> Result<Value>
+    async fn write<F, T>(&self, tenant: &TenantId, scope: &str, compute: F) -> Result<T>
     where
-        F: Fn(&Graph) -> Result<(GraphChanges, Value)>,
+        F: Fn(&Graph) -> Result<(GraphChanges, T)>,
     {
         let key = (tenant.clone(), scope.to_owned());
         let lock = {
@@ -397,204 +367,257 @@ impl GraphService {
         Err(Error::conflict("the graph is being changed concurrently; retry"))
     }
 
-    /// Runs one graph tool (the reference server's name) and returns its result: the
-    /// created, changed or found records, or a message.
-    ///
-    /// # Errors
-    /// `FORBIDDEN` without `memory:write` (writes) or `memory:read` (reads);
-    /// `INVALID_REQUEST`; `NOT_FOUND` for observations added to a missing entity.
-    pub async fn run(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Value> {
-        if matches!(name, "read_graph" | "search_nodes" | "open_nodes") {
-            return serde_json::to_value(self.read(caller, name, args).await?)
-                .map_err(|e| Error::internal(format!("graph result: {e}")));
-        }
-        let (scope, args) = Self::scoped(caller, args)?;
-        // The ADK checked the capability's scope already; kept here so this service is
-        // safe on its own.
+    /// The scope's key after the caller's right to `needed` there is checked. The ADK
+    /// checked the capability's scope already; kept here so this service is safe on its
+    /// own.
+    fn writable(caller: &CallerContext, scope: Option<&str>) -> Result<String> {
+        let key = Self::scope(caller, scope)?;
         caller.scopes.require(Scope::MemoryWrite)?;
-        let t = &caller.tenant;
-        let result = match name {
-            "create_entities" => {
-                let entities: Vec<GraphEntity> = list_arg(&args, "entities")?;
-                for e in &entities {
-                    e.validate()?;
-                }
-                self.write(t, &scope, |g| {
-                    let mut seen = BTreeSet::new();
-                    let created: Vec<GraphEntity> =
-                        entities.iter().filter(|e| g.get(&e.name).is_none() && seen.insert(e.name.clone())).cloned().collect();
-                    let out = json!(created);
-                    Ok((GraphChanges { put_entities: created, ..Default::default() }, out))
-                })
-                .await?
-            }
-            "create_relations" => {
-                let relations: Vec<GraphRelation> = list_arg(&args, "relations")?;
-                for r in &relations {
-                    r.validate()?;
-                }
-                self.write(t, &scope, |g| {
-                    let mut seen = BTreeSet::new();
-                    let created: Vec<GraphRelation> =
-                        relations.iter().filter(|r| !g.relations.contains(*r) && seen.insert((*r).clone())).cloned().collect();
-                    let out = json!(created);
-                    Ok((GraphChanges { put_relations: created, ..Default::default() }, out))
-                })
-                .await?
-            }
-            "add_observations" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields, rename_all = "camelCase")]
-                struct O {
-                    entity_name: String,
-                    contents: Vec<String>,
-                }
-                let observations: Vec<O> = list_arg(&args, "observations")?;
-                for o in &observations {
-                    for c in &o.contents {
-                        validate_observation(c)?;
-                    }
-                }
-                self.write(t, &scope, |g| {
-                    let mut changed: HashMap<String, GraphEntity> = HashMap::new();
-                    let mut out = Vec::new();
-                    for o in &observations {
-                        let current = match changed.get(&o.entity_name) {
-                            Some(e) => e.clone(),
-                            None => g
-                                .get(&o.entity_name)
-                                .cloned()
-                                .ok_or_else(|| Error::not_found(format!("entity with name {}", o.entity_name)))?,
-                        };
-                        let mut next = current;
-                        let mut added = Vec::new();
-                        for c in &o.contents {
-                            if !next.observations.contains(c) {
-                                next.observations.push(c.clone());
-                                added.push(c.clone());
-                            }
-                        }
-                        if next.observations.len() > MAX_OBSERVATIONS {
-                            return Err(Error::invalid_field(
-                                "observations",
-                                format!("an entity holds at most {MAX_OBSERVATIONS}"),
-                            ));
-                        }
-                        out.push(json!({"entityName": o.entity_name, "addedObservations": added}));
-                        changed.insert(o.entity_name.clone(), next);
-                    }
-                    Ok((GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() }, json!(out)))
-                })
-                .await?
-            }
-            "delete_entities" => {
-                let entity_names: Vec<String> = list_arg(&args, "entityNames")?;
-                self.write(t, &scope, |g| {
-                    let names: BTreeSet<&String> = entity_names.iter().filter(|n| g.get(n).is_some()).collect();
-                    let relations: Vec<GraphRelation> =
-                        g.relations.iter().filter(|r| names.contains(&r.from) || names.contains(&r.to)).cloned().collect();
-                    let changes = GraphChanges {
-                        delete_entities: names.into_iter().cloned().collect(),
-                        delete_relations: relations,
-                        ..Default::default()
-                    };
-                    Ok((changes, json!("Entities deleted successfully")))
-                })
-                .await?
-            }
-            "delete_observations" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields, rename_all = "camelCase")]
-                struct D {
-                    entity_name: String,
-                    observations: Vec<String>,
-                }
-                let deletions: Vec<D> = list_arg(&args, "deletions")?;
-                self.write(t, &scope, |g| {
-                    let mut changed: HashMap<String, GraphEntity> = HashMap::new();
-                    for d in &deletions {
-                        let Some(current) = changed.get(&d.entity_name).cloned().or_else(|| g.get(&d.entity_name).cloned())
-                        else {
-                            continue;
-                        };
-                        let mut next = current;
-                        next.observations.retain(|o| !d.observations.contains(o));
-                        changed.insert(d.entity_name.clone(), next);
-                    }
-                    Ok((
-                        GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() },
-                        json!("Observations deleted successfully"),
-                    ))
-                })
-                .await?
-            }
-            "delete_relations" => {
-                let relations: Vec<GraphRelation> = list_arg(&args, "relations")?;
-                self.write(t, &scope, |g| {
-                    let gone: Vec<GraphRelation> = relations.iter().filter(|r| g.relations.contains(*r)).cloned().collect();
-                    Ok((GraphChanges { delete_relations: gone, ..Default::default() }, json!("Relations deleted successfully")))
-                })
-                .await?
-            }
-            "merge_entities" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields, rename_all = "camelCase")]
-                struct M {
-                    source_names: Vec<String>,
-                    target_name: String,
-                }
-                let mut m: M = parse(&args)?;
-                let mut seen = BTreeSet::new();
-                m.source_names.retain(|n| seen.insert(n.clone()));
-                if m.source_names.is_empty() || m.source_names.len() > 100 {
-                    return Err(Error::invalid_field("sourceNames", "1 to 100 entity names"));
-                }
-                if m.source_names.contains(&m.target_name) {
-                    return Err(Error::invalid_field("sourceNames", "the target is not one of the sources"));
-                }
-                self.write(t, &scope, |g| merge(g, &m.source_names, &m.target_name)).await?
-            }
-            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph tool {other}"))),
-        };
-        Ok(result)
+        Ok(key)
     }
 
-    /// Runs one of the three read tools (`read_graph`, `search_nodes`, `open_nodes`).
+    /// `create_entities`: the entities whose name is new (the first of a repeated name),
+    /// as created.
     ///
     /// # Errors
-    /// `FORBIDDEN` without `memory:read` or for a project that is not the caller's;
-    /// `INVALID_REQUEST` for bad arguments.
-    pub async fn read(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Subgraph> {
-        let (scope, args) = Self::scoped(caller, args)?;
-        caller.scopes.require(Scope::MemoryRead)?;
-        let t = &caller.tenant;
-        let g = self.load(t, &scope).await?;
-        let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
-        Ok(match name {
-            "read_graph" => {
-                let _: serde_json::Map<String, Value> = parse(&args)?;
-                Subgraph { entities: g.entities.clone(), relations: g.relations.iter().cloned().collect() }
-            }
-            "search_nodes" => {
-                #[derive(Deserialize)]
-                #[serde(deny_unknown_fields)]
-                struct A {
-                    query: String,
-                }
-                let a: A = parse(&args)?;
-                if a.query.len() > 1024 {
-                    return Err(Error::invalid_field("query", "at most 1024 characters"));
-                }
-                g.subgraph(g.search(&a.query))
-            }
-            "open_nodes" => {
-                let names: Vec<String> = list_arg(&args, "names")?;
-                let picked: Vec<&Arc<Node>> = names.iter().filter_map(|n| g.get_shared(n)).collect();
-                g.subgraph(picked)
-            }
-            other => return Err(Error::new(ErrorCode::CapabilityNotFound, format!("no graph read tool {other}"))),
+    /// `FORBIDDEN` without `memory:write` or for another's scope; `INVALID_REQUEST` for an
+    /// invalid entity or too many.
+    pub async fn create_entities(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        entities: Vec<GraphEntity>,
+    ) -> Result<Vec<GraphEntity>> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(entities.len())?;
+        for e in &entities {
+            e.validate()?;
+        }
+        self.write(&caller.tenant, &scope, |g| {
+            let mut seen = BTreeSet::new();
+            let created: Vec<GraphEntity> =
+                entities.iter().filter(|e| g.get(&e.name).is_none() && seen.insert(e.name.clone())).cloned().collect();
+            Ok((GraphChanges { put_entities: created.clone(), ..Default::default() }, created))
         })
+        .await
     }
+
+    /// `create_relations`: the relations that were not there, as created.
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`].
+    pub async fn create_relations(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        relations: Vec<GraphRelation>,
+    ) -> Result<Vec<GraphRelation>> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(relations.len())?;
+        for r in &relations {
+            r.validate()?;
+        }
+        self.write(&caller.tenant, &scope, |g| {
+            let mut seen = BTreeSet::new();
+            let created: Vec<GraphRelation> =
+                relations.iter().filter(|r| !g.relations.contains(*r) && seen.insert((*r).clone())).cloned().collect();
+            Ok((GraphChanges { put_relations: created.clone(), ..Default::default() }, created))
+        })
+        .await
+    }
+
+    /// `add_observations`: each `(entity, contents)` gains the contents it lacks; what
+    /// each entity gained.
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`]; `NOT_FOUND` for an entity that does not exist
+    /// (nothing is written).
+    pub async fn add_observations(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        observations: Vec<(String, Vec<String>)>,
+    ) -> Result<Vec<AddedObservations>> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(observations.len())?;
+        for (_, contents) in &observations {
+            for c in contents {
+                validate_observation(c)?;
+            }
+        }
+        self.write(&caller.tenant, &scope, |g| {
+            let mut changed: HashMap<String, GraphEntity> = HashMap::new();
+            let mut out = Vec::new();
+            for (name, contents) in &observations {
+                let mut next = match changed.get(name) {
+                    Some(e) => e.clone(),
+                    None => g.get(name).cloned().ok_or_else(|| Error::not_found(format!("entity with name {name}")))?,
+                };
+                let mut added = Vec::new();
+                for c in contents {
+                    if !next.observations.contains(c) {
+                        next.observations.push(c.clone());
+                        added.push(c.clone());
+                    }
+                }
+                if next.observations.len() > MAX_OBSERVATIONS {
+                    return Err(Error::invalid_field("observations", format!("an entity holds at most {MAX_OBSERVATIONS}")));
+                }
+                out.push(AddedObservations { entity_name: name.clone(), added_observations: added });
+                changed.insert(name.clone(), next);
+            }
+            Ok((GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() }, out))
+        })
+        .await
+    }
+
+    /// `delete_entities`: the named entities (those that exist) and every relation
+    /// touching them.
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`].
+    pub async fn delete_entities(&self, caller: &CallerContext, scope: Option<&str>, entity_names: Vec<String>) -> Result<()> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(entity_names.len())?;
+        self.write(&caller.tenant, &scope, |g| {
+            let names: BTreeSet<&String> = entity_names.iter().filter(|n| g.get(n).is_some()).collect();
+            let relations: Vec<GraphRelation> =
+                g.relations.iter().filter(|r| names.contains(&r.from) || names.contains(&r.to)).cloned().collect();
+            let changes = GraphChanges {
+                delete_entities: names.into_iter().cloned().collect(),
+                delete_relations: relations,
+                ..Default::default()
+            };
+            Ok((changes, ()))
+        })
+        .await
+    }
+
+    /// `delete_observations`: each `(entity, observations)` loses those observations; a
+    /// missing entity is skipped.
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`].
+    pub async fn delete_observations(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        deletions: Vec<(String, Vec<String>)>,
+    ) -> Result<()> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(deletions.len())?;
+        self.write(&caller.tenant, &scope, |g| {
+            let mut changed: HashMap<String, GraphEntity> = HashMap::new();
+            for (name, gone) in &deletions {
+                let Some(mut next) = changed.get(name).cloned().or_else(|| g.get(name).cloned()) else {
+                    continue;
+                };
+                next.observations.retain(|o| !gone.contains(o));
+                changed.insert(name.clone(), next);
+            }
+            Ok((GraphChanges { put_entities: changed.into_values().collect(), ..Default::default() }, ()))
+        })
+        .await
+    }
+
+    /// `delete_relations`: those of the relations that exist.
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`].
+    pub async fn delete_relations(&self, caller: &CallerContext, scope: Option<&str>, relations: Vec<GraphRelation>) -> Result<()> {
+        let scope = Self::writable(caller, scope)?;
+        too_many(relations.len())?;
+        self.write(&caller.tenant, &scope, |g| {
+            let gone: Vec<GraphRelation> = relations.iter().filter(|r| g.relations.contains(*r)).cloned().collect();
+            Ok((GraphChanges { delete_relations: gone, ..Default::default() }, ()))
+        })
+        .await
+    }
+
+    /// `merge_entities` (seed 002 §10): see [`merge`].
+    ///
+    /// # Errors
+    /// As [`Self::create_entities`]; `INVALID_REQUEST` for no source, more than 100, or
+    /// the target among them; `NOT_FOUND` for a source that does not exist.
+    pub async fn merge_entities(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        mut source_names: Vec<String>,
+        target_name: &str,
+    ) -> Result<Merged> {
+        let scope = Self::writable(caller, scope)?;
+        let mut seen = BTreeSet::new();
+        source_names.retain(|n| seen.insert(n.clone()));
+        if source_names.is_empty() || source_names.len() > 100 {
+            return Err(Error::invalid_field("sourceNames", "1 to 100 entity names"));
+        }
+        if source_names.iter().any(|n| n == target_name) {
+            return Err(Error::invalid_field("sourceNames", "the target is not one of the sources"));
+        }
+        self.write(&caller.tenant, &scope, |g| merge(g, &source_names, target_name)).await
+    }
+
+    /// The graph a read sees, after the caller's right to read the scope is checked.
+    async fn readable(&self, caller: &CallerContext, scope: Option<&str>) -> Result<Arc<RwLock<Graph>>> {
+        let scope = Self::scope(caller, scope)?;
+        caller.scopes.require(Scope::MemoryRead)?;
+        self.load(&caller.tenant, &scope).await
+    }
+
+    /// `read_graph`: the whole graph of the scope.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `memory:read` or for a project that is not the caller's.
+    pub async fn read_graph(&self, caller: &CallerContext, scope: Option<&str>) -> Result<Subgraph> {
+        let g = self.readable(caller, scope).await?;
+        let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
+        Ok(Subgraph { entities: g.entities.clone(), relations: g.relations.iter().cloned().collect() })
+    }
+
+    /// `search_nodes`: the entities whose name, type or an observation contains `query`
+    /// (case-insensitively), with the relations between them.
+    ///
+    /// # Errors
+    /// As [`Self::read_graph`]; `INVALID_REQUEST` for a query over 1024 bytes.
+    pub async fn search_nodes(&self, caller: &CallerContext, scope: Option<&str>, query: &str) -> Result<Subgraph> {
+        if query.len() > 1024 {
+            return Err(Error::invalid_field("query", "at most 1024 characters"));
+        }
+        let g = self.readable(caller, scope).await?;
+        let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
+        Ok(g.subgraph(g.search(query)))
+    }
+
+    /// `open_nodes`: the named entities that exist, with the relations between them.
+    ///
+    /// # Errors
+    /// As [`Self::read_graph`]; `INVALID_REQUEST` for too many names.
+    pub async fn open_nodes(&self, caller: &CallerContext, scope: Option<&str>, names: &[String]) -> Result<Subgraph> {
+        too_many(names.len())?;
+        let g = self.readable(caller, scope).await?;
+        let g = g.read().map_err(|_| Error::internal("graph copy poisoned"))?;
+        let picked: Vec<&Arc<Node>> = names.iter().filter_map(|n| g.get_shared(n)).collect();
+        Ok(g.subgraph(picked))
+    }
+}
+
+/// What `add_observations` added to one entity (the reference server's shape).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AddedObservations {
+    pub entity_name: String,
+    pub added_observations: Vec<String>,
+}
+
+/// What `merge_entities` made.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Merged {
+    /// The target as it now is.
+    pub entity: GraphEntity,
+    pub merged_from: Vec<String>,
+    pub relations_repointed: usize,
 }
 
 /// What [`GraphService::import`] changed.
@@ -625,7 +648,7 @@ impl GraphService {
         entities: &[GraphEntity],
         relations: &[GraphRelation],
     ) -> Result<GraphImport> {
-        let scope = Self::scope(caller, &json!({ "scope": scope }))?;
+        let scope = Self::scope(caller, Some(scope))?;
         caller.scopes.require(Scope::MemoryWrite)?;
         for e in entities {
             e.validate()?;
@@ -687,7 +710,7 @@ impl GraphService {
             if let Ok(mut out) = report.lock() {
                 *out = r;
             }
-            Ok((changes, Value::Null))
+            Ok((changes, ()))
         })
         .await?;
         report.into_inner().map_err(|_| Error::internal("graph import report poisoned"))
@@ -696,7 +719,7 @@ impl GraphService {
     /// Drops the in-process copy of a scope's graph (the next use reads it again): a
     /// large import, done writing, frees it before reading the graph back.
     pub fn release(&self, caller: &CallerContext, scope: &str) {
-        if let Ok(scope) = Self::scope(caller, &json!({ "scope": scope }))
+        if let Ok(scope) = Self::scope(caller, Some(scope))
             && let Ok(mut c) = self.cache.lock()
         {
             c.remove(&(caller.tenant.clone(), scope));
@@ -709,7 +732,7 @@ impl GraphService {
     /// # Errors
     /// `FORBIDDEN` without `memory:read` or for another's scope; `UNAVAILABLE`.
     pub async fn stored(&self, caller: &CallerContext, scope: &str) -> Result<(Vec<GraphEntity>, Vec<GraphRelation>)> {
-        let scope = Self::scope(caller, &json!({ "scope": scope }))?;
+        let scope = Self::scope(caller, Some(scope))?;
         caller.scopes.require(Scope::MemoryRead)?;
         let (_, entities, relations) = self.backend()?.records.read_graph(&caller.tenant, &scope).await?;
         Ok((entities, relations))
@@ -720,7 +743,7 @@ impl GraphService {
 /// (created with the first source's type when absent; each observation once), every
 /// relation touching a source is re-pointed to the target (one that would join the
 /// target to itself is dropped, a duplicate kept once), and the sources are deleted.
-fn merge(g: &Graph, sources: &[String], target: &str) -> Result<(GraphChanges, Value)> {
+fn merge(g: &Graph, sources: &[String], target: &str) -> Result<(GraphChanges, Merged)> {
     let found: Vec<&GraphEntity> = sources
         .iter()
         .map(|n| g.get(n).ok_or_else(|| Error::not_found(format!("entity with name {n}"))))
@@ -758,11 +781,7 @@ fn merge(g: &Graph, sources: &[String], target: &str) -> Result<(GraphChanges, V
             added.push(moved);
         }
     }
-    let out = json!({
-        "entity": merged,
-        "mergedFrom": sources,
-        "relationsRepointed": added.len(),
-    });
+    let out = Merged { entity: merged.clone(), merged_from: sources.to_vec(), relations_repointed: added.len() };
     let changes = GraphChanges {
         put_entities: vec![merged],
         delete_entities: sources.to_vec(),

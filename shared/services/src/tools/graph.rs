@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use domain::graph::GraphRelation;
+use domain::graph::{GraphEntity, GraphRelation};
 use domain::{Error, Result};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -92,28 +92,23 @@ pub const MAX_PAGE: u32 = 1000;
 pub const MIN_TOKENS: u32 = 100;
 
 impl Paging {
-    /// Takes `limit`, `cursor` and `maxTokens` out of the arguments (the graph service
-    /// keeps the reference's argument shapes).
-    fn take(args: &mut Value) -> Result<Self> {
-        let Some(o) = args.as_object_mut() else { return Ok(Self::default()) };
-        let number = |v: Option<Value>, name: &str, min: u32, max: u32| -> Result<Option<usize>> {
+    /// The paging a read tool's `limit`, `cursor` and `maxTokens` ask for.
+    fn new(limit: Option<u32>, cursor: Option<&str>, max_tokens: Option<u32>) -> Result<Self> {
+        let bounded = |v: Option<u32>, name: &str, min: u32, max: u32| -> Result<Option<usize>> {
             match v {
-                None | Some(Value::Null) => Ok(None),
-                Some(v) => match v.as_u64().and_then(|n| u32::try_from(n).ok()).filter(|n| (min..=max).contains(n)) {
-                    Some(n) => Ok(Some(n as usize)),
-                    None => Err(Error::invalid_field(name, format!("must be an integer from {min} to {max}"))),
-                },
+                None => Ok(None),
+                Some(n) if (min..=max).contains(&n) => Ok(Some(n as usize)),
+                Some(_) => Err(Error::invalid_field(name, format!("must be an integer from {min} to {max}"))),
             }
         };
-        let limit = number(o.remove("limit"), "limit", 1, MAX_PAGE)?;
-        let max_tokens = number(o.remove("maxTokens"), "maxTokens", MIN_TOKENS, 1_000_000)?;
-        let offset = match o.remove("cursor") {
-            None | Some(Value::Null) => 0,
-            Some(Value::String(c)) => c
+        let limit = bounded(limit, "limit", 1, MAX_PAGE)?;
+        let max_tokens = bounded(max_tokens, "maxTokens", MIN_TOKENS, 1_000_000)?;
+        let offset = match cursor {
+            None => 0,
+            Some(c) => c
                 .strip_prefix("graph:")
                 .and_then(|n| n.parse::<usize>().ok())
                 .ok_or_else(|| Error::invalid_field("cursor", "not a cursor this tool returned (pass nextCursor as it came)"))?,
-            Some(_) => return Err(Error::invalid_field("cursor", "must be a string")),
         };
         Ok(Self { offset, limit, max_tokens })
     }
@@ -159,27 +154,38 @@ impl Paging {
     }
 }
 
-/// Runs graph tool `tool` with `args` (serialized back to the reference shape).
-async fn run_graph<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<Value> {
-    let args = serde_json::to_value(args).map_err(|e| Error::internal(format!("graph arguments: {e}")))?;
-    cx.tools.graph.run(cx.caller, tool, &args).await
+impl From<GraphEntityArg> for GraphEntity {
+    fn from(a: GraphEntityArg) -> Self {
+        Self { name: a.name, entity_type: a.entity_type, observations: a.observations }
+    }
 }
 
-async fn change<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<GraphChange> {
-    Ok(GraphChange { result: run_graph(cx, tool, args).await? })
+impl From<GraphRelationArg> for GraphRelation {
+    fn from(a: GraphRelationArg) -> Self {
+        Self { from: a.from, to: a.to, relation_type: a.relation_type }
+    }
 }
 
-async fn view<A: Serialize>(cx: &Context<'_>, tool: &str, args: &A) -> Result<GraphView> {
-    let mut args = serde_json::to_value(args).map_err(|e| Error::internal(format!("graph arguments: {e}")))?;
-    let paging = Paging::take(&mut args)?;
-    Ok(paging.page(cx.tools.graph.read(cx.caller, tool, &args).await?))
+fn relations(args: Vec<GraphRelationArg>) -> Vec<GraphRelation> {
+    args.into_iter().map(GraphRelation::from).collect()
+}
+
+/// A change's result as the reference server gives it.
+fn changed<T: Serialize>(result: &T) -> Result<GraphChange> {
+    serde_json::to_value(result).map(|result| GraphChange { result }).map_err(|e| Error::internal(format!("graph result: {e}")))
+}
+
+/// A change whose result is the reference server's message.
+fn said(message: &str) -> GraphChange {
+    GraphChange { result: Value::String(message.to_owned()) }
 }
 
 /// One graph tool: its argument struct (with the optional `scope`) and capability.
 macro_rules! graph_tool {
     (
-        $cap:ident, $args:ident, $tool:literal, $title:literal, $description:literal, $output:ty, $via:ident,
-        { $($(#[$meta:meta])* $field:ident : $ty:ty),* $(,)? }
+        $cap:ident, $args:ident, $tool:literal, $title:literal, $description:literal, $output:ty,
+        { $($(#[$meta:meta])* $field:ident : $ty:ty),* $(,)? },
+        |$cx:ident, $a:ident| $body:expr
     ) => {
         #[derive(Debug, Serialize, Deserialize, JsonSchema)]
         #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -200,49 +206,59 @@ macro_rules! graph_tool {
             type Args = $args;
             type Output = $output;
 
-            async fn run<'a>(cx: &'a Context<'a>, args: $args) -> Result<$output> {
-                $via(cx, $tool, &args).await
+            async fn run<'a>($cx: &'a Context<'a>, $a: $args) -> Result<$output> {
+                $body
             }
         }
     };
 }
 
 graph_tool!(CreateEntities, CreateEntitiesArgs, "create_entities", "Create entities",
-    "Create multiple new entities in the knowledge graph", GraphChange, change,
-    { entities: Vec<GraphEntityArg> });
+    "Create multiple new entities in the knowledge graph", GraphChange,
+    { entities: Vec<GraphEntityArg> },
+    |cx, a| changed(&cx.tools.graph.create_entities(cx.caller, a.scope.as_deref(), a.entities.into_iter().map(GraphEntity::from).collect()).await?));
 graph_tool!(CreateRelations, CreateRelationsArgs, "create_relations", "Create relations",
     "Create multiple new relations between entities in the knowledge graph. Relations should be in active voice",
-    GraphChange, change, { relations: Vec<GraphRelationArg> });
+    GraphChange, { relations: Vec<GraphRelationArg> },
+    |cx, a| changed(&cx.tools.graph.create_relations(cx.caller, a.scope.as_deref(), relations(a.relations)).await?));
 graph_tool!(AddObservations, AddObservationsArgs, "add_observations", "Add observations",
-    "Add new observations to existing entities in the knowledge graph", GraphChange, change,
-    { observations: Vec<ObservationsArg> });
+    "Add new observations to existing entities in the knowledge graph", GraphChange,
+    { observations: Vec<ObservationsArg> },
+    |cx, a| changed(&cx.tools.graph.add_observations(cx.caller, a.scope.as_deref(), a.observations.into_iter().map(|o| (o.entity_name, o.contents)).collect()).await?));
 graph_tool!(DeleteEntities, DeleteEntitiesArgs, "delete_entities", "Delete entities",
-    "Delete multiple entities and their associated relations from the knowledge graph", GraphChange, change,
-    { #[schemars(description = "An array of entity names to delete")] entity_names: Vec<String> });
+    "Delete multiple entities and their associated relations from the knowledge graph", GraphChange,
+    { #[schemars(description = "An array of entity names to delete")] entity_names: Vec<String> },
+    |cx, a| { cx.tools.graph.delete_entities(cx.caller, a.scope.as_deref(), a.entity_names).await?; Ok(said("Entities deleted successfully")) });
 graph_tool!(DeleteObservations, DeleteObservationsArgs, "delete_observations", "Delete observations",
-    "Delete specific observations from entities in the knowledge graph", GraphChange, change,
-    { deletions: Vec<DeletionArg> });
+    "Delete specific observations from entities in the knowledge graph", GraphChange,
+    { deletions: Vec<DeletionArg> },
+    |cx, a| { cx.tools.graph.delete_observations(cx.caller, a.scope.as_deref(), a.deletions.into_iter().map(|d| (d.entity_name, d.observations)).collect()).await?; Ok(said("Observations deleted successfully")) });
 graph_tool!(DeleteRelations, DeleteRelationsArgs, "delete_relations", "Delete relations",
-    "Delete multiple relations from the knowledge graph", GraphChange, change,
-    { #[schemars(description = "An array of relations to delete")] relations: Vec<GraphRelationArg> });
+    "Delete multiple relations from the knowledge graph", GraphChange,
+    { #[schemars(description = "An array of relations to delete")] relations: Vec<GraphRelationArg> },
+    |cx, a| { cx.tools.graph.delete_relations(cx.caller, a.scope.as_deref(), relations(a.relations)).await?; Ok(said("Relations deleted successfully")) });
 graph_tool!(MergeEntities, MergeEntitiesArgs, "merge_entities", "Merge entities",
     "Merge duplicate entities into one (e.g. \"Bob\" and \"Robert Smith\" into \"Robert Smith\"): their observations are added to the target, their relations re-pointed to it, and the duplicates deleted. The target is created with the first duplicate's type if it does not exist.",
-    GraphChange, change,
+    GraphChange,
     { #[schemars(length(min = 1, max = 100), description = "The duplicate entities' names")] source_names: Vec<String>,
-      #[schemars(description = "The entity they become (existing or new)")] target_name: String });
-graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView, view,
+      #[schemars(description = "The entity they become (existing or new)")] target_name: String },
+    |cx, a| changed(&cx.tools.graph.merge_entities(cx.caller, a.scope.as_deref(), a.source_names, &a.target_name).await?));
+graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView,
     { #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+    |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.read_graph(cx.caller, a.scope.as_deref()).await?)) });
 graph_tool!(SearchNodes, SearchNodesArgs, "search_nodes", "Search nodes",
-    "Search for nodes in the knowledge graph based on a query", GraphView, view,
+    "Search for nodes in the knowledge graph based on a query", GraphView,
     { #[schemars(description = "The search query to match against entity names, types, and observation content")] query: String,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+    |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.search_nodes(cx.caller, a.scope.as_deref(), &a.query).await?)) });
 graph_tool!(OpenNodes, OpenNodesArgs, "open_nodes", "Open nodes",
-    "Open specific nodes in the knowledge graph by their names", GraphView, view,
+    "Open specific nodes in the knowledge graph by their names", GraphView,
     { #[schemars(description = "An array of entity names to retrieve")] names: Vec<String>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> });
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+    |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.open_nodes(cx.caller, a.scope.as_deref(), &a.names).await?)) });
