@@ -1,8 +1,9 @@
 //! The documentation keeps its promises (issue #15): the README stays short enough to read
 //! in a few minutes, every "SPEC §n" reference in the repository names a section that
 //! exists in `docs/spec.md`, no document points at a file outside the repository, and
-//! `docs/README.md` indexes every document while every local link resolves, and the
-//! tests the pages name as evidence exist.
+//! `docs/README.md` indexes every document while every local link resolves, the tests
+//! the pages name as evidence exist, and `docs/testing.md` describes every test binary
+//! and none that is gone.
 //!
 //! A plain scan over the files with the standard library: no regex, no markdown parser.
 
@@ -329,4 +330,73 @@ fn brace_groups_expand_and_test_names_are_recognised() {
     assert_eq!(expand_braces("plain"), ["plain"]);
     assert!(test_like("every_error_says_what_to_do_next"));
     assert!(!test_like("memory_search") && !test_like("Not_A_Test_Name") && !test_like("a__b_c_d"));
+}
+
+/// A package's name, from its manifest's `[package]` table.
+fn package_name(manifest: &Path) -> String {
+    let text = read(manifest);
+    let package = text.split("[package]").nth(1).unwrap_or_default();
+    let line = package.lines().find(|l| l.trim_start().starts_with("name")).unwrap_or_default();
+    line.split('"').nth(1).unwrap_or_default().to_owned()
+}
+
+/// Every integration-test binary as `package::name`: each `tests/*.rs` of a package, and
+/// each `tests/<name>/main.rs`.
+fn test_binaries(root: &Path) -> BTreeSet<String> {
+    let mut dirs: Vec<PathBuf> = vec![root.join("tests")];
+    for parent in ["functions", "shared"] {
+        dirs.extend(fs::read_dir(root.join(parent)).unwrap().map(|e| e.unwrap().path().join("tests")).filter(|p| p.is_dir()));
+    }
+    let mut out = BTreeSet::new();
+    for dir in dirs {
+        // The workspace's own test crate has its manifest in `tests/`; a crate's tests sit
+        // beside its manifest.
+        let manifest = if dir == root.join("tests") { dir.join("Cargo.toml") } else { dir.join("../Cargo.toml") };
+        let package = package_name(&manifest);
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+            if path.extension().is_some_and(|e| e == "rs") || path.join("main.rs").is_file() {
+                out.insert(format!("{package}::{name}"));
+            }
+        }
+    }
+    out
+}
+
+/// docs/testing.md says what every test binary proves, and names none that is gone: a
+/// test file added, renamed or removed fails this until the page says so.
+#[test]
+fn testing_md_covers_every_test_binary() {
+    let root = root();
+    let binaries = test_binaries(&root);
+    assert!(binaries.len() >= 40, "the walk found the test binaries: {binaries:?}");
+    let text = read(&root.join("docs/testing.md"));
+    // A binary is described where the page names it in code (`crate::file`); an entry is
+    // a list item naming its binaries before the dash ("- `crate::file` — …"), and every
+    // binary an entry names must exist.
+    let spans = |text: &str| -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for (i, span) in text.split('`').enumerate() {
+            if i % 2 == 1 && !span.contains('\n') {
+                out.extend(expand_braces(span).into_iter().filter(|e| e.split("::").count() == 2));
+            }
+        }
+        out
+    };
+    let named = spans(&text);
+    let mut entries = BTreeSet::new();
+    for line in text.lines().filter(|l| l.starts_with("- `")) {
+        entries.extend(spans(line.split(" — ").next().unwrap_or_default()));
+    }
+    let missing: Vec<&String> = binaries.difference(&named).collect();
+    // Entries also name unit-test modules (`services::graph`) and suites (`records::…`):
+    // only a name in a package that has test binaries must be one of them.
+    let packages: BTreeSet<&str> = binaries.iter().filter_map(|b| b.split("::").next()).collect();
+    let gone: Vec<&String> = entries
+        .difference(&binaries)
+        .filter(|e| e.split("::").next().is_some_and(|p| packages.contains(p)))
+        .collect();
+    assert!(missing.is_empty(), "test binaries docs/testing.md does not describe: {missing:?}");
+    assert!(gone.is_empty(), "docs/testing.md describes test binaries that do not exist: {gone:?}");
 }

@@ -688,7 +688,7 @@ async fn scope_walk(backend: Backend) {
         ("engineering.restore_workspace", json!({"id": ws.id.as_str()})),
     ];
     // Every canonical, graph and engineering tool is walked.
-    for spec in adk::registry::REGISTRY.iter().filter(|c| c.channel != adk::registry::Channel::Api) {
+    for spec in services::capabilities::typed::specs().filter(|c| c.channel != adk::Channel::Api) {
         assert!(calls.iter().any(|(n, _)| *n == spec.name), "the walk misses {}", spec.name);
     }
     // Every call is a valid one: with every scope it is served (signals need a connector

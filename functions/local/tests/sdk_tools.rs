@@ -13,6 +13,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+/// How many canonical tools the enterprise plan lists.
+fn canonical_tools() -> usize {
+    mcp::tools::all().filter(|t| t.toolset() == domain::principal::Toolset::Canonical).count()
+}
+
 const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
 struct Served {
@@ -79,7 +84,7 @@ fn the_python_sdk_calls_every_tool() {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "the SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(seen["tools"].as_array().unwrap().len(), canonical_tools(), "the enterprise plan: every canonical tool");
     assert_eq!(seen["called"].as_array().unwrap().len(), 22, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "every valid call succeeds: {seen}");
     assert_eq!(seen["invalid_call"]["isError"], true);
@@ -109,7 +114,7 @@ fn the_typescript_sdk_calls_every_tool() {
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     assert!(run.status.success(), "the TypeScript SDK session failed:\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr));
     let seen: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 24);
+    assert_eq!(seen["tools"].as_array().unwrap().len(), canonical_tools(), "the enterprise plan: every canonical tool");
     assert_eq!(seen["called"].as_array().unwrap().len(), 22, "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "every valid call succeeds: {seen}");
     assert_eq!(seen["invalid_call"], serde_json::json!({"isError": true, "code": "INVALID_REQUEST"}));

@@ -11,34 +11,9 @@ use common::{Server, call_tool, cli, client, rpc, spawn};
 
 use serde_json::{Value, json};
 
-/// The canonical MCP tools (SPEC §7.1 and recall), in registry order.
+/// The canonical MCP tools (SPEC §7.1 and recall), in registration order.
 fn adk_names() -> Vec<&'static str> {
-    vec![
-        "memory_search_org",
-        "memory_read_org",
-        "memory_propose",
-        "memory_read_conversational",
-        "memory_write_conversational",
-        "memory_read_personal",
-        "memory_list_decisions",
-        "memory_search",
-        "memory_remember",
-        "memory_update_personal",
-        "memory_forget",
-        "session_get_context",
-        "session_summarize",
-        "session_list_recent",
-        "spine_entity_get",
-        "spine_entity_search",
-        "spine_relationship_list",
-        "signal_list",
-        "signal_get",
-        "proposal_create",
-        "proposal_status",
-        "book_list",
-        "kb_search",
-        "playbook_handoff",
-    ]
+    mcp::tools::all().filter(|t| t.toolset() == domain::principal::Toolset::Canonical).map(|t| t.name()).collect()
 }
 
 /// The first JSON-RPC message of an SSE body (`data: {...}` lines).
@@ -126,7 +101,7 @@ async fn mcp_needs_a_key_and_lists_every_tool() {
 
     let v: Value = rpc(&s.base, Some(&s.key), json!({"jsonrpc":"2.0","id":2,"method":"tools/list"})).await.json().await.unwrap();
     let names: Vec<&str> = v["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    // The owner key on the enterprise plan sees all 24 canonical tools.
+    // The owner key on the enterprise plan sees every canonical tool.
     let canonical: Vec<&str> = adk_names();
     assert_eq!(names, canonical);
     for t in v["result"]["tools"].as_array().unwrap() {

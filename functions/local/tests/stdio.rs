@@ -75,7 +75,9 @@ fn stdio_serves_the_same_tools_on_a_fresh_home() {
     session.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
     let tools = session.recv();
     let names: Vec<&str> = tools["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 24, "the local tenant is on the enterprise plan: {names:?}");
+    let canonical: Vec<&str> =
+        mcp::tools::all().filter(|t| t.toolset() == domain::principal::Toolset::Canonical).map(|t| t.name()).collect();
+    assert_eq!(names, canonical, "the local tenant is on the enterprise plan: every canonical tool");
     session.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "memory.write_conversational",
         "arguments": {"session": "s1", "role": "user", "content": "hello from stdio"}}}));
     let w = session.recv();

@@ -5,10 +5,25 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use adk::policy::{CapabilitySpec, Channel, RouteKind, SchemaUse};
 use adk::{ResolveRequest, TenantView, resolve};
-use domain::principal::Scopes;
+use domain::principal::{Scope, Scopes};
 use domain::tenant::{Department, Industry, PlanTier, Tenant};
 use domain::{TenantId, Timestamp};
+
+/// Policies as the capabilities state theirs (`services::capabilities::typed`).
+static ENTITY_GET: CapabilitySpec =
+    CapabilitySpec::new("spine.entity.get", Channel::Tool, PlanTier::Free, &[Scope::TenantRead], RouteKind::StoreIndex, "entity")
+        .cached(120)
+        .schema(SchemaUse::Read);
+static SEARCH_ORG: CapabilitySpec = CapabilitySpec::new(
+    "memory.search_org",
+    Channel::Memory,
+    PlanTier::Pro,
+    &[Scope::MemoryRead],
+    RouteKind::VectorIndex,
+    "search",
+);
 
 fn main() {
     let Ok(id) = TenantId::new("bench") else { return };
@@ -18,27 +33,11 @@ fn main() {
     let cases = [
         (
             "spine.entity.get (schema read)",
-            ResolveRequest {
-                capability: "spine.entity.get",
-                scopes: &scopes,
-                entity_type: Some("patient"),
-                attributes: None,
-                source: None,
-            },
+            ResolveRequest { spec: &ENTITY_GET, scopes: &scopes, entity_type: Some("patient"), attributes: None, source: None },
         ),
         (
             "memory.search_org",
-            ResolveRequest {
-                capability: "memory.search_org",
-                scopes: &scopes,
-                entity_type: None,
-                attributes: None,
-                source: None,
-            },
-        ),
-        (
-            "unknown capability",
-            ResolveRequest { capability: "weather.today", scopes: &scopes, entity_type: None, attributes: None, source: None },
+            ResolveRequest { spec: &SEARCH_ORG, scopes: &scopes, entity_type: None, attributes: None, source: None },
         ),
     ];
     // Warm the lazily built schema table, then time batches and report the median.

@@ -29,11 +29,7 @@ impl CapabilityName {
         if raw.is_empty() || raw.len() > 96 {
             return Err(not_found(raw));
         }
-        let parts: Vec<&str> = raw.split('.').collect();
-        let well_formed = (2..=3).contains(&parts.len())
-            && parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
-            && DOMAINS.contains(&parts[0]);
-        if well_formed { Ok(Self(raw.to_owned())) } else { Err(not_found(raw)) }
+        if well_formed(raw) { Ok(Self(raw.to_owned())) } else { Err(not_found(raw)) }
     }
 
     pub fn as_str(&self) -> &str {
@@ -48,6 +44,59 @@ impl CapabilityName {
     pub fn operation(&self) -> &str {
         self.0.rsplit('.').next().unwrap_or_default()
     }
+}
+
+/// Whether `raw` is 2–3 dot-separated non-empty `[a-z_]` parts, the first a known
+/// domain, at most 96 bytes. A `const fn`, so a capability's policy constant with a
+/// malformed name does not compile.
+pub(crate) const fn well_formed(raw: &str) -> bool {
+    let b = raw.as_bytes();
+    if b.is_empty() || b.len() > 96 {
+        return false;
+    }
+    let (mut parts, mut part_len, mut first_end, mut i) = (1, 0, 0, 0);
+    while i < b.len() {
+        if b[i] == b'.' {
+            if part_len == 0 {
+                return false;
+            }
+            if parts == 1 {
+                first_end = i;
+            }
+            parts += 1;
+            part_len = 0;
+        } else if b[i].is_ascii_lowercase() || b[i] == b'_' {
+            part_len += 1;
+        } else {
+            return false;
+        }
+        i += 1;
+    }
+    if part_len == 0 || parts < 2 || parts > 3 {
+        return false;
+    }
+    let mut d = 0;
+    while d < DOMAINS.len() {
+        if same(DOMAINS[d].as_bytes(), b.split_at(first_end).0) {
+            return true;
+        }
+        d += 1;
+    }
+    false
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 impl fmt::Display for CapabilityName {

@@ -2,8 +2,9 @@
 //! and planning hints, or a taxonomy error with its payload (SPEC §5).
 //!
 //! - [`capability`]: the grammar, `<domain>.<resource>.<operation>` and two-part names.
-//! - [`registry`]: every capability as data — min tier, scopes, channel, connector need,
-//!   route destination.
+//! - [`policy`]: what a capability's policy is — min tier, scopes, channel, toolset,
+//!   connector need, route destination. Each capability states its own constant beside
+//!   its handler (`services::capabilities::typed`); the ADK keeps no table of them.
 //! - [`schema`]: the canonical Spine schema (12 departments × 11 industries) as embedded
 //!   data, and `resolve_schema(department, industry)`.
 //! - [`resolve`]: the resolution algorithm of SPEC §5.2.
@@ -14,10 +15,10 @@
 //! once into immutable statics.
 
 pub mod capability;
-pub mod registry;
+pub mod policy;
 pub mod resolve;
 pub mod schema;
 
 pub use capability::CapabilityName;
-pub use registry::{CapabilitySpec, Channel, ConnectorNeed, RouteKind};
+pub use policy::{CapabilitySpec, Channel, ConnectorNeed, RouteKind, SchemaUse};
 pub use resolve::{Resolution, ResolveRequest, TenantView, resolve};

@@ -1,7 +1,8 @@
-//! The resolution algorithm (SPEC §5.2): parse → tenant config → plan gate → scopes →
-//! schema → connector gate → route with planning hints. Pure: the caller passes the
-//! tenant's configuration and connector statuses in, and gets a route or a taxonomy
-//! error with its payload.
+//! The resolution algorithm (SPEC §5.2): tenant config → plan gate → scopes → schema →
+//! connector gate → route with planning hints. Pure: the caller finds the capability's
+//! policy (step 1, parse and look up, is the caller's: it holds the capabilities) and
+//! passes it in with the tenant's configuration and connector statuses, and gets a route
+//! or a taxonomy error with its payload.
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -12,8 +13,7 @@ use domain::tenant::{Department, Industry, PlanTier, Tenant};
 use domain::value::Attributes;
 use domain::{Error, ErrorCode};
 
-use crate::capability::CapabilityName;
-use crate::registry::{self, CapabilitySpec, ConnectorNeed, RouteKind, SchemaUse};
+use crate::policy::{CapabilitySpec, ConnectorNeed, RouteKind, SchemaUse};
 use crate::schema::{EntityTypeSpec, TenantSchema, resolve_schema};
 
 /// Where a client upgrades its plan (payload of `PLAN_INSUFFICIENT`).
@@ -31,7 +31,8 @@ pub struct TenantView<'a> {
 /// One resolution request.
 #[derive(Debug, Clone, Copy)]
 pub struct ResolveRequest<'a> {
-    pub capability: &'a str,
+    /// The capability's policy.
+    pub spec: &'static CapabilitySpec,
     pub scopes: &'a Scopes,
     /// For `spine.entity.*`: the entity type addressed (optional for searches).
     pub entity_type: Option<&'a str>,
@@ -151,15 +152,12 @@ fn connector_gate(spec: &CapabilitySpec, req: &ResolveRequest<'_>, connectors: &
 /// not load the tenant's configuration.
 ///
 /// # Errors
-/// `CAPABILITY_NOT_FOUND`, `RESOLVER_DEGRADED` (with `Retry-After`), `PLAN_INSUFFICIENT`
+/// `RESOLVER_DEGRADED` (with `Retry-After`), `PLAN_INSUFFICIENT`
 /// (with `upgrade_url`), `FORBIDDEN` (missing scope), `INVALID_REQUEST` (schema: unknown
 /// type, unknown or missing fields), `CONNECTOR_NOT_AVAILABLE` (with `connect_url`),
 /// `CONNECTOR_SYNCING` (with `progress`).
 pub fn resolve(req: &ResolveRequest<'_>, tenant: Option<&TenantView<'_>>) -> Result<Resolution, Error> {
-    // 1. parse
-    let name = CapabilityName::parse(req.capability)?;
-    let spec = registry::find(name.as_str())
-        .ok_or_else(|| Error::new(ErrorCode::CapabilityNotFound, format!("unknown capability {:?}", name.as_str())))?;
+    let spec = req.spec;
     // 2. tenant config
     let view = tenant.ok_or_else(|| {
         Error::new(ErrorCode::ResolverDegraded, "the tenant configuration cannot be loaded right now; retry shortly")
@@ -216,10 +214,10 @@ pub struct Listed {
     pub missing_scopes: Vec<Scope>,
 }
 
-/// Every capability with whether this caller may use it, and what would unlock the rest.
-pub fn list(scopes: &Scopes, view: &TenantView<'_>) -> Vec<Listed> {
-    registry::REGISTRY
-        .iter()
+/// Each of `specs` with whether this caller may use it, and what would unlock the rest.
+pub fn list(specs: impl IntoIterator<Item = &'static CapabilitySpec>, scopes: &Scopes, view: &TenantView<'_>) -> Vec<Listed> {
+    specs
+        .into_iter()
         .map(|spec| {
             let needed = min_tier(spec, view.tenant);
             let missing_scopes: Vec<Scope> = spec.scopes.iter().copied().filter(|s| !scopes.contains(*s)).collect();

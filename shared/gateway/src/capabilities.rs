@@ -20,14 +20,14 @@ pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Ca
             json!({
                 "name": l.spec.name,
                 "channel": l.spec.channel.as_str(),
-                "description": l.spec.description,
+                "toolset": l.spec.toolset.as_str(),
+                "description": services::capabilities::typed::find(l.spec.name).map(|e| e.description),
                 "min_tier": l.min_tier.as_str(),
                 "scopes": l.spec.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
                 "route": l.spec.route.as_str(),
                 "allowed": l.allowed,
                 "unlock_tier": l.unlock_tier.map(|t| t.as_str()),
                 "missing_scopes": l.missing_scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-                "served": services::capabilities::served(l.spec.name),
             })
         })
         .collect();

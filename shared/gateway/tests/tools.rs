@@ -146,7 +146,8 @@ async fn every_canonical_tool_works_on_real_data() {
     let t = TenantId::new("acme").unwrap();
     seed(&f.services, &t, "ada-user").await;
     let listed = f.tools(&key).await;
-    assert_eq!(listed.len(), 24, "the enterprise plan with every scope sees all 24 tools");
+    let canonical = mcp::tools::all().filter(|t| t.toolset() == domain::principal::Toolset::Canonical).count();
+    assert_eq!(listed.len(), canonical, "the enterprise plan with every scope sees every canonical tool");
     // The first branch of each output schema is the success shape (the second, the error shape).
     let schema_of =
         |name: &str| listed.iter().find(|t| t["name"] == name.replace('.', "_")).unwrap()["outputSchema"]["anyOf"][0].clone();
@@ -430,9 +431,17 @@ async fn tools_list_snapshot_per_plan_tier() {
             "tools/list for the {plan} plan differs from {path}; if intended, regenerate with CONTINUITY_UPDATE_SNAPSHOTS=1"
         );
     }
-    // SPEC §5.3: free has the two entity tools; starter adds 11 (and the 4 of recall and
-    // personal memory); pro the remaining 7.
-    assert_eq!(counts, [2, 17, 24, 24]);
+    // SPEC §5.3: each plan lists the canonical tools its tier reaches, each tier more than
+    // the one below (free: the entity tools), enterprise all of them.
+    let reach = |plan: PlanTier| {
+        mcp::tools::all()
+            .filter(|t| t.toolset() == domain::principal::Toolset::Canonical)
+            .filter(|t| services::capabilities::typed::find(t.capability).is_some_and(|e| e.spec.min_tier <= plan))
+            .count()
+    };
+    let expected: Vec<usize> = [PlanTier::Free, PlanTier::Starter, PlanTier::Pro, PlanTier::Enterprise].map(reach).to_vec();
+    assert_eq!(counts, expected);
+    assert!(counts.windows(2).take(2).all(|w| w[0] < w[1]), "each tier adds tools: {counts:?}");
     // The graph toolset, on a key that is offered both toolsets.
     // The graph and engineering toolsets, each on a key offered it beside the canonical tools.
     let mut listed: Vec<String> = Vec::new();

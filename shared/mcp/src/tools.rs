@@ -1,7 +1,8 @@
 //! The MCP tools: every capability the services register ([`services::for_each_capability!`])
 //! that the ADK puts on an MCP channel, with its typed handler and the text rendering of
 //! its result ([`crate::render::Render`] — a result type without one does not compile).
-//! Who may call what (plan tier, scopes, connectors) is the ADK's registry.
+//! Who may call what (plan tier, scopes, toolset, connectors) is each capability's policy
+//! (`Capability::SPEC`), resolved by the ADK.
 
 use domain::principal::{CallerContext, Toolset};
 use domain::{Error, Result};
@@ -19,8 +20,10 @@ pub struct McpTool {
     /// The tool's name on the wire: the capability's with `_` for `.` (the graph
     /// toolset keeps the reference server's).
     name: ToolName,
-    /// The ADK capability it stands for.
+    /// The capability it stands for.
     pub capability: &'static str,
+    /// The capability's policy.
+    spec: adk::CapabilitySpec,
     pub title: &'static str,
     pub description: &'static str,
     pub input_schema: fn() -> Value,
@@ -42,18 +45,12 @@ impl McpTool {
 
     /// The toolset it belongs to.
     pub fn toolset(&self) -> Toolset {
-        if self.capability.starts_with("memory.graph_") {
-            Toolset::Graph
-        } else if self.capability.starts_with("engineering.") {
-            Toolset::Engineering
-        } else {
-            Toolset::Canonical
-        }
+        self.spec.toolset
     }
 
     /// Whether it writes (for the `readOnlyHint` annotation).
     pub fn read_only(&self) -> bool {
-        adk::registry::find(self.capability).is_none_or(|s| s.read_only)
+        self.spec.read_only
     }
 
     /// Runs it for `caller` (resolved and audited by the capability service): the
@@ -87,6 +84,7 @@ where
     McpTool {
         name: C::TOOL,
         capability: C::NAME,
+        spec: C::SPEC,
         title: C::TITLE,
         description: C::DESCRIPTION,
         input_schema: input_schema::<C::Args>,
@@ -108,7 +106,7 @@ services::for_each_capability!(mcp_tools);
 /// `graph` toolset, then the `engineering` toolset (capabilities of the capability API
 /// only are not tools).
 pub fn all() -> impl Iterator<Item = &'static McpTool> {
-    REGISTERED.iter().filter(|t| adk::registry::find(t.capability).is_some_and(|s| s.channel != adk::registry::Channel::Api))
+    REGISTERED.iter().filter(|t| t.spec.channel != adk::Channel::Api)
 }
 
 /// The tool `name` (its tool name or its capability name) in `caller`'s toolsets, if any.
@@ -121,12 +119,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_mcp_capability_of_the_adk_is_a_tool_with_schemas() {
-        for spec in adk::registry::REGISTRY.iter().filter(|c| c.channel != adk::registry::Channel::Api) {
-            let t = all().find(|t| t.capability == spec.name).unwrap_or_else(|| panic!("{} is not an MCP tool", spec.name));
+    fn every_capability_off_the_api_channel_is_a_tool_with_schemas() {
+        use services::capabilities::typed::REGISTRY;
+        for e in REGISTRY.iter().filter(|e| e.spec.channel != adk::Channel::Api) {
+            let t = all().find(|t| t.capability == e.name).unwrap_or_else(|| panic!("{} is not an MCP tool", e.name));
+            assert_eq!((t.name(), t.toolset()), (e.tool(), e.spec.toolset));
             assert_eq!((t.input_schema)()["type"], "object");
             assert_eq!((t.output_schema)()["type"], "object");
         }
-        assert_eq!(all().count(), 41, "24 canonical tools, the 10 of the graph toolset and the 7 of the engineering toolset");
+        for t in all() {
+            assert!(REGISTRY.iter().any(|e| e.name == t.capability && e.spec.channel != adk::Channel::Api), "{}", t.capability);
+        }
     }
 }

@@ -524,7 +524,12 @@ impl GraphService {
     ///
     /// # Errors
     /// As [`Self::create_entities`].
-    pub async fn delete_relations(&self, caller: &CallerContext, scope: Option<&str>, relations: Vec<GraphRelation>) -> Result<()> {
+    pub async fn delete_relations(
+        &self,
+        caller: &CallerContext,
+        scope: Option<&str>,
+        relations: Vec<GraphRelation>,
+    ) -> Result<()> {
         let scope = Self::writable(caller, scope)?;
         too_many(relations.len())?;
         self.write(&caller.tenant, &scope, |g| {

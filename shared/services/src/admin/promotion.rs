@@ -364,7 +364,7 @@ impl AdminService {
                 }
                 let called = r.action.strip_prefix("tool:").or_else(|| r.action.strip_prefix("capability:"));
                 if let Some(name) = called {
-                    let capability = crate::capabilities::typed::find_any(name).and_then(|e| adk::registry::find(e.name));
+                    let capability = crate::capabilities::typed::find_any(name).map(|e| &e.spec);
                     match capability {
                         Some(c) if !c.read_only => writes += 1,
                         _ => reads += 1,

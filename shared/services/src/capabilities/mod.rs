@@ -3,9 +3,10 @@
 //!
 //! The tenant's configuration (5 min) and connector statuses (30 s) come through the
 //! cache tiers of SPEC §4.4; the registry document 24 h. Org-memory capabilities are
-//! never cached (`cache_ttl_secs: None` in the registry). [`typed`] holds the one
-//! typed definition of each capability and their registry.
+//! never cached (`cache_ttl_secs: None` in their policy). [`typed`] holds the one
+//! typed definition of each capability — its policy among them — and their registry.
 
+pub mod policy;
 pub mod typed;
 
 use std::time::Duration;
@@ -30,12 +31,6 @@ pub const CONNECTOR_STATUS_TTL: Duration = Duration::from_secs(30);
 /// The capability registry document is cached this long.
 pub const REGISTRY_TTL: Duration = Duration::from_secs(24 * 3600);
 
-/// Whether this version executes `name`: every capability of the registry has a
-/// handler (a test walks both), so this is false only for names it does not know.
-pub fn served(name: &str) -> bool {
-    typed::find(name).is_some()
-}
-
 /// A capability's result as JSON, with how it was resolved.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -48,9 +43,15 @@ fn shown(name: &str) -> String {
     name.chars().take(96).collect()
 }
 
-/// A registered capability this version does not serve yet, said plainly.
-fn not_served(name: &str) -> Error {
-    Error::new(ErrorCode::CapabilityNotFound, format!("{name} is registered but not served by this version of Continuity yet"))
+/// The policy of the capability `name`.
+///
+/// # Errors
+/// `CAPABILITY_NOT_FOUND` for a malformed name or one this version does not have.
+pub fn spec_of(name: &str) -> Result<&'static adk::CapabilitySpec> {
+    let name = adk::CapabilityName::parse(name)?;
+    typed::find(name.as_str())
+        .map(|e| &e.spec)
+        .ok_or_else(|| Error::new(ErrorCode::CapabilityNotFound, format!("unknown capability {:?}", name.as_str())))
 }
 
 #[derive(Clone)]
@@ -164,7 +165,7 @@ impl CapabilityService {
         let state = self.tenant_state(caller).await;
         let view = state.as_ref().map(|(t, c)| TenantView { tenant: t, connectors: c });
         let req = ResolveRequest {
-            capability: name,
+            spec: spec_of(name)?,
             scopes: &caller.scopes,
             entity_type: hints.entity_type.as_deref(),
             attributes: hints.attributes.as_ref(),
@@ -182,7 +183,7 @@ impl CapabilityService {
             Error::new(ErrorCode::ResolverDegraded, "the tenant configuration cannot be loaded right now; retry shortly")
                 .with_retry_after(adk::resolve::DEGRADED_RETRY_AFTER_SECS)
         })?;
-        let listed = list(&caller.scopes, &TenantView { tenant: &tenant, connectors: &connectors });
+        let listed = list(typed::specs(), &caller.scopes, &TenantView { tenant: &tenant, connectors: &connectors });
         Ok((tenant, listed))
     }
 
@@ -195,18 +196,21 @@ impl CapabilityService {
             return v;
         }
         let doc = json!(
-            adk::registry::REGISTRY
+            typed::REGISTRY
                 .iter()
-                .map(|c| json!({
-                    "name": c.name,
-                    "channel": c.channel.as_str(),
-                    "min_tier": c.min_tier.as_str(),
-                    "scopes": c.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
-                    "route": c.route.as_str(),
-                    "read_only": c.read_only,
-                    "description": c.description,
-                    "served": served(c.name),
-                }))
+                .map(|e| {
+                    let c = &e.spec;
+                    json!({
+                        "name": c.name,
+                        "channel": c.channel.as_str(),
+                        "toolset": c.toolset.as_str(),
+                        "min_tier": c.min_tier.as_str(),
+                        "scopes": c.scopes.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
+                        "route": c.route.as_str(),
+                        "read_only": c.read_only,
+                        "description": e.description,
+                    })
+                })
                 .collect::<Vec<_>>()
         );
         if let Ok(bytes) = serde_json::to_vec(&doc) {
@@ -269,8 +273,8 @@ impl CapabilityService {
         if !args.is_object() {
             return Err(Error::invalid("arguments must be a JSON object"));
         }
-        let resolution = self.resolve(caller, name, &args).await?;
-        let entry = typed::find(resolution.spec.name).ok_or_else(|| not_served(resolution.spec.name))?;
+        let entry = typed::find(spec_of(name)?.name).ok_or_else(|| Error::internal("a capability without a handler"))?;
+        let resolution = self.resolve(caller, entry.name, &args).await?;
         let cx = self.context(caller, &resolution);
         let data = entry.run(&cx, args).await?;
         Ok(Outcome { resolution, data })
@@ -333,5 +337,20 @@ impl CapabilityService {
         } else {
             self.audit.record_read_by(caller, action, None, code).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Step 1 of resolution (parse, then find the policy) is this crate's: a malformed
+    /// name and one this version lacks answer alike, before any tenant is read.
+    #[test]
+    fn an_unknown_or_malformed_name_is_capability_not_found() {
+        for name in ["weather.today", "spine..get", "spine.entity.explode", "", "memory_search_org"] {
+            assert_eq!(spec_of(name).map(|s| s.name).unwrap_err().code, ErrorCode::CapabilityNotFound, "{name:?}");
+        }
+        assert_eq!(spec_of("spine.entity.get").map(|s| s.name), Ok("spine.entity.get"));
     }
 }

@@ -15,6 +15,7 @@ use ports::records::{EngineeringStore, MemoryStore};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context};
 
 crate::enum_schema!(GateStatusSchema, GateStatus);
@@ -79,7 +80,15 @@ pub struct GateStatusTool;
 const MAX_LISTED: usize = 100;
 
 impl Capability for GateStatusTool {
-    const NAME: &'static str = "engineering.gate_status";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.gate_status",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.gate",
+    )
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Check gates";
     const DESCRIPTION: &'static str = "Where gates stand before you act: whether a person has authorized (or blocked) an \
          action such as a push or a deploy. Filter by namespace (repo:acme/web, env:prod), action (push, deploy) and \
@@ -143,7 +152,16 @@ pub struct GateRequested {
 pub struct GateRequestTool;
 
 impl Capability for GateRequestTool {
-    const NAME: &'static str = "engineering.gate_request";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.gate_request",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.gate",
+    )
+    .writes()
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Ask a person to authorize an action";
     const DESCRIPTION: &'static str = "Ask a person to authorize a gated action (e.g. namespace repo:acme/web, action push) \
          before you do it. The request waits as pending in the approvals console; a person authorizes or blocks it there. \
@@ -259,7 +277,16 @@ pub struct SaveArgs {
 pub struct Save;
 
 impl Capability for Save {
-    const NAME: &'static str = "engineering.save";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.save",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.engineering",
+    )
+    .writes()
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Save an engineering record";
     const DESCRIPTION: &'static str = "Create or update a record of your project's working state, so it survives sessions \
          and agents: task, note (sticky, gone 24 h after its last update unless pinned), summary (what this session \
@@ -327,7 +354,15 @@ fn status_of(b: &Body) -> Option<&'static str> {
 pub struct List;
 
 impl Capability for List {
-    const NAME: &'static str = "engineering.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.list",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.engineering",
+    )
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "List engineering records";
     const DESCRIPTION: &'static str = "Your project's records, newest change first: e.g. kind task with status todo for \
          the open tasks, kind handoff for what the last session left you, kind adr for decisions, kind pinned_file for \
@@ -358,7 +393,15 @@ pub struct RecordIdArgs {
 pub struct Get;
 
 impl Capability for Get {
-    const NAME: &'static str = "engineering.get";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.get",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.engineering",
+    )
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Read an engineering record";
     const DESCRIPTION: &'static str = "One record of your project by id, with its version (pass it back as \
          expected_version when you update it).";
@@ -393,7 +436,15 @@ pub struct FixesFound {
 pub struct FindFix;
 
 impl Capability for FindFix {
-    const NAME: &'static str = "engineering.find_fix";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.find_fix",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::VectorIndex,
+        "search.engineering",
+    )
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Look up a known fix for an error";
     const DESCRIPTION: &'static str = "Before debugging an error, look for a fix someone already recorded in your \
          project (error_fix records), matched by words and meaning, best first. After you fix a new one, save it with \
@@ -412,7 +463,15 @@ impl Capability for FindFix {
 pub struct RestoreWorkspace;
 
 impl Capability for RestoreWorkspace {
-    const NAME: &'static str = "engineering.restore_workspace";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "engineering.restore_workspace",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.engineering",
+    )
+    .toolset(Toolset::Engineering);
     const TITLE: &'static str = "Restore a context workspace";
     const DESCRIPTION: &'static str = "Load every record a workspace names (tasks, notes, ADRs, pinned files…) in one \
          call, to pick up where a session left off.";

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context};
 use crate::graph::{Node, Subgraph};
 
@@ -180,6 +181,32 @@ fn said(message: &str) -> GraphChange {
     GraphChange { result: Value::String(message.to_owned()) }
 }
 
+/// Whether a graph tool with this result writes: a change does, a view does not.
+trait GraphOutput {
+    const WRITES: bool;
+}
+
+impl GraphOutput for GraphChange {
+    const WRITES: bool = true;
+}
+
+impl GraphOutput for GraphView {
+    const WRITES: bool = false;
+}
+
+/// A graph tool's policy: the starter plan, `memory:write` for a change and
+/// `memory:read` for a view, over the store's graph, in the `graph` toolset.
+const fn graph_spec(name: &'static str, writes: bool) -> CapabilitySpec {
+    if writes {
+        CapabilitySpec::new(name, Channel::Memory, PlanTier::Starter, &[Scope::MemoryWrite], RouteKind::StoreIndex, "store.graph")
+            .writes()
+            .toolset(Toolset::Graph)
+    } else {
+        CapabilitySpec::new(name, Channel::Memory, PlanTier::Starter, &[Scope::MemoryRead], RouteKind::StoreIndex, "store.graph")
+            .toolset(Toolset::Graph)
+    }
+}
+
 /// One graph tool: its argument struct (with the optional `scope`) and capability.
 macro_rules! graph_tool {
     (
@@ -199,7 +226,7 @@ macro_rules! graph_tool {
         pub struct $cap;
 
         impl Capability for $cap {
-            const NAME: &'static str = concat!("memory.graph_", $tool);
+            const SPEC: CapabilitySpec = graph_spec(concat!("memory.graph_", $tool), <$output as GraphOutput>::WRITES);
             const TOOL: $crate::capabilities::typed::ToolName = $crate::capabilities::typed::ToolName::of($tool);
             const TITLE: &'static str = $title;
             const DESCRIPTION: &'static str = $description;

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::session::{GetContext, GetContextArgs};
 use super::{EntityArg, MAX_SCAN, SessionArg, WhyView, limit, page_of, rank, reads_memory, terms, text_field};
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::SearchService;
 
@@ -49,7 +50,15 @@ pub struct BookListOutput {
 pub struct BookList;
 
 impl Capability for BookList {
-    const NAME: &'static str = "book.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "book.list",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.book",
+    )
+    .cached(120);
     const TITLE: &'static str = "List the book of projects";
     const DESCRIPTION: &'static str = "List entries of the book of projects, for one project or all, in project order.";
     type Args = BookListArgs;
@@ -120,7 +129,14 @@ pub struct KbSearchOutput {
 pub struct KbSearch;
 
 impl Capability for KbSearch {
-    const NAME: &'static str = "kb.search";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "kb.search",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::VectorIndex,
+        "search.kb",
+    );
     const TITLE: &'static str = "Search the knowledge base";
     const DESCRIPTION: &'static str = "Search the knowledge-base documents you can read (global, org, your teams and projects) with hybrid keyword + semantic search. An exact identifier or document id ranks first. Returns the best passage of each document.";
     type Args = KbSearchArgs;
@@ -233,7 +249,15 @@ pub struct PlaybookOutput {
 pub struct PlaybookHandoff;
 
 impl Capability for PlaybookHandoff {
-    const NAME: &'static str = "playbook.handoff";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "playbook.handoff",
+        Channel::Tool,
+        PlanTier::Pro,
+        &[Scope::TenantWrite],
+        RouteKind::RemoteFunction,
+        "function.playbook",
+    )
+    .writes();
     const TITLE: &'static str = "Hand off a playbook";
     const DESCRIPTION: &'static str = "Build a JSON playbook for a goal from real context (entity, its signals, relevant org memory, session) for you to run locally, step by step. It changes nothing by itself.";
     type Args = PlaybookArgs;

@@ -17,6 +17,7 @@ use super::{
     IdArgs, MAX_SCAN, MAX_TURN_BYTES, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView,
     SessionArg, Tools, TurnRoleSchema, TurnView, WhyView, limit, own_session, page_of, rank, terms, text_field,
 };
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 
 impl Tools<'_> {
@@ -110,7 +111,14 @@ pub struct SearchOrgOutput {
 pub struct SearchOrg;
 
 impl Capability for SearchOrg {
-    const NAME: &'static str = "memory.search_org";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.search_org",
+        Channel::Memory,
+        PlanTier::Pro,
+        &[Scope::MemoryRead],
+        RouteKind::VectorIndex,
+        "search.org_memory",
+    );
     const TITLE: &'static str = "Search org memory";
     const DESCRIPTION: &'static str = "Search the organisation's approved memory (decisions, patterns, commitments, learnings) with hybrid keyword + semantic search; exact identifiers rank first. Only active entries are returned, always fresh. Use this before answering questions about how the organisation does things or what was decided.";
     type Args = SearchOrgArgs;
@@ -140,7 +148,14 @@ pub struct ReadOrgOutput {
 pub struct ReadOrg;
 
 impl Capability for ReadOrg {
-    const NAME: &'static str = "memory.read_org";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.read_org",
+        Channel::Memory,
+        PlanTier::Pro,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.memory",
+    );
     const TITLE: &'static str = "Read an org memory entry";
     const DESCRIPTION: &'static str = "Read one org memory entry with its lineage: the proposal that produced it, what it superseded, and — if it was superseded — its successor. Use after memory_search_org.";
     type Args = IdArgs;
@@ -189,7 +204,15 @@ pub struct ProposalOutput {
 pub struct Propose;
 
 impl Capability for Propose {
-    const NAME: &'static str = "memory.propose";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.propose",
+        Channel::Memory,
+        PlanTier::Pro,
+        &[Scope::MemoryWrite],
+        RouteKind::RemoteFunction,
+        "function.triage",
+    )
+    .writes();
     const TITLE: &'static str = "Propose org memory";
     const DESCRIPTION: &'static str = "Propose a new piece of organisational memory, or a replacement for an active entry (supersedes). The proposal is stored as pending: governance scores it and a person decides uncertain cases. Nothing becomes organisational truth through this call. Check the outcome with proposal_status.";
     type Args = ProposeArgs;
@@ -232,7 +255,14 @@ pub struct ReadConversationalOutput {
 pub struct ReadConversational;
 
 impl Capability for ReadConversational {
-    const NAME: &'static str = "memory.read_conversational";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.read_conversational",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.turns",
+    );
     const TITLE: &'static str = "Read session turns";
     const DESCRIPTION: &'static str = "Read the turns of one of your sessions in order (optionally only those after a sequence number). Use to continue a conversation where it stopped.";
     type Args = ReadConversationalArgs;
@@ -277,7 +307,15 @@ pub struct WriteConversationalOutput {
 pub struct WriteConversational;
 
 impl Capability for WriteConversational {
-    const NAME: &'static str = "memory.write_conversational";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.write_conversational",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.turns",
+    )
+    .writes();
     const TITLE: &'static str = "Record a session turn";
     const DESCRIPTION: &'static str = "Append one turn (user, assistant or system) to one of your sessions. Sessions are private to you; the turns are the raw material later sessions and proposals are built from.";
     type Args = WriteConversationalArgs;
@@ -341,7 +379,14 @@ pub struct ReadPersonalOutput {
 pub struct ReadPersonal;
 
 impl Capability for ReadPersonal {
-    const NAME: &'static str = "memory.read_personal";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.read_personal",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.memory",
+    );
     const TITLE: &'static str = "Read personal patterns";
     const DESCRIPTION: &'static str =
         "Read your own personal patterns: preferences, behaviours, context and decisions recorded for you. Never anyone else's.";
@@ -413,7 +458,14 @@ pub struct ListDecisionsOutput {
 pub struct ListDecisions;
 
 impl Capability for ListDecisions {
-    const NAME: &'static str = "memory.list_decisions";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.list_decisions",
+        Channel::Memory,
+        PlanTier::Pro,
+        &[Scope::MemoryRead],
+        RouteKind::StoreIndex,
+        "store.proposals",
+    );
     const TITLE: &'static str = "List governance decisions";
     const DESCRIPTION: &'static str = "List proposals and their governance state (pending, approved, rejected with a reason, written…), newest state groups first. Use to see what the organisation accepted or refused and why.";
     type Args = ListDecisionsArgs;

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::memory::ProposalOutput;
 use super::{EntityArg, IdArgs, MAX_BODY_BYTES, MAX_TITLE_LEN, ProposalView, Tools, reads_memory, text_field};
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context};
 
 impl Tools<'_> {
@@ -136,7 +137,15 @@ pub struct ProposalCreateArgs {
 pub struct ProposalCreate;
 
 impl Capability for ProposalCreate {
-    const NAME: &'static str = "proposal.create";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "proposal.create",
+        Channel::Tool,
+        PlanTier::Pro,
+        &[Scope::TenantWrite],
+        RouteKind::RemoteFunction,
+        "function.triage",
+    )
+    .writes();
     const TITLE: &'static str = "Propose an action";
     const DESCRIPTION: &'static str = "Propose an action for the organisation to take (governed): it is stored as pending and decided outside the chat. With `action`, approval carries it out in the connected system (a person always approves those); with `book`, approval writes a book-of-projects entry. Never assume it will be approved.";
     type Args = ProposalCreateArgs;
@@ -214,7 +223,16 @@ pub struct ConnectorWriteArgs {
 pub struct ConnectorWrite;
 
 impl Capability for ConnectorWrite {
-    const NAME: &'static str = "connector.write";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "connector.write",
+        Channel::Api,
+        PlanTier::Pro,
+        &[Scope::TenantWrite],
+        RouteKind::ConnectorProxy,
+        "connector.proxy",
+    )
+    .writes()
+    .connector(ConnectorNeed::Named);
     const TITLE: &'static str = "Write to a connected system (governed)";
     const DESCRIPTION: &'static str = "Ask for a write in a connected system (HubSpot, Salesforce, Zendesk, Jira, Stripe) whose connector is connected. It becomes an action proposal a person approves; approval carries it out once. The answer is the proposal.";
     type Args = ConnectorWriteArgs;
@@ -248,7 +266,16 @@ pub struct EntityCreateArgs {
 pub struct EntityCreate;
 
 impl Capability for EntityCreate {
-    const NAME: &'static str = "spine.entity.create";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "spine.entity.create",
+        Channel::Api,
+        PlanTier::Starter,
+        &[Scope::TenantWrite],
+        RouteKind::RemoteFunction,
+        "function.pipeline",
+    )
+    .writes()
+    .schema(SchemaUse::Write);
     const TITLE: &'static str = "Propose a new Spine entity";
     const DESCRIPTION: &'static str = "Propose creating a Spine entity (governed: a person approves it, then it is written through the operator path's schema checks). The answer is the proposal.";
     type Args = EntityCreateArgs;
@@ -286,7 +313,14 @@ impl Capability for EntityCreate {
 pub struct ProposalStatus;
 
 impl Capability for ProposalStatus {
-    const NAME: &'static str = "proposal.status";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "proposal.status",
+        Channel::Tool,
+        PlanTier::Pro,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.proposals",
+    );
     const TITLE: &'static str = "Get a proposal's status";
     const DESCRIPTION: &'static str =
         "Read a proposal's governance state, its triage score and reasons once scored, and the decision's reason.";

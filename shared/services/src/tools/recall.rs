@@ -21,6 +21,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{MAX_SCAN, MemoryView, PersonalKindSchema, Tools, WhyView, limit, own_session, rank, terms, text_field};
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::{IndexRequest, SearchService, Window};
 
@@ -134,7 +135,14 @@ pub struct RecallOutput {
 pub struct Recall;
 
 impl Capability for Recall {
-    const NAME: &'static str = "memory.search";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.search",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryRead],
+        RouteKind::VectorIndex,
+        "search.memory",
+    );
     const TITLE: &'static str = "Search all memory";
     const DESCRIPTION: &'static str = "Search everything you can read in one call: your past conversation turns, your personal memory, team/project/org memory and the knowledge base. Narrow with scope, type, since/until (when it happened) or as_of (governed memory as it stood then). Each result says when it happened and why it matched. Example: {\"query\": \"what did we decide about refunds\", \"since\": \"2026-01-01\"}.";
     type Args = RecallArgs;
@@ -475,7 +483,15 @@ pub struct RememberOutput {
 pub struct Remember;
 
 impl Capability for Remember {
-    const NAME: &'static str = "memory.remember";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.remember",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.memory",
+    )
+    .writes();
     const TITLE: &'static str = "Remember something personal";
     const DESCRIPTION: &'static str = "Remember a fact or preference about the person you work for, in their personal memory (theirs alone; no approval needed). If a memory already says nearly the same thing it is updated instead of duplicated. Optional ttl_days forgets it later. Example: {\"text\": \"Prefers short answers with code first\", \"kind\": \"preference\"}.";
     type Args = RememberArgs;
@@ -545,7 +561,15 @@ pub struct PersonalOutput {
 pub struct UpdatePersonal;
 
 impl Capability for UpdatePersonal {
-    const NAME: &'static str = "memory.update_personal";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.update_personal",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.memory",
+    )
+    .writes();
     const TITLE: &'static str = "Update a personal memory";
     const DESCRIPTION: &'static str = "Change one of your personal memories: its text, kind, when it happened, or its time to live (ttl_days 0 removes it). Example: {\"id\": \"01J…\", \"text\": \"Prefers answers in Portuguese\"}.";
     type Args = UpdatePersonalArgs;
@@ -587,7 +611,15 @@ pub struct ForgetArgs {
 pub struct Forget;
 
 impl Capability for Forget {
-    const NAME: &'static str = "memory.forget";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "memory.forget",
+        Channel::Memory,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::StoreIndex,
+        "store.memory",
+    )
+    .writes();
     const TITLE: &'static str = "Forget a personal memory";
     const DESCRIPTION: &'static str = "Forget one of your personal memories: its text is erased and it leaves search; a tombstone keeps who forgot it and when. Cannot be undone.";
     type Args = ForgetArgs;

@@ -14,6 +14,7 @@ use super::{
     EntityArg, EntityView, MAX_BODY_BYTES, MAX_SCAN, MemoryView, RelationshipView, SessionArg, SessionView, SignalView, TurnView,
     limit, own_session, reads_memory,
 };
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 
 // ---- session.get_context --------------------------------------------------------------
@@ -77,7 +78,15 @@ pub struct GetContextOutput {
 pub struct GetContext;
 
 impl Capability for GetContext {
-    const NAME: &'static str = "session.get_context";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "session.get_context",
+        Channel::Session,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.entity360",
+    )
+    .cached(60);
     const TITLE: &'static str = "Get context (Entity 360)";
     const DESCRIPTION: &'static str = "Assemble context in one call: an entity with its relationships and recent signals, the recent turns of a session, a project's latest handoff, session summary and open tasks, and the org memory relevant to the entity or a query. Give at least one of entity, session, project or query.";
     type Args = GetContextArgs;
@@ -166,7 +175,15 @@ pub struct SummarizeArgs {
 pub struct Summarize;
 
 impl Capability for Summarize {
-    const NAME: &'static str = "session.summarize";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "session.summarize",
+        Channel::Session,
+        PlanTier::Starter,
+        &[Scope::MemoryWrite],
+        RouteKind::RemoteFunction,
+        "function.triage",
+    )
+    .writes();
     const TITLE: &'static str = "Summarize a session into a proposal";
     const DESCRIPTION: &'static str = "Turn one of your sessions into a proposal for org memory: an extractive summary of its turns, stored as pending for governance. Nothing becomes organisational truth through this call.";
     type Args = SummarizeArgs;
@@ -219,7 +236,14 @@ pub struct ListRecentOutput {
 pub struct ListRecent;
 
 impl Capability for ListRecent {
-    const NAME: &'static str = "session.list_recent";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "session.list_recent",
+        Channel::Session,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.turns",
+    );
     const TITLE: &'static str = "List recent sessions";
     const DESCRIPTION: &'static str =
         "List your most recent sessions with their turn counts and when they were last used, newest first.";

@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{EntityArg, EntityView, IdArgs, MAX_SCAN, RelationshipView, SignalView, limit, page_of};
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::entities::SearchQuery;
 
@@ -34,7 +35,16 @@ pub struct EntityGetOutput {
 pub struct EntityGet;
 
 impl Capability for EntityGet {
-    const NAME: &'static str = "spine.entity.get";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "spine.entity.get",
+        Channel::Tool,
+        PlanTier::Free,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.entity",
+    )
+    .cached(120)
+    .schema(SchemaUse::Read);
     const TITLE: &'static str = "Get an entity";
     const DESCRIPTION: &'static str = "Fetch one business entity (an account, contact, deal, ticket, patient…) from the tenant's Spine by its canonical type and id. Returns the entity's traits as normalized truth — prefer this over asking the user or guessing. Use spine_entity_search first when you only know a name.";
     type Args = EntityGetArgs;
@@ -79,7 +89,16 @@ pub struct EntitySearchOutput {
 pub struct EntitySearch;
 
 impl Capability for EntitySearch {
-    const NAME: &'static str = "spine.entity.search";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "spine.entity.search",
+        Channel::Tool,
+        PlanTier::Free,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.entity",
+    )
+    .cached(60)
+    .schema(SchemaUse::Read);
     const TITLE: &'static str = "Search entities";
     const DESCRIPTION: &'static str = "Find business entities in the tenant's Spine by words in their name, id or traits, optionally of one canonical type. Every word must match. Returns up to `limit` entities, best first; use spine_entity_get for one entity's full record.";
     type Args = EntitySearchArgs;
@@ -120,7 +139,16 @@ pub struct EntityListOutput {
 pub struct EntityList;
 
 impl Capability for EntityList {
-    const NAME: &'static str = "spine.entity.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "spine.entity.list",
+        Channel::Api,
+        PlanTier::Free,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.entity",
+    )
+    .cached(60)
+    .schema(SchemaUse::Read);
     const TITLE: &'static str = "List entities";
     const DESCRIPTION: &'static str = "List the tenant's entities (of one canonical type, or all) page by page, in key order.";
     type Args = EntityListArgs;
@@ -180,7 +208,15 @@ pub struct RelationshipListOutput {
 pub struct RelationshipList;
 
 impl Capability for RelationshipList {
-    const NAME: &'static str = "spine.relationship.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "spine.relationship.list",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.relationship",
+    )
+    .cached(120);
     const TITLE: &'static str = "List relationships";
     const DESCRIPTION: &'static str = "List the graph relationships of an entity (who works where, which account owns which deal…), outgoing, incoming or both, optionally of one kind.";
     type Args = RelationshipListArgs;
@@ -232,7 +268,16 @@ pub struct SignalListOutput {
 pub struct SignalList;
 
 impl Capability for SignalList {
-    const NAME: &'static str = "signal.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "signal.list",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.signal",
+    )
+    .cached(60)
+    .connector(ConnectorNeed::Any);
     const TITLE: &'static str = "List signals";
     const DESCRIPTION: &'static str = "List time-ordered signals — state changes such as a deal stage moving or an account's health dropping — newest first, for the tenant or one entity.";
     type Args = SignalListArgs;
@@ -257,7 +302,16 @@ pub struct SignalGetOutput {
 pub struct SignalGet;
 
 impl Capability for SignalGet {
-    const NAME: &'static str = "signal.get";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "signal.get",
+        Channel::Tool,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.signal",
+    )
+    .cached(300)
+    .connector(ConnectorNeed::Any);
     const TITLE: &'static str = "Get a signal";
     const DESCRIPTION: &'static str = "Fetch one signal by id, with its before and after values.";
     type Args = IdArgs;

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::EntityArg;
+use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 
 crate::enum_schema!(TaskStatusSchema, TaskStatus);
@@ -76,7 +77,15 @@ pub struct DispatchArgs {
 pub struct TaskDispatch;
 
 impl Capability for TaskDispatch {
-    const NAME: &'static str = "task.dispatch";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "task.dispatch",
+        Channel::Api,
+        PlanTier::Pro,
+        &[Scope::TenantWrite],
+        RouteKind::RemoteFunction,
+        "function.pipeline",
+    )
+    .writes();
     const TITLE: &'static str = "Dispatch a task";
     const DESCRIPTION: &'static str = "Dispatch a task to a person or an agent of the workspace: stored open, delivered through the work queue (dispatched), then moved along by its assignee with task_update.";
     type Args = DispatchArgs;
@@ -108,7 +117,15 @@ pub struct ListArgs {
 pub struct TaskList;
 
 impl Capability for TaskList {
-    const NAME: &'static str = "task.list";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "task.list",
+        Channel::Api,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.task",
+    )
+    .cached(60);
     const TITLE: &'static str = "List tasks";
     const DESCRIPTION: &'static str = "Tasks of the workspace, newest first: one assignee's (\"me\"), optionally of one status.";
     type Args = ListArgs;
@@ -142,7 +159,15 @@ pub struct UpdateArgs {
 pub struct TaskUpdate;
 
 impl Capability for TaskUpdate {
-    const NAME: &'static str = "task.update";
+    const SPEC: CapabilitySpec = CapabilitySpec::new(
+        "task.update",
+        Channel::Api,
+        PlanTier::Starter,
+        &[Scope::TenantRead],
+        RouteKind::StoreIndex,
+        "store.task",
+    )
+    .writes();
     const TITLE: &'static str = "Move a task along";
     const DESCRIPTION: &'static str = "Report progress on a task dispatched to you: in_progress, done or failed, with a note.";
     type Args = UpdateArgs;
