@@ -35,8 +35,9 @@ use services::governance::Waiting;
 use services::oauth::Params;
 use subtle::ConstantTimeEq;
 
-use crate::oauth::{BaseUrl, base_of, esc, locked_down_page, no_store};
+use crate::oauth::{esc, locked_down_page, no_store};
 use crate::router::AppState;
+use crate::web::BaseUrl;
 
 const SESSION_COOKIE: &str = "ctn_console";
 const LOGIN_COOKIE: &str = "ctn_console_login";
@@ -303,10 +304,6 @@ async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(C
     state.services.auth.console_session(&token, base).await
 }
 
-pub(crate) fn base(state: &AppState, b: Option<Extension<BaseUrl>>) -> String {
-    base_of(state, b.as_ref().map(|b| &b.0))
-}
-
 pub(crate) fn redirect(to: &str) -> Response {
     let mut resp = StatusCode::SEE_OTHER.into_response();
     if let Ok(v) = HeaderValue::from_str(to) {
@@ -318,11 +315,10 @@ pub(crate) fn redirect(to: &str) -> Response {
 /// `GET /approvals`.
 pub async fn show(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Query(q): Query<ListQuery>,
 ) -> Response {
-    let base = base(&state, b);
     match session(&state, &base, &headers).await {
         Ok((caller, csrf)) => {
             // The outcome of the decision just made (a fixed text per outcome: nothing
@@ -460,12 +456,11 @@ pub(crate) async fn sign_out(
 /// `POST /approvals/login`.
 pub async fn login(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     addr: Option<Extension<crate::server::ClientAddr>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let base = base(&state, b);
     let source = addr.map(|a| a.0.0);
     sign_in(
         &CONSOLE,
@@ -481,8 +476,7 @@ pub async fn login(
 }
 
 /// `POST /approvals/logout`.
-pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
-    let base = base(&state, b);
+pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
     let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
     sign_out(&state, &CONSOLE, &base, &headers, csrf, &body).await
 }
@@ -513,12 +507,11 @@ async fn decision_form(
 /// `POST /approvals/{id}/decide`.
 pub async fn decide(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
         Ok(signed) => signed,
         Err(refused) => return refused,
@@ -548,13 +541,7 @@ pub async fn decide(
 
 /// `POST /approvals/gates/decide` (`namespace`, `action`, `decision=authorize|block`,
 /// `reason`, `hours`, `consume_once`): the same `GateService::set` as `POST /v1/gates`.
-pub async fn decide_gate(
-    State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let base = base(&state, b);
+pub async fn decide_gate(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
     let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
         Ok(signed) => signed,
         Err(refused) => return refused,

@@ -39,9 +39,10 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::console::{base, cookie, form, message_of, page, redirect, same, set_cookie, status_of};
-use crate::oauth::{BaseUrl, esc};
+use crate::console::{cookie, form, message_of, page, redirect, same, set_cookie, status_of};
+use crate::oauth::esc;
 use crate::router::AppState;
+use crate::web::BaseUrl;
 
 pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
 const LOGIN_COOKIE: &str = "ctn_dashboard_login";
@@ -208,8 +209,7 @@ fn overview_html(base: &str, s: &services::stats::Stats) -> String {
 }
 
 /// `GET /dashboard`.
-pub async fn overview(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap) -> Response {
-    let base = base(&state, b);
+pub async fn overview(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap) -> Response {
     let (caller, csrf) = match signed_in(&state, &base, &headers).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -229,8 +229,7 @@ pub async fn overview(State(state): State<AppState>, b: Option<Extension<BaseUrl
 }
 
 /// `GET /api/stats`: a bearer credential, else the dashboard's session.
-pub async fn stats_json(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap) -> Response {
-    let base = base(&state, b);
+pub async fn stats_json(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap) -> Response {
     let caller = match headers.get(http::header::AUTHORIZATION) {
         Some(h) => state.services.auth.authenticate_header(h.to_str().ok(), &base).await,
         None => session(&state, &base, &headers).await.map(|(c, _)| c),
@@ -277,11 +276,10 @@ fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> String
 /// `GET /dashboard/memory`.
 pub async fn memory(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Query(q): Query<MemoryQuery>,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf) = match signed_in(&state, &base, &headers).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -385,11 +383,10 @@ pub async fn memory(
 /// `GET /dashboard/memory/{id}`.
 pub async fn entry(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf) = match signed_in(&state, &base, &headers).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -522,12 +519,11 @@ async fn posted(
 /// `POST /dashboard/memory/{id}/forget`.
 pub async fn forget(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf, _) = match posted(&state, &base, &headers, &body).await {
         Ok(p) => p,
         Err(page) => return page,
@@ -541,12 +537,11 @@ pub async fn forget(
 /// `POST /dashboard/memory/{id}/propose`.
 pub async fn propose(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Path(id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf, f) = match posted(&state, &base, &headers, &body).await {
         Ok(p) => p,
         Err(page) => return page,
@@ -647,11 +642,10 @@ pub fn graph_svg(entities: &[(String, String)], relations: &[(String, String, St
 /// `GET /dashboard/graph`.
 pub async fn graph(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Query(q): Query<GraphQuery>,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf) = match signed_in(&state, &base, &headers).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -702,11 +696,10 @@ const AUDIT_SCAN: usize = 5_000;
 /// `GET /dashboard/audit`.
 pub async fn audit(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     headers: HeaderMap,
     Query(q): Query<AuditQuery>,
 ) -> Response {
-    let base = base(&state, b);
     let (caller, csrf) = match signed_in(&state, &base, &headers).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -768,12 +761,11 @@ const DASHBOARD: crate::console::SignInPage = crate::console::SignInPage {
 /// `POST /dashboard/login`.
 pub async fn login(
     State(state): State<AppState>,
-    b: Option<Extension<BaseUrl>>,
+    BaseUrl(base): BaseUrl,
     addr: Option<Extension<crate::server::ClientAddr>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let base = base(&state, b);
     let source = addr.map(|a| a.0.0);
     crate::console::sign_in(
         &DASHBOARD,
@@ -789,8 +781,7 @@ pub async fn login(
 }
 
 /// `POST /dashboard/logout`.
-pub async fn logout(State(state): State<AppState>, b: Option<Extension<BaseUrl>>, headers: HeaderMap, body: Bytes) -> Response {
-    let base = base(&state, b);
+pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
     let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
     crate::console::sign_out(&state, &DASHBOARD, &base, &headers, csrf, &body).await
 }
@@ -801,7 +792,7 @@ pub async fn browser_root(State(state): State<AppState>, req: axum::extract::Req
     let is_root = req.method() == http::Method::GET && req.uri().path() == "/";
     let html = req.headers().get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if is_root && html && !req.headers().contains_key(http::header::AUTHORIZATION) {
-        let base = crate::oauth::base_of(&state, req.extensions().get::<BaseUrl>());
+        let BaseUrl(base) = BaseUrl::of(&state, req.extensions());
         return redirect(&format!("{base}/dashboard"));
     }
     next.run(req).await

@@ -27,6 +27,7 @@
 //!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests);
 //!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph, audit;
 //!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
+//! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor.
 
 pub mod admin;
 pub mod approvals;
@@ -46,5 +47,6 @@ pub mod prometheus;
 pub mod router;
 pub mod server;
 pub mod throttle;
+pub mod web;
 
 pub use router::{AppState, GatewaySettings, router};

@@ -19,21 +19,11 @@ use services::oauth::{AuthorizeError, ClientCredentials, LoginOutcome, OAuthErro
 use subtle::ConstantTimeEq;
 
 use crate::router::AppState;
+use crate::web::BaseUrl;
 
 /// The CSRF cookie's name is per sign-in (`continuity_csrf_{request id}`), so two
 /// sign-ins in one browser do not overwrite each other's token.
 const CSRF_COOKIE: &str = "continuity_csrf_";
-
-/// The API's base URL for this request: configured, or derived by the Lambda adapter.
-#[derive(Debug, Clone)]
-pub struct BaseUrl(pub String);
-
-pub fn base_of(state: &AppState, req_base: Option<&BaseUrl>) -> String {
-    match req_base {
-        Some(b) if state.settings.public_url.is_empty() => b.0.clone(),
-        _ => state.settings.public_url.clone(),
-    }
-}
 
 pub(crate) fn no_store(mut resp: Response) -> Response {
     let h = resp.headers_mut();
@@ -116,13 +106,11 @@ fn form_decode(s: &str) -> Option<String> {
 
 // ---- discovery ----------------------------------------------------------------------
 
-pub async fn authorization_server_metadata(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorization_server_metadata(State(state): State<AppState>, BaseUrl(base): BaseUrl) -> Response {
     cacheable(Json(state.services.oauth.metadata(&base)).into_response())
 }
 
-pub async fn protected_resource_metadata(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn protected_resource_metadata(State(state): State<AppState>, BaseUrl(base): BaseUrl) -> Response {
     cacheable(Json(state.services.oauth.resource_metadata(&base)).into_response())
 }
 
@@ -153,8 +141,7 @@ pub async fn register(State(state): State<AppState>, headers: HeaderMap, body: B
 
 // ---- token and revocation -----------------------------------------------------------
 
-pub async fn token(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn token(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
         return oauth_error(&OAuthError::new("invalid_request", "the body could not be read"));
@@ -340,8 +327,7 @@ fn authorize_failure(e: AuthorizeError) -> Response {
 }
 
 /// `GET /oauth/authorize`: validate, then the login page.
-pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorize_get(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let secure = base.starts_with("https://");
     let params = match Params::parse(req.uri().query().unwrap_or("").as_bytes()) {
         Ok(p) => p,
@@ -377,8 +363,7 @@ fn cookie_csrf(headers: &HeaderMap, request_id: &str) -> Option<String> {
 }
 
 /// `POST /oauth/authorize`: the login form, then the consent form.
-pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorize_post(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
         return error_page(&OAuthError::new("invalid_request", "the form could not be read"));

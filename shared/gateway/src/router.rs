@@ -300,10 +300,9 @@ async fn not_found() -> ApiError {
 /// `GET /`: server info as JSON, or a small page for a browser.
 async fn server_info(
     State(state): State<AppState>,
-    base: Option<Extension<crate::oauth::BaseUrl>>,
+    crate::web::BaseUrl(base): crate::web::BaseUrl,
     headers: HeaderMap,
 ) -> Response {
-    let base = crate::oauth::base_of(&state, base.as_ref().map(|b| &b.0));
     let mcp_url = format!("{base}/mcp");
     let wants_html = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if wants_html {
