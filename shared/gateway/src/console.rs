@@ -26,90 +26,27 @@ use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use domain::principal::CallerContext;
 use domain::{Error, ErrorCode, Id, PageRequest};
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
 use serde::Deserialize;
 use services::governance::Waiting;
-use services::oauth::Params;
-use subtle::ConstantTimeEq;
 
-use crate::oauth::{esc, locked_down_page, no_store};
+use crate::oauth::esc;
 use crate::router::AppState;
-use crate::web::BaseUrl;
+use crate::web::{
+    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, message_of, page, redirect, set_cookie, sign_in, sign_out,
+    status_of,
+};
 
-const SESSION_COOKIE: &str = "ctn_console";
+pub(crate) const SESSION_COOKIE: &str = "ctn_console";
 const LOGIN_COOKIE: &str = "ctn_console_login";
 
 #[derive(Deserialize)]
 pub struct ListQuery {
     cursor: Option<String>,
     done: Option<String>,
-}
-
-fn cookie_name(base: &str, name: &str) -> String {
-    if base.starts_with("https://") { format!("__Host-{name}") } else { name.to_owned() }
-}
-
-pub(crate) fn cookie(headers: &HeaderMap, base: &str, name: &str) -> Option<String> {
-    let name = cookie_name(base, name);
-    headers.get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).flat_map(|v| v.split(';')).find_map(|kv| {
-        let (k, v) = kv.trim().split_once('=')?;
-        (k == name).then(|| v.to_owned())
-    })
-}
-
-pub(crate) fn set_cookie(resp: &mut Response, base: &str, name: &str, value: &str, max_age: i64) {
-    let secure = base.starts_with("https://");
-    let c = format!(
-        "{}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={max_age}{}",
-        cookie_name(base, name),
-        if secure { "; Secure" } else { "" }
-    );
-    if let Ok(v) = HeaderValue::from_str(&c) {
-        resp.headers_mut().append(header::SET_COOKIE, v);
-    }
-}
-
-pub(crate) fn same(a: &str, b: &str) -> bool {
-    !a.is_empty() && a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
-}
-
-pub(crate) fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\">\
-         <title>{t} · Continuity</title><style>\
-         body{{font:15px system-ui,sans-serif;max-width:58rem;margin:2rem auto;padding:0 1rem;color:#222}}\
-         header{{display:flex;justify-content:space-between;align-items:center;border-bottom:1px solid #ddd;margin-bottom:1rem}}\
-         section.p{{border:1px solid #ccc;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}}\
-         table{{border-collapse:collapse}}td,th{{padding:.15rem .6rem;text-align:left;border-bottom:1px solid #eee}}\
-         .total{{font-size:1.3rem;font-weight:600}}.conflict{{background:#fff6e0;padding:.4rem .6rem;border-left:3px solid #e0a000}}\
-         .ok{{color:#070}}.err{{color:#a00}}label{{display:block;margin:.4rem 0 .1rem}}\
-         input,textarea{{width:100%;padding:.4rem;box-sizing:border-box}}textarea{{height:3.2rem}}\
-         .forms{{display:grid;grid-template-columns:1fr 1fr;gap:1rem}}button{{margin-top:.4rem;padding:.45rem 1rem}}\
-         code{{background:#eee;padding:0 .2rem}}small{{color:#666}}</style>{body}</html>",
-        t = esc(title)
-    );
-    locked_down_page(
-        status,
-        html,
-        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
-    )
-}
-
-/// The status of a failed console request; the failure is logged like any request's.
-pub(crate) fn status_of(e: &Error) -> StatusCode {
-    services::log_failure(e, "console");
-    crate::error::status(e)
-}
-
-/// A message for a person: ours, never a backend's internals.
-pub(crate) fn message_of(e: &Error) -> String {
-    match e.code {
-        ErrorCode::Unavailable | ErrorCode::Internal => "The service is unavailable; try again in a moment.".to_owned(),
-        _ => e.message.clone(),
-    }
 }
 
 fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
@@ -244,7 +181,7 @@ async fn list_page(
     };
     let waiting = match state.services.governance.waiting(caller, &page_req).await {
         Ok(w) => w,
-        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+        Err(e) => return error_page("Approvals", &e),
     };
     let notice = notice
         .map(|(ok, m)| format!("<p class={} role=status id=notice>{}</p>", if ok { "ok" } else { "err" }, esc(&m)))
@@ -252,7 +189,7 @@ async fn list_page(
     let cards: String = waiting.items.iter().map(|w| card(base, csrf, w)).collect();
     let gates = match state.services.gates.waiting(caller, 50).await {
         Ok(g) => g,
-        Err(e) => return page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+        Err(e) => return error_page("Approvals", &e),
     };
     let gate_cards: String = gates.iter().map(|g| gate_card(base, csrf, g)).collect();
     let gate_section = if gates.is_empty() {
@@ -299,17 +236,33 @@ fn memberships(caller: &CallerContext) -> String {
     out
 }
 
-async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
-    let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
-    state.services.auth.console_session(&token, base).await
-}
+/// The approvals console as a page with its own sign-in.
+pub struct Console;
 
-pub(crate) fn redirect(to: &str) -> Response {
-    let mut resp = StatusCode::SEE_OTHER.into_response();
-    if let Ok(v) = HeaderValue::from_str(to) {
-        resp.headers_mut().insert(header::LOCATION, v);
+impl SignedPage for Console {
+    const PAGE: services::auth::Page = services::auth::Page::Console;
+    const HOME: &'static str = "/approvals";
+    const LOGIN_COOKIE: &'static str = LOGIN_COOKIE;
+    const TITLE: &'static str = "Approvals";
+    const KEY_REFUSED: &'static str = "This key cannot decide approvals: it needs the approvals:decide scope.";
+
+    fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
+        login_page(base, status, message)
     }
-    no_store(resp)
+
+    async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
+        let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
+        state.services.auth.console_session(&token, base).await
+    }
+
+    /// The list again, with why; nothing was decided.
+    async fn refused(state: &AppState, base: &str, caller: &CallerContext, csrf: &str, why: Refusal) -> Response {
+        let (status, message) = match why {
+            Refusal::Malformed => (StatusCode::BAD_REQUEST, "The form was malformed."),
+            Refusal::Expired => (StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again."),
+        };
+        list_page(state, base, caller, csrf, None, status, Some((false, message.to_owned()))).await
+    }
 }
 
 /// `GET /approvals`.
@@ -319,7 +272,7 @@ pub async fn show(
     headers: HeaderMap,
     Query(q): Query<ListQuery>,
 ) -> Response {
-    match session(&state, &base, &headers).await {
+    match Console::session(&state, &base, &headers).await {
         Ok((caller, csrf)) => {
             // The outcome of the decision just made (a fixed text per outcome: nothing
             // from the query string is shown).
@@ -335,122 +288,8 @@ pub async fn show(
             list_page(&state, &base, &caller, &csrf, q.cursor, StatusCode::OK, notice).await
         }
         Err(e) if e.code == ErrorCode::Unauthenticated => login_page(&base, StatusCode::OK, None),
-        Err(e) => page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e)))),
+        Err(e) => error_page("Approvals", &e),
     }
-}
-
-pub(crate) fn form(body: &Bytes) -> Option<Params> {
-    Params::parse(body).ok()
-}
-
-/// A page that signs its own users in (the approvals console, the dashboard): its
-/// cookies, where it lives and its sign-in form.
-pub(crate) struct SignInPage {
-    /// Where a signed-in (or signed-out) browser goes: `/approvals`, `/dashboard`.
-    pub home: &'static str,
-    pub login_cookie: &'static str,
-    pub title: &'static str,
-    pub login_page: fn(&str, StatusCode, Option<&str>) -> Response,
-    /// What a key without the needed scope is told.
-    pub key_refused: &'static str,
-}
-
-/// The session cookie of each page: one sign-in sets every page's the credential may
-/// open; a sign-out clears (and ends) both.
-pub(crate) fn session_cookie(page: services::auth::Page) -> &'static str {
-    match page {
-        services::auth::Page::Console => SESSION_COOKIE,
-        services::auth::Page::Dashboard => crate::dashboard::SESSION_COOKIE,
-    }
-}
-
-const CONSOLE: SignInPage = SignInPage {
-    home: "/approvals",
-    login_cookie: LOGIN_COOKIE,
-    title: "Approvals",
-    login_page,
-    key_refused: "This key cannot decide approvals: it needs the approvals:decide scope.",
-};
-
-/// Signs a browser in from the posted form — a key (`by_key`) or a workspace, e-mail and
-/// password (`by_user`), each answering a session token — after the double-submit CSRF
-/// check; sets the session cookie and goes home.
-pub(crate) async fn sign_in(
-    p: &SignInPage,
-    base: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-    by_key: impl AsyncFnOnce(&str) -> Result<services::auth::PageSessions, Error>,
-    by_user: impl AsyncFnOnce(&str, &str, &str) -> Result<services::auth::PageSessions, Error>,
-) -> Response {
-    let Some(f) = form(body) else { return (p.login_page)(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
-    let expected = cookie(headers, base, p.login_cookie).unwrap_or_default();
-    if !same(f.get("csrf").unwrap_or_default(), &expected) {
-        return (p.login_page)(base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
-    }
-    let signed_in = match f.get("key") {
-        Some(key) => by_key(key).await,
-        None => {
-            by_user(
-                f.get("tenant").unwrap_or_default(),
-                f.get("email").unwrap_or_default(),
-                f.get("password").unwrap_or_default(),
-            )
-            .await
-        }
-    };
-    match signed_in {
-        Ok(sessions) => {
-            let mut resp = redirect(&format!("{base}{}", p.home));
-            for (page, token) in
-                [(services::auth::Page::Console, sessions.console), (services::auth::Page::Dashboard, sessions.dashboard)]
-            {
-                if let Some(token) = token {
-                    set_cookie(&mut resp, base, session_cookie(page), &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
-                }
-            }
-            set_cookie(&mut resp, base, p.login_cookie, "", 0);
-            resp
-        }
-        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => {
-            (p.login_page)(base, StatusCode::FORBIDDEN, Some(p.key_refused))
-        }
-        Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
-            (p.login_page)(base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
-        }
-        Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
-            (p.login_page)(base, status_of(&e), Some(&e.message))
-        }
-        Err(e) => (p.login_page)(base, status_of(&e), Some(&message_of(&e))),
-    }
-}
-
-/// Signs a browser out of every page: the session's CSRF token must come with the form
-/// (when there is a session to end); both pages' sessions end for good (a copied cookie
-/// opens nothing afterwards) and their cookies are cleared.
-pub(crate) async fn sign_out(
-    state: &AppState,
-    p: &SignInPage,
-    base: &str,
-    headers: &HeaderMap,
-    session_csrf: Option<String>,
-    body: &Bytes,
-) -> Response {
-    if let Some(csrf) = session_csrf
-        && !form(body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
-    {
-        return page(StatusCode::FORBIDDEN, p.title, "<p class=err role=alert>The form expired. Reload the page.</p>");
-    }
-    let pages = [services::auth::Page::Console, services::auth::Page::Dashboard];
-    let tokens: Vec<String> = pages.iter().filter_map(|pg| cookie(headers, base, session_cookie(*pg))).collect();
-    if let Err(e) = state.services.auth.end_page_sessions(&tokens, base).await {
-        return page(status_of(&e), p.title, &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))));
-    }
-    let mut resp = redirect(&format!("{base}{}", p.home));
-    for pg in pages {
-        set_cookie(&mut resp, base, session_cookie(pg), "", 0);
-    }
-    resp
 }
 
 /// `POST /approvals/login`.
@@ -461,61 +300,21 @@ pub async fn login(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let source = addr.map(|a| a.0.0);
-    sign_in(
-        &CONSOLE,
-        &base,
-        &headers,
-        &body,
-        async |key| state.services.auth.page_login_key(services::auth::Page::Console, key, &base).await,
-        async |tenant, email, password| {
-            state.services.oauth.page_login_user(services::auth::Page::Console, &base, (tenant, email, password), source).await
-        },
-    )
-    .await
+    sign_in::<Console>(&state, &base, addr.map(|a| a.0.0), &headers, &body).await
 }
 
 /// `POST /approvals/logout`.
 pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
-    let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
-    sign_out(&state, &CONSOLE, &base, &headers, csrf, &body).await
-}
-
-/// A decision form's signed-in approver, session CSRF secret and fields — or the page
-/// that refuses it (signed out, malformed, or without the session's CSRF token).
-async fn decision_form(
-    state: &AppState,
-    base: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<(CallerContext, String, Params), Response> {
-    let (caller, csrf) = match session(state, base, headers).await {
-        Ok(s) => s,
-        Err(e) if e.code == ErrorCode::Unauthenticated => {
-            return Err(login_page(base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again.")));
-        }
-        Err(e) => return Err(page(status_of(&e), "Approvals", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))))),
-    };
-    let refused = |status, message: &str| list_page(state, base, &caller, &csrf, None, status, Some((false, message.to_owned())));
-    let Some(f) = form(body) else { return Err(refused(StatusCode::BAD_REQUEST, "The form was malformed.").await) };
-    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
-        return Err(refused(StatusCode::FORBIDDEN, "The form expired: nothing was decided. Try again.").await);
-    }
-    Ok((caller, csrf, f))
+    sign_out::<Console>(&state, &base, &headers, &body).await
 }
 
 /// `POST /approvals/{id}/decide`.
 pub async fn decide(
     State(state): State<AppState>,
     BaseUrl(base): BaseUrl,
-    headers: HeaderMap,
     Path(id): Path<String>,
-    body: Bytes,
+    SignedForm { caller, csrf, fields: f, .. }: SignedForm<Console>,
 ) -> Response {
-    let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
-        Ok(signed) => signed,
-        Err(refused) => return refused,
-    };
     // A refused form shows the list again with why; nothing was decided.
     let refuse = |status: StatusCode, message: String| {
         let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
@@ -541,11 +340,11 @@ pub async fn decide(
 
 /// `POST /approvals/gates/decide` (`namespace`, `action`, `decision=authorize|block`,
 /// `reason`, `hours`, `consume_once`): the same `GateService::set` as `POST /v1/gates`.
-pub async fn decide_gate(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
-    let (caller, csrf, f) = match decision_form(&state, &base, &headers, &body).await {
-        Ok(signed) => signed,
-        Err(refused) => return refused,
-    };
+pub async fn decide_gate(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    SignedForm { caller, csrf, fields: f, .. }: SignedForm<Console>,
+) -> Response {
     let refuse = |status: StatusCode, message: String| {
         let (state, base, caller, csrf) = (&state, &base, &caller, &csrf);
         async move { list_page(state, base, caller, csrf, None, status, Some((false, message))).await }

@@ -18,7 +18,8 @@
 //! - `POST /dashboard/login`, `POST /dashboard/logout`; `GET /` from a browser (HTML
 //!   accepted, no credential) is sent here.
 //!
-//! Sign-in, sessions and CSRF work like the approvals console's (its helpers are reused):
+//! Sign-in, sessions and CSRF work like the approvals console's (both are a
+//! [`crate::web::SignedPage`], every form a [`crate::web::SignedForm`]):
 //! a signed `HttpOnly; SameSite=Strict` cookie of its own, every form carrying the
 //! session's CSRF secret, pages with no script under a CSP that forbids scripts and
 //! framing, and everything shown escaped. Actions run the typed capabilities through the
@@ -39,18 +40,15 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::console::{cookie, form, message_of, page, redirect, same, set_cookie, status_of};
 use crate::oauth::esc;
 use crate::router::AppState;
-use crate::web::BaseUrl;
+use crate::web::{
+    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, message_of, page, redirect, set_cookie, sign_in, sign_out,
+    status_of,
+};
 
 pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
 const LOGIN_COOKIE: &str = "ctn_dashboard_login";
-
-async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
-    let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
-    state.services.auth.dashboard_session(&token, base).await
-}
 
 fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
     let csrf = services::random_token(16);
@@ -114,12 +112,40 @@ fn refused(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: 
     r
 }
 
+/// The dashboard as a page with its own sign-in.
+pub struct Dashboard;
+
+impl SignedPage for Dashboard {
+    const PAGE: services::auth::Page = services::auth::Page::Dashboard;
+    const HOME: &'static str = "/dashboard";
+    const LOGIN_COOKIE: &'static str = LOGIN_COOKIE;
+    const TITLE: &'static str = "Dashboard";
+    const KEY_REFUSED: &'static str = "The dashboard needs a key with the tenant:read or admin scope.";
+
+    fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
+        login_page(base, status, message)
+    }
+
+    async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
+        let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
+        state.services.auth.dashboard_session(&token, base).await
+    }
+
+    async fn refused(_: &AppState, base: &str, caller: &CallerContext, csrf: &str, why: Refusal) -> Response {
+        let e = match why {
+            Refusal::Malformed => Error::invalid("The form was malformed."),
+            Refusal::Expired => Error::forbidden("The form expired: nothing was changed. Reload the page."),
+        };
+        refused(base, caller, csrf, "Dashboard", "", &e)
+    }
+}
+
 /// The signed-in caller, or the page to show instead (the sign-in form, or an error).
 async fn signed_in(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Response> {
-    match session(state, base, headers).await {
+    match Dashboard::session(state, base, headers).await {
         Ok(s) => Ok(s),
         Err(e) if e.code == ErrorCode::Unauthenticated => Err(login_page(base, StatusCode::OK, None)),
-        Err(e) => Err(page(status_of(&e), "Dashboard", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))))),
+        Err(e) => Err(error_page(Dashboard::TITLE, &e)),
     }
 }
 
@@ -232,7 +258,7 @@ pub async fn overview(State(state): State<AppState>, BaseUrl(base): BaseUrl, hea
 pub async fn stats_json(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap) -> Response {
     let caller = match headers.get(http::header::AUTHORIZATION) {
         Some(h) => state.services.auth.authenticate_header(h.to_str().ok(), &base).await,
-        None => session(&state, &base, &headers).await.map(|(c, _)| c),
+        None => Dashboard::session(&state, &base, &headers).await.map(|(c, _)| c),
     };
     let result = match caller {
         Ok(c) => services::stats::for_caller(&state.services, &c).await,
@@ -486,48 +512,13 @@ async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: 
     Ok(out)
 }
 
-/// A form's signed-in caller and fields, its CSRF token checked — or the page instead.
-async fn posted(
-    state: &AppState,
-    base: &str,
-    headers: &HeaderMap,
-    body: &Bytes,
-) -> Result<(CallerContext, String, services::oauth::Params), Response> {
-    let (caller, csrf) = match session(state, base, headers).await {
-        Ok(s) => s,
-        Err(e) if e.code == ErrorCode::Unauthenticated => {
-            return Err(login_page(base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again.")));
-        }
-        Err(e) => return Err(page(status_of(&e), "Dashboard", &format!("<p class=err role=alert>{}</p>", esc(&message_of(&e))))),
-    };
-    let Some(f) = form(body) else {
-        return Err(refused(base, &caller, &csrf, "Dashboard", "", &Error::invalid("The form was malformed.")));
-    };
-    if !same(f.get("csrf").unwrap_or_default(), &csrf) {
-        return Err(refused(
-            base,
-            &caller,
-            &csrf,
-            "Dashboard",
-            "",
-            &Error::forbidden("The form expired: nothing was changed. Reload the page."),
-        ));
-    }
-    Ok((caller, csrf, f))
-}
-
 /// `POST /dashboard/memory/{id}/forget`.
 pub async fn forget(
     State(state): State<AppState>,
     BaseUrl(base): BaseUrl,
-    headers: HeaderMap,
     Path(id): Path<String>,
-    body: Bytes,
+    SignedForm { caller, csrf, .. }: SignedForm<Dashboard>,
 ) -> Response {
-    let (caller, csrf, _) = match posted(&state, &base, &headers, &body).await {
-        Ok(p) => p,
-        Err(page) => return page,
-    };
     match call::<services::tools::recall::Forget>(&state, &caller, json!({"id": id})).await {
         Ok(_) => redirect(&format!("{base}/dashboard/memory?done=forgotten")),
         Err(e) => refused(&base, &caller, &csrf, "Memory entry", "Memory", &e),
@@ -538,14 +529,9 @@ pub async fn forget(
 pub async fn propose(
     State(state): State<AppState>,
     BaseUrl(base): BaseUrl,
-    headers: HeaderMap,
     Path(id): Path<String>,
-    body: Bytes,
+    SignedForm { caller, csrf, fields: f, .. }: SignedForm<Dashboard>,
 ) -> Response {
-    let (caller, csrf, f) = match posted(&state, &base, &headers, &body).await {
-        Ok(p) => p,
-        Err(page) => return page,
-    };
     let kind = match Id::new(id.clone()) {
         Ok(i) => services::stats::entry(&state.services, &caller, &i).await.ok().map(|v| v.entry.kind),
         Err(_) => None,
@@ -750,14 +736,6 @@ pub async fn audit(
 
 // ------------------------------------------------------------------------ sign-in
 
-const DASHBOARD: crate::console::SignInPage = crate::console::SignInPage {
-    home: "/dashboard",
-    login_cookie: LOGIN_COOKIE,
-    title: "Dashboard",
-    login_page,
-    key_refused: "The dashboard needs a key with the tenant:read or admin scope.",
-};
-
 /// `POST /dashboard/login`.
 pub async fn login(
     State(state): State<AppState>,
@@ -766,24 +744,12 @@ pub async fn login(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let source = addr.map(|a| a.0.0);
-    crate::console::sign_in(
-        &DASHBOARD,
-        &base,
-        &headers,
-        &body,
-        async |key| state.services.auth.page_login_key(services::auth::Page::Dashboard, key, &base).await,
-        async |tenant, email, password| {
-            state.services.oauth.page_login_user(services::auth::Page::Dashboard, &base, (tenant, email, password), source).await
-        },
-    )
-    .await
+    sign_in::<Dashboard>(&state, &base, addr.map(|a| a.0.0), &headers, &body).await
 }
 
 /// `POST /dashboard/logout`.
 pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
-    let csrf = session(&state, &base, &headers).await.ok().map(|(_, c)| c);
-    crate::console::sign_out(&state, &DASHBOARD, &base, &headers, csrf, &body).await
+    sign_out::<Dashboard>(&state, &base, &headers, &body).await
 }
 
 /// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything

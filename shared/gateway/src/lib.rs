@@ -27,7 +27,9 @@
 //!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests);
 //!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph, audit;
 //!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
-//! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor.
+//! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor, the
+//!   sign-in, sign-out and signed form ([`web::SignedForm`]) of the console and the
+//!   dashboard, and the locked-down page responses.
 
 pub mod admin;
 pub mod approvals;

@@ -10,7 +10,7 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderValue, StatusCode, header};
@@ -19,18 +19,11 @@ use services::oauth::{AuthorizeError, ClientCredentials, LoginOutcome, OAuthErro
 use subtle::ConstantTimeEq;
 
 use crate::router::AppState;
-use crate::web::BaseUrl;
+use crate::web::{BaseUrl, locked_down_page, no_store};
 
 /// The CSRF cookie's name is per sign-in (`continuity_csrf_{request id}`), so two
 /// sign-ins in one browser do not overwrite each other's token.
 const CSRF_COOKIE: &str = "continuity_csrf_";
-
-pub(crate) fn no_store(mut resp: Response) -> Response {
-    let h = resp.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    resp
-}
 
 fn cacheable(mut resp: Response) -> Response {
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
@@ -198,18 +191,6 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
         t = esc(title)
     );
     locked_down_page(status, html, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
-}
-
-/// A page for a person: no framing, the given CSP (no scripts), no referrer, no sniffing,
-/// never cached.
-pub(crate) fn locked_down_page(status: StatusCode, html: String, csp: &'static str) -> Response {
-    let mut resp = (status, Html(html)).into_response();
-    let h = resp.headers_mut();
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    no_store(resp)
 }
 
 fn error_page(e: &OAuthError) -> Response {
