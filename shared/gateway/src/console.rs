@@ -30,13 +30,13 @@ use axum::response::Response;
 use domain::principal::CallerContext;
 use domain::{Error, ErrorCode, Id, PageRequest};
 use http::StatusCode;
+use maud::{Markup, html};
 use serde::Deserialize;
 use services::governance::Waiting;
 
-use crate::oauth::esc;
 use crate::router::AppState;
 use crate::web::{
-    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, message_of, page, redirect, set_cookie, sign_in, sign_out,
+    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, login_page, message_of, page, redirect, sign_in, sign_out,
     status_of,
 };
 
@@ -49,121 +49,114 @@ pub struct ListQuery {
     done: Option<String>,
 }
 
-fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
-    let csrf = services::random_token(16);
-    let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
-    let mut resp = page(
-        status,
-        "Approvals — sign in",
-        &format!(
-            "<h1>Approvals</h1><p>Sign in as a user whose role may decide approvals (owner, admin or approver: \
-             <code>continuity user add --role approver</code>), or with an approver key (an API key with the \
-             <code>approvals:decide</code> scope: <code>continuity key create --tenant T --scopes approvals:decide</code>).</p>{msg}\
-             <div class=forms>\
-             <form method=post action=\"{b}/approvals/login\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <label for=tenant>Workspace</label><input id=tenant name=tenant required autocomplete=organization>\
-             <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
-             <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
-             <button type=submit id=sign-in-user>Sign in</button></form>\
-             <form method=post action=\"{b}/approvals/login\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <label for=key>Approver key</label><input id=key name=key type=password required autocomplete=off>\
-             <button type=submit id=sign-in>Sign in with the key</button></form></div>",
-            b = esc(base),
-        ),
-    );
-    set_cookie(&mut resp, base, LOGIN_COOKIE, &csrf, 1800);
-    resp
-}
-
-fn factor_rows(w: &Waiting) -> String {
-    let Some(s) = &w.proposal.score else { return String::new() };
+fn factor_rows(w: &Waiting) -> Markup {
+    let Some(s) = &w.proposal.score else { return html! {} };
     let rows = [
         ("confidence", s.confidence, "higher is better"),
         ("relevance", s.relevance, "higher is better"),
         ("risk", s.risk, "0 = none"),
         ("conflict", s.conflict, "0 = none"),
         ("quality", s.quality, "higher is better"),
-    ]
-    .iter()
-    .map(|(n, v, hint)| format!("<tr><th>{n}</th><td>{v:.2}</td><td><small>{hint}</small></td></tr>"))
-    .collect::<String>();
-    let reasons: String = s.reasons.iter().map(|r| format!("<li>{}</li>", esc(r))).collect();
-    format!("<p class=total>score {:.2}</p><table class=factors>{rows}</table><ul class=reasons>{reasons}</ul>", s.total)
+    ];
+    html! {
+        p class="total" { "score " (format!("{:.2}", s.total)) }
+        table class="factors" {
+            @for (n, v, hint) in rows { tr { th { (n) } td { (format!("{v:.2}")) } td { small { (hint) } } } }
+        }
+        ul class="reasons" { @for r in &s.reasons { li { (r) } } }
+    }
 }
 
-fn card(base: &str, csrf: &str, w: &Waiting) -> String {
+fn card(base: &str, csrf: &str, w: &Waiting) -> Markup {
     let p = &w.proposal;
-    let id = esc(p.id.as_str());
-    let deadline = p.wait.as_ref().map(|w| format!(" · decide before {}", w.deadline.to_rfc3339())).unwrap_or_default();
-    let conflicts: String = w
-        .conflicts
-        .iter()
-        .map(|m| {
-            let suggested = p.suggested_supersede.as_ref() == Some(&m.id) || p.supersedes.as_ref() == Some(&m.id);
-            format!(
-                "<div class=conflict><strong>Conflicts with active entry {mid}</strong>{note}<br>“{t}” — {b}</div>",
-                mid = esc(m.id.as_str()),
-                note = if suggested { " — approving supersedes it (its lineage will link both ways)" } else { "" },
-                t = esc(&m.title),
-                b = esc(&m.body)
-            )
-        })
-        .collect();
-    format!(
-        "<section class=p id=\"p-{id}\"><h2>{title}</h2><p><small>{kind} · proposal <code>{id}</code> · by {by} · {at}{deadline}</small></p>\
-         <blockquote>{body}</blockquote>{factors}{conflicts}\
-         <div class=forms>\
-         <form method=post action=\"{b}/approvals/{id}/decide\"><input type=hidden name=csrf value=\"{csrf}\">\
-         <input type=hidden name=decision value=approve><label for=\"ar-{id}\">Reason (optional)</label>\
-         <textarea id=\"ar-{id}\" name=reason maxlength=2000></textarea><button type=submit class=approve>Approve</button></form>\
-         <form method=post action=\"{b}/approvals/{id}/decide\"><input type=hidden name=csrf value=\"{csrf}\">\
-         <input type=hidden name=decision value=reject><label for=\"rr-{id}\">Reason (required)</label>\
-         <textarea id=\"rr-{id}\" name=reason required maxlength=2000></textarea><button type=submit class=reject>Reject</button></form>\
-         </div></section>",
-        title = esc(&p.title),
-        kind = esc(&p.kind),
-        by = match &p.proposed_via {
-            Some(via) => format!("{} through {}", esc(p.proposed_by.as_str()), esc(via)),
-            None => esc(p.proposed_by.as_str()),
-        },
-        at = p.created_at.to_rfc3339(),
-        body = esc(&p.body),
-        factors = factor_rows(w),
-        b = esc(base),
-        csrf = esc(csrf),
-    )
+    let id = p.id.as_str();
+    let action = format!("{base}/approvals/{id}/decide");
+    html! {
+        section class="p" id={ "p-" (id) } {
+            h2 { (p.title) }
+            p {
+                small {
+                    (p.kind) " · proposal " code { (id) } " · by " (p.proposed_by.as_str())
+                    @if let Some(via) = &p.proposed_via { " through " (via) }
+                    " · " (p.created_at.to_rfc3339())
+                    @if let Some(wait) = &p.wait { " · decide before " (wait.deadline.to_rfc3339()) }
+                }
+            }
+            blockquote { (p.body) }
+            (factor_rows(w))
+            @for m in &w.conflicts {
+                div class="conflict" {
+                    strong { "Conflicts with active entry " (m.id.as_str()) }
+                    @if p.suggested_supersede.as_ref() == Some(&m.id) || p.supersedes.as_ref() == Some(&m.id) {
+                        " — approving supersedes it (its lineage will link both ways)"
+                    }
+                    br;
+                    "“" (m.title) "” — " (m.body)
+                }
+            }
+            div class="forms" {
+                form method="post" action=(action) {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="decision" value="approve";
+                    label for={ "ar-" (id) } { "Reason (optional)" }
+                    textarea id={ "ar-" (id) } name="reason" maxlength="2000" {}
+                    button type="submit" class="approve" { "Approve" }
+                }
+                form method="post" action=(action) {
+                    input type="hidden" name="csrf" value=(csrf);
+                    input type="hidden" name="decision" value="reject";
+                    label for={ "rr-" (id) } { "Reason (required)" }
+                    textarea id={ "rr-" (id) } name="reason" required maxlength="2000" {}
+                    button type="submit" class="reject" { "Reject" }
+                }
+            }
+        }
+    }
 }
 
 /// A gate request: what is asked, by whom and why, with authorize and block forms.
-fn gate_card(base: &str, csrf: &str, g: &domain::gate::Gate) -> String {
+fn gate_card(base: &str, csrf: &str, g: &domain::gate::Gate) -> Markup {
     let key = format!("{}-{}", g.namespace, g.action).replace(|c: char| !c.is_ascii_alphanumeric(), "-");
-    let hidden = format!(
-        "<input type=hidden name=csrf value=\"{csrf}\"><input type=hidden name=namespace value=\"{ns}\">\
-         <input type=hidden name=action value=\"{ac}\">",
-        csrf = esc(csrf),
-        ns = esc(&g.namespace),
-        ac = esc(&g.action),
-    );
-    format!(
-        "<section class=p id=\"g-{key}\"><h3><code>{ac}</code> in <code>{ns}</code></h3>\
-         <p><small>requested by {by} · {at}{until}</small></p>{why}\
-         <div class=forms>\
-         <form method=post action=\"{b}/approvals/gates/decide\">{hidden}<input type=hidden name=decision value=authorize>\
-         <label for=\"gh-{key}\">Valid for (hours)</label><input id=\"gh-{key}\" name=hours type=number min=1 max=8760 value=24>\
-         <label><input type=checkbox name=consume_once value=1 checked style=\"width:auto\"> Once only (the first verify spends it)</label>\
-         <label for=\"ga-{key}\">Reason (optional)</label><textarea id=\"ga-{key}\" name=reason maxlength=500></textarea>\
-         <button type=submit class=authorize>Authorize</button></form>\
-         <form method=post action=\"{b}/approvals/gates/decide\">{hidden}<input type=hidden name=decision value=block>\
-         <label for=\"gb-{key}\">Reason (required)</label><textarea id=\"gb-{key}\" name=reason required maxlength=500></textarea>\
-         <button type=submit class=block>Block</button></form></div></section>",
-        ac = esc(&g.action),
-        ns = esc(&g.namespace),
-        by = esc(g.requested_by.as_deref().unwrap_or(&g.set_by)),
-        at = g.updated_at.to_rfc3339(),
-        until = g.expires_at.map(|e| format!(" · waits until {}", e.to_rfc3339())).unwrap_or_default(),
-        why = g.reason.as_ref().map(|r| format!("<blockquote>{}</blockquote>", esc(r))).unwrap_or_default(),
-        b = esc(base),
-    )
+    let action = format!("{base}/approvals/gates/decide");
+    let hidden = html! {
+        input type="hidden" name="csrf" value=(csrf);
+        input type="hidden" name="namespace" value=(g.namespace);
+        input type="hidden" name="action" value=(g.action);
+    };
+    html! {
+        section class="p" id={ "g-" (key) } {
+            h3 { code { (g.action) } " in " code { (g.namespace) } }
+            p {
+                small {
+                    "requested by " (g.requested_by.as_deref().unwrap_or(&g.set_by)) " · " (g.updated_at.to_rfc3339())
+                    @if let Some(e) = g.expires_at { " · waits until " (e.to_rfc3339()) }
+                }
+            }
+            @if let Some(r) = &g.reason { blockquote { (r) } }
+            div class="forms" {
+                form method="post" action=(action) {
+                    (hidden)
+                    input type="hidden" name="decision" value="authorize";
+                    label for={ "gh-" (key) } { "Valid for (hours)" }
+                    input id={ "gh-" (key) } name="hours" type="number" min="1" max="8760" value="24";
+                    label {
+                        input type="checkbox" name="consume_once" value="1" checked style="width:auto";
+                        " Once only (the first verify spends it)"
+                    }
+                    label for={ "ga-" (key) } { "Reason (optional)" }
+                    textarea id={ "ga-" (key) } name="reason" maxlength="500" {}
+                    button type="submit" class="authorize" { "Authorize" }
+                }
+                form method="post" action=(action) {
+                    (hidden)
+                    input type="hidden" name="decision" value="block";
+                    label for={ "gb-" (key) } { "Reason (required)" }
+                    textarea id={ "gb-" (key) } name="reason" required maxlength="500" {}
+                    button type="submit" class="block" { "Block" }
+                }
+            }
+        }
+    }
 }
 
 async fn list_page(
@@ -183,57 +176,48 @@ async fn list_page(
         Ok(w) => w,
         Err(e) => return error_page("Approvals", &e),
     };
-    let notice = notice
-        .map(|(ok, m)| format!("<p class={} role=status id=notice>{}</p>", if ok { "ok" } else { "err" }, esc(&m)))
-        .unwrap_or_default();
-    let cards: String = waiting.items.iter().map(|w| card(base, csrf, w)).collect();
     let gates = match state.services.gates.waiting(caller, 50).await {
         Ok(g) => g,
         Err(e) => return error_page("Approvals", &e),
     };
-    let gate_cards: String = gates.iter().map(|g| gate_card(base, csrf, g)).collect();
-    let gate_section = if gates.is_empty() {
-        String::new()
-    } else {
-        format!(
-            "<h2 id=gates>Gate requests</h2><p>An agent asked to do something a person must allow first. A script \
-             verifying the gate is refused until it is authorized here.</p>{gate_cards}"
-        )
+    let body = html! {
+        header {
+            h1 { "Approvals" }
+            form method="post" action={ (base) "/approvals/logout" } {
+                small { (caller.principal.as_str()) " · workspace " (caller.tenant.as_str()) (memberships(caller)) }
+                " "
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" { "Sign out" }
+            }
+        }
+        @if let Some((ok, m)) = notice {
+            p class=(if ok { "ok" } else { "err" }) role="status" id="notice" { (m) }
+        }
+        p {
+            "Proposals wait here when triage scored them between the tenant's bars, or found them contradicting \
+             an active entry. Nothing is ever approved by waiting: a proposal nobody decides expires and is escalated."
+        }
+        @if waiting.items.is_empty() && gates.is_empty() { p id="empty" { "Nothing is waiting for a decision." } }
+        @if !gates.is_empty() {
+            h2 id="gates" { "Gate requests" }
+            p {
+                "An agent asked to do something a person must allow first. A script \
+                 verifying the gate is refused until it is authorized here."
+            }
+            @for g in &gates { (gate_card(base, csrf, g)) }
+        }
+        @for w in &waiting.items { (card(base, csrf, w)) }
+        @if let Some(c) = &waiting.next_cursor { p { a href={ (base) "/approvals?cursor=" (c) } { "More…" } } }
     };
-    let empty =
-        if waiting.items.is_empty() && gates.is_empty() { "<p id=empty>Nothing is waiting for a decision.</p>" } else { "" };
-    let more = waiting
-        .next_cursor
-        .map(|c| format!("<p><a href=\"{}/approvals?cursor={}\">More…</a></p>", esc(base), esc(&c)))
-        .unwrap_or_default();
-    page(
-        status,
-        "Approvals",
-        &format!(
-            "<header><h1>Approvals</h1><form method=post action=\"{b}/approvals/logout\"><small>{who} · workspace {tenant}{memberships}</small> \
-             <input type=hidden name=csrf value=\"{csrf}\"><button type=submit>Sign out</button></form></header>\
-             {notice}<p>Proposals wait here when triage scored them between the tenant's bars, or found them contradicting \
-             an active entry. Nothing is ever approved by waiting: a proposal nobody decides expires and is escalated.</p>\
-             {empty}{gate_section}{cards}{more}",
-            b = esc(base),
-            who = esc(caller.principal.as_str()),
-            tenant = esc(caller.tenant.as_str()),
-            memberships = memberships(caller),
-            csrf = esc(csrf),
-        ),
-    )
+    page(status, "Approvals", body)
 }
 
-/// ` · teams a, b · projects p` for the header (escaped; nothing for none).
-fn memberships(caller: &CallerContext) -> String {
-    let mut out = String::new();
-    if !caller.teams.is_empty() {
-        out.push_str(&format!(" · teams <span id=teams>{}</span>", esc(&caller.teams.join(", "))));
+/// ` · teams a, b · projects p` for the header (nothing for none).
+fn memberships(caller: &CallerContext) -> Markup {
+    html! {
+        @if !caller.teams.is_empty() { " · teams " span id="teams" { (caller.teams.join(", ")) } }
+        @if !caller.projects.is_empty() { " · projects " span id="projects" { (caller.projects.join(", ")) } }
     }
-    if !caller.projects.is_empty() {
-        out.push_str(&format!(" · projects <span id=projects>{}</span>", esc(&caller.projects.join(", "))));
-    }
-    out
 }
 
 /// The approvals console as a page with its own sign-in.
@@ -246,8 +230,18 @@ impl SignedPage for Console {
     const TITLE: &'static str = "Approvals";
     const KEY_REFUSED: &'static str = "This key cannot decide approvals: it needs the approvals:decide scope.";
 
-    fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
-        login_page(base, status, message)
+    const LOGIN_TITLE: &'static str = "Approvals — sign in";
+    const KEY_LABEL: &'static str = "Approver key";
+
+    fn login_intro() -> Markup {
+        html! {
+            h1 { "Approvals" }
+            p {
+                "Sign in as a user whose role may decide approvals (owner, admin or approver: "
+                code { "continuity user add --role approver" } "), or with an approver key (an API key with the "
+                code { "approvals:decide" } " scope: " code { "continuity key create --tenant T --scopes approvals:decide" } ")."
+            }
+        }
     }
 
     async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
@@ -287,7 +281,7 @@ pub async fn show(
             };
             list_page(&state, &base, &caller, &csrf, q.cursor, StatusCode::OK, notice).await
         }
-        Err(e) if e.code == ErrorCode::Unauthenticated => login_page(&base, StatusCode::OK, None),
+        Err(e) if e.code == ErrorCode::Unauthenticated => login_page::<Console>(&base, StatusCode::OK, None),
         Err(e) => error_page("Approvals", &e),
     }
 }

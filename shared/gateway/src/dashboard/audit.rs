@@ -1,14 +1,12 @@
 //! The audit ledger, filtered by principal, action and outcome.
 
-use std::fmt::Write as _;
-
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use maud::html;
 use serde::Deserialize;
 
 use super::{refused, shell, signed_in};
-use crate::oauth::esc;
 use crate::router::AppState;
 use crate::web::BaseUrl;
 
@@ -48,31 +46,28 @@ pub async fn audit(
         Ok(r) => r,
         Err(e) => return refused(&base, &caller, &csrf, "Audit", "Audit", &e),
     };
-    let mut body = format!(
-        "<form method=get action=\"{b}/dashboard/audit\" class=forms style=\"grid-template-columns:1fr 1fr 1fr auto\">\
-         <input name=principal id=principal placeholder=principal value=\"{p}\"><input name=action id=action placeholder=\"action (tool:kb.search)\" value=\"{a}\">\
-         <input name=outcome id=outcome placeholder=\"outcome (ok, denied)\" value=\"{o}\"><button type=submit id=filter>Filter</button></form>\
-         <table id=audit><tr><th>when</th><th>principal</th><th>client</th><th>action</th><th>target</th><th>outcome</th></tr>",
-        b = esc(&base),
-        p = esc(principal.as_deref().unwrap_or_default()),
-        a = esc(action.as_deref().unwrap_or_default()),
-        o = esc(outcome.as_deref().unwrap_or_default()),
-    );
-    for a in &rows {
-        let _ = write!(
-            body,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&a.at.to_rfc3339()),
-            esc(&a.actor),
-            esc(a.via.as_deref().unwrap_or_default()),
-            esc(&a.action),
-            esc(a.target.as_deref().unwrap_or_default()),
-            esc(&a.outcome)
-        );
-    }
-    if rows.is_empty() {
-        body.push_str("<tr><td colspan=6 class=muted>No audit record matches.</td></tr>");
-    }
-    let _ = write!(body, "</table><p class=muted>The newest {} matches among the last {read} records.</p>", rows.len());
-    shell(&base, &caller, &csrf, "Audit", "Audit", "", &body)
+    let body = html! {
+        form method="get" action={ (base) "/dashboard/audit" } class="forms" style="grid-template-columns:1fr 1fr 1fr auto" {
+            input name="principal" id="principal" placeholder="principal" value=(principal.as_deref().unwrap_or_default());
+            input name="action" id="action" placeholder="action (tool:kb.search)" value=(action.as_deref().unwrap_or_default());
+            input name="outcome" id="outcome" placeholder="outcome (ok, denied)" value=(outcome.as_deref().unwrap_or_default());
+            button type="submit" id="filter" { "Filter" }
+        }
+        table id="audit" {
+            tr { th { "when" } th { "principal" } th { "client" } th { "action" } th { "target" } th { "outcome" } }
+            @for a in &rows {
+                tr {
+                    td { (a.at.to_rfc3339()) }
+                    td { (a.actor) }
+                    td { (a.via.as_deref().unwrap_or_default()) }
+                    td { (a.action) }
+                    td { (a.target.as_deref().unwrap_or_default()) }
+                    td { (a.outcome) }
+                }
+            }
+            @if rows.is_empty() { tr { td colspan="6" class="muted" { "No audit record matches." } } }
+        }
+        p class="muted" { "The newest " (rows.len()) " matches among the last " (read) " records." }
+    };
+    shell(&base, &caller, &csrf, "Audit", "Audit", html! {}, body)
 }

@@ -1,15 +1,14 @@
 //! The knowledge graph of a scope, drawn as SVG on the server.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
+use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::{refused, select, shell, signed_in};
-use crate::oauth::esc;
 use crate::router::AppState;
 use crate::web::BaseUrl;
 
@@ -23,7 +22,7 @@ const MAX_DRAWN: usize = 120;
 
 /// The graph as SVG: nodes on concentric rings (the most connected in the middle), edges
 /// as lines, names as labels — all escaped.
-pub fn graph_svg(entities: &[(String, String)], relations: &[(String, String, String)]) -> String {
+pub fn graph_svg(entities: &[(String, String)], relations: &[(String, String, String)]) -> Markup {
     let mut degree: BTreeMap<&str, usize> = entities.iter().map(|(n, _)| (n.as_str(), 0)).collect();
     for (f, _, t) in relations {
         for n in [f, t] {
@@ -55,41 +54,31 @@ pub fn graph_svg(entities: &[(String, String)], relations: &[(String, String, St
     kinds.sort_unstable();
     kinds.dedup();
     let color = |t: &str| palette[kinds.iter().position(|k| *k == t).unwrap_or(0) % palette.len()];
-    let mut svg =
-        format!("<svg id=graph viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=img aria-label=\"knowledge graph\">");
-    for (f, r, t) in relations {
-        if let (Some(a), Some(b)) = (pos.get(f.as_str()), pos.get(t.as_str())) {
-            let _ = write!(
-                svg,
-                "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"#bbb\"><title>{} {} {}</title></line>",
-                a.0,
-                a.1,
-                b.0,
-                b.1,
-                esc(f),
-                esc(r),
-                esc(t)
-            );
+    html! {
+        svg id="graph" viewBox={ "0 0 " (w) " " (h) } width=(w) height=(h) role="img" aria-label="knowledge graph" {
+            @for (f, r, t) in relations {
+                @if let (Some(a), Some(b)) = (pos.get(f.as_str()), pos.get(t.as_str())) {
+                    line x1=(one(a.0)) y1=(one(a.1)) x2=(one(b.0)) y2=(one(b.1)) stroke="#bbb" {
+                        title { (f) " " (r) " " (t) }
+                    }
+                }
+            }
+            @for (name, _) in &order {
+                @if let Some(&(x, y)) = pos.get(name) {
+                    @let t = types.get(name).copied().unwrap_or_default();
+                    g class="node" {
+                        circle cx=(one(x)) cy=(one(y)) r="7" fill=(color(t)) { title { (name) " (" (t) ")" } }
+                        text x=(one(x + 9.0)) y=(one(y + 4.0)) font-size="11" { (name.chars().take(24).collect::<String>()) }
+                    }
+                }
+            }
         }
     }
-    for (name, _) in &order {
-        let (x, y) = pos[name];
-        let t = types.get(name).copied().unwrap_or_default();
-        let label: String = name.chars().take(24).collect();
-        let _ = write!(
-            svg,
-            "<g class=node><circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"7\" fill=\"{}\"><title>{} ({})</title></circle>\
-             <text x=\"{:.1}\" y=\"{:.1}\" font-size=\"11\">{}</text></g>",
-            color(t),
-            esc(name),
-            esc(t),
-            x + 9.0,
-            y + 4.0,
-            esc(&label)
-        );
-    }
-    svg.push_str("</svg>");
-    svg
+}
+
+/// A coordinate with one decimal.
+fn one(v: f64) -> String {
+    format!("{v:.1}")
 }
 
 /// `GET /dashboard/graph`.
@@ -107,28 +96,30 @@ pub async fn graph(
     let mut options = vec![("personal".to_owned(), "personal".to_owned())];
     options.extend(caller.projects.iter().map(|p| (format!("project:{p}"), format!("project {p}"))));
     let opts: Vec<(&str, &str)> = options.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let picker = format!(
-        "<form method=get action=\"{}/dashboard/graph\">{}<button type=submit id=show-graph>Show</button></form>",
-        esc(&base),
-        select("scope", Some(&scope), &opts)
-    );
+    let picker = html! {
+        form method="get" action={ (base) "/dashboard/graph" } {
+            (select("scope", Some(&scope), &opts))
+            button type="submit" id="show-graph" { "Show" }
+        }
+    };
     match state.services.graph.read_graph(&caller, Some(&scope)).await {
         Ok(g) => {
             let entities: Vec<(String, String)> = g.entities.iter().map(|e| (e.name.clone(), e.entity_type.clone())).collect();
             let relations: Vec<(String, String, String)> =
                 g.relations.iter().map(|r| (r.from.clone(), r.relation_type.clone(), r.to.clone())).collect();
-            let summary = format!(
-                "<p class=muted id=graph-summary>{} entities, {} relations{}</p>",
-                entities.len(),
-                relations.len(),
-                if entities.len() > MAX_DRAWN { format!(" — the {MAX_DRAWN} most connected are drawn") } else { String::new() }
-            );
-            let drawing = if entities.is_empty() {
-                "<p class=muted>This graph is empty.</p>".to_owned()
-            } else {
-                graph_svg(&entities, &relations)
+            let body = html! {
+                (picker)
+                p class="muted" id="graph-summary" {
+                    (entities.len()) " entities, " (relations.len()) " relations"
+                    @if entities.len() > MAX_DRAWN { " — the " (MAX_DRAWN) " most connected are drawn" }
+                }
+                @if entities.is_empty() {
+                    p class="muted" { "This graph is empty." }
+                } @else {
+                    (graph_svg(&entities, &relations))
+                }
             };
-            shell(&base, &caller, &csrf, "Knowledge graph", "Graph", "", &format!("{picker}{summary}{drawing}"))
+            shell(&base, &caller, &csrf, "Knowledge graph", "Graph", html! {}, body)
         }
         Err(e) => refused(&base, &caller, &csrf, "Knowledge graph", "Graph", &e),
     }
@@ -141,7 +132,7 @@ mod tests {
     #[test]
     fn the_graph_is_drawn_escaped() {
         let e = vec![("<script>".to_owned(), "x\"y".to_owned()), ("b".to_owned(), "t".to_owned())];
-        let svg = graph_svg(&e, &[("<script>".into(), "knows".into(), "b".into())]);
+        let svg = graph_svg(&e, &[("<script>".into(), "knows".into(), "b".into())]).into_string();
         assert!(!svg.contains("<script>") && svg.contains("&lt;script&gt;"), "{svg}");
         assert_eq!(svg.matches("<circle").count(), 2);
         assert_eq!(svg.matches("<line").count(), 1);

@@ -1,19 +1,17 @@
 //! The memory browser: search or the newest entries, one entry with its lineage and
 //! verification, and the forms that forget or propose a change to it.
 
-use std::fmt::Write as _;
-
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use domain::memory::MemoryScope;
 use domain::principal::CallerContext;
 use domain::{Error, Id};
+use maud::{Markup, html};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::{Dashboard, call, refused, select, shell, signed_in};
-use crate::oauth::esc;
 use crate::router::AppState;
 use crate::web::{BaseUrl, SignedForm, redirect};
 
@@ -40,34 +38,30 @@ pub async fn memory(
     };
     let query = q.q.as_deref().map(str::trim).unwrap_or_default();
     let notice = match q.done.as_deref() {
-        Some("forgotten") => "<p class=ok role=status>Forgotten: its text is erased and it left search.</p>",
-        Some("proposed") => "<p class=ok role=status>Proposed: governance scores it, and a person decides at Approvals.</p>",
-        _ => "",
+        Some("forgotten") => Some("Forgotten: its text is erased and it left search."),
+        Some("proposed") => Some("Proposed: governance scores it, and a person decides at Approvals."),
+        _ => None,
     };
-    let mut body = format!(
-        "{notice}<form method=get action=\"{b}/dashboard/memory\" class=forms style=\"grid-template-columns:3fr 1fr 1fr 1fr auto\">\
-         <input name=q id=q value=\"{q}\" placeholder=\"Search memory\">{scope}{ty}<input name=since id=since value=\"{since}\" placeholder=\"since (2026-01-01)\">\
-         <button type=submit id=search>Search</button></form>",
-        b = esc(&base),
-        q = esc(query),
-        scope = select(
-            "scope",
-            q.scope.as_deref(),
-            &[("", "every scope"), ("org", "org"), ("personal", "personal"), ("global", "global")]
-        ),
-        ty = select(
-            "type",
-            q.memory_type.as_deref(),
-            &[
-                ("", "every type"),
-                ("org", "org (governed)"),
-                ("personal", "personal"),
-                ("conversational", "conversations"),
-                ("kb", "knowledge base")
-            ]
-        ),
-        since = esc(q.since.as_deref().unwrap_or_default()),
-    );
+    let search = html! {
+        @if let Some(n) = notice { p class="ok" role="status" { (n) } }
+        form method="get" action={ (base) "/dashboard/memory" } class="forms" style="grid-template-columns:3fr 1fr 1fr 1fr auto" {
+            input name="q" id="q" value=(query) placeholder="Search memory";
+            (select("scope", q.scope.as_deref(), &[("", "every scope"), ("org", "org"), ("personal", "personal"), ("global", "global")]))
+            (select(
+                "type",
+                q.memory_type.as_deref(),
+                &[
+                    ("", "every type"),
+                    ("org", "org (governed)"),
+                    ("personal", "personal"),
+                    ("conversational", "conversations"),
+                    ("kb", "knowledge base"),
+                ],
+            ))
+            input name="since" id="since" value=(q.since.as_deref().unwrap_or_default()) placeholder="since (2026-01-01)";
+            button type="submit" id="search" { "Search" }
+        }
+    };
     let rows = if query.is_empty() {
         services::stats::recent_memories(&state.services, &caller, q.scope.as_deref()).await.map(|entries| {
             let since = q.since.as_deref().filter(|s| !s.is_empty()).and_then(|s| domain::Timestamp::parse("since", s).ok());
@@ -107,28 +101,26 @@ pub async fn memory(
     };
     match rows {
         Ok(rows) => {
-            body.push_str("<table id=results><tr><th>title</th><th>scope</th><th>kind</th><th>state</th><th>when</th></tr>");
-            for (linkable, id, scope, kind, title, st, when) in &rows {
-                let shown = if title.is_empty() { id } else { title };
-                let link = if *linkable {
-                    format!("<a href=\"{}/dashboard/memory/{}\">{}</a>", esc(&base), esc(id), esc(shown))
-                } else {
-                    esc(shown)
-                };
-                let _ = write!(
-                    body,
-                    "<tr><td>{link}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                    esc(scope),
-                    esc(kind),
-                    esc(st),
-                    esc(when)
-                );
-            }
-            if rows.is_empty() {
-                body.push_str("<tr><td colspan=5 class=muted>Nothing found.</td></tr>");
-            }
-            body.push_str("</table>");
-            shell(&base, &caller, &csrf, "Memory", "Memory", "", &body)
+            let body = html! {
+                (search)
+                table id="results" {
+                    tr { th { "title" } th { "scope" } th { "kind" } th { "state" } th { "when" } }
+                    @for (linkable, id, scope, kind, title, st, when) in &rows {
+                        @let shown = if title.is_empty() { id } else { title };
+                        tr {
+                            td {
+                                @if *linkable { a href={ (base) "/dashboard/memory/" (id) } { (shown) } } @else { (shown) }
+                            }
+                            td { (scope) }
+                            td { (kind) }
+                            td { (st) }
+                            td { (when) }
+                        }
+                    }
+                    @if rows.is_empty() { tr { td colspan="5" class="muted" { "Nothing found." } } }
+                }
+            };
+            shell(&base, &caller, &csrf, "Memory", "Memory", html! {}, body)
         }
         Err(e) => refused(&base, &caller, &csrf, "Memory", "Memory", &e),
     }
@@ -146,98 +138,78 @@ pub async fn entry(
         Err(page) => return page,
     };
     match entry_html(&state, &base, &caller, &csrf, &id).await {
-        Ok(body) => shell(&base, &caller, &csrf, "Memory entry", "Memory", "", &body),
+        Ok(body) => shell(&base, &caller, &csrf, "Memory entry", "Memory", html! {}, body),
         Err(e) => refused(&base, &caller, &csrf, "Memory entry", "Memory", &e),
     }
 }
 
-async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: &str, id: &str) -> Result<String, Error> {
+async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: &str, id: &str) -> Result<Markup, Error> {
     let id = Id::new(id.to_owned())?;
     let view = services::stats::entry(&state.services, caller, &id).await?;
     let m = &view.entry;
-    let mut out = format!(
-        "<h2 id=entry-title>{}</h2><p class=muted>{} · {} · <span id=entry-state>{}</span> · created {} · updated {}</p><pre style=\"white-space:pre-wrap\" id=entry-body>{}</pre>",
-        esc(&m.title),
-        esc(&m.scope.storage_key()),
-        esc(&m.kind),
-        esc(m.state.name()),
-        esc(&m.created_at.to_rfc3339()),
-        esc(&m.updated_at.to_rfc3339()),
-        esc(&m.body)
-    );
-    out.push_str("<h3>Lineage</h3><ul id=lineage>");
-    match (&m.lineage.proposal, &view.proposal) {
-        (Some(id), p) => {
-            let detail = p.as_ref().map_or_else(String::new, |p| {
-                format!(
-                    " — {}{}{}{}",
-                    p.proposed_via.as_deref().map_or_else(String::new, |v| format!(
-                        "proposed by {} through {}, ",
-                        esc(p.proposed_by.as_str()),
-                        esc(v)
-                    )),
-                    esc(&p.state.to_string()),
-                    p.score.as_ref().map_or_else(String::new, |s| format!(", score {:.2}", s.total)),
-                    p.decision_reason.as_deref().map_or_else(String::new, |r| format!(", reason: {}", esc(r)))
-                )
-            });
-            let _ = write!(out, "<li>made by proposal <code>{}</code>{detail}</li>", esc(id.as_str()));
-        }
-        (None, _) => out.push_str("<li>written directly (not through a proposal)</li>"),
-    }
-    if let Some(s) = &m.lineage.supersedes {
-        let _ = write!(
-            out,
-            "<li>supersedes <a href=\"{}/dashboard/memory/{}\">{}</a></li>",
-            esc(base),
-            esc(s.as_str()),
-            esc(s.as_str())
-        );
-    }
-    if !m.lineage.source_turns.is_empty() {
-        let _ = write!(out, "<li>distilled from {} conversation turns</li>", m.lineage.source_turns.len());
-    }
-    if let Some(meta) = &m.metadata {
-        let _ = write!(out, "<li>imported with <code>{}</code></li>", esc(&meta.to_string()));
-    }
-    out.push_str("</ul><h3>Verification</h3>");
-    match &view.verification {
-        Some(v) => {
-            let _ = write!(
-                out,
-                "<p id=verification>{} (confidence {:.2}): {}</p>",
-                if v.verified { "<span class=ok>verified by readback</span>" } else { "<span class=err>not verified</span>" },
-                v.confidence,
-                esc(&v.reason)
-            );
-        }
-        None => out.push_str("<p id=verification class=muted>No readback verification recorded.</p>"),
-    }
-    let b = esc(base);
+    let active = m.state == domain::memory::GovernanceState::Active;
     let own_personal = m.scope == MemoryScope::Personal(caller.principal.to_string());
-    if own_personal && m.state == domain::memory::GovernanceState::Active {
-        let _ = write!(
-            out,
-            "<form method=post action=\"{b}/dashboard/memory/{id}/forget\"><input type=hidden name=csrf value=\"{c}\">\
-             <button type=submit id=forget>Forget this memory</button> <small>Its text is erased; this cannot be undone.</small></form>",
-            id = esc(m.id.as_str()),
-            c = esc(csrf)
-        );
+    Ok(html! {
+        h2 id="entry-title" { (m.title) }
+        p class="muted" {
+            (m.scope.storage_key()) " · " (m.kind) " · " span id="entry-state" { (m.state.name()) }
+            " · created " (m.created_at.to_rfc3339()) " · updated " (m.updated_at.to_rfc3339())
+        }
+        pre style="white-space:pre-wrap" id="entry-body" { (m.body) }
+        h3 { "Lineage" }
+        ul id="lineage" {
+            @match &m.lineage.proposal {
+                Some(pid) => li { "made by proposal " code { (pid.as_str()) } @if let Some(p) = &view.proposal { (proposal_detail(p)) } },
+                None => li { "written directly (not through a proposal)" },
+            }
+            @if let Some(s) = &m.lineage.supersedes {
+                li { "supersedes " a href={ (base) "/dashboard/memory/" (s.as_str()) } { (s.as_str()) } }
+            }
+            @if !m.lineage.source_turns.is_empty() {
+                li { "distilled from " (m.lineage.source_turns.len()) " conversation turns" }
+            }
+            @if let Some(meta) = &m.metadata { li { "imported with " code { (meta.to_string()) } } }
+        }
+        h3 { "Verification" }
+        @match &view.verification {
+            Some(v) => p id="verification" {
+                @if v.verified { span class="ok" { "verified by readback" } } @else { span class="err" { "not verified" } }
+                " (confidence " (format!("{:.2}", v.confidence)) "): " (v.reason)
+            },
+            None => p id="verification" class="muted" { "No readback verification recorded." },
+        }
+        @if own_personal && active {
+            form method="post" action={ (base) "/dashboard/memory/" (m.id.as_str()) "/forget" } {
+                input type="hidden" name="csrf" value=(csrf);
+                button type="submit" id="forget" { "Forget this memory" }
+                " "
+                small { "Its text is erased; this cannot be undone." }
+            }
+        }
+        @if m.scope == MemoryScope::Org && active {
+            h3 { "Propose a change" }
+            form method="post" action={ (base) "/dashboard/memory/" (m.id.as_str()) "/propose" } {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="title" { "Title" }
+                input id="title" name="title" value=(m.title) required;
+                label for="body" { "Text" }
+                textarea id="body" name="body" required style="height:6rem" { (m.body) }
+                button type="submit" id="propose" { "Propose (governance decides)" }
+            }
+        }
+    })
+}
+
+/// ` — proposed by a through b, approved, score 0.82, reason: …` for the proposal that
+/// made an entry.
+fn proposal_detail(p: &domain::proposal::Proposal) -> Markup {
+    html! {
+        " — "
+        @if let Some(via) = &p.proposed_via { "proposed by " (p.proposed_by.as_str()) " through " (via) ", " }
+        (p.state.to_string())
+        @if let Some(s) = &p.score { ", score " (format!("{:.2}", s.total)) }
+        @if let Some(r) = &p.decision_reason { ", reason: " (r) }
     }
-    if m.scope == MemoryScope::Org && m.state == domain::memory::GovernanceState::Active {
-        let _ = write!(
-            out,
-            "<h3>Propose a change</h3><form method=post action=\"{b}/dashboard/memory/{id}/propose\"><input type=hidden name=csrf value=\"{c}\">\
-             <label for=title>Title</label><input id=title name=title value=\"{t}\" required>\
-             <label for=body>Text</label><textarea id=body name=body required style=\"height:6rem\">{body}</textarea>\
-             <button type=submit id=propose>Propose (governance decides)</button></form>",
-            id = esc(m.id.as_str()),
-            c = esc(csrf),
-            t = esc(&m.title),
-            body = esc(&m.body)
-        );
-    }
-    Ok(out)
 }
 
 /// `POST /dashboard/memory/{id}/forget`.

@@ -28,8 +28,6 @@
 //! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `audit.rs`); this module holds the
 //! sign-in, the shell every signed-in page is drawn in, and what the pages share.
 
-use std::fmt::Write as _;
-
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -38,12 +36,12 @@ use axum::response::Response;
 use domain::principal::CallerContext;
 use domain::{Error, ErrorCode};
 use http::StatusCode;
+use maud::{Markup, PreEscaped, html};
 use serde_json::Value;
 
-use crate::oauth::esc;
 use crate::router::AppState;
 use crate::web::{
-    BaseUrl, Refusal, SignedPage, cookie, error_page, message_of, page, redirect, set_cookie, sign_in, sign_out, status_of,
+    BaseUrl, Refusal, SignedPage, alert, cookie, error_page, login_page, message_of, page, redirect, sign_in, sign_out, status_of,
 };
 
 mod audit;
@@ -59,64 +57,48 @@ pub use overview::{overview, stats_json};
 pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
 const LOGIN_COOKIE: &str = "ctn_dashboard_login";
 
-fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
-    let csrf = services::random_token(16);
-    let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
-    let mut resp = page(
-        status,
-        "Dashboard — sign in",
-        &format!(
-            "<h1>Continuity</h1><p>Sign in as an owner or admin of the workspace, or with an API key holding \
-             <code>tenant:read</code> or <code>admin</code> (the home's <code>owner.key</code> is one).</p>{msg}\
-             <div class=forms>\
-             <form method=post action=\"{b}/dashboard/login\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <label for=tenant>Workspace</label><input id=tenant name=tenant required autocomplete=organization>\
-             <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
-             <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
-             <button type=submit id=sign-in-user>Sign in</button></form>\
-             <form method=post action=\"{b}/dashboard/login\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <label for=key>API key</label><input id=key name=key type=password required autocomplete=off>\
-             <button type=submit id=sign-in>Sign in with the key</button></form></div>",
-            b = esc(base),
-        ),
-    );
-    set_cookie(&mut resp, base, LOGIN_COOKIE, &csrf, 1800);
-    resp
-}
+/// The signed-in pages' own style, beside the console's style sheet.
+const STYLE: &str = "nav a{margin-right:.8rem}nav a.on{font-weight:700}\
+    .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.6rem}\
+    .fig{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem}.fig b{display:block;font-size:1.5rem}\
+    .muted{color:#666}svg{border:1px solid #ddd;border-radius:6px;max-width:100%;height:auto}";
 
-/// A signed-in page: the navigation, then `body`.
-fn shell(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &str, head: &str, body: &str) -> Response {
-    let mut nav = String::new();
-    for (href, name) in [
+/// A signed-in page: `head` (e.g. a refresh), the navigation with `active` marked, then
+/// `body`.
+fn shell(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &str, head: Markup, body: Markup) -> Response {
+    let pages = [
         ("/dashboard", "Overview"),
         ("/dashboard/memory", "Memory"),
         ("/dashboard/graph", "Graph"),
         ("/dashboard/audit", "Audit"),
-    ] {
-        let cls = if name == active { " class=on" } else { "" };
-        let _ = write!(nav, "<a{cls} href=\"{}{href}\">{name}</a> ", esc(base));
-    }
-    let _ = write!(nav, "<a href=\"{}/approvals\">Approvals ↗</a>", esc(base));
-    page(
-        StatusCode::OK,
-        title,
-        &format!(
-            "{head}<style>nav a{{margin-right:.8rem}}nav a.on{{font-weight:700}}.grid{{display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.6rem}}\
-             .fig{{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem}}.fig b{{display:block;font-size:1.5rem}}\
-             .muted{{color:#666}}svg{{border:1px solid #ddd;border-radius:6px;max-width:100%;height:auto}}</style>\
-             <header><h1>{t}</h1><form method=post action=\"{b}/dashboard/logout\"><input type=hidden name=csrf value=\"{c}\">\
-             <small>{tenant} · {who}</small> <button type=submit id=sign-out>Sign out</button></form></header><nav>{nav}</nav>{body}",
-            t = esc(title),
-            b = esc(base),
-            c = esc(csrf),
-            tenant = esc(caller.tenant.as_str()),
-            who = esc(caller.principal.as_str()),
-        ),
-    )
+    ];
+    let html = html! {
+        (head)
+        // Our constant (see `web::document`).
+        style { (PreEscaped(STYLE)) }
+        header {
+            h1 { (title) }
+            form method="post" action={ (base) "/dashboard/logout" } {
+                input type="hidden" name="csrf" value=(csrf);
+                small { (caller.tenant.as_str()) " · " (caller.principal.as_str()) }
+                " "
+                button type="submit" id="sign-out" { "Sign out" }
+            }
+        }
+        nav {
+            @for (href, name) in pages {
+                a class=[(name == active).then_some("on")] href={ (base) (href) } { (name) }
+                " "
+            }
+            a href={ (base) "/approvals" } { "Approvals ↗" }
+        }
+        (body)
+    };
+    page(StatusCode::OK, title, html)
 }
 
 fn refused(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &str, e: &Error) -> Response {
-    let mut r = shell(base, caller, csrf, title, active, "", &format!("<p class=err role=alert>{}</p>", esc(&message_of(e))));
+    let mut r = shell(base, caller, csrf, title, active, html! {}, alert(&message_of(e)));
     *r.status_mut() = status_of(e);
     r
 }
@@ -131,8 +113,17 @@ impl SignedPage for Dashboard {
     const TITLE: &'static str = "Dashboard";
     const KEY_REFUSED: &'static str = "The dashboard needs a key with the tenant:read or admin scope.";
 
-    fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response {
-        login_page(base, status, message)
+    const LOGIN_TITLE: &'static str = "Dashboard — sign in";
+    const KEY_LABEL: &'static str = "API key";
+
+    fn login_intro() -> Markup {
+        html! {
+            h1 { "Continuity" }
+            p {
+                "Sign in as an owner or admin of the workspace, or with an API key holding "
+                code { "tenant:read" } " or " code { "admin" } " (the home's " code { "owner.key" } " is one)."
+            }
+        }
     }
 
     async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
@@ -153,7 +144,7 @@ impl SignedPage for Dashboard {
 async fn signed_in(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Response> {
     match Dashboard::session(state, base, headers).await {
         Ok(s) => Ok(s),
-        Err(e) if e.code == ErrorCode::Unauthenticated => Err(login_page(base, StatusCode::OK, None)),
+        Err(e) if e.code == ErrorCode::Unauthenticated => Err(login_page::<Dashboard>(base, StatusCode::OK, None)),
         Err(e) => Err(error_page(Dashboard::TITLE, &e)),
     }
 }
@@ -169,14 +160,14 @@ async fn call<C: services::capabilities::typed::Capability>(
 }
 
 /// A `<select>` of `options` (value, label) with `current` selected.
-pub(super) fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> String {
-    let mut out = format!("<select name={name} id={name}>");
-    for (v, label) in options {
-        let sel = if current.unwrap_or_default() == *v { " selected" } else { "" };
-        let _ = write!(out, "<option value=\"{}\"{sel}>{}</option>", esc(v), esc(label));
+fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> Markup {
+    html! {
+        select name=(name) id=(name) {
+            @for (v, label) in options {
+                option value=(v) selected[current.unwrap_or_default() == *v] { (label) }
+            }
+        }
     }
-    out.push_str("</select>");
-    out
 }
 
 /// `POST /dashboard/login`.

@@ -16,12 +16,13 @@ use axum::response::{IntoResponse, Response};
 use domain::principal::CallerContext;
 use domain::{Error, ErrorCode};
 use http::{HeaderValue, StatusCode, header};
+use maud::{Markup, html};
 use services::auth::{Page, PageSessions};
 use services::oauth::Params;
 use subtle::ConstantTimeEq;
 
 use super::BaseUrl;
-use super::page::{error_page, message_of, redirect, status_of};
+use super::page::{alert, error_page, message_of, page, redirect, status_of};
 use crate::router::AppState;
 
 /// A page that signs its own users in: where it lives, its cookies, its sign-in form,
@@ -37,9 +38,13 @@ pub trait SignedPage: Send + Sync + 'static {
     const TITLE: &'static str;
     /// What a key without the needed scope is told.
     const KEY_REFUSED: &'static str;
+    /// The title of the sign-in page.
+    const LOGIN_TITLE: &'static str;
+    /// The label of the sign-in page's key field.
+    const KEY_LABEL: &'static str;
 
-    /// The sign-in form (it sets a fresh double-submit cookie), with a message.
-    fn login_page(base: &str, status: StatusCode, message: Option<&str>) -> Response;
+    /// The sign-in page's heading and who may sign in.
+    fn login_intro() -> Markup;
 
     /// The signed-in caller and the session's CSRF secret, from the session cookie.
     fn session(
@@ -88,7 +93,7 @@ impl<P: SignedPage> FromRequest<AppState> for SignedForm<P> {
         let (caller, csrf) = match P::session(state, &base, &headers).await {
             Ok(s) => s,
             Err(e) if e.code == ErrorCode::Unauthenticated => {
-                return Err(P::login_page(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again.")));
+                return Err(login_page::<P>(&base, StatusCode::UNAUTHORIZED, Some("Your session has ended; sign in again.")));
             }
             Err(e) => return Err(error_page(P::TITLE, &e)),
         };
@@ -98,6 +103,38 @@ impl<P: SignedPage> FromRequest<AppState> for SignedForm<P> {
         }
         Ok(Self { caller, csrf, fields, page: PhantomData })
     }
+}
+
+/// The sign-in page of `P`: a user's form and a key's form, each carrying a fresh
+/// double-submit CSRF token that is also set as the page's login cookie.
+pub fn login_page<P: SignedPage>(base: &str, status: StatusCode, message: Option<&str>) -> Response {
+    let csrf = services::random_token(16);
+    let action = format!("{base}{}/login", P::HOME);
+    let body = html! {
+        (P::login_intro())
+        @if let Some(m) = message { (alert(m)) }
+        div class="forms" {
+            form method="post" action=(action) {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="tenant" { "Workspace" }
+                input id="tenant" name="tenant" required autocomplete="organization";
+                label for="email" { "E-mail" }
+                input id="email" name="email" type="email" required autocomplete="username";
+                label for="password" { "Password" }
+                input id="password" name="password" type="password" required autocomplete="current-password";
+                button type="submit" id="sign-in-user" { "Sign in" }
+            }
+            form method="post" action=(action) {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="key" { (P::KEY_LABEL) }
+                input id="key" name="key" type="password" required autocomplete="off";
+                button type="submit" id="sign-in" { "Sign in with the key" }
+            }
+        }
+    };
+    let mut resp = page(status, P::LOGIN_TITLE, body);
+    set_cookie(&mut resp, base, P::LOGIN_COOKIE, &csrf, 1800);
+    resp
 }
 
 fn form(body: &Bytes) -> Option<Params> {
@@ -155,10 +192,10 @@ pub async fn sign_in<P: SignedPage>(
     headers: &HeaderMap,
     body: &Bytes,
 ) -> Response {
-    let Some(f) = form(body) else { return P::login_page(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
+    let Some(f) = form(body) else { return login_page::<P>(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
     let expected = cookie(headers, base, P::LOGIN_COOKIE).unwrap_or_default();
     if !same(f.get("csrf").unwrap_or_default(), &expected) {
-        return P::login_page(base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
+        return login_page::<P>(base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
     }
     let signed_in: Result<PageSessions, Error> = match f.get("key") {
         Some(key) => state.services.auth.page_login_key(P::PAGE, key, base).await,
@@ -180,15 +217,15 @@ pub async fn sign_in<P: SignedPage>(
             resp
         }
         Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => {
-            P::login_page(base, StatusCode::FORBIDDEN, Some(P::KEY_REFUSED))
+            login_page::<P>(base, StatusCode::FORBIDDEN, Some(P::KEY_REFUSED))
         }
         Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
-            P::login_page(base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
+            login_page::<P>(base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
         }
         Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
-            P::login_page(base, status_of(&e), Some(&e.message))
+            login_page::<P>(base, status_of(&e), Some(&e.message))
         }
-        Err(e) => P::login_page(base, status_of(&e), Some(&message_of(&e))),
+        Err(e) => login_page::<P>(base, status_of(&e), Some(&message_of(&e))),
     }
 }
 
@@ -200,11 +237,7 @@ pub async fn sign_out<P: SignedPage>(state: &AppState, base: &str, headers: &Hea
     if let Some(csrf) = session_csrf
         && !form(body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
     {
-        return super::page::page(
-            StatusCode::FORBIDDEN,
-            P::TITLE,
-            "<p class=err role=alert>The form expired. Reload the page.</p>",
-        );
+        return page(StatusCode::FORBIDDEN, P::TITLE, alert("The form expired. Reload the page."));
     }
     let pages = [Page::Console, Page::Dashboard];
     let tokens: Vec<String> = pages.iter().filter_map(|pg| cookie(headers, base, session_cookie(*pg))).collect();
