@@ -29,7 +29,8 @@
 //!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
 //! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor, the
 //!   sign-in, sign-out and signed form ([`web::SignedForm`]) of the console and the
-//!   dashboard, and the locked-down page responses.
+//!   dashboard, and the locked-down page responses (HTML built with `maud`, which escapes
+//!   every interpolated value).
 
 pub mod admin;
 pub mod approvals;

@@ -208,7 +208,9 @@ async fn the_dashboard_shows_what_the_store_holds() {
     let org = all.iter().find(|m| m.scope.kind() == "org" && m.state.name() == "active").unwrap();
     let page = send(&app, get(&format!("/dashboard/memory/{}", org.id), Some(&cookie))).await;
     assert!(
-        page.body.contains("id=\"lineage\"") && page.body.contains("id=\"verification\"") && page.body.contains("Propose a change"),
+        page.body.contains("id=\"lineage\"")
+            && page.body.contains("id=\"verification\"")
+            && page.body.contains("Propose a change"),
         "{}",
         page.body
     );
