@@ -38,7 +38,7 @@ opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), No
 
 
 def field(html, name):
-    m = re.search(r'name=%s value="([^"]*)"' % re.escape(name), html)
+    m = re.search(r'name="?%s"? value="([^"]*)"' % re.escape(name), html)
     if not m:
         sys.exit(f"no {name} field on the page: {html[:300]}")
     return m.group(1)

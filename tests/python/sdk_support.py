@@ -26,7 +26,7 @@ class MemoryStorage:
 
 def field(html, name):
     """The value of the hidden input `name` in a page of ours."""
-    m = re.search(r'name=%s value="([^"]*)"' % re.escape(name), html)
+    m = re.search(r'name="?%s"? value="([^"]*)"' % re.escape(name), html)
     assert m, f"no {name} field in the page"
     return m.group(1)
 

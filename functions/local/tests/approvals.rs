@@ -122,7 +122,7 @@ fn set_cookie(r: &reqwest::Response, name: &str) -> Option<String> {
 }
 
 fn csrf_of(html: &str) -> String {
-    let at = html.find("name=csrf value=\"").expect("a csrf field") + "name=csrf value=\"".len();
+    let at = html.find("name=\"csrf\" value=\"").expect("a csrf field") + "name=\"csrf\" value=\"".len();
     html[at..].split('"').next().unwrap().to_owned()
 }
 
@@ -245,7 +245,7 @@ async fn console_sign_in_sessions_and_csrf() {
     let ada = set_cookie(&r, "ctn_console").unwrap();
     let page = http.get(&url).header("cookie", &ada).send().await.unwrap().text().await.unwrap();
     assert!(page.contains(&format!("id=\"p-{id}\"")), "the approver user sees the queue");
-    assert!(page.contains("teams <span id=teams>emea, support</span>"), "the console shows the user's teams: {page}");
+    assert!(page.contains("teams <span id=\"teams\">emea, support</span>"), "the console shows the user's teams: {page}");
     assert!(!page.contains(PASSWORD));
 
     // Revoking the approver key ends its console sessions at once.

@@ -22,7 +22,7 @@ pub enum AuthMode {
 }
 
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let base = crate::oauth::base_of(&state, req.extensions().get::<crate::oauth::BaseUrl>());
+    let crate::web::BaseUrl(base) = crate::web::BaseUrl::of(&state, req.extensions());
     let resource_metadata = Some(format!("{base}/.well-known/oauth-protected-resource/mcp"));
     let result = match state.settings.auth_mode {
         AuthMode::TrustAuthorizer => {

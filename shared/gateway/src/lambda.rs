@@ -64,7 +64,7 @@ async fn from_api_gateway(mut req: Request, next: Next) -> Response {
     // `https://{Host}/{stage}` (what the authorizer derives too).
     if let Some(host) = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()) {
         let base = api_base_url(host, stage.as_deref());
-        req.extensions_mut().insert(crate::oauth::BaseUrl(base));
+        req.extensions_mut().insert(crate::web::DerivedBaseUrl(base));
     }
     // Never trust a context a client could have smuggled in some other way.
     req.extensions_mut().remove::<CallerContext>();

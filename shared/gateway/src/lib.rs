@@ -27,6 +27,10 @@
 //!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests);
 //!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph, audit;
 //!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
+//! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor, the
+//!   sign-in, sign-out and signed form ([`web::SignedForm`]) of the console and the
+//!   dashboard, and the locked-down page responses (HTML built with `maud`, which escapes
+//!   every interpolated value).
 
 pub mod admin;
 pub mod approvals;
@@ -46,5 +50,6 @@ pub mod prometheus;
 pub mod router;
 pub mod server;
 pub mod throttle;
+pub mod web;
 
 pub use router::{AppState, GatewaySettings, router};

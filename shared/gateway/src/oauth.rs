@@ -10,37 +10,21 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use http::{HeaderValue, StatusCode, header};
+use maud::{Markup, html};
 use serde_json::Value;
 use services::oauth::{AuthorizeError, ClientCredentials, LoginOutcome, OAuthError, Params, PendingView};
 use subtle::ConstantTimeEq;
 
 use crate::router::AppState;
+use crate::web::{BaseUrl, document, locked_down_page, no_store};
 
 /// The CSRF cookie's name is per sign-in (`continuity_csrf_{request id}`), so two
 /// sign-ins in one browser do not overwrite each other's token.
 const CSRF_COOKIE: &str = "continuity_csrf_";
-
-/// The API's base URL for this request: configured, or derived by the Lambda adapter.
-#[derive(Debug, Clone)]
-pub struct BaseUrl(pub String);
-
-pub fn base_of(state: &AppState, req_base: Option<&BaseUrl>) -> String {
-    match req_base {
-        Some(b) if state.settings.public_url.is_empty() => b.0.clone(),
-        _ => state.settings.public_url.clone(),
-    }
-}
-
-pub(crate) fn no_store(mut resp: Response) -> Response {
-    let h = resp.headers_mut();
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    resp
-}
 
 fn cacheable(mut resp: Response) -> Response {
     resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
@@ -116,13 +100,11 @@ fn form_decode(s: &str) -> Option<String> {
 
 // ---- discovery ----------------------------------------------------------------------
 
-pub async fn authorization_server_metadata(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorization_server_metadata(State(state): State<AppState>, BaseUrl(base): BaseUrl) -> Response {
     cacheable(Json(state.services.oauth.metadata(&base)).into_response())
 }
 
-pub async fn protected_resource_metadata(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn protected_resource_metadata(State(state): State<AppState>, BaseUrl(base): BaseUrl) -> Response {
     cacheable(Json(state.services.oauth.resource_metadata(&base)).into_response())
 }
 
@@ -153,8 +135,7 @@ pub async fn register(State(state): State<AppState>, headers: HeaderMap, body: B
 
 // ---- token and revocation -----------------------------------------------------------
 
-pub async fn token(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn token(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
         return oauth_error(&OAuthError::new("invalid_request", "the body could not be read"));
@@ -186,43 +167,19 @@ pub async fn revoke(State(state): State<AppState>, headers: HeaderMap, body: Byt
 
 // ---- the pages ----------------------------------------------------------------------
 
-pub(crate) fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// The style sheet of the sign-in and consent pages.
+const STYLE: &str = "body{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}\
+    label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.5rem;box-sizing:border-box}\
+    button{margin-top:1rem;padding:.6rem 1.2rem;margin-right:.5rem}.err{color:#a00}code{background:#eee;padding:0 .2rem}\
+    ul{padding-left:1.2rem}";
 
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=en><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\">\
-         <title>{t} · Continuity</title><style>body{{font:16px system-ui,sans-serif;max-width:28rem;margin:3rem auto;padding:0 1rem;color:#222}}\
-         label{{display:block;margin:.8rem 0 .2rem}}input{{width:100%;padding:.5rem;box-sizing:border-box}}\
-         button{{margin-top:1rem;padding:.6rem 1.2rem;margin-right:.5rem}}.err{{color:#a00}}code{{background:#eee;padding:0 .2rem}}\
-         ul{{padding-left:1.2rem}}</style><h1>{t}</h1>{body}</html>",
-        t = esc(title)
-    );
-    locked_down_page(status, html, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
-}
-
-/// A page for a person: no framing, the given CSP (no scripts), no referrer, no sniffing,
-/// never cached.
-pub(crate) fn locked_down_page(status: StatusCode, html: String, csp: &'static str) -> Response {
-    let mut resp = (status, Html(html)).into_response();
-    let h = resp.headers_mut();
-    h.insert("x-frame-options", HeaderValue::from_static("DENY"));
-    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(csp));
-    h.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
-    no_store(resp)
+fn page(status: StatusCode, title: &str, body: Markup) -> Response {
+    let body = html! { h1 { (title) } (body) };
+    locked_down_page(
+        status,
+        document(title, STYLE, body),
+        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
+    )
 }
 
 fn error_page(e: &OAuthError) -> Response {
@@ -232,52 +189,66 @@ fn error_page(e: &OAuthError) -> Response {
     page(
         status,
         "Sign-in cannot continue",
-        &format!("<p class=err>{}</p><p><small>error: <code>{}</code></small></p>", esc(&e.description), esc(e.error)),
+        html! {
+            p class="err" { (e.description) }
+            p { small { "error: " code { (e.error) } } }
+        },
     )
 }
 
+/// The hidden fields both forms carry: which sign-in, and its CSRF token.
+fn hidden_fields(view: &PendingView, csrf: &str) -> Markup {
+    html! {
+        input type="hidden" name="request_id" value=(view.pending.id.as_str());
+        input type="hidden" name="csrf" value=(csrf);
+    }
+}
+
 fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response {
-    let msg = message.map(|m| format!("<p class=err role=alert>{}</p>", esc(m))).unwrap_or_default();
     page(
         StatusCode::OK,
         "Sign in",
-        &format!(
-            "<p>{client} wants to use Continuity on your behalf.</p>{msg}\
-             <form method=post action=\"authorize\">\
-             <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <input type=hidden name=action value=login>\
-             <label for=tenant>Workspace</label><input id=tenant name=tenant required autocomplete=organization>\
-             <label for=email>E-mail</label><input id=email name=email type=email required autocomplete=username>\
-             <label for=password>Password</label><input id=password name=password type=password required autocomplete=current-password>\
-             <button type=submit>Sign in</button></form>",
-            client = client_line(view),
-            id = esc(view.pending.id.as_str()),
-            csrf = esc(csrf),
-        ),
+        html! {
+            p { (client_line(view)) " wants to use Continuity on your behalf." }
+            @if let Some(m) = message { p class="err" role="alert" { (m) } }
+            form method="post" action="authorize" {
+                (hidden_fields(view, csrf))
+                input type="hidden" name="action" value="login";
+                label for="tenant" { "Workspace" }
+                input id="tenant" name="tenant" required autocomplete="organization";
+                label for="email" { "E-mail" }
+                input id="email" name="email" type="email" required autocomplete="username";
+                label for="password" { "Password" }
+                input id="password" name="password" type="password" required autocomplete="current-password";
+                button type="submit" { "Sign in" }
+            }
+        },
     )
 }
 
 /// Who asks, for the sign-in and consent pages: the name the client gives itself (as
 /// plain text), and for a metadata-document client the host that serves its document.
-fn client_line(view: &PendingView) -> String {
-    match &view.client_host {
-        Some(host) => format!(
-            "<strong>{}</strong> <small>(described by <code>{}</code>; the name is the client's own, unverified)</small>",
-            esc(&view.client_name),
-            esc(host)
-        ),
-        None => format!("<strong>{}</strong>", esc(&view.client_name)),
+fn client_line(view: &PendingView) -> Markup {
+    html! {
+        strong { (view.client_name) }
+        @if let Some(host) = &view.client_host {
+            " " small { "(described by " code { (host) } "; the name is the client's own, unverified)" }
+        }
     }
 }
 
 /// The host a code would be sent to, shown plainly (MCP: the redirect URI's host must be
 /// clear), with a warning when it is this machine.
-fn redirect_line(uri: &str) -> String {
+fn redirect_line(uri: &str) -> Markup {
     let host = reqwest_free_host(uri);
     let local = matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"));
-    let warn =
-        if local { " <small>(a program on this computer: allow only if you just started it yourself)</small>" } else { "" };
-    format!("<p>It will be sent back to <code>{}</code>{warn}.</p>", esc(uri))
+    html! {
+        p {
+            "It will be sent back to " code { (uri) }
+            @if local { " " small { "(a program on this computer: allow only if you just started it yourself)" } }
+            "."
+        }
+    }
 }
 
 /// The host of a URI (`scheme://host[:port]/…`), without a URL parser.
@@ -291,33 +262,33 @@ fn reqwest_free_host(uri: &str) -> Option<String> {
 }
 
 fn consent_page(view: &PendingView, csrf: &str) -> Response {
-    let scopes: String = view.pending.scopes.0.iter().map(|s| format!("<li><code>{}</code></li>", esc(s.as_str()))).collect();
     let (tenant, _) = view.pending.user.clone().unzip();
-    let names = |v: &[String]| v.iter().map(|n| format!("<code>{}</code>", esc(n))).collect::<Vec<_>>().join(", ");
-    let mut reach = String::new();
-    if !view.teams.is_empty() {
-        reach.push_str(&format!("<li>the memory of your teams: {}</li>", names(&view.teams)));
-    }
-    if !view.projects.is_empty() {
-        reach.push_str(&format!("<li>the memory and records of your projects: {}</li>", names(&view.projects)));
-    }
-    let reach = if reach.is_empty() { String::new() } else { format!("<p>As you, it will reach:</p><ul>{reach}</ul>") };
+    let names = |v: &[String]| {
+        html! { @for (i, n) in v.iter().enumerate() { @if i > 0 { ", " } code { (n) } } }
+    };
     page(
         StatusCode::OK,
         "Allow access?",
-        &format!(
-            "<p>{client} asks for access to the workspace <code>{tenant}</code>:</p><ul>{scopes}</ul>{reach}\
-             {redirect}\
-             <form method=post action=\"authorize\">\
-             <input type=hidden name=request_id value=\"{id}\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <button type=submit name=action value=approve>Allow</button>\
-             <button type=submit name=action value=deny>Deny</button></form>",
-            client = client_line(view),
-            tenant = esc(tenant.as_ref().map_or("", |t| t.as_str())),
-            redirect = redirect_line(&view.pending.redirect_uri),
-            id = esc(view.pending.id.as_str()),
-            csrf = esc(csrf),
-        ),
+        html! {
+            p {
+                (client_line(view)) " asks for access to the workspace "
+                code { (tenant.as_ref().map_or("", |t| t.as_str())) } ":"
+            }
+            ul { @for s in &view.pending.scopes.0 { li { code { (s.as_str()) } } } }
+            @if !view.teams.is_empty() || !view.projects.is_empty() {
+                p { "As you, it will reach:" }
+                ul {
+                    @if !view.teams.is_empty() { li { "the memory of your teams: " (names(&view.teams)) } }
+                    @if !view.projects.is_empty() { li { "the memory and records of your projects: " (names(&view.projects)) } }
+                }
+            }
+            (redirect_line(&view.pending.redirect_uri))
+            form method="post" action="authorize" {
+                (hidden_fields(view, csrf))
+                button type="submit" name="action" value="approve" { "Allow" }
+                button type="submit" name="action" value="deny" { "Deny" }
+            }
+        },
     )
 }
 
@@ -340,8 +311,7 @@ fn authorize_failure(e: AuthorizeError) -> Response {
 }
 
 /// `GET /oauth/authorize`: validate, then the login page.
-pub async fn authorize_get(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorize_get(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let secure = base.starts_with("https://");
     let params = match Params::parse(req.uri().query().unwrap_or("").as_bytes()) {
         Ok(p) => p,
@@ -377,8 +347,7 @@ fn cookie_csrf(headers: &HeaderMap, request_id: &str) -> Option<String> {
 }
 
 /// `POST /oauth/authorize`: the login form, then the consent form.
-pub async fn authorize_post(State(state): State<AppState>, req: Request) -> Response {
-    let base = base_of(&state, req.extensions().get::<BaseUrl>());
+pub async fn authorize_post(State(state): State<AppState>, BaseUrl(base): BaseUrl, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let Ok(body) = axum::body::to_bytes(body, crate::body::MAX_BODY_BYTES).await else {
         return error_page(&OAuthError::new("invalid_request", "the form could not be read"));
@@ -431,8 +400,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escaping() {
-        assert_eq!(esc("<script>\"x\"&'y'"), "&lt;script&gt;&quot;x&quot;&amp;&#39;y&#39;");
+    fn the_pages_escape_what_they_show() {
+        let html = document("<t>", STYLE, html! { p { ("<script>\"x\"&'y'") } }).into_string();
+        assert!(html.contains("<title>&lt;t&gt; · Continuity</title>"), "{html}");
+        assert!(html.contains("<p>&lt;script&gt;&quot;x&quot;&amp;'y'</p>"), "{html}");
     }
 
     #[test]

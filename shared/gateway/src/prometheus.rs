@@ -13,7 +13,7 @@ use crate::server::ClientAddr;
 pub async fn metrics_text(State(state): State<AppState>, req: Request) -> Response {
     let loopback = req.extensions().get::<ClientAddr>().is_some_and(|a| a.0.is_loopback());
     if !loopback {
-        let base = crate::oauth::base_of(&state, req.extensions().get::<crate::oauth::BaseUrl>());
+        let crate::web::BaseUrl(base) = crate::web::BaseUrl::of(&state, req.extensions());
         let header = req.headers().get(http::header::AUTHORIZATION).map(|v| v.to_str().unwrap_or(""));
         let allowed = match state.services.auth.authenticate_header(header, &base).await {
             Ok(caller) => caller.scopes.require(Scope::Admin),

@@ -300,17 +300,16 @@ async fn not_found() -> ApiError {
 /// `GET /`: server info as JSON, or a small page for a browser.
 async fn server_info(
     State(state): State<AppState>,
-    base: Option<Extension<crate::oauth::BaseUrl>>,
+    crate::web::BaseUrl(base): crate::web::BaseUrl,
     headers: HeaderMap,
 ) -> Response {
-    let base = crate::oauth::base_of(&state, base.as_ref().map(|b| &b.0));
     let mcp_url = format!("{base}/mcp");
     let wants_html = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
     if wants_html {
-        return Html(format!(
-            "<!doctype html><meta charset=utf-8><title>Continuity</title><h1>Continuity</h1><p>MCP endpoint: <code>{mcp_url}</code></p>"
-        ))
-        .into_response();
+        let page = maud::html! {
+            (maud::DOCTYPE) meta charset="utf-8"; title { "Continuity" } h1 { "Continuity" } p { "MCP endpoint: " code { (mcp_url) } }
+        };
+        return Html(page.into_string()).into_response();
     }
     Json(json!({
         "name": "continuity",

@@ -69,7 +69,7 @@ fn set_cookie(r: &Resp, name: &str) -> String {
 }
 
 fn csrf_of(html: &str) -> String {
-    html.split("name=csrf value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned()
+    html.split("name=\"csrf\" value=\"").nth(1).unwrap().split('"').next().unwrap().to_owned()
 }
 
 /// Signs in with `key`; the session cookie and its CSRF secret.
@@ -191,7 +191,7 @@ async fn the_dashboard_shows_what_the_store_holds() {
     assert_eq!(by_cookie["entities"], v["entities"]);
     let overview = send(&app, get("/dashboard", Some(&cookie))).await;
     assert!(overview.body.contains(&format!("id=\"stat-entities\">{}</b>", v["entities"])), "{}", overview.body);
-    assert!(overview.body.contains("id=stat-waiting><a href=\"http://localhost/approvals\">1</a>"), "{}", overview.body);
+    assert!(overview.body.contains("id=\"stat-waiting\"><a href=\"http://localhost/approvals\">1</a>"), "{}", overview.body);
     assert!(!overview.body.contains("<script"), "no script");
     // Without a credential: 401.
     assert_eq!(
@@ -208,7 +208,9 @@ async fn the_dashboard_shows_what_the_store_holds() {
     let org = all.iter().find(|m| m.scope.kind() == "org" && m.state.name() == "active").unwrap();
     let page = send(&app, get(&format!("/dashboard/memory/{}", org.id), Some(&cookie))).await;
     assert!(
-        page.body.contains("id=lineage") && page.body.contains("id=verification") && page.body.contains("Propose a change"),
+        page.body.contains("id=\"lineage\"")
+            && page.body.contains("id=\"verification\"")
+            && page.body.contains("Propose a change"),
         "{}",
         page.body
     );

@@ -70,7 +70,7 @@ fn query_of(location: &str) -> std::collections::HashMap<String, String> {
 }
 
 fn field(html: &str, name: &str) -> String {
-    let needle = format!("name={name} value=\"");
+    let needle = format!("name=\"{name}\" value=\"");
     let start = html.find(&needle).unwrap_or_else(|| panic!("no {name} in {html}")) + needle.len();
     html[start..].split('"').next().unwrap().to_owned()
 }

@@ -139,7 +139,7 @@ impl Jar {
 }
 
 fn hidden(html: &str, name: &str) -> String {
-    let marker = format!("name={name} value=\"");
+    let marker = format!("name=\"{name}\" value=\"");
     let start = html.find(&marker).unwrap_or_else(|| panic!("no {name} field in:\n{html}")) + marker.len();
     html[start..start + html[start..].find('"').unwrap()].to_owned()
 }

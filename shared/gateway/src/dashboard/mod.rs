@@ -1,0 +1,199 @@
+//! The dashboard (seed 002): a web page for a workspace's owners and admins — and keys
+//! holding `admin` or `tenant:read` — to see what Continuity holds and does.
+//!
+//! - `GET /dashboard`: the overview — entities, relationships, signals, memories by scope
+//!   and state, proposals waiting (a link to the approvals console), connectors and their
+//!   state, the work queue, cache hit ratio, search and tool latency; it refreshes itself
+//!   every 30 s (a `<meta>` refresh, no script).
+//! - `GET /dashboard/memory?q=&scope=&type=&since=`: the memory browser — hybrid search
+//!   through `memory.search`, or the newest entries of a scope; `GET
+//!   /dashboard/memory/{id}`: one entry with its lineage (the proposal that made it, what
+//!   it superseded) and readback verification; `POST …/{id}/forget` forgets a personal
+//!   memory of one's own (`memory.forget`); `POST …/{id}/propose` proposes a change to an
+//!   org entry (`memory.propose` superseding it — governance decides).
+//! - `GET /dashboard/graph?scope=`: a knowledge graph drawn as SVG on the server.
+//! - `GET /dashboard/audit?principal=&action=&outcome=`: the audit ledger, filtered.
+//! - `GET /api/stats`: the overview's figures as JSON (a bearer credential with
+//!   `tenant:read` or `admin`, or the dashboard's session).
+//! - `POST /dashboard/login`, `POST /dashboard/logout`; `GET /` from a browser (HTML
+//!   accepted, no credential) is sent here.
+//!
+//! Sign-in, sessions and CSRF work like the approvals console's (both are a
+//! [`crate::web::SignedPage`], every form a [`crate::web::SignedForm`]):
+//! a signed `HttpOnly; SameSite=Strict` cookie of its own, every form carrying the
+//! session's CSRF secret, pages with no script under a CSP that forbids scripts and
+//! framing, and everything shown escaped. Actions run the typed capabilities through the
+//! capability service, so the ADK's gating and the audit ledger apply as for any client.
+//!
+//! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `audit.rs`); this module holds the
+//! sign-in, the shell every signed-in page is drawn in, and what the pages share.
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use domain::principal::CallerContext;
+use domain::{Error, ErrorCode};
+use http::StatusCode;
+use maud::{Markup, PreEscaped, html};
+use serde_json::Value;
+
+use crate::router::AppState;
+use crate::web::{
+    BaseUrl, Refusal, SignedPage, alert, cookie, error_page, login_page, message_of, page, redirect, sign_in, sign_out, status_of,
+};
+
+mod audit;
+mod graph;
+mod memory;
+mod overview;
+
+pub use audit::{AuditQuery, audit};
+pub use graph::{GraphQuery, graph, graph_svg};
+pub use memory::{MemoryQuery, entry, forget, memory, propose};
+pub use overview::{overview, stats_json};
+
+pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
+const LOGIN_COOKIE: &str = "ctn_dashboard_login";
+
+/// The signed-in pages' own style, beside the console's style sheet.
+const STYLE: &str = "nav a{margin-right:.8rem}nav a.on{font-weight:700}\
+    .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.6rem}\
+    .fig{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem}.fig b{display:block;font-size:1.5rem}\
+    .muted{color:#666}svg{border:1px solid #ddd;border-radius:6px;max-width:100%;height:auto}";
+
+/// A signed-in page: `head` (e.g. a refresh), the navigation with `active` marked, then
+/// `body`.
+fn shell(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &str, head: Markup, body: Markup) -> Response {
+    let pages = [
+        ("/dashboard", "Overview"),
+        ("/dashboard/memory", "Memory"),
+        ("/dashboard/graph", "Graph"),
+        ("/dashboard/audit", "Audit"),
+    ];
+    let html = html! {
+        (head)
+        // Our constant (see `web::document`).
+        style { (PreEscaped(STYLE)) }
+        header {
+            h1 { (title) }
+            form method="post" action={ (base) "/dashboard/logout" } {
+                input type="hidden" name="csrf" value=(csrf);
+                small { (caller.tenant.as_str()) " · " (caller.principal.as_str()) }
+                " "
+                button type="submit" id="sign-out" { "Sign out" }
+            }
+        }
+        nav {
+            @for (href, name) in pages {
+                a class=[(name == active).then_some("on")] href={ (base) (href) } { (name) }
+                " "
+            }
+            a href={ (base) "/approvals" } { "Approvals ↗" }
+        }
+        (body)
+    };
+    page(StatusCode::OK, title, html)
+}
+
+fn refused(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &str, e: &Error) -> Response {
+    let mut r = shell(base, caller, csrf, title, active, html! {}, alert(&message_of(e)));
+    *r.status_mut() = status_of(e);
+    r
+}
+
+/// The dashboard as a page with its own sign-in.
+pub struct Dashboard;
+
+impl SignedPage for Dashboard {
+    const PAGE: services::auth::Page = services::auth::Page::Dashboard;
+    const HOME: &'static str = "/dashboard";
+    const LOGIN_COOKIE: &'static str = LOGIN_COOKIE;
+    const TITLE: &'static str = "Dashboard";
+    const KEY_REFUSED: &'static str = "The dashboard needs a key with the tenant:read or admin scope.";
+
+    const LOGIN_TITLE: &'static str = "Dashboard — sign in";
+    const KEY_LABEL: &'static str = "API key";
+
+    fn login_intro() -> Markup {
+        html! {
+            h1 { "Continuity" }
+            p {
+                "Sign in as an owner or admin of the workspace, or with an API key holding "
+                code { "tenant:read" } " or " code { "admin" } " (the home's " code { "owner.key" } " is one)."
+            }
+        }
+    }
+
+    async fn session(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Error> {
+        let token = cookie(headers, base, SESSION_COOKIE).ok_or_else(|| Error::unauthenticated("sign in"))?;
+        state.services.auth.dashboard_session(&token, base).await
+    }
+
+    async fn refused(_: &AppState, base: &str, caller: &CallerContext, csrf: &str, why: Refusal) -> Response {
+        let e = match why {
+            Refusal::Malformed => Error::invalid("The form was malformed."),
+            Refusal::Expired => Error::forbidden("The form expired: nothing was changed. Reload the page."),
+        };
+        refused(base, caller, csrf, "Dashboard", "", &e)
+    }
+}
+
+/// The signed-in caller, or the page to show instead (the sign-in form, or an error).
+async fn signed_in(state: &AppState, base: &str, headers: &HeaderMap) -> Result<(CallerContext, String), Response> {
+    match Dashboard::session(state, base, headers).await {
+        Ok(s) => Ok(s),
+        Err(e) if e.code == ErrorCode::Unauthenticated => Err(login_page::<Dashboard>(base, StatusCode::OK, None)),
+        Err(e) => Err(error_page(Dashboard::TITLE, &e)),
+    }
+}
+
+/// Runs the typed capability `C` as the caller — the ADK's gating and the audit apply as
+/// for any client — and returns its typed result or its taxonomy error.
+async fn call<C: services::capabilities::typed::Capability>(
+    state: &AppState,
+    caller: &CallerContext,
+    args: Value,
+) -> Result<C::Output, Error> {
+    state.services.capabilities.call::<C>(caller, args).await.map(|(_, out)| out)
+}
+
+/// A `<select>` of `options` (value, label) with `current` selected.
+fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> Markup {
+    html! {
+        select name=(name) id=(name) {
+            @for (v, label) in options {
+                option value=(v) selected[current.unwrap_or_default() == *v] { (label) }
+            }
+        }
+    }
+}
+
+/// `POST /dashboard/login`.
+pub async fn login(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    addr: Option<Extension<crate::server::ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    sign_in::<Dashboard>(&state, &base, addr.map(|a| a.0.0), &headers, &body).await
+}
+
+/// `POST /dashboard/logout`.
+pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
+    sign_out::<Dashboard>(&state, &base, &headers, &body).await
+}
+
+/// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything
+/// else goes on to the MCP server's root.
+pub async fn browser_root(State(state): State<AppState>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let is_root = req.method() == http::Method::GET && req.uri().path() == "/";
+    let html = req.headers().get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    if is_root && html && !req.headers().contains_key(http::header::AUTHORIZATION) {
+        let BaseUrl(base) = BaseUrl::of(&state, req.extensions());
+        return redirect(&format!("{base}/dashboard"));
+    }
+    next.run(req).await
+}
