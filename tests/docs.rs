@@ -393,10 +393,8 @@ fn testing_md_covers_every_test_binary() {
     // Entries also name unit-test modules (`services::graph`) and suites (`records::…`):
     // only a name in a package that has test binaries must be one of them.
     let packages: BTreeSet<&str> = binaries.iter().filter_map(|b| b.split("::").next()).collect();
-    let gone: Vec<&String> = entries
-        .difference(&binaries)
-        .filter(|e| e.split("::").next().is_some_and(|p| packages.contains(p)))
-        .collect();
+    let gone: Vec<&String> =
+        entries.difference(&binaries).filter(|e| e.split("::").next().is_some_and(|p| packages.contains(p))).collect();
     assert!(missing.is_empty(), "test binaries docs/testing.md does not describe: {missing:?}");
     assert!(gone.is_empty(), "docs/testing.md describes test binaries that do not exist: {gone:?}");
 }

@@ -214,7 +214,7 @@ fn examples() -> Vec<Value> {
                "fix": "start it with docker compose up db", "files": ["docker-compose.yml"]}),
         json!({"kind": "tech_debt", "area": "billing", "description": "The wombat invoice code is copy-pasted three times",
                "severity": "medium", "effort": "small", "status": "open"}),
-        json!({"kind": "checklist", "pr": "482", "items": [{"text": "lemur docs updated", "checked": false}]}),
+        json!({"kind": "checklist", "pr": "482", "items": ["[ ] lemur docs updated"]}),
         json!({"kind": "change", "summary": "Renamed the gecko module", "files": ["src/gecko.rs"], "commit": "a1b2c3d"}),
         json!({"kind": "pinned_file", "path": "src/marmot/auth.rs", "why": "Every login path goes through it"}),
         json!({"kind": "environment", "name": "ci-linux", "fingerprint": {"os": "debian 12", "rust": "1.95"}, "notes": "the jackal runner"}),

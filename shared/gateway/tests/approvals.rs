@@ -2,7 +2,8 @@
 //! reasons and the conflicting entry; approve → active (superseding what it
 //! contradicts); reject → rejected with the reason; and bad decisions refused with no
 //! side effect: twice (409), a rejected proposal (409), no reason (400), no scope (403),
-//! an unknown id (404). A proposal over the size limit is 413 at creation.
+//! an unknown id (404). A proposal over the size limit is refused at creation, naming
+//! the field and its limit.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -155,7 +156,8 @@ async fn approvers_decide_through_the_api_and_bad_decisions_change_nothing() {
     let v = &read["result"]["structuredContent"]["verification"];
     assert_eq!((v["verified"].as_bool(), v["kind"].as_str()), (Some(true), Some("memory")), "{read}");
 
-    // A proposal over the size limit: 413 (as an MCP tool error), nothing stored.
+    // A proposal over the size limit: refused by its schema (as an MCP tool error), the
+    // field and the limit named, nothing stored.
     let v = common::rpc(
         &app,
         &agent,
@@ -164,5 +166,7 @@ async fn approvers_decide_through_the_api_and_bad_decisions_change_nothing() {
     )
     .await;
     assert_eq!(v["result"]["isError"], true, "{v}");
-    assert_eq!(v["result"]["structuredContent"]["code"], "PAYLOAD_TOO_LARGE", "{v}");
+    assert_eq!(v["result"]["structuredContent"]["code"], "INVALID_REQUEST", "{v}");
+    assert_eq!(v["result"]["structuredContent"]["field_errors"][0]["field"], "body", "{v}");
+    assert!(v["result"]["structuredContent"]["message"].as_str().unwrap().contains("at most 16384 characters"), "{v}");
 }

@@ -292,7 +292,7 @@ impl CapabilityService {
             }
             let resolution = self.resolve(caller, C::NAME, &args).await?;
             let cx = self.context(caller, &resolution);
-            let out = C::run(&cx, typed::parse_args(args)?).await?;
+            let out = C::run(&cx, typed::checked_args(C::NAME, args)?).await?;
             Ok((resolution, out))
         }
         .await;

@@ -156,9 +156,97 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
     serde_json::from_value(args).map_err(|e| Error::invalid(format!("invalid arguments: {e}")))
 }
 
+/// The input-schema validators of every capability, compiled once.
+fn validators() -> &'static std::collections::HashMap<&'static str, jsonschema::Validator> {
+    static ALL: std::sync::OnceLock<std::collections::HashMap<&'static str, jsonschema::Validator>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        REGISTRY
+            .iter()
+            .filter_map(|e| match jsonschema::validator_for(&(e.input_schema)()) {
+                Ok(v) => Some((e.name, v)),
+                Err(err) => {
+                    // Never in a release: `input_schemas_compile` fails first.
+                    tracing::error!(capability = e.name, error = %err, "an input schema does not compile");
+                    None
+                }
+            })
+            .collect()
+    })
+}
+
+/// Checks `args` against the input schema of the capability `name` — the schema a client
+/// is shown is the rule it is held to, declared once on the argument type — then parses
+/// them. A property sent as `null` counts as absent, at any depth, as serde reads an
+/// `Option`: some clients send every optional argument, null when unset, and a record
+/// read back (`"superseded_by": null`) is sent as it came.
+///
+/// # Errors
+/// `INVALID_REQUEST` naming each offending field (a value is never echoed back).
+pub fn checked_args<T: DeserializeOwned>(name: &str, args: Value) -> Result<T> {
+    if let Some(validator) = validators().get(name) {
+        let stripped;
+        let checked = if has_null_property(&args) {
+            stripped = without_null_properties(args.clone());
+            &stripped
+        } else {
+            &args
+        };
+        if !validator.is_valid(checked) {
+            return Err(schema_error(validator.iter_errors(checked)));
+        }
+    }
+    parse_args(args)
+}
+
+fn has_null_property(v: &Value) -> bool {
+    match v {
+        Value::Object(o) => o.values().any(|x| x.is_null() || has_null_property(x)),
+        Value::Array(a) => a.iter().any(has_null_property),
+        _ => false,
+    }
+}
+
+fn without_null_properties(v: Value) -> Value {
+    match v {
+        Value::Object(o) => {
+            Value::Object(o.into_iter().filter(|(_, x)| !x.is_null()).map(|(k, x)| (k, without_null_properties(x))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(without_null_properties).collect()),
+        other => other,
+    }
+}
+
+/// The taxonomy error of a schema check's failures (at most ten of them, values masked).
+fn schema_error<'a>(errors: impl Iterator<Item = jsonschema::ValidationError<'a>>) -> Error {
+    use domain::{ErrorCode, FieldError};
+    // Every answer is INVALID_REQUEST: an overlong query and an overlong body are the
+    // same mistake, told with the field and its limit.
+    use jsonschema::error::ValidationErrorKind as Kind;
+    let mut fields = Vec::new();
+    for e in errors.take(10) {
+        let at = e.instance_path().as_str().trim_start_matches('/').replace('/', ".");
+        let message = match e.kind() {
+            Kind::AdditionalProperties { unexpected } => format!("unknown field(s): {}", unexpected.join(", ")),
+            Kind::Required { property } => format!("missing field {property}"),
+            Kind::MaxLength { limit } => format!("at most {limit} characters"),
+            Kind::MinLength { limit } => format!("at least {limit} character(s)"),
+            Kind::MaxItems { limit } => format!("at most {limit} items"),
+            Kind::MinItems { limit } => format!("at least {limit} item(s)"),
+            Kind::Maximum { limit } => format!("at most {limit}"),
+            Kind::Minimum { limit } => format!("at least {limit}"),
+            _ => e.masked_with("the value").to_string(),
+        };
+        fields.push(FieldError { field: if at.is_empty() { "arguments".into() } else { at }, message });
+    }
+    let summary = fields.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
+    let mut err = Error::new(ErrorCode::InvalidRequest, format!("invalid arguments: {summary}"));
+    err.payload.field_errors = fields;
+    err
+}
+
 fn run_erased<'a, C: Capability>(cx: &'a Context<'a>, args: Value) -> BoxFuture<'a, Result<Value>> {
     Box::pin(async move {
-        let out = C::run(cx, parse_args(args)?).await?;
+        let out = C::run(cx, checked_args(C::NAME, args)?).await?;
         serde_json::to_value(out).map_err(|e| Error::internal(format!("{}: result not serializable: {e}", C::NAME)))
     })
 }
@@ -566,6 +654,31 @@ mod tests {
         for n in ["memory.search_org", "memory.read_org"] {
             assert_eq!(find(n).map(|e| e.spec.cache_ttl_secs), Some(None), "{n}");
         }
+    }
+
+    #[test]
+    fn input_schemas_compile_and_hold_arguments_to_them() {
+        for e in REGISTRY {
+            assert!(jsonschema::validator_for(&(e.input_schema)()).is_ok(), "{}", e.name);
+        }
+        assert_eq!(validators().len(), REGISTRY.len());
+        // A value over its size limit, a number out of range, an unknown field, a missing
+        // one: each named, none echoed; a null optional is an absent one.
+        let long = "x".repeat(600);
+        let e = checked_args::<Value>("memory.search_org", json!({"query": long})).unwrap_err();
+        assert_eq!(e.code, domain::ErrorCode::InvalidRequest, "{e}");
+        assert_eq!(e.payload.field_errors[0].field, "query");
+        assert!(!e.message.contains("xxxx"), "the value is not echoed: {e}");
+        let e = checked_args::<Value>("memory.search_org", json!({"query": "q", "limit": 51, "colour": 1})).unwrap_err();
+        assert_eq!(e.code, domain::ErrorCode::InvalidRequest, "{e}");
+        let fields: Vec<&str> = e.payload.field_errors.iter().map(|f| f.field.as_str()).collect();
+        assert!(fields.contains(&"limit") && fields.contains(&"arguments"), "{e}");
+        assert!(e.message.contains("colour") && e.message.contains("at most 50"), "{e}");
+        let e = checked_args::<Value>("memory.search_org", json!({})).unwrap_err();
+        assert!(e.message.contains("missing field") && e.message.contains("query"), "{e}");
+        assert!(checked_args::<Value>("memory.search_org", json!({"query": "q", "limit": null})).is_ok());
+        let e = checked_args::<Value>("memory.search_org", json!({"query": null})).unwrap_err();
+        assert!(e.message.contains("missing field"), "a null required argument is a missing one: {e}");
     }
 
     #[test]

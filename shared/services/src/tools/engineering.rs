@@ -335,8 +335,9 @@ pub struct ListArgs {
         description = "Only records with this status (tasks: todo, in_progress, blocked, done; ADRs: proposed, accepted…; tech debt: open…; milestones: planned…)."
     )]
     pub status: Option<String>,
-    #[schemars(range(min = 1, max = 100), description = "At most this many, newest change first (default 20).")]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<20>")]
+    #[schemars(range(min = 1, max = 100), description = "At most this many, newest change first.")]
+    pub limit: u32,
 }
 
 crate::enum_schema!(RecordKindSchema, RecordKind);
@@ -371,7 +372,7 @@ impl Capability for List {
     type Output = RecordList;
 
     async fn run<'a>(cx: &'a Context<'a>, a: ListArgs) -> Result<RecordList> {
-        let max = super::limit(a.limit, 20, 100) as usize;
+        let max = a.limit as usize;
         let (project, all) = cx.tools.engineering.list(cx.caller, a.project.as_deref(), a.kind).await?;
         let matching: Vec<&EngRecord> =
             all.iter().filter(|r| a.status.as_deref().is_none_or(|s| status_of(&r.body) == Some(s))).collect();
@@ -424,8 +425,9 @@ pub struct FindFixArgs {
         description = "The error you hit, as printed (message, code, the key line of the stack trace)."
     )]
     pub error: String,
-    #[schemars(range(min = 1, max = 20), description = "At most this many fixes (default 5).")]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<5>")]
+    #[schemars(range(min = 1, max = 20), description = "At most this many fixes.")]
+    pub limit: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -453,7 +455,7 @@ impl Capability for FindFix {
     type Output = FixesFound;
 
     async fn run<'a>(cx: &'a Context<'a>, a: FindFixArgs) -> Result<FixesFound> {
-        let max = super::limit(a.limit, 5, 20) as usize;
+        let max = a.limit as usize;
         let found = cx.tools.engineering.find_fixes(cx.caller, a.project.as_deref(), &a.error, max).await?;
         let fixes = found.iter().map(|f| RecordView { score: Some(f.score), ..RecordView::of(&f.record) }).collect();
         Ok(FixesFound { fixes })
@@ -499,12 +501,8 @@ impl super::Tools<'_> {
         };
         let mut body =
             format!("{decision}\n\nContext: {context}\nConsequences: {consequences}\n(ADR {} of project {})", r.id, r.project);
-        if body.len() > super::MAX_BODY_BYTES {
-            let mut end = super::MAX_BODY_BYTES - 3;
-            while !body.is_char_boundary(end) {
-                end -= 1;
-            }
-            body.truncate(end);
+        if body.chars().count() > super::MAX_BODY_CHARS {
+            body = body.chars().take(super::MAX_BODY_CHARS - 1).collect();
             body.push('…');
         }
         let title: String = format!("ADR: {title}").chars().take(super::MAX_TITLE_LEN).collect();

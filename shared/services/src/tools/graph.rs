@@ -91,19 +91,13 @@ struct Paging {
 /// The most entities one page may hold, and the smallest token budget.
 pub const MAX_PAGE: u32 = 1000;
 pub const MIN_TOKENS: u32 = 100;
+/// The largest token budget a read may ask for.
+pub const MAX_TOKENS: u32 = 1_000_000;
 
 impl Paging {
-    /// The paging a read tool's `limit`, `cursor` and `maxTokens` ask for.
+    /// The paging a read tool's `limit`, `cursor` and `maxTokens` ask for (their ranges
+    /// are the schema's, checked before the handler runs).
     fn new(limit: Option<u32>, cursor: Option<&str>, max_tokens: Option<u32>) -> Result<Self> {
-        let bounded = |v: Option<u32>, name: &str, min: u32, max: u32| -> Result<Option<usize>> {
-            match v {
-                None => Ok(None),
-                Some(n) if (min..=max).contains(&n) => Ok(Some(n as usize)),
-                Some(_) => Err(Error::invalid_field(name, format!("must be an integer from {min} to {max}"))),
-            }
-        };
-        let limit = bounded(limit, "limit", 1, MAX_PAGE)?;
-        let max_tokens = bounded(max_tokens, "maxTokens", MIN_TOKENS, 1_000_000)?;
         let offset = match cursor {
             None => 0,
             Some(c) => c
@@ -111,7 +105,7 @@ impl Paging {
                 .and_then(|n| n.parse::<usize>().ok())
                 .ok_or_else(|| Error::invalid_field("cursor", "not a cursor this tool returned (pass nextCursor as it came)"))?,
         };
-        Ok(Self { offset, limit, max_tokens })
+        Ok(Self { offset, limit: limit.map(|n| n as usize), max_tokens: max_tokens.map(|n| n as usize) })
     }
 
     /// One page of `view`: its entities from the offset, as many as `limit` allows and
@@ -271,21 +265,21 @@ graph_tool!(MergeEntities, MergeEntitiesArgs, "merge_entities", "Merge entities"
       #[schemars(description = "The entity they become (existing or new)")] target_name: String },
     |cx, a| changed(&cx.tools.graph.merge_entities(cx.caller, a.scope.as_deref(), a.source_names, &a.target_name).await?));
 graph_tool!(ReadGraph, ReadGraphArgs, "read_graph", "Read the graph", "Read the entire knowledge graph", GraphView,
-    { #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+    { #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = MAX_PAGE), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = MIN_TOKENS, max = MAX_TOKENS), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
     |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.read_graph(cx.caller, a.scope.as_deref()).await?)) });
 graph_tool!(SearchNodes, SearchNodesArgs, "search_nodes", "Search nodes",
     "Search for nodes in the knowledge graph based on a query", GraphView,
     { #[schemars(description = "The search query to match against entity names, types, and observation content")] query: String,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = MAX_PAGE), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = MIN_TOKENS, max = MAX_TOKENS), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
     |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.search_nodes(cx.caller, a.scope.as_deref(), &a.query).await?)) });
 graph_tool!(OpenNodes, OpenNodesArgs, "open_nodes", "Open nodes",
     "Open specific nodes in the knowledge graph by their names", GraphView,
     { #[schemars(description = "An array of entity names to retrieve")] names: Vec<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = 1000), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 1, max = MAX_PAGE), description = "At most this many entities (default: all); follow nextCursor for the rest.")] limit: Option<u32>,
       #[serde(skip_serializing_if = "Option::is_none")] #[schemars(description = "The nextCursor of the previous answer.")] cursor: Option<String>,
-      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = 100), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
+      #[serde(skip_serializing_if = "Option::is_none")] #[schemars(range(min = MIN_TOKENS, max = MAX_TOKENS), description = "Stop before the answer exceeds about this many tokens (default: no limit); follow nextCursor for the rest.")] max_tokens: Option<u32> },
     |cx, a| { let paging = Paging::new(a.limit, a.cursor.as_deref(), a.max_tokens)?; Ok(paging.page(cx.tools.graph.open_nodes(cx.caller, a.scope.as_deref(), &a.names).await?)) });

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::session::{GetContext, GetContextArgs};
-use super::{EntityArg, MAX_SCAN, SessionArg, WhyView, limit, page_of, rank, reads_memory, terms, text_field};
+use super::{EntityArg, MAX_SCAN, SessionArg, WhyView, not_blank, page_of, rank, reads_memory, terms};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::SearchService;
@@ -23,8 +23,9 @@ use crate::search::SearchService;
 pub struct BookListArgs {
     #[schemars(length(min = 1, max = 128))]
     pub project: Option<String>,
-    #[schemars(range(min = 1, max = 200), extend("default" = 20))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<20>")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: u32,
     pub cursor: Option<String>,
 }
 
@@ -65,7 +66,7 @@ impl Capability for BookList {
     type Output = BookListOutput;
 
     async fn run<'a>(cx: &'a Context<'a>, a: BookListArgs) -> Result<BookListOutput> {
-        let page = page_of(limit(a.limit, 20, 200), a.cursor);
+        let page = page_of(a.limit, a.cursor);
         let p = cx.tools.backend.records.list_book_entries(&cx.caller.tenant, a.project.as_deref(), &page).await?;
         let entries = p
             .items
@@ -93,8 +94,9 @@ pub struct KbSearchArgs {
         description = "Only this scope: global, org, team:<id> or project:<id> (default: every one this credential can read)."
     )]
     pub scope: Option<String>,
-    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<10>")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: u32,
 }
 
 /// A knowledge-base document found, with its best passage.
@@ -145,7 +147,7 @@ impl Capability for KbSearch {
     async fn run<'a>(cx: &'a Context<'a>, a: KbSearchArgs) -> Result<KbSearchOutput> {
         let (tools, caller) = (&cx.tools, cx.caller);
         ports::search::check_query(&a.query)?;
-        let max = limit(a.limit, 10, 50) as usize;
+        let max = a.limit as usize;
         let scopes = match &a.scope {
             Some(raw) => {
                 let scope = MemoryScope::parse(raw)?;
@@ -220,7 +222,7 @@ impl Capability for KbSearch {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaybookArgs {
-    #[schemars(length(min = 1, max = 1000))]
+    #[schemars(length(min = 1, max = super::MAX_TITLE_LEN * 5))]
     pub goal: String,
     pub entity: Option<EntityArg>,
     pub session: Option<SessionArg>,
@@ -264,7 +266,7 @@ impl Capability for PlaybookHandoff {
     type Output = PlaybookOutput;
 
     async fn run<'a>(cx: &'a Context<'a>, a: PlaybookArgs) -> Result<PlaybookOutput> {
-        text_field("goal", &a.goal, super::MAX_TITLE_LEN * 5)?;
+        not_blank("goal", &a.goal)?;
         // The context a caller may read: org memory matching the goal needs `memory:read`.
         let query = reads_memory(cx.caller).then(|| a.goal.clone());
         let context = if query.is_some() || a.entity.is_some() || a.session.is_some() {

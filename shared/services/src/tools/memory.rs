@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    IdArgs, MAX_SCAN, MAX_TURN_BYTES, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView,
-    SessionArg, Tools, TurnRoleSchema, TurnView, WhyView, limit, own_session, page_of, rank, terms, text_field,
+    IdArgs, MAX_SCAN, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView, SessionArg, Tools,
+    TurnRoleSchema, TurnView, WhyView, not_blank, own_session, page_of, rank, terms,
 };
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
@@ -85,8 +85,9 @@ pub struct SearchOrgArgs {
     pub query: String,
     #[schemars(with = "Option<OrgKindSchema>")]
     pub kind: Option<OrgKind>,
-    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<10>")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: u32,
 }
 
 /// An org memory entry found, and why.
@@ -125,7 +126,7 @@ impl Capability for SearchOrg {
     type Output = SearchOrgOutput;
 
     async fn run<'a>(cx: &'a Context<'a>, a: SearchOrgArgs) -> Result<SearchOrgOutput> {
-        let max = limit(a.limit, 10, 50) as usize;
+        let max = a.limit as usize;
         let (hits, truncated, via) = cx.tools.org_matches(cx.caller, &a.query, a.kind.map(OrgKind::as_str), max).await?;
         let entries: Vec<OrgHitView> = hits.into_iter().map(|(m, why)| OrgHitView { entry: MemoryView::from(&m), why }).collect();
         Ok(SearchOrgOutput { count: entries.len(), entries, truncated, search: via.to_owned() })
@@ -180,10 +181,10 @@ impl Capability for ReadOrg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposeArgs {
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = super::MAX_TITLE_LEN))]
     pub title: String,
     #[schemars(
-        length(min = 1, max = 16384),
+        length(min = 1, max = super::MAX_BODY_CHARS),
         description = "The knowledge itself, specific and self-contained, with its evidence."
     )]
     pub body: String,
@@ -241,8 +242,9 @@ impl Capability for Propose {
 pub struct ReadConversationalArgs {
     pub session: SessionArg,
     pub after_seq: Option<u64>,
-    #[schemars(range(min = 1, max = 500), extend("default" = 50))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<50>")]
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -271,7 +273,7 @@ impl Capability for ReadConversational {
     async fn run<'a>(cx: &'a Context<'a>, a: ReadConversationalArgs) -> Result<ReadConversationalOutput> {
         let caller = cx.caller;
         let session = own_session(caller, &a.session.0)?;
-        let max = limit(a.limit, 50, 500) as usize;
+        let max = a.limit as usize;
         let records = &cx.tools.backend.records;
         let (turns, _) = crate::all_pages(100_000, |p| {
             let session = session.clone();
@@ -293,7 +295,7 @@ pub struct WriteConversationalArgs {
     pub session: SessionArg,
     #[schemars(with = "TurnRoleSchema")]
     pub role: domain::memory::TurnRole,
-    #[schemars(length(min = 1, max = 65536))]
+    #[schemars(length(min = 1, max = super::MAX_TURN_CHARS))]
     pub content: String,
 }
 
@@ -324,7 +326,7 @@ impl Capability for WriteConversational {
     async fn run<'a>(cx: &'a Context<'a>, a: WriteConversationalArgs) -> Result<WriteConversationalOutput> {
         let (tools, caller) = (&cx.tools, cx.caller);
         let session = own_session(caller, &a.session.0)?;
-        text_field("content", &a.content, MAX_TURN_BYTES)?;
+        not_blank("content", &a.content)?;
         let records = &tools.backend.records;
         // The next seq is the session's turn count + 1; a racing append takes it first
         // (the turn's key is conditional), so re-read and retry.
@@ -360,8 +362,9 @@ impl Capability for WriteConversational {
 pub struct ReadPersonalArgs {
     #[schemars(with = "Option<PersonalKindSchema>")]
     pub kind: Option<PersonalKind>,
-    #[schemars(range(min = 1, max = 500), extend("default" = 50))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<50>")]
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: u32,
     #[schemars(length(min = 1, max = 1024), description = "From an earlier answer's next_cursor: the next, older page.")]
     pub cursor: Option<String>,
 }
@@ -395,7 +398,7 @@ impl Capability for ReadPersonal {
 
     async fn run<'a>(cx: &'a Context<'a>, a: ReadPersonalArgs) -> Result<ReadPersonalOutput> {
         let caller = cx.caller;
-        let max = limit(a.limit, 50, 500) as usize;
+        let max = a.limit as usize;
         let scope = MemoryScope::Personal(caller.principal.to_string());
         // Checked before any index is read (wall 6); always true for one's own scope.
         if !scope.readable_by(caller) {
@@ -442,8 +445,9 @@ impl Capability for ReadPersonal {
 pub struct ListDecisionsArgs {
     #[schemars(with = "Option<ProposalStateSchema>")]
     pub state: Option<ProposalState>,
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<20>")]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: u32,
     pub cursor: Option<String>,
 }
 
@@ -472,7 +476,7 @@ impl Capability for ListDecisions {
     type Output = ListDecisionsOutput;
 
     async fn run<'a>(cx: &'a Context<'a>, a: ListDecisionsArgs) -> Result<ListDecisionsOutput> {
-        let page = page_of(limit(a.limit, 20, 100), a.cursor);
+        let page = page_of(a.limit, a.cursor);
         let p = cx.tools.backend.records.list_proposals(&cx.caller.tenant, a.state, &page).await?;
         Ok(ListDecisionsOutput {
             decisions: p.items.iter().map(|x| ProposalView::of(x, cx.caller)).collect(),

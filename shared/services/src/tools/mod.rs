@@ -47,9 +47,13 @@ use serde_json::{Map, Value};
 use crate::capabilities::typed::Required;
 use crate::entities::EntityService;
 
+/// The longest title, in characters (the schemas of the arguments say it too: they are
+/// generated from these constants).
 pub const MAX_TITLE_LEN: usize = 200;
-pub const MAX_BODY_BYTES: usize = 16 * 1024;
-pub const MAX_TURN_BYTES: usize = 64 * 1024;
+/// The longest proposal or memory body, in characters.
+pub const MAX_BODY_CHARS: usize = 16 * 1024;
+/// The longest conversation turn, in characters.
+pub const MAX_TURN_CHARS: usize = 64 * 1024;
 pub const MAX_QUERY_LEN: usize = 512;
 /// Most entries a keyword search over memory or the KB examines.
 pub const MAX_SCAN: usize = 10_000;
@@ -93,16 +97,18 @@ fn page_of(size: u32, cursor: Option<String>) -> PageRequest {
     cursor.map_or_else(|| PageRequest::first(size), |c| PageRequest::after(size, c))
 }
 
-fn limit(n: Option<u32>, default: u32, max: u32) -> u32 {
-    n.unwrap_or(default).clamp(1, max)
+/// A `limit` argument's default, declared on the field (`#[serde(default =
+/// "super::default_limit::<20>")]`) so the schema shows it and nothing re-states it; the
+/// field's `range` in the schema is its only bound (checked before the handler runs).
+const fn default_limit<const N: u32>() -> u32 {
+    N
 }
 
-fn text_field(name: &str, value: &str, max: usize) -> Result<()> {
+/// A text argument with something in it: its schema bounds its length (checked before
+/// the handler runs) but cannot say "not only spaces".
+fn not_blank(name: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         return Err(Error::invalid_field(name, "must not be empty"));
-    }
-    if value.len() > max {
-        return Err(Error::invalid_field(name, format!("at most {max} bytes")));
     }
     Ok(())
 }

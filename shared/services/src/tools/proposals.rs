@@ -11,23 +11,26 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::memory::ProposalOutput;
-use super::{EntityArg, IdArgs, MAX_BODY_BYTES, MAX_TITLE_LEN, ProposalView, Tools, reads_memory, text_field};
+use super::{EntityArg, IdArgs, MAX_BODY_CHARS, MAX_TITLE_LEN, ProposalView, Tools, not_blank, reads_memory};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context};
 
 impl Tools<'_> {
     /// A new `pending` proposal of `kind`, its title and body checked.
     pub(crate) fn proposal(&self, caller: &CallerContext, kind: &str, title: String, body: String) -> Result<Proposal> {
-        text_field("title", &title, MAX_TITLE_LEN)?;
-        if body.len() > MAX_BODY_BYTES {
-            // A proposal over the size limit is refused as such (SPEC §10), not as a typo.
-            let mut e = Error::new(ErrorCode::PayloadTooLarge, format!("body: a proposal is at most {MAX_BODY_BYTES} bytes"));
-            e.payload
-                .field_errors
-                .push(domain::FieldError { field: "body".into(), message: format!("at most {MAX_BODY_BYTES} bytes") });
-            return Err(e);
+        // The tools' schemas bound what callers send; this bounds what every path makes
+        // (summaries, ADRs, connector actions), in the same characters and with the same
+        // answer — a proposal over the size limit is refused as such, not as a typo.
+        for (field, text, max) in [("title", &title, MAX_TITLE_LEN), ("body", &body, MAX_BODY_CHARS)] {
+            not_blank(field, text)?;
+            if text.chars().count() > max {
+                let mut e = Error::new(ErrorCode::PayloadTooLarge, format!("a proposal's {field} is at most {max} characters"));
+                e.payload
+                    .field_errors
+                    .push(domain::FieldError { field: field.into(), message: format!("at most {max} characters") });
+                return Err(e);
+            }
         }
-        text_field("body", &body, MAX_BODY_BYTES)?;
         let now = self.now();
         Ok(Proposal {
             tenant: caller.tenant.clone(),
@@ -123,9 +126,9 @@ pub struct BookArg {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProposalCreateArgs {
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = super::MAX_TITLE_LEN))]
     pub title: String,
-    #[schemars(length(min = 1, max = 16384), description = "What should be done and why.")]
+    #[schemars(length(min = 1, max = super::MAX_BODY_CHARS), description = "What should be done and why.")]
     pub body: String,
     pub entity: Option<EntityArg>,
     #[schemars(description = "An operation in a connected system that approval carries out (a person always approves these).")]
@@ -214,9 +217,9 @@ pub struct ConnectorWriteArgs {
     #[schemars(description = "The source's id of the record acted on.", length(min = 1, max = 128))]
     pub target: String,
     pub params: Option<Map<String, Value>>,
-    #[schemars(description = "Why: what the approver reads.", length(min = 1, max = 16384))]
+    #[schemars(description = "Why: what the approver reads.", length(min = 1, max = super::MAX_BODY_CHARS))]
     pub reason: String,
-    #[schemars(description = "A one-line title; default: the operation and its target.", length(min = 1, max = 200))]
+    #[schemars(description = "A one-line title; default: the operation and its target.", length(min = 1, max = super::MAX_TITLE_LEN))]
     pub title: Option<String>,
 }
 

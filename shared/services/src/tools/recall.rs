@@ -20,7 +20,7 @@ use ports::search::{DocKind, SearchMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_SCAN, MemoryView, PersonalKindSchema, Tools, WhyView, limit, own_session, rank, terms, text_field};
+use super::{MAX_SCAN, MemoryView, PersonalKindSchema, Tools, WhyView, not_blank, own_session, rank, terms};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::{IndexRequest, SearchService, Window};
@@ -28,7 +28,7 @@ use crate::search::{IndexRequest, SearchService, Window};
 /// Sessions searched when no scope is named: the caller's most recent ones.
 pub const MAX_SESSIONS: usize = 100;
 /// Longest personal memory, in bytes.
-pub const MAX_PERSONAL_BYTES: usize = 4_096;
+pub const MAX_PERSONAL_CHARS: usize = 4_096;
 /// Cosine similarity at which a new personal memory is the same as an existing one.
 pub const NEAR_DUPLICATE: f32 = 0.92;
 /// Longest time to live, in days.
@@ -90,8 +90,9 @@ pub struct RecallArgs {
         description = "Governed memory as it stood at this time: an entry superseded since is answered by the version then active (RFC 3339 or a date)."
     )]
     pub as_of: Option<String>,
-    #[schemars(range(min = 1, max = 50), extend("default" = 10))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<10>")]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: u32,
 }
 
 /// One thing recalled.
@@ -151,7 +152,7 @@ impl Capability for Recall {
     async fn run<'a>(cx: &'a Context<'a>, a: RecallArgs) -> Result<RecallOutput> {
         ports::search::check_query(&a.query)?;
         let (tools, caller) = (&cx.tools, cx.caller);
-        let max = limit(a.limit, 10, 50) as usize;
+        let max = a.limit as usize;
         let window = Window {
             since: a.since.as_deref().map(|s| Timestamp::parse("since", s)).transpose()?,
             until: a.until.as_deref().map(|s| Timestamp::parse("until", s)).transpose()?,
@@ -460,7 +461,7 @@ fn turn_hit(scope: &MemoryScope, t: &domain::memory::ConversationTurn, why: WhyV
 #[serde(deny_unknown_fields)]
 pub struct RememberArgs {
     #[schemars(
-        length(min = 1, max = 4096),
+        length(min = 1, max = MAX_PERSONAL_CHARS),
         description = "The fact or preference, self-contained, e.g. \"Prefers answers in French\" or \"Works from Lisbon since May 2026\"."
     )]
     pub text: String,
@@ -499,7 +500,7 @@ impl Capability for Remember {
 
     async fn run<'a>(cx: &'a Context<'a>, a: RememberArgs) -> Result<RememberOutput> {
         let (tools, caller) = (&cx.tools, cx.caller);
-        text_field("text", &a.text, MAX_PERSONAL_BYTES)?;
+        not_blank("text", &a.text)?;
         let occurred = a.occurred_at.as_deref().map(|s| Timestamp::parse("occurred_at", s)).transpose()?;
         let ttl = ttl_ms(a.ttl_days)?;
         let kind = a.kind.unwrap_or(PersonalKind::Preference);
@@ -542,7 +543,7 @@ impl Capability for Remember {
 pub struct UpdatePersonalArgs {
     #[schemars(description = "The personal memory's id (from memory_remember, memory_read_personal or memory_search).")]
     pub id: String,
-    #[schemars(length(min = 1, max = 4096))]
+    #[schemars(length(min = 1, max = MAX_PERSONAL_CHARS))]
     pub text: Option<String>,
     #[schemars(with = "Option<PersonalKindSchema>")]
     pub kind: Option<PersonalKind>,
@@ -579,7 +580,7 @@ impl Capability for UpdatePersonal {
         let (tools, caller) = (&cx.tools, cx.caller);
         let mut m = tools.own_personal(caller, &a.id).await?;
         if let Some(text) = &a.text {
-            text_field("text", text, MAX_PERSONAL_BYTES)?;
+            not_blank("text", text)?;
             m.body = text.trim().to_owned();
             m.title = title_of(&m.body);
         }

@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use super::memory::ProposalOutput;
 use super::{
-    EntityArg, EntityView, MAX_BODY_BYTES, MAX_SCAN, MemoryView, RelationshipView, SessionArg, SessionView, SignalView, TurnView,
-    limit, own_session, reads_memory,
+    EntityArg, EntityView, MAX_BODY_CHARS, MAX_SCAN, MemoryView, RelationshipView, SessionArg, SessionView, SignalView, TurnView,
+    own_session, reads_memory,
 };
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
@@ -168,7 +168,7 @@ impl Capability for GetContext {
 #[serde(deny_unknown_fields)]
 pub struct SummarizeArgs {
     pub session: SessionArg,
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = super::MAX_TITLE_LEN))]
     pub title: Option<String>,
 }
 
@@ -205,7 +205,7 @@ impl Capability for Summarize {
                 t.role,
                 t.content.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(300).collect::<String>()
             );
-            if body.len() + line.len() > MAX_BODY_BYTES - 64 {
+            if body.chars().count() + line.chars().count() > MAX_BODY_CHARS - 64 {
                 body.push_str("\n- …");
                 break;
             }
@@ -224,8 +224,9 @@ impl Capability for Summarize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListRecentArgs {
-    #[schemars(range(min = 1, max = 100), extend("default" = 10))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<10>")]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -252,7 +253,7 @@ impl Capability for ListRecent {
 
     async fn run<'a>(cx: &'a Context<'a>, a: ListRecentArgs) -> Result<ListRecentOutput> {
         let caller = cx.caller;
-        let max = limit(a.limit, 10, 100) as usize;
+        let max = a.limit as usize;
         let records = &cx.tools.backend.records;
         let (mut all, _) =
             crate::all_pages(MAX_SCAN, |p| async move { records.list_sessions(&caller.tenant, &caller.principal, &p).await })

@@ -7,7 +7,7 @@ use ports::records::{Direction, RelationshipStore, SignalStore};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{EntityArg, EntityView, IdArgs, MAX_SCAN, RelationshipView, SignalView, limit, page_of};
+use super::{EntityArg, EntityView, IdArgs, MAX_SCAN, RelationshipView, SignalView, page_of};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::entities::SearchQuery;
@@ -74,8 +74,9 @@ pub struct EntitySearchArgs {
     #[serde(rename = "type")]
     #[schemars(regex(pattern = r"^[a-z][a-z0-9_]{0,63}$"), description = "Only entities of this canonical type.")]
     pub entity_type: Option<String>,
-    #[schemars(range(min = 1, max = 100), extend("default" = 20))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<20>")]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -106,7 +107,7 @@ impl Capability for EntitySearch {
 
     async fn run<'a>(cx: &'a Context<'a>, a: EntitySearchArgs) -> Result<EntitySearchOutput> {
         let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-        let q = SearchQuery { text: a.query.unwrap_or_default(), entity_type, limit: a.limit };
+        let q = SearchQuery { text: a.query.unwrap_or_default(), entity_type, limit: Some(a.limit) };
         let res = cx.tools.entities.search(cx.caller, &q).await?;
         // Entities of types outside this tenant's schema are not visible at all.
         let entities: Vec<EntityView> = res.entities.iter().filter_map(|e| EntityView::of(e, cx.tools.schema)).collect();
@@ -122,8 +123,9 @@ pub struct EntityListArgs {
     #[serde(rename = "type")]
     #[schemars(regex(pattern = r"^[a-z][a-z0-9_]{0,63}$"), description = "Only entities of this canonical type.")]
     pub entity_type: Option<String>,
-    #[schemars(range(min = 1, max = 200), extend("default" = 50))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<50>")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: u32,
     #[schemars(description = "The `next_cursor` of the previous page.")]
     pub cursor: Option<String>,
 }
@@ -156,7 +158,7 @@ impl Capability for EntityList {
 
     async fn run<'a>(cx: &'a Context<'a>, a: EntityListArgs) -> Result<EntityListOutput> {
         let entity_type = a.entity_type.map(EntityType::new).transpose()?;
-        let size = a.limit.unwrap_or(50).clamp(1, 200);
+        let size = a.limit;
         let page = match a.cursor {
             Some(c) if c.len() <= 1024 => PageRequest::after(size, c),
             Some(_) => return Err(Error::invalid_field("cursor", "not a cursor this API returned")),
@@ -192,8 +194,9 @@ pub struct RelationshipListArgs {
     pub direction: Option<DirectionArg>,
     #[schemars(description = "Only relationships of this kind, e.g. \"works_at\".")]
     pub kind: Option<String>,
-    #[schemars(range(min = 1, max = 500), extend("default" = 50))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<50>")]
+    #[schemars(range(min = 1, max = 500))]
+    pub limit: u32,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -226,7 +229,7 @@ impl Capability for RelationshipList {
         let caller = cx.caller;
         let r = EntityArg { entity_type: a.entity_type, id: a.id }.to_ref()?;
         let kind = a.kind.map(EntityType::new).transpose()?;
-        let size = limit(a.limit, 50, 500);
+        let size = a.limit;
         let records = &cx.tools.backend.records;
         let dirs: &[Direction] = match a.direction.unwrap_or_default() {
             DirectionArg::Both => &[Direction::Outgoing, Direction::Incoming],
@@ -252,8 +255,9 @@ impl Capability for RelationshipList {
 #[serde(deny_unknown_fields)]
 pub struct SignalListArgs {
     pub entity: Option<EntityArg>,
-    #[schemars(range(min = 1, max = 200), extend("default" = 20))]
-    pub limit: Option<u32>,
+    #[serde(default = "super::default_limit::<20>")]
+    #[schemars(range(min = 1, max = 200))]
+    pub limit: u32,
     pub cursor: Option<String>,
 }
 
@@ -285,7 +289,7 @@ impl Capability for SignalList {
 
     async fn run<'a>(cx: &'a Context<'a>, a: SignalListArgs) -> Result<SignalListOutput> {
         let r = a.entity.as_ref().map(EntityArg::to_ref).transpose()?;
-        let page = page_of(limit(a.limit, 20, 200), a.cursor);
+        let page = page_of(a.limit, a.cursor);
         let p = cx.tools.backend.records.list_signals(&cx.caller.tenant, r.as_ref(), &page).await?;
         Ok(SignalListOutput { signals: p.items.iter().map(SignalView::from).collect(), next_cursor: p.next_cursor })
     }

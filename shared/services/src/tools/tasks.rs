@@ -64,7 +64,7 @@ pub struct TaskListOutput {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DispatchArgs {
-    #[schemars(length(min = 1, max = 200))]
+    #[schemars(length(min = 1, max = super::MAX_TITLE_LEN))]
     pub title: String,
     #[schemars(length(max = 8000), description = "What is to be done.")]
     pub body: Option<String>,
@@ -109,8 +109,9 @@ pub struct ListArgs {
     pub assignee: Option<String>,
     #[schemars(with = "Option<TaskStatusSchema>")]
     pub status: Option<TaskStatus>,
+    #[serde(default = "super::default_limit::<50>")]
     #[schemars(range(min = 1, max = 100))]
-    pub limit: Option<u32>,
+    pub limit: u32,
     pub cursor: Option<String>,
 }
 
@@ -137,7 +138,7 @@ impl Capability for TaskList {
             Some(other) => Some(Id::new(other.trim().to_owned())?),
             None => None,
         };
-        let page = PageRequest { limit: Some(a.limit.unwrap_or(50).clamp(1, 100)), cursor: a.cursor };
+        let page = PageRequest { limit: Some(a.limit), cursor: a.cursor };
         let p = cx.tools.work.list(cx.caller, assignee.as_ref(), a.status, &page).await?;
         Ok(TaskListOutput { tasks: p.items.iter().map(TaskView::from).collect(), next_cursor: p.next_cursor })
     }
