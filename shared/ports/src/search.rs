@@ -50,8 +50,9 @@ impl Fusion {
         if is_lexical(embedder) { LEXICAL } else { SEMANTIC }
     }
 }
-/// Longest query accepted, in bytes.
-pub const MAX_QUERY_BYTES: usize = 512;
+/// Longest query accepted, in characters (the tools' schemas say the same: they are
+/// generated from this constant).
+pub const MAX_QUERY_CHARS: usize = 512;
 /// Most hits one query returns.
 pub const MAX_HITS: usize = 100;
 
@@ -278,7 +279,7 @@ pub trait Embedder: Send + Sync {
 }
 
 /// Refuses queries no retriever can answer sensibly: empty, over
-/// [`MAX_QUERY_BYTES`], or carrying control characters. Everything else (quotes,
+/// [`MAX_QUERY_CHARS`], or carrying control characters. Everything else (quotes,
 /// operators, brackets) is plain text to both retrievers.
 ///
 /// # Errors
@@ -287,8 +288,8 @@ pub fn check_query(text: &str) -> Result<()> {
     if text.trim().is_empty() {
         return Err(Error::invalid_field("query", "must not be empty"));
     }
-    if text.len() > MAX_QUERY_BYTES {
-        return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_BYTES} bytes")));
+    if text.chars().count() > MAX_QUERY_CHARS {
+        return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_CHARS} characters")));
     }
     if text.chars().any(|c| c.is_control() && c != '\t' && c != '\n') {
         return Err(Error::invalid_field("query", "must not contain control characters"));
@@ -639,7 +640,8 @@ mod tests {
     #[test]
     fn hostile_queries_are_refused_or_plain_text() {
         assert!(check_query("   ").is_err());
-        assert!(check_query(&"a".repeat(MAX_QUERY_BYTES + 1)).is_err());
+        assert!(check_query(&"a".repeat(MAX_QUERY_CHARS + 1)).is_err());
+        assert!(check_query(&"é".repeat(MAX_QUERY_CHARS)).is_ok(), "characters, not bytes");
         assert!(check_query("bell\u{7}").is_err());
         assert!(check_query("\"unbalanced (quote* NEAR/3 -x").is_ok());
     }

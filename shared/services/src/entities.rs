@@ -22,7 +22,7 @@ pub const KIND_SPINE_WRITE: &str = "spine.write";
 /// Most entities a search scans in one tenant partition before answering.
 pub const MAX_SEARCH_SCAN: usize = 20_000;
 pub const MAX_SEARCH_RESULTS: u32 = 100;
-pub const MAX_QUERY_LEN: usize = 512;
+pub const MAX_QUERY_LEN: usize = ports::search::MAX_QUERY_CHARS;
 
 #[derive(Debug, Clone, Default)]
 pub struct SearchQuery {
@@ -202,7 +202,7 @@ impl EntityService {
 
     pub async fn search(&self, caller: &CallerContext, q: &SearchQuery) -> Result<SearchResult> {
         caller.scopes.require(Scope::TenantRead)?;
-        if q.text.len() > MAX_QUERY_LEN {
+        if q.text.chars().count() > MAX_QUERY_LEN {
             return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_LEN} characters")));
         }
         let terms: Vec<String> = q.text.split_whitespace().map(str::to_lowercase).collect();

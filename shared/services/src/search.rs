@@ -149,11 +149,7 @@ fn synthetic_query(title: &str, chunk: &str) -> String {
     let words: Vec<&str> = first.split_whitespace().take(24).collect();
     let q = if words.len() >= 4 { words.join(" ") } else { format!("{title} {}", words.join(" ")) };
     let q: String = q.chars().filter(|c| !c.is_control()).collect();
-    let mut end = q.len().min(ports::search::MAX_QUERY_BYTES);
-    while !q.is_char_boundary(end) {
-        end -= 1;
-    }
-    q[..end].to_owned()
+    q.chars().take(ports::search::MAX_QUERY_CHARS).collect()
 }
 
 /// Largest knowledge-base document body (it is cut into at most [`MAX_CHUNKS`] chunks).

@@ -88,7 +88,7 @@ impl Capability for BookList {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KbSearchArgs {
-    #[schemars(length(min = 1, max = 512), description = "Words or an exact identifier; hybrid keyword + semantic search.")]
+    #[schemars(length(min = 1, max = super::MAX_QUERY_LEN), description = "Words or an exact identifier; hybrid keyword + semantic search.")]
     pub query: String,
     #[schemars(
         description = "Only this scope: global, org, team:<id> or project:<id> (default: every one this credential can read)."

@@ -79,7 +79,7 @@ impl Tools<'_> {
 #[serde(deny_unknown_fields)]
 pub struct SearchOrgArgs {
     #[schemars(
-        length(min = 1, max = 512),
+        length(min = 1, max = super::MAX_QUERY_LEN),
         description = "What you are looking for, in words or as an exact identifier (ticket key, function name); hybrid keyword + semantic search, exact identifiers first."
     )]
     pub query: String,

@@ -54,7 +54,7 @@ pub const MAX_TITLE_LEN: usize = 200;
 pub const MAX_BODY_CHARS: usize = 16 * 1024;
 /// The longest conversation turn, in characters.
 pub const MAX_TURN_CHARS: usize = 64 * 1024;
-pub const MAX_QUERY_LEN: usize = 512;
+pub const MAX_QUERY_LEN: usize = ports::search::MAX_QUERY_CHARS;
 /// Most entries a keyword search over memory or the KB examines.
 pub const MAX_SCAN: usize = 10_000;
 
@@ -115,7 +115,7 @@ fn not_blank(name: &str, value: &str) -> Result<()> {
 
 /// Lower-cased words of a query; every one must appear for a match.
 fn terms(query: &str) -> Result<Vec<String>> {
-    if query.len() > MAX_QUERY_LEN {
+    if query.chars().count() > MAX_QUERY_LEN {
         return Err(Error::invalid_field("query", format!("at most {MAX_QUERY_LEN} characters")));
     }
     Ok(query.split_whitespace().map(str::to_lowercase).collect())

@@ -68,7 +68,7 @@ impl RecallType {
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
     #[schemars(
-        length(min = 1, max = 512),
+        length(min = 1, max = super::MAX_QUERY_LEN),
         description = "What you are looking for, in words or as an exact identifier. Hybrid keyword + semantic search."
     )]
     pub query: String,
@@ -469,7 +469,7 @@ pub struct RememberArgs {
     pub kind: Option<PersonalKind>,
     #[schemars(description = "When it happened or became true, if not now (RFC 3339 or a date).")]
     pub occurred_at: Option<String>,
-    #[schemars(range(min = 1, max = 3650), description = "Forget it after this many days.")]
+    #[schemars(range(min = 1, max = MAX_TTL_DAYS), description = "Forget it after this many days.")]
     pub ttl_days: Option<u32>,
 }
 
@@ -502,7 +502,7 @@ impl Capability for Remember {
         let (tools, caller) = (&cx.tools, cx.caller);
         not_blank("text", &a.text)?;
         let occurred = a.occurred_at.as_deref().map(|s| Timestamp::parse("occurred_at", s)).transpose()?;
-        let ttl = ttl_ms(a.ttl_days)?;
+        let ttl = ttl_ms(a.ttl_days);
         let kind = a.kind.unwrap_or(PersonalKind::Preference);
         let now = tools.now();
         if let Some(mut same) = tools.near_duplicate(caller, &a.text, kind).await? {
@@ -549,7 +549,7 @@ pub struct UpdatePersonalArgs {
     pub kind: Option<PersonalKind>,
     #[schemars(description = "When it happened or became true (RFC 3339 or a date).")]
     pub occurred_at: Option<String>,
-    #[schemars(range(min = 0, max = 3650), description = "Forget it this many days from now; 0 keeps it until forgotten.")]
+    #[schemars(range(min = 0, max = MAX_TTL_DAYS), description = "Forget it this many days from now; 0 keeps it until forgotten.")]
     pub ttl_days: Option<u32>,
 }
 
@@ -593,7 +593,7 @@ impl Capability for UpdatePersonal {
         let now = tools.now();
         match a.ttl_days {
             Some(0) => m.expires_at = None,
-            Some(_) => m.expires_at = ttl_ms(a.ttl_days)?.map(|t| now.plus_millis(t)),
+            Some(_) => m.expires_at = ttl_ms(a.ttl_days).map(|t| now.plus_millis(t)),
             None => {}
         }
         m.updated_at = now;
@@ -730,10 +730,7 @@ pub fn title_of(body: &str) -> String {
     t
 }
 
-fn ttl_ms(days: Option<u32>) -> Result<Option<i64>> {
-    match days {
-        None | Some(0) => Ok(None),
-        Some(d) if d > MAX_TTL_DAYS => Err(Error::invalid_field("ttl_days", format!("at most {MAX_TTL_DAYS}"))),
-        Some(d) => Ok(Some(i64::from(d) * DAY_MS)),
-    }
+/// A `ttl_days` argument in milliseconds (its range is the schema's): none, or 0, keeps it.
+fn ttl_ms(days: Option<u32>) -> Option<i64> {
+    days.filter(|d| *d > 0).map(|d| i64::from(d) * DAY_MS)
 }

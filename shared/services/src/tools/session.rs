@@ -24,7 +24,7 @@ use crate::capabilities::typed::{Capability, Context, Required};
 pub struct GetContextArgs {
     pub entity: Option<EntityArg>,
     pub session: Option<SessionArg>,
-    #[schemars(length(max = 512), description = "Words to find relevant org memory.")]
+    #[schemars(length(max = super::MAX_QUERY_LEN), description = "Words to find relevant org memory.")]
     pub query: Option<String>,
     #[schemars(
         length(min = 1, max = 128),

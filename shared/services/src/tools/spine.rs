@@ -67,7 +67,7 @@ pub struct EntitySearchArgs {
     // MCP clients are told to give it.
     #[schemars(
         with = "String",
-        length(max = 512),
+        length(max = super::MAX_QUERY_LEN),
         description = "Words that must all appear in the entity (name, id, any trait). Exact ids rank first."
     )]
     pub query: Option<String>,
