@@ -211,3 +211,40 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
     // Serve's own timer walks the tenants in one pass: A's failure is logged and B's still runs.
     assert!(s.maintenance.workflow(std::time::Duration::ZERO).await.is_ok());
 }
+
+/// The hourly run queues every tenant's governance upkeep before it prunes anything, and
+/// prunes each tenant on its own: here tenant A's memory records are damaged in the
+/// database, so A's pruning fails — and still A gets its upkeep message, B is pruned,
+/// the run succeeds, and the failure is counted.
+#[tokio::test]
+async fn a_tenant_whose_pruning_fails_still_gets_its_upkeep_and_the_others_are_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    let s = Services::new(backend.clone());
+    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    let now = backend.clock.now();
+    for t in [&a, &b] {
+        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+        let stale = memory(t, "s-old", MemoryScope::Session("a".into()), Timestamp(now.0 - 2 * DAY));
+        backend.records.put_memory(&stale, Expect::Absent).await.unwrap();
+    }
+    // Damage tenant A's memory index: reading its session memory fails.
+    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
+    let damaged =
+        db.execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part = 'memory_by_scope'", []).unwrap();
+    assert!(damaged >= 1);
+
+    let report = s.maintenance.run().await.expect("one tenant's failure does not fail the run");
+    assert_eq!((report.tenants, report.tenants_failed), (2, 1), "{report:?}");
+    assert_eq!(report.sessions_expired, 1, "B's stale session memory expired: {report:?}");
+    assert!(backend.records.get_memory(&b, &Id::new("s-old").unwrap()).await.unwrap().is_none());
+    // Both tenants' upkeep was queued, A's included.
+    assert_eq!((report.resume_queued, report.resume_not_queued), (2, 0), "{report:?}");
+    let queued = backend.queue.receive(10, std::time::Duration::from_secs(1)).await.unwrap();
+    let tenants: std::collections::BTreeSet<_> = queued
+        .iter()
+        .filter(|d| d.message.kind == services::maintenance::KIND_RESUME)
+        .map(|d| d.message.tenant.clone())
+        .collect();
+    assert_eq!(tenants, [a, b].into_iter().collect(), "every tenant's upkeep is on the queue");
+}

@@ -569,6 +569,7 @@ fn every_alarm_notifies_a_topic_and_the_dashboard_is_json() {
         "TriageRejected",
         "ApprovalWaitsNearTimeout",
         "HeartbeatFailures",
+        "MaintenanceFailures",
         "ExecutionsStarted",
         "ExecutionsFailed",
         "ExecutionsTimedOut",

@@ -39,18 +39,21 @@ pub enum Counter {
     /// within a day (each pass adds its count: any in an hour means act now).
     ApprovalWaitsNearTimeout,
     HeartbeatFailures,
+    /// A tenant whose hourly pruning failed (the others' went on; the next run retries).
+    MaintenanceFailures,
     CacheHits,
     CacheMisses,
 }
 
 impl Counter {
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::AuthorizerDenials,
         Self::TriageAutoApproved,
         Self::TriageHuman,
         Self::TriageRejected,
         Self::ApprovalWaitsNearTimeout,
         Self::HeartbeatFailures,
+        Self::MaintenanceFailures,
         Self::CacheHits,
         Self::CacheMisses,
     ];
@@ -64,6 +67,7 @@ impl Counter {
             Self::TriageRejected => "TriageRejected",
             Self::ApprovalWaitsNearTimeout => "ApprovalWaitsNearTimeout",
             Self::HeartbeatFailures => "HeartbeatFailures",
+            Self::MaintenanceFailures => "MaintenanceFailures",
             Self::CacheHits => "CacheHits",
             Self::CacheMisses => "CacheMisses",
         }
@@ -78,6 +82,7 @@ impl Counter {
             Self::TriageRejected => "continuity_triage_rejected_total",
             Self::ApprovalWaitsNearTimeout => "continuity_approval_waits_near_timeout_total",
             Self::HeartbeatFailures => "continuity_heartbeat_failures_total",
+            Self::MaintenanceFailures => "continuity_maintenance_failures_total",
             Self::CacheHits => "continuity_cache_hits_total",
             Self::CacheMisses => "continuity_cache_misses_total",
         }

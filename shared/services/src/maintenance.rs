@@ -58,6 +58,21 @@ pub struct MaintenanceReport {
     pub resume_queued: usize,
     /// Tenants whose message could not be queued (logged; the next run queues it again).
     pub resume_not_queued: usize,
+    /// Tenants whose pruning failed this run (logged and counted as
+    /// `MaintenanceFailures`; the others' went on, and the next run tries again).
+    pub tenants_failed: usize,
+    /// Whether the authorization server's pruning failed this run (logged; retried next run).
+    pub oauth_failed: bool,
+}
+
+/// What one tenant's pruning removed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pruned {
+    audit: usize,
+    sessions: usize,
+    forgotten: usize,
+    gates: usize,
+    notes: usize,
 }
 
 /// The queue message kind of one tenant's governance upkeep.
@@ -95,29 +110,45 @@ impl MaintenanceService {
         Self { backend, gates: u.gates, engineering: u.engineering, search: u.search, backup: u.backup, governance: u.governance }
     }
 
-    /// Runs the job once.
+    /// Runs the job once. The governance upkeep (the approval waits' heartbeats) is
+    /// queued first, then each tenant is pruned on its own: one tenant's failure — an
+    /// outage, a damaged record, a throttle — or a run cut short by its time limit never
+    /// costs another tenant its pruning, nor anyone their heartbeat.
     ///
     /// # Errors
-    /// `UNAVAILABLE` when the store cannot be reached (what was deleted stays deleted;
-    /// the next run continues).
+    /// `UNAVAILABLE` when the tenant registry cannot be read (nothing else stops a run).
     pub async fn run(&self) -> Result<MaintenanceReport> {
         let now = self.backend.clock.now();
         let records = &self.backend.records;
         let mut report = MaintenanceReport::default();
-        let (gates, engineering) = (&self.gates, &self.engineering);
-        for tenant in self.tenants().await? {
-            report.tenants += 1;
-            let (audit, sessions, forgotten) = self.tenant(&tenant, now).await?;
-            report.audit_pruned += audit;
-            report.sessions_expired += sessions;
-            report.personal_forgotten += forgotten;
-            report.gates_expired += gates.expire(&tenant, MAX_PER_TENANT).await?;
-            report.notes_expired += engineering.expire_notes(&tenant, MAX_PER_TENANT).await?;
-        }
-        report.oauth_pruned = records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await?;
         let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
         report.resume_queued = queued;
         report.resume_not_queued = not_queued;
+        for tenant in self.tenants().await? {
+            report.tenants += 1;
+            match self.prune(&tenant, now).await {
+                Ok(p) => {
+                    report.audit_pruned += p.audit;
+                    report.sessions_expired += p.sessions;
+                    report.personal_forgotten += p.forgotten;
+                    report.gates_expired += p.gates;
+                    report.notes_expired += p.notes;
+                }
+                Err(e) => {
+                    report.tenants_failed += 1;
+                    metrics::add(metrics::Counter::MaintenanceFailures, 1);
+                    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, "a tenant's pruning failed; the others go on");
+                }
+            }
+        }
+        match records.prune_expired(before(now, OAUTH_GRACE), MAX_PER_TENANT).await {
+            Ok(n) => report.oauth_pruned = n,
+            Err(e) => {
+                report.oauth_failed = true;
+                metrics::add(metrics::Counter::MaintenanceFailures, 1);
+                tracing::warn!(code = %e.code, cause = ?e.internal, "the authorization server's pruning failed");
+            }
+        }
         tracing::info!(
             tenants = report.tenants,
             audit_pruned = report.audit_pruned,
@@ -128,6 +159,8 @@ impl MaintenanceService {
             notes_expired = report.notes_expired,
             resume_queued = report.resume_queued,
             resume_not_queued = report.resume_not_queued,
+            tenants_failed = report.tenants_failed,
+            oauth_failed = report.oauth_failed,
             "maintenance run"
         );
         Ok(report)
@@ -253,7 +286,9 @@ impl MaintenanceService {
         Ok(crate::all_pages(usize::MAX, |p| async move { records.list_tenants(&p).await }).await?.0)
     }
 
-    async fn tenant(&self, tenant: &TenantId, now: Timestamp) -> Result<(usize, usize, usize)> {
+    /// One tenant's pruning: its ledger and stored call outcomes, expired session and
+    /// personal memory, gates and sticky notes.
+    async fn prune(&self, tenant: &TenantId, now: Timestamp) -> Result<Pruned> {
         let records = &self.backend.records;
         let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
         // Kept outcomes of idempotent tool calls (the stdio bridge's replays) last a week.
@@ -272,6 +307,8 @@ impl MaintenanceService {
             let record = crate::audit::record(&self.backend, tenant, "maintenance", "audit.prune", Some(target), "ok");
             ports::records::AuditLog::append_audit(records, &record).await?;
         }
-        Ok((audit, sessions, forgotten))
+        let gates = self.gates.expire(tenant, MAX_PER_TENANT).await?;
+        let notes = self.engineering.expire_notes(tenant, MAX_PER_TENANT).await?;
+        Ok(Pruned { audit, sessions, forgotten, gates, notes })
     }
 }

@@ -27,6 +27,14 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
                 r.resume_queued,
                 if r.resume_not_queued > 0 { format!(", {} could not be queued", r.resume_not_queued) } else { String::new() }
             );
+            // The others were pruned; the failures are in the log, and the next run retries.
+            if r.tenants_failed > 0 || r.oauth_failed {
+                anyhow::bail!(
+                    "maintenance: pruning failed for {} tenant(s){} (the log names each and why); the next run retries",
+                    r.tenants_failed,
+                    if r.oauth_failed { " and for the authorization server" } else { "" }
+                );
+            }
             Ok(())
         }
         Command::Reindex { tenant, full } => {
