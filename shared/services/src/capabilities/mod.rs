@@ -189,7 +189,9 @@ impl CapabilityService {
 
     /// The registry as a document (for clients that cache it), through its 24 h tier.
     pub async fn registry_document(&self) -> Value {
-        let key = CacheKey::global("registry", env!("CARGO_PKG_VERSION"));
+        // The document's shape is part of the key: a version that changes it never reads
+        // another's (2: each entry's toolset, no `served`).
+        let key = CacheKey::global("registry", concat!(env!("CARGO_PKG_VERSION"), "/2"));
         if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
             && let Ok(v) = serde_json::from_slice(&bytes)
         {

@@ -165,7 +165,7 @@ fn validators() -> &'static std::collections::HashMap<&'static str, jsonschema::
             .filter_map(|e| match jsonschema::validator_for(&(e.input_schema)()) {
                 Ok(v) => Some((e.name, v)),
                 Err(err) => {
-                    // Never in a release: `input_schemas_compile` fails first.
+                    // Never in a release: `input_schemas_compile_and_hold_arguments_to_them` fails first.
                     tracing::error!(capability = e.name, error = %err, "an input schema does not compile");
                     None
                 }
@@ -219,14 +219,19 @@ fn without_null_properties(v: Value) -> Value {
 /// The taxonomy error of a schema check's failures (at most ten of them, values masked).
 fn schema_error<'a>(errors: impl Iterator<Item = jsonschema::ValidationError<'a>>) -> Error {
     use domain::{ErrorCode, FieldError};
-    // Every answer is INVALID_REQUEST: an overlong query and an overlong body are the
-    // same mistake, told with the field and its limit.
     use jsonschema::error::ValidationErrorKind as Kind;
+    // Every answer is INVALID_REQUEST: an overlong query and an overlong body are the
+    // same mistake, told with the field and its limit. Names a client made up are shown
+    // bounded (five, of at most 64 characters each).
+    let bounded = |s: &str| s.chars().take(64).collect::<String>();
     let mut fields = Vec::new();
     for e in errors.take(10) {
         let at = e.instance_path().as_str().trim_start_matches('/').replace('/', ".");
         let message = match e.kind() {
-            Kind::AdditionalProperties { unexpected } => format!("unknown field(s): {}", unexpected.join(", ")),
+            Kind::AdditionalProperties { unexpected } => {
+                let names: Vec<String> = unexpected.iter().take(5).map(|n| bounded(n)).collect();
+                format!("unknown field(s): {}", names.join(", "))
+            }
             Kind::Required { property } => format!("missing field {property}"),
             Kind::MaxLength { limit } => format!("at most {limit} characters"),
             Kind::MinLength { limit } => format!("at least {limit} character(s)"),
@@ -236,7 +241,7 @@ fn schema_error<'a>(errors: impl Iterator<Item = jsonschema::ValidationError<'a>
             Kind::Minimum { limit } => format!("at least {limit}"),
             _ => e.masked_with("the value").to_string(),
         };
-        fields.push(FieldError { field: if at.is_empty() { "arguments".into() } else { at }, message });
+        fields.push(FieldError { field: if at.is_empty() { "arguments".into() } else { bounded(&at) }, message });
     }
     let summary = fields.iter().map(|f| format!("{}: {}", f.field, f.message)).collect::<Vec<_>>().join("; ");
     let mut err = Error::new(ErrorCode::InvalidRequest, format!("invalid arguments: {summary}"));
@@ -674,6 +679,13 @@ mod tests {
         let fields: Vec<&str> = e.payload.field_errors.iter().map(|f| f.field.as_str()).collect();
         assert!(fields.contains(&"limit") && fields.contains(&"arguments"), "{e}");
         assert!(e.message.contains("colour") && e.message.contains("at most 50"), "{e}");
+        let mut made_up = serde_json::Map::new();
+        for i in 0..20 {
+            made_up.insert(format!("{i}{}", "k".repeat(1000)), json!(1));
+        }
+        made_up.insert("query".into(), json!("q"));
+        let e = checked_args::<Value>("memory.search_org", Value::Object(made_up)).unwrap_err();
+        assert!(e.message.len() < 600, "made-up names are shown bounded: {} bytes", e.message.len());
         let e = checked_args::<Value>("memory.search_org", json!({})).unwrap_err();
         assert!(e.message.contains("missing field") && e.message.contains("query"), "{e}");
         assert!(checked_args::<Value>("memory.search_org", json!({"query": "q", "limit": null})).is_ok());
