@@ -22,8 +22,6 @@
 //! script, served with a CSP that forbids scripts and framing; everything shown is
 //! escaped.
 
-use axum::Extension;
-use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -36,8 +34,7 @@ use services::governance::Waiting;
 
 use crate::router::AppState;
 use crate::web::{
-    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, login_page, message_of, page, redirect, sign_in, sign_out,
-    status_of,
+    BaseUrl, Refusal, SignedForm, SignedPage, cookie, error_page, login_page, message_of, page, redirect, status_of,
 };
 
 pub(crate) const SESSION_COOKIE: &str = "ctn_console";
@@ -284,22 +281,6 @@ pub async fn show(
         Err(e) if e.code == ErrorCode::Unauthenticated => login_page::<Console>(&base, StatusCode::OK, None),
         Err(e) => error_page("Approvals", &e),
     }
-}
-
-/// `POST /approvals/login`.
-pub async fn login(
-    State(state): State<AppState>,
-    BaseUrl(base): BaseUrl,
-    addr: Option<Extension<crate::server::ClientAddr>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    sign_in::<Console>(&state, &base, addr.map(|a| a.0.0), &headers, &body).await
-}
-
-/// `POST /approvals/logout`.
-pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
-    sign_out::<Console>(&state, &base, &headers, &body).await
 }
 
 /// `POST /approvals/{id}/decide`.

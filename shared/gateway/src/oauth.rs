@@ -214,12 +214,7 @@ fn login_page(view: &PendingView, csrf: &str, message: Option<&str>) -> Response
             form method="post" action="authorize" {
                 (hidden_fields(view, csrf))
                 input type="hidden" name="action" value="login";
-                label for="tenant" { "Workspace" }
-                input id="tenant" name="tenant" required autocomplete="organization";
-                label for="email" { "E-mail" }
-                input id="email" name="email" type="email" required autocomplete="username";
-                label for="password" { "Password" }
-                input id="password" name="password" type="password" required autocomplete="current-password";
+                (crate::web::user_fields())
                 button type="submit" { "Sign in" }
             }
         },

@@ -239,14 +239,14 @@ pub fn router(state: AppState) -> Router {
     // The approvals console signs its own users in (an approver key, then a session).
     let console = Router::new()
         .route("/approvals", get(crate::console::show))
-        .route("/approvals/login", post(crate::console::login))
-        .route("/approvals/logout", post(crate::console::logout))
+        .route("/approvals/login", post(crate::web::sign_in::<crate::console::Console>))
+        .route("/approvals/logout", post(crate::web::sign_out::<crate::console::Console>))
         .route("/approvals/{id}/decide", post(crate::console::decide))
         .route("/approvals/gates/decide", post(crate::console::decide_gate))
         // The dashboard signs its users in the same way; /api/stats also takes a bearer.
         .route("/dashboard", get(crate::dashboard::overview))
-        .route("/dashboard/login", post(crate::dashboard::login))
-        .route("/dashboard/logout", post(crate::dashboard::logout))
+        .route("/dashboard/login", post(crate::web::sign_in::<crate::dashboard::Dashboard>))
+        .route("/dashboard/logout", post(crate::web::sign_out::<crate::dashboard::Dashboard>))
         .route("/dashboard/memory", get(crate::dashboard::memory))
         .route("/dashboard/memory/{id}", get(crate::dashboard::entry))
         .route("/dashboard/memory/{id}/forget", post(crate::dashboard::forget))

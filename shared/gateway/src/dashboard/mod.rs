@@ -28,8 +28,6 @@
 //! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `audit.rs`); this module holds the
 //! sign-in, the shell every signed-in page is drawn in, and what the pages share.
 
-use axum::Extension;
-use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
@@ -40,9 +38,7 @@ use maud::{Markup, PreEscaped, html};
 use serde_json::Value;
 
 use crate::router::AppState;
-use crate::web::{
-    BaseUrl, Refusal, SignedPage, alert, cookie, error_page, login_page, message_of, page, redirect, sign_in, sign_out, status_of,
-};
+use crate::web::{BaseUrl, Refusal, SignedPage, alert, cookie, error_page, login_page, message_of, page, redirect, status_of};
 
 mod audit;
 mod graph;
@@ -168,22 +164,6 @@ fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> Markup
             }
         }
     }
-}
-
-/// `POST /dashboard/login`.
-pub async fn login(
-    State(state): State<AppState>,
-    BaseUrl(base): BaseUrl,
-    addr: Option<Extension<crate::server::ClientAddr>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    sign_in::<Dashboard>(&state, &base, addr.map(|a| a.0.0), &headers, &body).await
-}
-
-/// `POST /dashboard/logout`.
-pub async fn logout(State(state): State<AppState>, BaseUrl(base): BaseUrl, headers: HeaderMap, body: Bytes) -> Response {
-    sign_out::<Dashboard>(&state, &base, &headers, &body).await
 }
 
 /// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything

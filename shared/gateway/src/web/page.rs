@@ -67,6 +67,18 @@ pub(crate) fn error_page(title: &str, e: &Error) -> Response {
     page(status_of(e), title, alert(&message_of(e)))
 }
 
+/// A user's sign-in fields — workspace, e-mail, password — as every sign-in form has them.
+pub(crate) fn user_fields() -> Markup {
+    html! {
+        label for="tenant" { "Workspace" }
+        input id="tenant" name="tenant" required autocomplete="organization";
+        label for="email" { "E-mail" }
+        input id="email" name="email" type="email" required autocomplete="username";
+        label for="password" { "Password" }
+        input id="password" name="password" type="password" required autocomplete="current-password";
+    }
+}
+
 /// An error message, announced to a screen reader.
 pub(crate) fn alert(message: &str) -> Markup {
     html! { p class="err" role="alert" { (message) } }

@@ -9,8 +9,9 @@
 use std::future::Future;
 use std::marker::PhantomData;
 
+use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use domain::principal::CallerContext;
@@ -22,7 +23,7 @@ use services::oauth::Params;
 use subtle::ConstantTimeEq;
 
 use super::BaseUrl;
-use super::page::{alert, error_page, message_of, page, redirect, status_of};
+use super::page::{alert, error_page, message_of, page, redirect, status_of, user_fields};
 use crate::router::AppState;
 
 /// A page that signs its own users in: where it lives, its cookies, its sign-in form,
@@ -116,12 +117,7 @@ pub fn login_page<P: SignedPage>(base: &str, status: StatusCode, message: Option
         div class="forms" {
             form method="post" action=(action) {
                 input type="hidden" name="csrf" value=(csrf);
-                label for="tenant" { "Workspace" }
-                input id="tenant" name="tenant" required autocomplete="organization";
-                label for="email" { "E-mail" }
-                input id="email" name="email" type="email" required autocomplete="username";
-                label for="password" { "Password" }
-                input id="password" name="password" type="password" required autocomplete="current-password";
+                (user_fields())
                 button type="submit" id="sign-in-user" { "Sign in" }
             }
             form method="post" action=(action) {
@@ -183,15 +179,18 @@ pub fn session_cookie(page: Page) -> &'static str {
 }
 
 /// Signs a browser in from the posted form — a key, or a workspace, e-mail and password
-/// (`source` is the client's address, for the sign-in limits) — after the double-submit
+/// (the client's address counts toward the sign-in limits) — after the double-submit
 /// CSRF check; sets the session cookie of every page the credential opens and goes home.
+/// The `POST {home}/login` route of each page.
 pub async fn sign_in<P: SignedPage>(
-    state: &AppState,
-    base: &str,
-    source: Option<std::net::IpAddr>,
-    headers: &HeaderMap,
-    body: &Bytes,
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    addr: Option<Extension<crate::server::ClientAddr>>,
+    headers: HeaderMap,
+    body: Bytes,
 ) -> Response {
+    let (state, base, headers, body) = (&state, base.as_str(), &headers, &body);
+    let source = addr.map(|a| a.0.0);
     let Some(f) = form(body) else { return login_page::<P>(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
     let expected = cookie(headers, base, P::LOGIN_COOKIE).unwrap_or_default();
     if !same(f.get("csrf").unwrap_or_default(), &expected) {
@@ -232,7 +231,14 @@ pub async fn sign_in<P: SignedPage>(
 /// Signs a browser out of every page: the session's CSRF token must come with the form
 /// (when there is a session to end); both pages' sessions end for good (a copied cookie
 /// opens nothing afterwards) and their cookies are cleared.
-pub async fn sign_out<P: SignedPage>(state: &AppState, base: &str, headers: &HeaderMap, body: &Bytes) -> Response {
+/// The `POST {home}/logout` route of each page.
+pub async fn sign_out<P: SignedPage>(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let (state, base, headers, body) = (&state, base.as_str(), &headers, &body);
     let session_csrf = P::session(state, base, headers).await.ok().map(|(_, c)| c);
     if let Some(csrf) = session_csrf
         && !form(body).is_some_and(|f| same(f.get("csrf").unwrap_or_default(), &csrf))
