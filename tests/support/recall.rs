@@ -32,13 +32,19 @@ pub struct Corpus {
 pub struct Turn {
     pub id: String,
     pub split: String,
-    pub speaker: String,
-    pub date: String,
+    /// The partition it is searched in: its split for the generated set, its
+    /// conversation for a real one (each question sees only its own conversation).
+    pub group: String,
+    /// What the memory's title says: on the generated set the speaker and the session's
+    /// date, as a client storing knowledge-base memories would; on REALTALK what
+    /// `memory.write_conversational` gives a turn (`user · <its time, RFC 3339>`).
+    pub title: String,
     pub text: String,
 }
 
 pub struct Question {
     pub split: String,
+    pub group: String,
     pub kind: String,
     pub text: String,
     pub evidence: HashSet<String>,
@@ -57,8 +63,8 @@ pub fn corpus() -> Corpus {
                 turns.push(Turn {
                     id: s(&t["id"]),
                     split: s(&c["split"]),
-                    speaker: s(&t["speaker"]),
-                    date: s(&session["date"]),
+                    group: s(&c["split"]),
+                    title: format!("{} ({})", s(&t["speaker"]), s(&session["date"])),
                     text: s(&t["text"]),
                 });
             }
@@ -70,12 +76,105 @@ pub fn corpus() -> Corpus {
         .iter()
         .map(|q| Question {
             split: s(&q["split"]),
+            group: s(&q["split"]),
             kind: s(&q["kind"]),
             text: s(&q["question"]),
             evidence: q["evidence"].as_array().unwrap().iter().map(s).collect(),
         })
         .collect();
     Corpus { turns, questions }
+}
+
+/// The real set: REALTALK (Lee et al., 2025, arXiv:2502.13270), ten 21-day messaging-app
+/// conversations between real people (8 944 messages) with evidence-labelled memory
+/// questions, read from `dir` (the `data/` folder of github.com/danny911kr/REALTALK; the
+/// repository states no licence, so it is read from where it was fetched and never
+/// copied into this one — `benches/recall_real.sh` fetches it). Only its own
+/// conversations (`data/Chat_*.json`) are read: its `data/locomo/` copy of LoCoMo is left
+/// alone. Odd-numbered chats are the `tune` split, even-numbered ones `heldout`; each
+/// chat is a group of its own. Evidence ids are read leniently (`D 2:18`, `D20:17.`,
+/// `23:29`, two ids in one string); an id naming no message is dropped, and a question
+/// left with no evidence is not asked (`skipped` counts them).
+pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
+    let mut files: Vec<(u32, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path.file_name()?.to_str()?.to_owned();
+            let n = name.strip_prefix("Chat_")?.split('_').next()?.parse().ok()?;
+            name.ends_with(".json").then_some((n, path))
+        })
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 10, "{} should hold REALTALK's ten Chat_*.json files", dir.display());
+    let (mut turns, mut questions, mut skipped) = (Vec::new(), Vec::new(), 0);
+    for (n, path) in files {
+        let raw: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let split = if n % 2 == 1 { "tune" } else { "heldout" };
+        let group = format!("chat{n}");
+        let mut ids = HashSet::new();
+        for session in 1.. {
+            let Some(messages) = raw.get(format!("session_{session}")).and_then(Value::as_array) else { break };
+            for m in messages {
+                let id = format!("{group}:{}", m["dia_id"].as_str().unwrap());
+                ids.insert(id.clone());
+                // As a client writes a chat between people: one turn per message, the
+                // speaker's name in the content, the message's time as the turn's.
+                let speaker = m["speaker"].as_str().unwrap();
+                turns.push(Turn {
+                    id,
+                    split: split.to_owned(),
+                    group: group.clone(),
+                    title: format!("user · {}", rfc3339(m["date_time"].as_str().unwrap())),
+                    text: format!("{speaker}: {}", m["clean_text"].as_str().unwrap()),
+                });
+            }
+        }
+        for q in raw["qa"].as_array().unwrap() {
+            let evidence: HashSet<String> = q["evidence"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .flat_map(|e| evidence_ids(e.as_str().unwrap_or_default()))
+                .map(|e| format!("{group}:{e}"))
+                .filter(|e| ids.contains(e))
+                .collect();
+            if evidence.is_empty() {
+                skipped += 1;
+                continue;
+            }
+            questions.push(Question {
+                split: split.to_owned(),
+                group: group.clone(),
+                kind: format!("category-{}", q["category"]),
+                text: q["question"].as_str().unwrap().to_owned(),
+                evidence,
+            });
+        }
+    }
+    (Corpus { turns, questions }, skipped)
+}
+
+/// `29.12.2023, 22:42:04` as `2023-12-29T22:42:04Z`.
+fn rfc3339(raw: &str) -> String {
+    let (date, time) = raw.split_once(", ").unwrap_or((raw, "00:00:00"));
+    let mut d = date.split('.');
+    let (day, month, year) = (d.next().unwrap_or("01"), d.next().unwrap_or("01"), d.next().unwrap_or("1970"));
+    format!("{year}-{month}-{day}T{time}Z")
+}
+
+/// `D12:32` ids in one evidence string, however it was typed (`D 2:18`, `D20:17.`,
+/// `23:29`, `D16:82. D19:2`).
+fn evidence_ids(raw: &str) -> Vec<String> {
+    let compact: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
+    compact
+        .split(|c: char| !(c.is_ascii_digit() || c == ':'))
+        .filter_map(|part| {
+            let (session, turn) = part.split_once(':')?;
+            let ok = |x: &str| !x.is_empty() && x.chars().all(|c| c.is_ascii_digit());
+            (ok(session) && ok(turn)).then(|| format!("D{session}:{turn}"))
+        })
+        .collect()
 }
 
 /// Recall at 5 and 10 and MRR at 10, summed over questions.
@@ -114,18 +213,18 @@ pub type Report = BTreeMap<(String, String, String), Scores>;
 pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, corpus: &Corpus) -> Report {
     let embedder = s.backend.embedder.clone();
     for batch in corpus.turns.chunks(64) {
-        let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", title(t), t.text)).collect();
+        let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", t.title, t.text)).collect();
         let vectors = embedder.embed(&texts).await.unwrap();
         let docs: Vec<SearchDoc> = batch
             .iter()
             .zip(vectors)
             .map(|(t, vector)| SearchDoc {
-                tenant: callers[&t.split].tenant.clone(),
+                tenant: callers[&t.group].tenant.clone(),
                 scope: MemoryScope::Org,
                 id: Id::new(format!("{}~0", t.id)).unwrap(),
                 doc: Id::new(t.id.clone()).unwrap(),
                 kind: DocKind::Kb,
-                title: title(t),
+                title: t.title.clone(),
                 text: t.text.clone(),
                 vector,
                 embedder: embedder.name().to_owned(),
@@ -139,7 +238,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
         // For studying fusion outside Rust: every turn's and question's vector.
         let mut all = serde_json::Map::new();
         for batch in corpus.turns.chunks(64) {
-            let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", title(t), t.text)).collect();
+            let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", t.title, t.text)).collect();
             for (t, v) in batch.iter().zip(embedder.embed(&texts).await.unwrap()) {
                 all.insert(t.id.clone(), serde_json::json!(v));
             }
@@ -162,7 +261,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
     }
     let mut plain: HashMap<&str, PlainBm25> = HashMap::new();
     for t in &corpus.turns {
-        plain.entry(t.split.as_str()).or_default().add(&t.id, &format!("{} {}", title(t), t.text));
+        plain.entry(t.group.as_str()).or_default().add(&t.id, &format!("{} {}", t.title, t.text));
     }
     // Questions are embedded together, once, and asked of the index port directly with
     // each mode (the service's search embeds the question again for every call).
@@ -172,10 +271,39 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
         vectors.extend(embedder.embed(&texts).await.unwrap());
     }
     let mut report = Report::new();
+    let mut lists = std::env::var_os("CONTINUITY_RECALL_LISTS").map(|_| Vec::new());
     for (q, vector) in corpus.questions.iter().zip(vectors) {
+        if let Some(lists) = lists.as_mut() {
+            // For studying fusion outside Rust: each leg's own top 100 with its score.
+            let mut legs = serde_json::Map::new();
+            for (name, mode) in [("keyword", SearchMode::Keyword), ("vector", SearchMode::Vector), ("hybrid", SearchMode::Hybrid)]
+            {
+                let query = SearchQuery {
+                    tenant: callers[&q.group].tenant.clone(),
+                    scopes: vec![MemoryScope::Org],
+                    kind: Some(DocKind::Kb),
+                    text: q.text.clone(),
+                    vector: Some(vector.clone()),
+                    embedder: embedder.name().to_owned(),
+                    mode,
+                    k: 100,
+                    since: None,
+                    until: None,
+                };
+                let hits = s.backend.search.search(&query).await.unwrap();
+                legs.insert(name.to_owned(), hits.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score])).collect());
+            }
+            legs.insert("bm25".to_owned(), serde_json::json!(plain[q.group.as_str()].search(&q.text, 100)));
+            legs.insert("question".to_owned(), serde_json::json!(q.text));
+            legs.insert("split".to_owned(), serde_json::json!(q.split));
+            legs.insert("group".to_owned(), serde_json::json!(q.group));
+            legs.insert("kind".to_owned(), serde_json::json!(q.kind));
+            legs.insert("evidence".to_owned(), serde_json::json!(q.evidence));
+            lists.push(Value::Object(legs));
+        }
         for system in SYSTEMS {
             let ranked: Vec<String> = if system == "plain-bm25" {
-                plain[q.split.as_str()].search(&q.text, 10)
+                plain[q.group.as_str()].search(&q.text, 10)
             } else {
                 let mode = match system {
                     "keyword" => SearchMode::Keyword,
@@ -183,7 +311,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                     _ => SearchMode::Hybrid,
                 };
                 let query = SearchQuery {
-                    tenant: callers[&q.split].tenant.clone(),
+                    tenant: callers[&q.group].tenant.clone(),
                     scopes: vec![MemoryScope::Org],
                     kind: Some(DocKind::Kb),
                     text: q.text.clone(),
@@ -201,12 +329,10 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             }
         }
     }
+    if let (Some(lists), Some(path)) = (lists, std::env::var_os("CONTINUITY_RECALL_LISTS")) {
+        std::fs::write(path, serde_json::to_vec(&lists).unwrap()).unwrap();
+    }
     report
-}
-
-/// A turn's title as a client would store it: the speaker and the session's date.
-fn title(t: &Turn) -> String {
-    format!("{} ({})", t.speaker, t.date)
 }
 
 /// The report as a table, one line per split, kind and system.

