@@ -301,3 +301,37 @@ async fn an_import_in_batches_reads_back_whole_on_the_embedded_backend() {
 async fn an_import_in_batches_reads_back_whole_on_the_aws_backend() {
     import_in_batches(continuity_tests::aws::backend().await).await;
 }
+
+/// A Spine write whose backup file cannot be written (on AWS: a bucket the role may not
+/// write, here one that does not exist on moto) still stands, and the failure is counted
+/// (`BlobBackupFailures`, which alarms) instead of being lost in a log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spine_write_whose_backup_fails_stands_and_is_counted() {
+    use store_aws::settings::s3_client;
+    let sdk =
+        store_aws::aws_config_for(Some(&continuity_tests::aws::env("CONTINUITY_TEST_MOTO_URL")), continuity_tests::aws::REGION)
+            .await;
+    let unwritable = Arc::new(store_aws::S3Blobs::new(s3_client(&sdk), "continuity-no-such-bucket"));
+    let backend = Backend { blobs: unwritable, ..continuity_tests::aws::backend_in_own_table("blobfail").await };
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("blobfail");
+    s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::Sales, Industry::Saas).await.unwrap();
+    let op = caller(&s, &t, "admin tenant:read tenant:write").await;
+    let failures = || {
+        let text = metrics::prometheus();
+        let line = text.lines().find(|l| l.starts_with("continuity_blob_backup_failures_total ")).unwrap().to_owned();
+        line.rsplit(' ').next().unwrap().parse::<u64>().unwrap()
+    };
+    let before = failures();
+    let mut a = domain::value::Attributes::new();
+    a.insert("name".into(), domain::value::Value::Text("Acme".into()));
+    let id = Id::new("acme-1").unwrap();
+    let ty = EntityType::new("account").unwrap();
+    let stored = s
+        .entities
+        .put(&op, ty.clone(), id.clone(), domain::spine::PoleClass::Organization, a, ports::records::Expect::Any)
+        .await
+        .expect("the write stands without its backup file");
+    assert!(s.backend.records.get_entity(&t, &ty, &id).await.unwrap().is_some_and(|e| e.version == stored.version));
+    assert_eq!(failures(), before + 1, "the failed backup is counted");
+}

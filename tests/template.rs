@@ -570,6 +570,7 @@ fn every_alarm_notifies_a_topic_and_the_dashboard_is_json() {
         "ApprovalWaitsNearTimeout",
         "HeartbeatFailures",
         "MaintenanceFailures",
+        "BlobBackupFailures",
         "ExecutionsStarted",
         "ExecutionsFailed",
         "ExecutionsTimedOut",
@@ -797,6 +798,95 @@ fn functions_that_open_sealed_records_may_use_the_vault_key() {
             })
         });
         assert!(allowed, "{f} cannot open sealed records: {policies}");
+    }
+}
+
+/// What a function's role allows, as `(action, resource)` pairs: its `Allow` statements,
+/// and the SAM policy templates and managed policies it names (a template as the action
+/// it grants, e.g. `sqs:SendMessage` for `SQSSendMessagePolicy`; a managed policy as
+/// `policy` and its reference).
+fn grants(e: &Evaluated<'_>, function: &str) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    let props = e.properties(function).unwrap_or_else(|e| panic!("no function {function}: {e}"));
+    for policy in props["Policies"].as_array().into_iter().flatten() {
+        if let Some(name) = policy.as_str() {
+            out.insert(("policy".to_owned(), name.to_owned()));
+            continue;
+        }
+        for (template, field, action) in [
+            ("DynamoDBCrudPolicy", "TableName", "dynamodb:crud"),
+            ("SQSSendMessagePolicy", "QueueName", "sqs:SendMessage"),
+            ("LambdaInvokePolicy", "FunctionName", "lambda:InvokeFunction"),
+        ] {
+            if let Some(t) = policy.get(template) {
+                out.insert((action.to_owned(), t[field].to_string()));
+            }
+        }
+        let statements = match policy.get("Statement") {
+            Some(Value::Array(items)) => items.clone(),
+            Some(one) => vec![one.clone()],
+            None => Vec::new(),
+        };
+        for st in statements.iter().filter(|st| st["Effect"] == "Allow") {
+            for action in strings(&st["Action"]) {
+                for resource in strings(&st["Resource"]) {
+                    out.insert((action.clone(), resource));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// IAM is the one thing the moto tests cannot see, so this derives who needs what from
+/// the template's wiring and what the code behind it can do: every function serving the
+/// tool set (MCP or the capability API — any tool can run there, `task.dispatch`
+/// queues work, any Spine write appends its backup file) has the same data-plane grants;
+/// and every function whose handlers write Spine entities — those, the admin API's
+/// entity seeding, the triage state machine's task function (approved proposals,
+/// connector actions) and the work queue's consumer (the pipeline writer) — may append
+/// the write's backup file (`services::entities`; a failure only logs and counts
+/// `BlobBackupFailures`, so without the grant backups would be silently lost).
+#[test]
+fn functions_that_serve_the_tools_or_write_the_spine_have_every_grant_they_use() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let routes = t.routes();
+    let toolset: BTreeSet<String> = routes
+        .iter()
+        .filter(|r| r.path == "/mcp" || r.path.starts_with("/v1/capabilities/"))
+        .map(|r| r.function.clone())
+        .collect();
+    assert!(toolset.len() >= 2, "the MCP endpoint and the capability API: {toolset:?}");
+    let first = toolset.iter().next().unwrap();
+    for f in &toolset {
+        let (a, b) = (grants(&e, first), grants(&e, f));
+        assert_eq!(
+            a,
+            b,
+            "{first} and {f} serve the same tools but differ: only {first}: {:?}; only {f}: {:?}",
+            a.difference(&b).collect::<Vec<_>>(),
+            b.difference(&a).collect::<Vec<_>>()
+        );
+    }
+    let admin = route(&routes, "ANY", "/v1/admin/{proxy+}").function.clone();
+    let machine = e.properties("TriageStateMachine").unwrap();
+    let task = machine["DefinitionSubstitutions"]["TriageFunctionArn"].as_str().unwrap().to_owned();
+    let task = task.trim_start_matches("<GetAtt:").trim_end_matches(".Arn>").to_owned();
+    let consumers: Vec<String> = t.queue_consumers().into_iter().filter(|c| c.queue == "WorkQueue").map(|c| c.function).collect();
+    assert!(!consumers.is_empty(), "the work queue has a consumer");
+    let writers: BTreeSet<String> = toolset.iter().cloned().chain([admin.clone(), task]).chain(consumers).collect();
+    for f in &writers {
+        let g = grants(&e, f);
+        let backs_up = g.iter().any(|(a, r)| a == "s3:PutObject" && r.contains("BlobBucket") && r.ends_with("/*"));
+        assert!(backs_up, "{f} writes Spine entities but may not append their backup files: {g:?}");
+    }
+    for f in toolset.iter().chain([&admin]) {
+        let g = grants(&e, f);
+        assert!(
+            g.iter().any(|(a, q)| a == "sqs:SendMessage" && q.contains("WorkQueue")),
+            "{f} queues work (task.dispatch, an entity put while the table is away) but may not send to the work queue: {g:?}"
+        );
     }
 }
 

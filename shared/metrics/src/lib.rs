@@ -41,12 +41,15 @@ pub enum Counter {
     HeartbeatFailures,
     /// A tenant whose hourly pruning failed (the others' went on; the next run retries).
     MaintenanceFailures,
+    /// A Spine write whose blob backup line could not be written (the write stands; a
+    /// restore from blobs would miss it until the next full backup).
+    BlobBackupFailures,
     CacheHits,
     CacheMisses,
 }
 
 impl Counter {
-    pub const ALL: [Self; 9] = [
+    pub const ALL: [Self; 10] = [
         Self::AuthorizerDenials,
         Self::TriageAutoApproved,
         Self::TriageHuman,
@@ -54,6 +57,7 @@ impl Counter {
         Self::ApprovalWaitsNearTimeout,
         Self::HeartbeatFailures,
         Self::MaintenanceFailures,
+        Self::BlobBackupFailures,
         Self::CacheHits,
         Self::CacheMisses,
     ];
@@ -68,6 +72,7 @@ impl Counter {
             Self::ApprovalWaitsNearTimeout => "ApprovalWaitsNearTimeout",
             Self::HeartbeatFailures => "HeartbeatFailures",
             Self::MaintenanceFailures => "MaintenanceFailures",
+            Self::BlobBackupFailures => "BlobBackupFailures",
             Self::CacheHits => "CacheHits",
             Self::CacheMisses => "CacheMisses",
         }
@@ -83,6 +88,7 @@ impl Counter {
             Self::ApprovalWaitsNearTimeout => "continuity_approval_waits_near_timeout_total",
             Self::HeartbeatFailures => "continuity_heartbeat_failures_total",
             Self::MaintenanceFailures => "continuity_maintenance_failures_total",
+            Self::BlobBackupFailures => "continuity_blob_backup_failures_total",
             Self::CacheHits => "continuity_cache_hits_total",
             Self::CacheMisses => "continuity_cache_misses_total",
         }

@@ -325,7 +325,8 @@ impl EntityService {
         };
         let stored = self.backend.records.put_entity(&entity, expect).await?;
         // The blob backup of every Spine write (SPEC §9); the write stands even if it
-        // fails (logged): `continuity backup` snapshots what the store holds.
+        // fails (logged and counted, BlobBackupFailures, which alarms on AWS):
+        // `continuity backup` snapshots what the store holds.
         // Ids may hold characters blob paths do not: name the file by a digest.
         let digest = crate::sha256_hex(&format!("{}#{}", stored.entity_type, stored.id));
         let path = format!("{}/op-{}-{}.jsonl", crate::backup::folder(now), &digest[..24], stored.version);
@@ -333,11 +334,13 @@ impl EntityService {
         match (ports::blob::BlobKey::new(&stored.tenant, &path), line) {
             (Ok(key), Ok(bytes)) => {
                 if let Err(e) = self.backend.blobs.put(&key, &bytes).await {
+                    metrics::add(metrics::Counter::BlobBackupFailures, 1);
                     tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed");
                 }
             }
             (Err(e), _) | (_, Err(e)) => {
-                tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed")
+                metrics::add(metrics::Counter::BlobBackupFailures, 1);
+                tracing::error!(tenant = %stored.tenant, error = %e, "blob backup of an operator write failed");
             }
         }
         self.written(&stored, true).await;
