@@ -248,3 +248,36 @@ async fn a_tenant_whose_pruning_fails_still_gets_its_upkeep_and_the_others_are_p
         .collect();
     assert_eq!(tenants, [a, b].into_iter().collect(), "every tenant's upkeep is on the queue");
 }
+
+/// The daily jobs run each tenant on its own: one whose reindex cannot read its memory
+/// is counted and the other is still reindexed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_whose_daily_jobs_fail_costs_no_other_tenant_its_reindex() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    let s = Services::new(backend.clone());
+    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    for t in [&a, &b] {
+        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+        // A KB document written straight to the store (as a restore does): not indexed.
+        let doc = domain::spine::KbDocument {
+            tenant: t.clone(),
+            id: Id::new("kb-restored").unwrap(),
+            scope: MemoryScope::Org,
+            title: "Escalation matrix".into(),
+            body: "Page the duty manager after 30 minutes.".into(),
+            source: None,
+            created_at: Timestamp(1),
+        };
+        ports::records::LibraryStore::put_kb_document(&backend.records, &doc).await.unwrap();
+        backend.records.put_memory(&memory(t, "m1", MemoryScope::Org, Timestamp(1)), Expect::Absent).await.unwrap();
+    }
+    // Damage tenant A's memory: its reindex cannot read it.
+    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
+    let damaged = db.execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part LIKE 'memory%'", []).unwrap();
+    assert!(damaged >= 1);
+
+    let report = s.maintenance.daily().await.expect("one tenant's failure does not fail the run");
+    assert_eq!((report.tenants, report.tenants_failed), (2, 1), "{report:?}");
+    assert_eq!(report.indexed, 2, "B's KB document and memory were indexed: {report:?}");
+}

@@ -330,6 +330,10 @@ fn functions_behind_api_gateway_stop_before_its_29_second_timeout() {
         let timeout = e.properties(f).unwrap()["Timeout"].as_u64().unwrap_or_else(|| panic!("{f} has no Timeout"));
         assert!(timeout < 29, "{f}: Timeout {timeout} s is not below API Gateway's 29 s");
     }
+    // API Gateway waits 10 s for an authorizer's answer: past it, the request fails
+    // however the authorizer ends; within it, a failed invocation is a 503.
+    let authorizer = e.properties("AuthorizerFunction").unwrap()["Timeout"].as_u64().unwrap();
+    assert!(authorizer < 10, "the authorizer's Timeout {authorizer} s is not below API Gateway's 10 s");
 }
 
 #[test]
@@ -343,7 +347,7 @@ fn the_table_has_deletion_protection() {
 fn every_schedule_retries_and_dead_letters() {
     let t = Template::load();
     let schedules = t.schedules();
-    assert_eq!(schedules.len(), 2, "{schedules:#?}");
+    assert_eq!(schedules.len(), 3, "{schedules:#?}");
     for s in &schedules {
         assert_eq!(s.kind, "ScheduleV2");
         let retry = &s.properties["RetryPolicy"];
@@ -354,6 +358,19 @@ fn every_schedule_retries_and_dead_letters() {
         assert_eq!(s.name, None, "{}.{} gets a fixed name", s.function, s.event);
     }
     let e = evaluate(&t, &eu());
+    // The scheduler's retries and dead-letter queue cover only the (asynchronous)
+    // invoke: a run that fails must reach a dead-letter queue too, through the
+    // function's own on-failure destination.
+    for f in schedules.iter().map(|s| s.function.as_str()).collect::<BTreeSet<_>>() {
+        let config = &e.properties(f).unwrap()["EventInvokeConfig"];
+        let failure = &config["DestinationConfig"]["OnFailure"];
+        assert_eq!(
+            (failure["Type"].as_str(), failure["Destination"].as_str()),
+            (Some("SQS"), Some("<GetAtt:SchedulerDeadLetterQueue.Arn>")),
+            "{f}: {config}"
+        );
+        assert!(config["MaximumRetryAttempts"].as_u64().is_some_and(|n| n <= 2), "{f}: {config}");
+    }
     let dlq = e.properties("SchedulerDeadLetterQueue").unwrap();
     assert_eq!(dlq["MessageRetentionPeriod"], 1_209_600);
     assert_eq!(dlq["SqsManagedSseEnabled"], true);
@@ -368,6 +385,11 @@ fn the_schedules_reader_finds_the_maintenance_jobs() {
     assert_eq!(by_event["Hourly"].input, None);
     assert_eq!(by_event["Daily"].expression, "rate(1 day)");
     assert_eq!(by_event["Daily"].input, Some(json!({"job": "daily"})));
+    // Heartbeats on their own schedule, with margin: a wait escalates after two missed
+    // hours, and three runs fit in them.
+    assert_eq!(by_event["Heartbeat"].function, "MaintenanceFunction");
+    assert_eq!(by_event["Heartbeat"].expression, "rate(30 minutes)");
+    assert_eq!(by_event["Heartbeat"].input, Some(json!({"job": "heartbeat"})));
 }
 
 fn route<'r>(routes: &'r [Route], method: &str, path: &str) -> &'r Route {
@@ -470,7 +492,7 @@ fn the_authorizer_has_an_identity_source_and_the_401s_say_where_to_sign_in() {
     assert_eq!(identity["ReauthorizeEvery"], 60);
 
     let responses = &plain["GatewayResponses"];
-    for kind in ["ACCESS_DENIED", "UNAUTHORIZED", "AUTHORIZER_FAILURE", "THROTTLED"] {
+    for kind in ["ACCESS_DENIED", "UNAUTHORIZED", "AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR", "THROTTLED"] {
         let headers = &responses[kind]["ResponseParameters"]["Headers"];
         assert_eq!(headers["Access-Control-Allow-Origin"], "'*'", "{kind}");
         assert!(headers["Access-Control-Expose-Headers"].as_str().unwrap().contains("WWW-Authenticate"), "{kind}");
@@ -479,7 +501,13 @@ fn the_authorizer_has_an_identity_source_and_the_401s_say_where_to_sign_in() {
         responses["ACCESS_DENIED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"],
         "context.authorizer.wwwAuthenticate"
     );
-    assert_eq!(responses["AUTHORIZER_FAILURE"]["StatusCode"], "503");
+    // An authorizer that errors or times out is an outage (API Gateway's
+    // AUTHORIZER_CONFIGURATION_ERROR, else 500 without Retry-After or CORS), as is a
+    // failed authentication: 503, retry.
+    for kind in ["AUTHORIZER_FAILURE", "AUTHORIZER_CONFIGURATION_ERROR"] {
+        assert_eq!(responses[kind]["StatusCode"], "503", "{kind}");
+        assert_eq!(responses[kind]["ResponseParameters"]["Headers"]["Retry-After"], "'1'", "{kind}");
+    }
     assert_eq!(responses["UNAUTHORIZED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"], "'Bearer realm=\"continuity\"'");
 
     let custom = api(eu().with_parameter("PublicBaseUrl", "https://eu.continuity.example.com"));

@@ -1,7 +1,8 @@
 //! The authorizer's decision: `Allow` with the caller's context, `Deny` with the
 //! `WWW-Authenticate` value the gateway response turns into a 401 header, or — when a
 //! dependency (the table, KMS, the cache) is unreachable — a failed invocation, which API
-//! Gateway answers with its `AUTHORIZER_FAILURE` response: 503 with `Retry-After`. A 401
+//! Gateway answers with its `AUTHORIZER_CONFIGURATION_ERROR` response (the template sets
+//! it, like `AUTHORIZER_FAILURE`, to 503 with `Retry-After`). A 401
 //! there would make OAuth clients throw away a valid token. API Gateway never caches a
 //! failed invocation, only Allow and Deny.
 //!

@@ -24,7 +24,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
         async move {
             let decision = continuity_authorizer::decide(&services, &event.payload, &public_url).await;
             metrics::flush_emf();
-            // An outage fails the invocation: API Gateway answers 503 (AUTHORIZER_FAILURE).
+            // An outage fails the invocation: API Gateway answers 503
+            // (AUTHORIZER_CONFIGURATION_ERROR, set to 503 + Retry-After in the template).
             decision.map_err(|e| lambda_support::diagnostic(&e.0))
         }
     }))

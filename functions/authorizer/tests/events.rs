@@ -154,7 +154,7 @@ async fn access_tokens_are_verified_by_the_same_library() {
 }
 
 /// A dependency outage is not the caller's fault: the invocation fails (API Gateway then
-/// answers AUTHORIZER_FAILURE, 503 with Retry-After) instead of a Deny (401), which would
+/// answers AUTHORIZER_CONFIGURATION_ERROR, 503 with Retry-After) instead of a Deny (401), which would
 /// make an OAuth client throw its valid token away.
 #[tokio::test]
 async fn an_unreachable_table_fails_the_invocation_instead_of_denying() {
@@ -174,9 +174,11 @@ async fn an_unreachable_table_fails_the_invocation_instead_of_denying() {
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
     // The template answers a failed authorizer with 503 + Retry-After, never 401.
     let template = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../infra/template.yaml")).unwrap();
-    let failure = template.split("\n        AUTHORIZER_FAILURE:\n").nth(1).expect("the gateway response");
-    let failure: String = failure.lines().take_while(|l| l.starts_with("          ")).collect::<Vec<_>>().join("\n");
-    assert!(failure.contains("StatusCode: \"503\"") && failure.contains("Retry-After"), "{failure}");
+    for kind in ["AUTHORIZER_CONFIGURATION_ERROR", "AUTHORIZER_FAILURE"] {
+        let failure = template.split(&format!("\n        {kind}:\n")).nth(1).expect("the gateway response");
+        let failure: String = failure.lines().take_while(|l| l.starts_with("          ")).collect::<Vec<_>>().join("\n");
+        assert!(failure.contains("StatusCode: \"503\"") && failure.contains("Retry-After"), "{kind}: {failure}");
+    }
 }
 
 #[test]

@@ -1,21 +1,50 @@
 //! The maintenance Lambda's handler: run the job the scheduled event names — the
-//! daily jobs (reindex, backup compaction) when its input says `{"job": "daily"}`, the
-//! maintenance job otherwise (the hourly schedule) — and answer its report
-//! (EventBridge ignores it; `cargo lambda invoke` shows it).
+//! governance heartbeat fan-out when its input says `{"job": "heartbeat"}` (every 30
+//! minutes, on a schedule of its own), the daily jobs (reindex, backup compaction) for
+//! `{"job": "daily"}`, the maintenance job otherwise (the hourly schedule) — and answer
+//! its report (EventBridge ignores it; `cargo lambda invoke` shows it).
 
 use services::Services;
 
-/// Runs the maintenance job or the daily jobs.
+/// Runs the job the event names.
 ///
 /// # Errors
-/// The job's error (`UNAVAILABLE`); the invocation fails, and EventBridge's next tick
-/// runs it again.
+/// The job's error (`UNAVAILABLE`); also when a heartbeat could not be queued for a
+/// tenant, or a tenant's daily jobs failed (after every other tenant's ran): the
+/// invocation fails, Lambda retries it once, then its event goes to the schedules'
+/// dead-letter queue, which alarms. (A tenant's hourly pruning failing is counted and
+/// alarmed on instead: `MaintenanceFailures`.)
 pub async fn handle(services: &Services, event: &serde_json::Value) -> Result<serde_json::Value, domain::Error> {
     tracing::info!(source = event.get("source").and_then(|v| v.as_str()).unwrap_or("manual"), "maintenance triggered");
-    if event.get("job").and_then(serde_json::Value::as_str) == Some("daily") {
-        let report = services.maintenance.daily().await?;
-        return serde_json::to_value(report).map_err(domain::Error::internal);
+    match event.get("job").and_then(serde_json::Value::as_str) {
+        Some("heartbeat") => {
+            let (queued, not_queued) = services.maintenance.queue_resume(services::maintenance::WORKFLOW_IDLE).await?;
+            if not_queued > 0 {
+                return Err(domain::Error::unavailable(format!(
+                    "the governance heartbeat of {not_queued} tenant(s) could not be queued ({queued} queued)"
+                )));
+            }
+            Ok(serde_json::json!({ "resume_queued": queued }))
+        }
+        Some("daily") => daily_answer(&services.maintenance.daily().await?),
+        _ => {
+            let report = services.maintenance.run().await?;
+            serde_json::to_value(report).map_err(domain::Error::internal)
+        }
     }
-    let report = services.maintenance.run().await?;
+}
+
+/// The daily run's answer: its report, or — when a tenant's jobs failed (the others
+/// ran) — an error, so the invocation fails and reaches the dead-letter queue.
+///
+/// # Errors
+/// `UNAVAILABLE` naming how many tenants failed.
+pub fn daily_answer(report: &services::maintenance::DailyReport) -> Result<serde_json::Value, domain::Error> {
+    if report.tenants_failed > 0 {
+        return Err(domain::Error::unavailable(format!(
+            "the daily jobs failed for {} of {} tenant(s); the log names them",
+            report.tenants_failed, report.tenants
+        )));
+    }
     serde_json::to_value(report).map_err(domain::Error::internal)
 }

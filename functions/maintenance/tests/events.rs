@@ -1,5 +1,9 @@
-//! The maintenance Lambda driven with `events/maintenance-schedule.json` over an
-//! embedded backend: an audit record beyond the retention is pruned, a recent one stays.
+//! The maintenance Lambda driven with its sample events over an embedded backend: the
+//! hourly job prunes an audit record beyond the retention and keeps a recent one; the
+//! heartbeat schedule queues every tenant's governance upkeep and prunes nothing; the
+//! daily jobs reindex and compact, and a run in which a tenant's daily jobs failed
+//! (tests/maintenance.rs: the others still ran) fails the invocation, so it reaches the
+//! dead-letter queue.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -57,4 +61,62 @@ async fn the_daily_schedule_runs_the_reindex_and_compaction() {
     // …and the next run finds it in place.
     let again = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-daily.json")).await.unwrap();
     assert_eq!((again["indexed"].as_u64(), again["kept"].as_u64()), (Some(0), Some(1)), "{again}");
+}
+
+fn audit(tenant: &TenantId, id: &str, at: i64) -> AuditRecord {
+    AuditRecord {
+        tenant: tenant.clone(),
+        id: Id::new(id).unwrap(),
+        at: Timestamp(at),
+        actor: "a".into(),
+        action: "tool:x".into(),
+        target: None,
+        outcome: "ok".into(),
+        request_id: None,
+        via: None,
+    }
+}
+
+async fn second_tenant(s: &services::Services) -> TenantId {
+    let acme = TenantId::new("acme").unwrap();
+    s.admin
+        .create_tenant(
+            acme.clone(),
+            domain::tenant::PlanTier::Starter,
+            domain::tenant::Department::CustomerSuccess,
+            domain::tenant::Industry::Saas,
+        )
+        .await
+        .unwrap();
+    acme
+}
+
+#[tokio::test]
+async fn the_heartbeat_schedule_queues_every_tenants_upkeep_and_prunes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let (demo, acme) = (TenantId::new("demo").unwrap(), second_tenant(&s).await);
+    let now = s.backend.clock.now().0;
+    s.backend.records.append_audits(&[audit(&demo, "old", now - 10 * 86_400_000)]).await.unwrap();
+    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-heartbeat.json")).await.unwrap();
+    assert_eq!(report["resume_queued"], 2, "{report}");
+    let queued = s.backend.queue.receive(10, std::time::Duration::from_secs(1)).await.unwrap();
+    let tenants: std::collections::BTreeSet<TenantId> = queued
+        .iter()
+        .filter(|d| d.message.kind == services::maintenance::KIND_RESUME)
+        .map(|d| d.message.tenant.clone())
+        .collect();
+    assert_eq!(tenants, [acme, demo.clone()].into_iter().collect());
+    let ledger = s.backend.records.list_audit(&demo, &PageRequest::first(10)).await.unwrap().items;
+    assert!(ledger.iter().any(|a| a.id.as_str() == "old"), "the heartbeat prunes nothing");
+}
+
+#[test]
+fn a_daily_run_in_which_a_tenant_failed_fails_the_invocation() {
+    let report = services::maintenance::DailyReport { tenants: 2, tenants_failed: 1, indexed: 1, ..Default::default() };
+    let e = continuity_maintenance::daily_answer(&report).unwrap_err();
+    assert_eq!(e.code, domain::ErrorCode::Unavailable);
+    assert!(e.internal.as_deref().is_some_and(|d| d.contains("1 of 2")), "{e:?}");
+    let fine = services::maintenance::DailyReport { tenants: 2, indexed: 1, ..Default::default() };
+    assert_eq!(continuity_maintenance::daily_answer(&fine).unwrap()["indexed"], 1);
 }

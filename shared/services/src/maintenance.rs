@@ -38,6 +38,8 @@ pub struct DailyReport {
     pub orphaned: usize,
     pub backup_files_merged: usize,
     pub backup_files_written: usize,
+    /// Tenants whose reindex or compaction failed (logged; the others' went on).
+    pub tenants_failed: usize,
 }
 
 /// What one run did.
@@ -169,31 +171,46 @@ impl MaintenanceService {
     /// The daily jobs (SPEC §9) over every tenant: the reindex
     /// ([`crate::search::SearchService::reindex`]) and the compaction of its backups
     /// ([`crate::backup::BackupService::compact`], once a tenant has
-    /// [`COMPACT_AFTER_FILES`] files). Returns the summed reports.
+    /// [`COMPACT_AFTER_FILES`] files). Returns the summed reports. Each tenant runs on
+    /// its own: one whose reindex or compaction fails is logged, counted
+    /// (`tenants_failed`, `MaintenanceFailures`) and retried the next day, and the
+    /// others still run.
     ///
     /// # Errors
-    /// `UNAVAILABLE` when the store, the blob store, the index or the embedder cannot be
-    /// reached.
+    /// `UNAVAILABLE` when the tenant registry cannot be read.
     pub async fn daily(&self) -> Result<DailyReport> {
         let (search, backup) = (&self.search, &self.backup);
         let mut total = DailyReport::default();
         for tenant in self.tenants().await? {
             total.tenants += 1;
-            let r = search.reindex(&tenant, false, &|_| {}).await?;
-            total.indexed += r.indexed;
-            total.verified += r.verified;
-            total.kept += r.kept;
-            total.removed += r.removed;
-            total.orphaned += r.orphaned;
-            let c = backup.compact(&tenant, COMPACT_AFTER_FILES).await?;
-            total.backup_files_merged += c.merged;
-            total.backup_files_written += c.written;
+            let one = async {
+                let r = search.reindex(&tenant, false, &|_| {}).await?;
+                let c = backup.compact(&tenant, COMPACT_AFTER_FILES).await?;
+                Ok::<_, domain::Error>((r, c))
+            };
+            match one.await {
+                Ok((r, c)) => {
+                    total.indexed += r.indexed;
+                    total.verified += r.verified;
+                    total.kept += r.kept;
+                    total.removed += r.removed;
+                    total.orphaned += r.orphaned;
+                    total.backup_files_merged += c.merged;
+                    total.backup_files_written += c.written;
+                }
+                Err(e) => {
+                    total.tenants_failed += 1;
+                    metrics::add(metrics::Counter::MaintenanceFailures, 1);
+                    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, "a tenant's daily jobs failed; the others go on");
+                }
+            }
         }
         tracing::info!(
             tenants = total.tenants,
             indexed = total.indexed,
             orphaned = total.orphaned,
             backup_files_merged = total.backup_files_merged,
+            tenants_failed = total.tenants_failed,
             "daily run"
         );
         Ok(total)

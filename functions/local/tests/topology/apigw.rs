@@ -116,11 +116,11 @@ impl Gateway {
         path: &str,
         headers: &HeaderMap,
         route: &Route,
-    ) -> Result<Decision, Response> {
+    ) -> Result<Decision, (Response, &'static str)> {
         let (function, identity, ttl) = self.authorizers.get(name).unwrap_or_else(|| panic!("no authorizer {name}"));
         // No identity source: UNAUTHORIZED, without running the authorizer.
         let Some(token) = headers.get(identity.as_str()).and_then(|v| v.to_str().ok()).filter(|t| !t.is_empty()) else {
-            return Err(self.respond("UNAUTHORIZED", 401, None));
+            return Err((self.respond("UNAUTHORIZED", 401, None), "UNAUTHORIZED"));
         };
         let arn = self.method_arn(method, path);
         let cached = self.cache.lock().unwrap().get(token).filter(|d| d.at.elapsed() < Duration::from_secs(*ttl)).cloned();
@@ -154,15 +154,22 @@ impl Gateway {
                         self.cache.lock().unwrap().insert(token.to_owned(), d.clone());
                         d
                     }
-                    // A failed invocation is never cached.
-                    Err(_) => return Err(self.respond("AUTHORIZER_FAILURE", 500, None)),
+                    // A failed invocation (an error, a timeout) is never cached, and API
+                    // Gateway answers it with AUTHORIZER_CONFIGURATION_ERROR (500 unless
+                    // the API sets that response).
+                    Err(_) => {
+                        return Err((
+                            self.respond("AUTHORIZER_CONFIGURATION_ERROR", 500, None),
+                            "AUTHORIZER_CONFIGURATION_ERROR",
+                        ));
+                    }
                 }
             }
         };
         if allows(&decision.policy, &arn) {
             Ok(decision)
         } else {
-            Err(self.respond("ACCESS_DENIED", 403, Some(&decision.context)))
+            Err((self.respond("ACCESS_DENIED", 403, Some(&decision.context)), "ACCESS_DENIED"))
         }
     }
 
@@ -274,7 +281,7 @@ async fn route(
     } else {
         match gw.authorize(&route.authorizer, method, path, headers, &route).await {
             Ok(d) => Some(d),
-            Err(r) => return (r, "authorizer"),
+            Err((r, kind)) => return (r, kind),
         }
     };
     headers.insert("x-forwarded-proto", HeaderValue::from_static("http"));

@@ -176,7 +176,7 @@ async fn journey() {
     // ------------------------------------------------------------ the stack on moto
     let proxy_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_port = proxy_listener.local_addr().unwrap().port();
-    let (_moto_process, moto) = start_moto(proxy_port);
+    let (moto_process, moto) = start_moto(proxy_port);
     let sdk = aws_config_for(Some(&moto), REGION).await;
     // moto runs state machines only when told to.
     let config = json!({"stepfunctions": {"execute_state_machine": true}, "lambda": {"use_docker": false}});
@@ -658,4 +658,19 @@ async fn journey() {
     for p in pollers {
         p.abort();
     }
+
+    // An outage under the authorizer (the table gone): its invocation fails, which API
+    // Gateway answers with AUTHORIZER_CONFIGURATION_ERROR — a 503 to retry, readable by a
+    // browser, never a 401 that would make a client drop its credential.
+    drop(moto_process);
+    // A well-formed key of the operator's tenant that no cache has seen: the authorizer
+    // must read the table.
+    let unseen = format!("{}.unseen1.{}", operator.split('.').next().unwrap(), "a".repeat(36));
+    let (status, headers, body) =
+        call(&http, reqwest::Method::POST, &format!("{base}/mcp"), Some(&unseen), Some(json!({}))).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (503, Some("UNAVAILABLE")), "{body}");
+    assert_eq!(headers["retry-after"], "1");
+    assert_eq!(headers["access-control-allow-origin"], "*");
+    let last = gateway.log.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last.3, "AUTHORIZER_CONFIGURATION_ERROR", "{last:?}");
 }
