@@ -191,7 +191,24 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     let changed = ok(&s, &ana, "memory.update_personal", json!({"id": id, "text": "Prefers answers in Portuguese"})).await;
     assert_eq!(changed["memory"]["body"], "Prefers answers in Portuguese");
     assert_eq!(ids(&ok(&s, &ana, "memory.search", json!({"query": "Portuguese", "type": "personal"})).await), [id.as_str()]);
+    // Kept call outcomes (the idempotent replay of MCP calls carrying a key): one that
+    // shows the memory, one that does not.
+    let shown = json!({"structuredContent": {"results": [{"id": id, "text": "Prefers answers in Portuguese"}]}});
+    for (key, outcome) in [("search-1", shown), ("other-1", json!({"structuredContent": {"count": 0}}))] {
+        let fp = services::calls::fingerprint("memory.search", &json!({"query": key}));
+        let services::calls::Begun::First { started_at } = services::calls::begin(&s, &ana, key, &fp).await.unwrap() else {
+            panic!("{key} ran before")
+        };
+        services::calls::finish(&s, &ana, key, (started_at, &fp), outcome, false).await.unwrap();
+    }
     let gone = ok(&s, &ana, "memory.forget", json!({"id": id})).await;
+    // A replay of the call that showed it runs again instead of answering the text; the
+    // other is still replayed.
+    let fp = |key: &str| services::calls::fingerprint("memory.search", &json!({"query": key}));
+    let again = services::calls::begin(&s, &ana, "search-1", &fp("search-1")).await.unwrap();
+    assert!(matches!(again, services::calls::Begun::First { .. }), "the kept outcome survived the forget: {again:?}");
+    let other = services::calls::begin(&s, &ana, "other-1", &fp("other-1")).await.unwrap();
+    assert!(matches!(other, services::calls::Begun::Done(_)), "{other:?}");
     assert_eq!((gone["memory"]["state"].as_str(), gone["memory"]["body"].as_str()), (Some("forgotten"), Some("")));
     let tomb = s.backend.records.get_memory(&t, &Id::new(&id).unwrap()).await.unwrap().unwrap();
     assert_eq!(tomb.state, GovernanceState::Forgotten { by: ana.principal.clone(), at: Timestamp(START + DAY) });
@@ -211,6 +228,16 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     );
     let left = ok(&s, &ana, "memory.read_personal", json!({})).await;
     assert!(left["patterns"].as_array().unwrap().iter().all(|p| !p["body"].as_str().unwrap().contains("Japan")), "{left}");
+    // Nor on the dashboard, nor in an export, though the maintenance job has not run yet;
+    // and what was forgotten before is in neither either.
+    let listed = services::stats::recent_memories(&s, &ana, None).await.unwrap();
+    assert!(listed.iter().all(|m| !m.body.contains("Japan") && !m.body.contains("Portuguese")), "{listed:?}");
+    let page = services::stats::entry(&s, &ana, &Id::new(&japan).unwrap()).await.unwrap_err();
+    assert_eq!(page.code, ErrorCode::NotFound);
+    let mut bundle = Vec::new();
+    services::migrate::export_bundle(&s, &ana, &mut bundle, &|_| {}).await.unwrap();
+    let bundle = String::from_utf8(bundle).unwrap();
+    assert!(!bundle.contains("Japan") && !bundle.contains("Portuguese"), "{bundle}");
     // The maintenance job then forgets it for good: a tombstone by `maintenance`.
     let report = s.maintenance.run().await.unwrap();
     assert_eq!(report.personal_forgotten, 1, "{report:?}");

@@ -247,6 +247,45 @@ fn the_bridge_survives_a_killed_and_restarted_server() {
     kill(server);
 }
 
+/// `memory_forget` through the bridge: the server forgets it, and so does the bridge's
+/// own file — once the server is gone, the search that showed the memory is not answered
+/// from the offline archive, and no row of the bridge's store holds its text.
+#[test]
+fn a_memory_forgotten_through_the_bridge_leaves_the_offline_archive() {
+    let (rig, server) = rig();
+    let url = format!("http://127.0.0.1:{}", rig.port);
+    let mut c = Client::start(&rig.client_home, &["--url", &url], &rig.key);
+    let marker = "zebra-marker-7781 sleeps in the attic";
+    let r = c.call("memory_remember", json!({"text": marker}));
+    let id = r["structuredContent"]["memory"]["id"].as_str().unwrap_or_else(|| panic!("{r}")).to_owned();
+    let found = c.call("memory_search", json!({"query": "zebra-marker-7781"}));
+    assert!(found.to_string().contains(&id), "{found}");
+    let other = c.call("memory_read_personal", json!({}));
+    assert!(other.to_string().contains(&id), "{other}");
+    let gone = c.call("memory_forget", json!({"id": id}));
+    assert_ne!(gone["isError"], true, "{gone}");
+
+    kill(server);
+    let r = c.call("memory_search", json!({"query": "zebra-marker-7781"}));
+    assert_eq!(r["isError"], true, "no archived answer may show it: {r}");
+    let r = c.call("memory_read_personal", json!({}));
+    assert_eq!(r["isError"], true, "the list that showed it is dropped too: {r}");
+    c.close();
+    let files: Vec<PathBuf> = std::fs::read_dir(rig.client_home.join("bridge"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "db"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let db = rusqlite::Connection::open(&files[0]).unwrap();
+    let mut rows: Vec<String> = Vec::new();
+    for q in ["SELECT result FROM archive", "SELECT params || coalesce(answer, '') FROM buffer"] {
+        let mut st = db.prepare(q).unwrap();
+        rows.extend(st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap));
+    }
+    assert!(rows.iter().all(|r| !r.contains("zebra-marker")), "{rows:?}");
+}
+
 #[tokio::test]
 async fn a_call_sent_twice_with_one_idempotency_key_runs_once() {
     let (rig, server) = rig();

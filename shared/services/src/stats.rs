@@ -205,6 +205,10 @@ pub async fn recent_memories(s: &crate::Services, caller: &CallerContext, scope:
         }
         out.extend(s.backend.records.list_memory(&caller.tenant, &sc, &PageRequest::first(200)).await?.items);
     }
+    // An entry whose time to live ran out is gone for every reader, though the
+    // maintenance job has not made it a tombstone yet: its text is not shown.
+    let now = s.backend.clock.now();
+    out.retain(|m| m.expires_at.is_none_or(|e| e > now));
     out.sort_by_key(|m| std::cmp::Reverse(m.updated_at.0));
     out.truncate(100);
     Ok(out)
@@ -220,8 +224,8 @@ pub struct EntryView {
 }
 
 /// # Errors
-/// `NOT_FOUND` for an entry that does not exist or that the caller may not read (the
-/// same answer); `FORBIDDEN` without `memory:read`; `UNAVAILABLE`.
+/// `NOT_FOUND` for an entry that does not exist, whose time to live ran out, or that the
+/// caller may not read (the same answer); `FORBIDDEN` without `memory:read`; `UNAVAILABLE`.
 pub async fn entry(s: &crate::Services, caller: &CallerContext, id: &domain::Id) -> Result<EntryView> {
     use ports::records::{ProposalStore as _, ReviewStore as _};
     caller.scopes.require(Scope::MemoryRead)?;
@@ -229,7 +233,7 @@ pub async fn entry(s: &crate::Services, caller: &CallerContext, id: &domain::Id)
     let entry = r
         .get_memory(&caller.tenant, id)
         .await?
-        .filter(|m| m.scope.readable_by(caller))
+        .filter(|m| m.scope.readable_by(caller) && m.expires_at.is_none_or(|e| e > s.backend.clock.now()))
         .ok_or_else(|| Error::not_found(format!("memory entry {id}")))?;
     let proposal = match &entry.lineage.proposal {
         Some(p) => r.get_proposal(&caller.tenant, p).await?,

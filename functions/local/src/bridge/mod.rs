@@ -484,7 +484,10 @@ impl Bridge {
         if self.replay().await {
             let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
             match self.post(&call).await.0 {
-                Reply::Answer(v) => return v,
+                Reply::Answer(v) => {
+                    self.forgotten(&params, v.get("result"));
+                    return v;
+                }
                 // Sent or not — the key makes a second send safe.
                 Reply::Down(why) => tracing::info!(reason = %why, "remote unreachable: buffering a write"),
             }
@@ -507,6 +510,20 @@ impl Bridge {
                 json!({"content": [{"type": "text", "text": format!("The remote is unreachable and this call could not be saved: {e:#}")}],
                        "isError": true}),
             ),
+        }
+    }
+
+    /// After a `memory.forget` the remote carried out (`result` without `isError`): the
+    /// offline archive and the sent writes' records forget the memory too, so the bridge
+    /// never answers it again from its own file.
+    fn forgotten(&self, params: &Value, result: Option<&Value>) {
+        let tool = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        let is_forget = mcp::tools::all().find(|t| t.answers_to(tool)).is_some_and(|t| t.capability == "memory.forget");
+        let ok = result.is_some_and(|r| !r.get("isError").and_then(Value::as_bool).unwrap_or(false));
+        let Some(id) = params.pointer("/arguments/id").and_then(Value::as_str).filter(|_| is_forget && ok) else { return };
+        match self.store.forget(id) {
+            Ok((reads, writes)) => tracing::info!(reads, writes, "a forgotten memory left the offline archive"),
+            Err(e) => tracing::warn!(error = %e, "the offline archive could not forget a memory"),
         }
     }
 
@@ -553,6 +570,9 @@ impl Bridge {
                     ("sent", result)
                 }
             };
+            if state == "sent" {
+                self.forgotten(&b.params, Some(&detail));
+            }
             if let Err(e) = self.store.settle(b.seq, state, &detail) {
                 tracing::warn!(error = %e, seq = b.seq, "a replayed write's outcome was not recorded");
                 return false;

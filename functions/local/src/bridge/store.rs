@@ -166,6 +166,26 @@ impl Store {
         Ok(out)
     }
 
+    /// After `memory.forget` of `id` succeeded: drops every archived read whose answer
+    /// holds the id (a search or a list that showed the memory), and blanks the buffered
+    /// writes already sent whose answer holds it (the `memory.remember` that made it:
+    /// its text is in the write's arguments). Returns (archived reads dropped, writes
+    /// blanked).
+    ///
+    /// # Errors
+    /// When the store cannot be written.
+    pub fn forget(&self, id: &str) -> anyhow::Result<(usize, usize)> {
+        let needle = serde_json::to_string(id)?;
+        let c = self.conn()?;
+        let reads = c.execute("DELETE FROM archive WHERE instr(result, ?1) > 0", params![needle])?;
+        let writes = c.execute(
+            "UPDATE buffer SET params = json_object('name', json_extract(params, '$.name')), answer = NULL
+             WHERE state != 'queued' AND instr(answer, ?1) > 0",
+            params![needle],
+        )?;
+        Ok((reads, writes))
+    }
+
     /// Records how a replayed write ended: `sent` or `refused`, with the server's answer.
     pub fn settle(&self, seq: i64, state: &str, answer: &Value) -> anyhow::Result<()> {
         self.conn()?.execute(
@@ -185,6 +205,25 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn forgetting_drops_the_reads_and_blanks_the_writes_that_show_the_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("b.db")).unwrap();
+        s.archive("search-a", &json!({"results": [{"id": "m-1", "text": "my secret marker"}]})).unwrap();
+        s.archive("search-b", &json!({"results": [{"id": "m-10", "text": "another"}]})).unwrap();
+        let seq = s.enqueue("k1", &json!({"name": "memory_remember", "arguments": {"text": "my secret marker"}})).unwrap();
+        s.settle(seq, "sent", &json!({"structuredContent": {"memory": {"id": "m-1"}}})).unwrap();
+        let waiting = s.enqueue("k2", &json!({"name": "memory_remember", "arguments": {"text": "queued, not sent"}})).unwrap();
+        assert_eq!(s.forget("m-1").unwrap(), (1, 1));
+        assert!(s.archived("search-a").unwrap().is_none());
+        assert!(s.archived("search-b").unwrap().is_some(), "m-10 is another memory");
+        let all = s.all().unwrap();
+        let sent = all.iter().find(|b| b.seq == seq).unwrap();
+        assert_eq!((sent.params.clone(), sent.answer.clone()), (json!({"name": "memory_remember"}), None));
+        assert!(!format!("{all:?}").contains("secret marker"));
+        assert_eq!(all.iter().find(|b| b.seq == waiting).unwrap().state, "queued", "a write still to send is kept");
+    }
 
     #[test]
     fn buffer_keeps_order_and_survives_reopening() {

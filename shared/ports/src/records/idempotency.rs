@@ -43,6 +43,15 @@ pub trait IdempotencyStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn prune_calls(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+
+    /// Deletes the kept outcomes of calls whose key starts with `prefix` (a principal's
+    /// `{principal}/`) and whose outcome holds any of `needles` (as they appear in the
+    /// serialized outcome): what a forgotten memory must not come back through. Returns
+    /// how many were deleted.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn forget_calls(&self, tenant: &TenantId, prefix: &str, needles: &[String]) -> Result<usize>;
 }
 
 /// A call that may be sent again, as [`IdempotencyStore::begin_call`] recorded it.
@@ -99,6 +108,40 @@ impl IdempotencyStore for Records {
                 condition: Condition::None,
             }])
             .await
+    }
+
+    async fn forget_calls(&self, tenant: &TenantId, prefix: &str, needles: &[String]) -> Result<usize> {
+        let needles: Vec<&String> = needles.iter().filter(|n| !n.is_empty()).collect();
+        if needles.is_empty() {
+            return Ok(0);
+        }
+        let t = tenant.as_str();
+        let mut deleted = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let q = Query { tenant: t, part: "call", prefix, after: after.as_deref(), limit: 500, descending: false };
+            let (items, more) = self.items.query(q).await?;
+            after = items.last().map(|i| i.sk.clone());
+            let holding: Vec<Write> = items
+                .into_iter()
+                .filter(|i| {
+                    decode::<CallRecord>(i).is_ok_and(|r| {
+                        r.outcome.is_some_and(|o| {
+                            let text = o.to_string();
+                            needles.iter().any(|n| text.contains(n.as_str()))
+                        })
+                    })
+                })
+                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+                .collect();
+            for group in holding.chunks(self.items.max_batch()) {
+                self.items.write(group.to_vec()).await?;
+            }
+            deleted += holding.len();
+            if !more {
+                return Ok(deleted);
+            }
+        }
     }
 
     async fn prune_calls(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {

@@ -31,7 +31,8 @@ pub struct ExportReport {
     pub digest: String,
 }
 
-/// Writes the caller's bundle: a header, then every personal memory (any state) and the
+/// Writes the caller's bundle: a header, then every personal memory (any state, but none
+/// whose time to live ran out; a forgotten one as its empty tombstone) and the
 /// knowledge graph of the caller's personal scope and of each of their projects, one item
 /// per line with its SHA-256.
 ///
@@ -59,6 +60,16 @@ pub async fn export_bundle(
         match p.next_cursor {
             Some(c) => page = PageRequest::after(500, c),
             None => break,
+        }
+    }
+    // What was forgotten stays forgotten in the bundle: an entry whose time to live ran
+    // out (not yet a tombstone) is left out, and a tombstone carries no metadata (one
+    // forgotten before forgetting cleared it might).
+    let now = s.backend.clock.now();
+    memories.retain(|m| m.expires_at.is_none_or(|e| e > now));
+    for m in &mut memories {
+        if matches!(m.state, domain::memory::GovernanceState::Forgotten { .. }) {
+            m.metadata = None;
         }
     }
     memories.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));

@@ -711,22 +711,40 @@ impl Tools<'_> {
     }
 }
 
-/// Leaves a tombstone of personal entry `m`: the text erased, the state `forgotten` by
-/// `by` now, out of the index. The maintenance job calls it for entries whose time to
-/// live ran out (`by` = `maintenance`).
+/// Leaves a tombstone of personal entry `m`: the text erased (title, body, and the
+/// metadata an import brought), the state `forgotten` by `by` now, out of the index, and
+/// its owner's kept call outcomes that hold it (the idempotent-replay records of
+/// `memory.remember`, `memory.search`… — a replay must not bring it back) deleted. The
+/// maintenance job calls it for entries whose time to live ran out (`by` =
+/// `maintenance`).
 ///
 /// # Errors
 /// `CONFLICT` when the entry changed meanwhile; `UNAVAILABLE`.
 pub async fn forget(backend: &ports::Backend, search: &SearchService, mut m: MemoryEntry, by: Id) -> Result<MemoryEntry> {
+    use ports::records::IdempotencyStore as _;
     let now = backend.clock.now();
+    // What the kept outcomes would show of it: its id, and its text as it appears in
+    // serialized JSON (a short text is only matched through the id).
+    let mut needles = vec![format!("\"{}\"", m.id)];
+    for text in [&m.body, &m.title] {
+        let json = serde_json::to_string(text).unwrap_or_default();
+        let inner = json.trim_matches('"');
+        if inner.chars().count() >= 12 {
+            needles.push(inner.to_owned());
+        }
+    }
     m.state = GovernanceState::Forgotten { by, at: now };
     m.title = "(forgotten)".into();
     m.body = String::new();
     m.occurred_at = None;
     m.expires_at = None;
+    m.metadata = None;
     m.updated_at = now;
     let gone = backend.records.put_memory(&m, Expect::Version(m.version)).await?;
     search.unindex(&gone.tenant, &gone.scope, &gone.id).await?;
+    if let MemoryScope::Personal(owner) = &gone.scope {
+        backend.records.forget_calls(&gone.tenant, &format!("{owner}/"), &needles).await?;
+    }
     Ok(gone)
 }
 
