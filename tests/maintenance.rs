@@ -66,6 +66,25 @@ async fn run(backend: Backend) {
         .await
         .unwrap();
     r.put_memory(&memory(&t, "s-new", MemoryScope::Session("b".into()), now), Expect::Absent).await.unwrap();
+    // The stale session entry is in the index too (where there is one): it must leave it.
+    let stale_scope = MemoryScope::Session("a".into());
+    let indexed = s
+        .search
+        .index(services::search::IndexRequest {
+            tenant: &t,
+            scope: &stale_scope,
+            kind: ports::search::DocKind::Memory,
+            doc: &Id::new("s-old").unwrap(),
+            title: "s-old",
+            body: "a stale session note",
+            at: Timestamp(now.0 - 2 * DAY),
+            occurred: None,
+        })
+        .await
+        .unwrap();
+    if indexed.is_some() {
+        assert_eq!(backend.search.doc_ids(&t, &stale_scope, 10).await.unwrap().len(), 1);
+    }
     r.put_memory(&memory(&t, "p-old", MemoryScope::Personal("u1".into()), Timestamp(now.0 - 30 * DAY)), Expect::Absent)
         .await
         .unwrap();
@@ -110,6 +129,7 @@ async fn run(backend: Backend) {
     assert!(r.get_memory(&t, &Id::new("p-old").unwrap()).await.unwrap().is_some(), "only session scope expires");
     let sessions = r.list_memory(&t, &MemoryScope::Session("a".into()), &PageRequest::first(10)).await.unwrap();
     assert!(sessions.items.is_empty(), "the scope index goes with the entry");
+    assert!(backend.search.doc_ids(&t, &stale_scope, 10).await.unwrap().is_empty(), "and so does its search index entry");
     assert!(r.get_code("expired-long-ago").await.unwrap().is_none());
     assert!(r.get_code("expired-just-now").await.unwrap().is_some(), "within the grace a reused code is still recognised");
     assert!(r.get_code("live").await.unwrap().is_some());

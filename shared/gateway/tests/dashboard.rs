@@ -204,6 +204,12 @@ async fn the_dashboard_shows_what_the_store_holds() {
     assert!(list.body.contains("Prefers dark mode") && list.body.contains("Works from Lisbon"), "{}", list.body);
     let found = send(&app, get("/dashboard/memory?q=Lisbon", Some(&cookie))).await;
     assert!(found.body.contains("Works from Lisbon"), "{}", found.body);
+    // Each hit shows its score (0 to 1) and why it matched: the legs and the words.
+    assert!(found.body.contains("<th title=") && found.body.contains(">score</th>"), "{}", found.body);
+    let why = found.body.split("<td class=\"why\">").nth(1).and_then(|r| r.split("</td>").next()).unwrap_or_default();
+    assert!(why.contains("keyword") && why.contains("lisbon"), "{why}");
+    let score = found.body.split("<td class=\"score\">").nth(1).and_then(|r| r.split("</td>").next()).unwrap_or_default();
+    assert!(score.parse::<f64>().is_ok_and(|v| (0.0..=1.0).contains(&v)), "{score}");
     // An org entry of the demo set: its lineage and verification.
     let org = all.iter().find(|m| m.scope.kind() == "org" && m.state.name() == "active").unwrap();
     let page = send(&app, get(&format!("/dashboard/memory/{}", org.id), Some(&cookie))).await;

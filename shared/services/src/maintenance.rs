@@ -310,7 +310,12 @@ impl MaintenanceService {
         let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
         // Kept outcomes of idempotent tool calls (the stdio bridge's replays) last a week.
         records.prune_calls(tenant, Timestamp(now.0 - crate::calls::RETENTION_MS), MAX_PER_TENANT).await?;
-        let sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
+        // Session-scope memory past its time is deleted, and leaves the index with it.
+        let expired_sessions = records.expire_session_memory(tenant, before(now, SESSION_TTL), MAX_PER_TENANT).await?;
+        let sessions = expired_sessions.len();
+        for m in &expired_sessions {
+            self.search.unindex(tenant, &m.scope, &m.id).await?;
+        }
         // Personal memory whose time to live ran out is forgotten: a tombstone, the text
         // erased, out of the index.
         let expired = records.expired_personal_memory(tenant, now, MAX_PER_TENANT).await?;

@@ -25,6 +25,20 @@ pub struct MemoryQuery {
     done: Option<String>,
 }
 
+/// One line of the memory table.
+struct Row {
+    /// Whether it has an entry page (memory entries; not turns or KB documents).
+    linkable: bool,
+    id: String,
+    scope: String,
+    kind: String,
+    title: String,
+    state: String,
+    when: String,
+    /// For a search hit: its score and why it matched.
+    found: Option<(Option<f64>, String)>,
+}
+
 /// `GET /dashboard/memory`.
 pub async fn memory(
     State(state): State<AppState>,
@@ -69,16 +83,15 @@ pub async fn memory(
                 .into_iter()
                 .filter(|m| since.is_none_or(|t| m.updated_at.0 >= t.0))
                 .filter(|m| q.memory_type.as_deref().filter(|t| !t.is_empty()).is_none_or(|t| m.memory_type.to_string() == t))
-                .map(|m| {
-                    (
-                        true,
-                        m.id.to_string(),
-                        m.scope.storage_key(),
-                        m.kind.clone(),
-                        m.title.clone(),
-                        m.state.name().to_owned(),
-                        m.updated_at.to_rfc3339(),
-                    )
+                .map(|m| Row {
+                    linkable: true,
+                    id: m.id.to_string(),
+                    scope: m.scope.storage_key(),
+                    kind: m.kind.clone(),
+                    title: m.title.clone(),
+                    state: m.state.name().to_owned(),
+                    when: m.updated_at.to_rfc3339(),
+                    found: None,
                 })
                 .collect::<Vec<_>>()
         })
@@ -93,31 +106,54 @@ pub async fn memory(
             r.results
                 .into_iter()
                 .map(|h| {
-                    let (memory_type, state) = (h.memory_type.unwrap_or_default(), h.state.unwrap_or_default());
-                    (h.kind == "memory", h.id, h.scope, memory_type, h.title, state, h.occurred_at)
+                    // Why it matched: the legs that found it and the words that carried weight.
+                    let mut why = h.why.found_by.join(" + ");
+                    if !h.why.matched_terms.is_empty() {
+                        why = format!("{why}: {}", h.why.matched_terms.join(", "));
+                    }
+                    Row {
+                        linkable: h.kind == "memory",
+                        id: h.id,
+                        scope: h.scope,
+                        kind: h.memory_type.unwrap_or_default(),
+                        title: h.title,
+                        state: h.state.unwrap_or_default(),
+                        when: h.occurred_at,
+                        found: Some((h.why.score, why)),
+                    }
                 })
                 .collect()
         })
     };
     match rows {
         Ok(rows) => {
+            let searched = !query.is_empty();
             let body = html! {
                 (search)
                 table id="results" {
-                    tr { th { "title" } th { "scope" } th { "kind" } th { "state" } th { "when" } }
-                    @for (linkable, id, scope, kind, title, st, when) in &rows {
-                        @let shown = if title.is_empty() { id } else { title };
+                    tr {
+                        th { "title" } th { "scope" } th { "kind" } th { "state" } th { "when" }
+                        @if searched { th title="0 to 1: keyword coverage and closeness in meaning, combined" { "score" } th { "why" } }
+                    }
+                    @for r in &rows {
+                        @let shown = if r.title.is_empty() { &r.id } else { &r.title };
                         tr {
                             td {
-                                @if *linkable { a href={ (base) "/dashboard/memory/" (id) } { (shown) } } @else { (shown) }
+                                @if r.linkable { a href={ (base) "/dashboard/memory/" (r.id) } { (shown) } } @else { (shown) }
                             }
-                            td { (scope) }
-                            td { (kind) }
-                            td { (st) }
-                            td { (when) }
+                            td { (r.scope) }
+                            td { (r.kind) }
+                            td { (r.state) }
+                            td { (r.when) }
+                            @if let Some((score, why)) = &r.found {
+                                td class="score" { @if let Some(s) = score { (format!("{s:.2}")) } }
+                                td class="why" { (why) }
+                            }
                         }
                     }
-                    @if rows.is_empty() { tr { td colspan="5" class="muted" { "Nothing found." } } }
+                    @if rows.is_empty() {
+                        tr { td colspan=(if searched { "7" } else { "5" }) class="muted" { "Nothing found." } }
+                    }
                 }
             };
             shell(&base, &caller, &csrf, "Memory", "Memory", html! {}, body)

@@ -17,11 +17,12 @@ pub trait RetentionStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
-    /// Deletes the tenant's session-scope memory entries last updated before `before`.
+    /// Deletes the tenant's session-scope memory entries last updated before `before`, at
+    /// most `max`, and returns them (their index entries are the caller's to remove).
     ///
     /// # Errors
     /// `UNAVAILABLE`.
-    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<Vec<MemoryEntry>>;
     /// The tenant's active personal entries whose time to live ran out at `now`, at
     /// most `max` (the maintenance job forgets them).
     ///
@@ -71,15 +72,18 @@ impl RetentionStore for Records {
         Ok(out)
     }
 
-    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize> {
+    async fn expire_session_memory(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
         let t = tenant.as_str();
         let mut deleted = 0;
+        let mut gone = Vec::new();
         let mut after: Option<String> = None;
         loop {
             let (entries, more) = self.memory_by_scope_page(tenant, "session:", &mut after).await?;
             let mut writes = Vec::new();
+            let mut these = Vec::new();
             for (i, entry) in &entries {
                 if entry.updated_at < before && deleted + writes.len() / 2 < max {
+                    these.push(entry.clone());
                     writes.push(Write::Delete {
                         tenant: t.into(),
                         part: "memory".into(),
@@ -94,15 +98,18 @@ impl RetentionStore for Records {
                     });
                 }
             }
-            for chunk in writes.chunks(self.items.max_batch() & !1) {
+            for (chunk, entries) in
+                writes.chunks(self.items.max_batch() & !1).zip(these.chunks((self.items.max_batch() & !1) / 2))
+            {
                 self.items.write(chunk.to_vec()).await?;
                 deleted += chunk.len() / 2;
+                gone.extend_from_slice(entries);
             }
             if !more || deleted >= max {
                 break;
             }
         }
-        Ok(deleted)
+        Ok(gone)
     }
 }
 
