@@ -165,7 +165,9 @@ impl OpenSearchIndex {
                         keyword_rank: None,
                         vector_rank: None,
                     },
-                    raw: score,
+                    // Fusion reads a vector candidate's raw score as the cosine (its
+                    // closeness scale is absolute), not OpenSearch's (1 + cosine) / 2.
+                    raw: similarity.map_or(score, f64::from),
                     // OpenSearch does not return the query's idf sum: fusion scales
                     // keyword scores by the list's best instead.
                     coverage: None,

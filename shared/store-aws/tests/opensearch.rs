@@ -240,7 +240,7 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     };
     let hits = index.search(&windowed).await.unwrap();
     assert_eq!(hits[0].occurred_at, Some(Timestamp(1_767_312_000_000)));
-    let seen = srv.seen.lock().unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
     let range = json!({"range": {"occurred_at": {"gte": 1_767_225_600_000_i64, "lt": 1_767_398_400_000_i64}}});
     let keyword: Value = serde_json::from_str(&seen[0].body).unwrap();
     assert_eq!(keyword["query"]["bool"]["filter"], json!([{"terms": {"partition": ["acme/org"]}}, range]));
@@ -249,6 +249,15 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
         knn["query"]["knn"]["vector"]["filter"]["bool"]["filter"],
         json!([{"terms": {"partition": ["acme/org"]}}, range, {"term": {"embedder": "hashing-4 (lexical)"}}])
     );
+
+    // Fusion's closeness is on the cosine's absolute scale, as on embedded: a hit only
+    // the vectors found, at OpenSearch score 0.8 (cosine 0.6), scores (0.6 − 0.3) / 0.5
+    // with this (lexical) embedder's scale — not what the score 0.8 itself would give.
+    *srv.searches.lock().unwrap() = vec![json!([]), json!([hit("acme/org", "m-1~0", "m-1", 0.8, "Lives near the sea")])];
+    let plain = SearchQuery { since: None, until: None, ..windowed };
+    let hits = index.search(&plain).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].score - 0.6).abs() < 1e-6, "{}", hits[0].score);
 }
 
 #[tokio::test]
