@@ -43,13 +43,14 @@ if [ ! -f "$CONTINUITY_TEST_MODEL_DIR/model.safetensors" ]; then
 fi
 
 cd "$ROOT"
-cargo test -q -p continuity-tests --test search --no-run
-run() { cargo test -q -p continuity-tests --test search "$@" -- --exact --nocapture --include-ignored 2>&1 |
-  grep -vE '^(running|test |$)|test result|filtered out'; }
+# The dev profile, as the tests: its dependencies (the model's arithmetic) are optimised,
+# and it builds in a minute where the release profile's link-time optimisation takes ten.
+cargo bench -q -p continuity-tests --profile dev --bench recall_real --no-run
 for embedder in hashing minilm; do
   echo "== REALTALK, $embedder"
-  CONTINUITY_RECALL_EMBEDDER=$embedder run real_conversations_recall
+  cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder"
 done
 echo "== generated set"
-run conversational_recall_with_the_hashing_embedder
-run conversational_recall_with_the_local_model
+cargo test -q -p continuity-tests --test search -- --exact --nocapture \
+  conversational_recall_with_the_hashing_embedder conversational_recall_with_the_local_model 2>&1 |
+  grep -vE '^(running|test |$)|test result|filtered out'

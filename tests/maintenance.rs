@@ -42,6 +42,25 @@ fn memory(t: &domain::TenantId, id: &str, scope: MemoryScope, updated: Timestamp
     }
 }
 
+/// An embedded home with two tenants, `tenant-a` and `tenant-b`.
+async fn two_tenants() -> (tempfile::TempDir, Backend, Services, domain::TenantId, domain::TenantId) {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    let s = Services::new(backend.clone());
+    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    for t in [&a, &b] {
+        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    }
+    (dir, backend, s, a, b)
+}
+
+/// Damages tenant A's records matching `parts` (an SQL condition on `part`) in the
+/// home's database, so reading them fails; returns how many.
+fn damage(dir: &tempfile::TempDir, parts: &str) -> usize {
+    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
+    db.execute(&format!("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND {parts}"), []).unwrap()
+}
+
 async fn run(backend: Backend) {
     let s = Services::new(backend.clone());
     let now = backend.clock.now();
@@ -159,13 +178,9 @@ async fn aws() {
 async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
     use domain::proposal::{Proposal, ProposalState};
     use ports::records::ProposalStore;
-    let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
-    let s = Services::new(backend.clone());
-    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    let (dir, backend, s, a, b) = two_tenants().await;
     let now = backend.clock.now();
     for t in [&a, &b] {
-        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
         // A proposal a crash stopped before triage: `pending`, idle.
         let p = Proposal {
             tenant: t.clone(),
@@ -193,11 +208,7 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
         backend.records.create_proposal(&p).await.unwrap();
     }
     // Damage tenant A's proposal records: listing them fails.
-    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
-    let damaged = db
-        .execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part IN ('proposal', 'proposal_by_state')", [])
-        .unwrap();
-    assert!(damaged >= 2);
+    assert!(damage(&dir, "part IN ('proposal', 'proposal_by_state')") >= 2);
     assert!(backend.records.list_proposals(&a, Some(ProposalState::Pending), &PageRequest::first(10)).await.is_err());
 
     // The hourly run queues one message per tenant instead of walking them itself.
@@ -238,21 +249,14 @@ async fn one_tenants_failing_upkeep_does_not_stop_anothers() {
 /// the run succeeds, and the failure is counted.
 #[tokio::test]
 async fn a_tenant_whose_pruning_fails_still_gets_its_upkeep_and_the_others_are_pruned() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
-    let s = Services::new(backend.clone());
-    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    let (dir, backend, s, a, b) = two_tenants().await;
     let now = backend.clock.now();
     for t in [&a, &b] {
-        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
         let stale = memory(t, "s-old", MemoryScope::Session("a".into()), Timestamp(now.0 - 2 * DAY));
         backend.records.put_memory(&stale, Expect::Absent).await.unwrap();
     }
     // Damage tenant A's memory index: reading its session memory fails.
-    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
-    let damaged =
-        db.execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part = 'memory_by_scope'", []).unwrap();
-    assert!(damaged >= 1);
+    assert!(damage(&dir, "part = 'memory_by_scope'") >= 1);
 
     let report = s.maintenance.run().await.expect("one tenant's failure does not fail the run");
     assert_eq!((report.tenants, report.tenants_failed), (2, 1), "{report:?}");
@@ -273,12 +277,8 @@ async fn a_tenant_whose_pruning_fails_still_gets_its_upkeep_and_the_others_are_p
 /// is counted and the other is still reindexed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenant_whose_daily_jobs_fail_costs_no_other_tenant_its_reindex() {
-    let dir = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
-    let s = Services::new(backend.clone());
-    let (a, b) = (domain::TenantId::new("tenant-a").unwrap(), domain::TenantId::new("tenant-b").unwrap());
+    let (dir, backend, s, a, b) = two_tenants().await;
     for t in [&a, &b] {
-        s.admin.create_tenant(t.clone(), PlanTier::Starter, Department::CustomerSuccess, Industry::Saas).await.unwrap();
         // A KB document written straight to the store (as a restore does): not indexed.
         let doc = domain::spine::KbDocument {
             tenant: t.clone(),
@@ -293,9 +293,7 @@ async fn a_tenant_whose_daily_jobs_fail_costs_no_other_tenant_its_reindex() {
         backend.records.put_memory(&memory(t, "m1", MemoryScope::Org, Timestamp(1)), Expect::Absent).await.unwrap();
     }
     // Damage tenant A's memory: its reindex cannot read it.
-    let db = rusqlite::Connection::open(dir.path().join("continuity.db")).unwrap();
-    let damaged = db.execute("UPDATE items SET body = X'00ff' WHERE tenant = 'tenant-a' AND part LIKE 'memory%'", []).unwrap();
-    assert!(damaged >= 1);
+    assert!(damage(&dir, "part LIKE 'memory%'") >= 1);
 
     let report = s.maintenance.daily().await.expect("one tenant's failure does not fail the run");
     assert_eq!((report.tenants, report.tenants_failed), (2, 1), "{report:?}");

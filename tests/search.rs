@@ -127,50 +127,7 @@ async fn hybrid_beats_keyword_and_vector_with_the_local_model() {
 async fn conversational(embedder: Arc<dyn ports::Embedder>) -> continuity_tests::recall::Report {
     let corpus = continuity_tests::recall::corpus();
     assert!(corpus.turns.len() >= 1_000 && corpus.questions.len() >= 300, "the set is smaller than the issue asks");
-    recall_on(embedder, &corpus).await
-}
-
-/// Indexes `corpus` (each of its groups in a tenant of its own) and asks its questions.
-async fn recall_on(
-    embedder: Arc<dyn ports::Embedder>,
-    corpus: &continuity_tests::recall::Corpus,
-) -> continuity_tests::recall::Report {
-    let home = tempfile::tempdir().unwrap();
-    let name = embedder.name().to_owned();
-    let s = Services::new(store_embedded::open_backend_with(home.path(), Arc::new(SystemClock), embedder).unwrap());
-    let mut callers = HashMap::new();
-    let groups: BTreeSet<&str> = corpus.turns.iter().map(|t| t.group.as_str()).collect();
-    for group in groups {
-        let t = tenant(&s, &format!("recall-{group}")).await;
-        callers.insert(group.to_owned(), caller(&s, &t, "tenant:read mcp:tools").await);
-    }
-    let report = continuity_tests::recall::evaluate(&s, &callers, corpus).await;
-    println!("{}", continuity_tests::recall::table(&report, &name));
-    report
-}
-
-/// The real set (REALTALK, `benches/recall_real.sh` fetches it): the benchmark of
-/// docs/benchmarks.md, not part of the suite — the data is not in the repository.
-/// `CONTINUITY_REALTALK_DIR` names its `data/` folder; `CONTINUITY_RECALL_EMBEDDER` is
-/// `minilm` (default) or `hashing`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "a benchmark on data fetched by benches/recall_real.sh"]
-async fn real_conversations_recall() {
-    let dir =
-        std::env::var_os("CONTINUITY_REALTALK_DIR").expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh");
-    let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
-    println!(
-        "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
-        corpus.turns.len(),
-        corpus.questions.len()
-    );
-    let embedder: Arc<dyn ports::Embedder> = match std::env::var("CONTINUITY_RECALL_EMBEDDER").as_deref() {
-        Ok("hashing") => Arc::new(ports::search::HashingEmbedder::new(384)),
-        _ => {
-            Arc::new(embed::SentenceModel::load(&embed::test_model_dir().expect("CONTINUITY_TEST_MODEL_DIR is not set")).unwrap())
-        }
-    };
-    recall_on(embedder, &corpus).await;
+    continuity_tests::recall::recall_on(embedder, &corpus).await
 }
 
 fn r5(report: &continuity_tests::recall::Report, split: &str, system: &str) -> f64 {

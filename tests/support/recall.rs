@@ -11,8 +11,14 @@
 //! make this a test of ingest speed, not recall); the index documents are the ones that
 //! path writes, and the queries the ones the search service builds.
 //!
+//! The same evaluation runs on a real set, REALTALK ([`realtalk`]), as a benchmark
+//! (`tests/benches/recall_real.rs`, run by `benches/recall_real.sh`): each conversation is
+//! a group of its own.
+//!
 //! `CONTINUITY_RECALL_DUMP=FILE` also writes every turn's, question's and KB corpus
-//! entry's vector to FILE (JSON), for studying fusion outside Rust.
+//! entry's vector to FILE (JSON), and `CONTINUITY_RECALL_LISTS=FILE` each question's
+//! keyword, vector and hybrid top 100 with their scores: what the fusion was studied on
+//! outside Rust (docs/benchmarks.md).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -270,6 +276,22 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
         let texts: Vec<String> = batch.iter().map(|q| q.text.clone()).collect();
         vectors.extend(embedder.embed(&texts).await.unwrap());
     }
+    // A question asked of its group's partition, as `memory.search` builds the query.
+    let ask = |q: &Question, vector: &[f32], mode: SearchMode, k: usize| {
+        let query = SearchQuery {
+            tenant: callers[&q.group].tenant.clone(),
+            scopes: vec![MemoryScope::Org],
+            kind: Some(DocKind::Kb),
+            text: q.text.clone(),
+            vector: Some(vector.to_vec()),
+            embedder: embedder.name().to_owned(),
+            mode,
+            k,
+            since: None,
+            until: None,
+        };
+        async move { s.backend.search.search(&query).await.unwrap() }
+    };
     let mut report = Report::new();
     let mut lists = std::env::var_os("CONTINUITY_RECALL_LISTS").map(|_| Vec::new());
     for (q, vector) in corpus.questions.iter().zip(vectors) {
@@ -278,19 +300,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             let mut legs = serde_json::Map::new();
             for (name, mode) in [("keyword", SearchMode::Keyword), ("vector", SearchMode::Vector), ("hybrid", SearchMode::Hybrid)]
             {
-                let query = SearchQuery {
-                    tenant: callers[&q.group].tenant.clone(),
-                    scopes: vec![MemoryScope::Org],
-                    kind: Some(DocKind::Kb),
-                    text: q.text.clone(),
-                    vector: Some(vector.clone()),
-                    embedder: embedder.name().to_owned(),
-                    mode,
-                    k: 100,
-                    since: None,
-                    until: None,
-                };
-                let hits = s.backend.search.search(&query).await.unwrap();
+                let hits = ask(q, &vector, mode, 100).await;
                 legs.insert(name.to_owned(), hits.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score])).collect());
             }
             legs.insert("bm25".to_owned(), serde_json::json!(plain[q.group.as_str()].search(&q.text, 100)));
@@ -310,19 +320,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                     "vector" => SearchMode::Vector,
                     _ => SearchMode::Hybrid,
                 };
-                let query = SearchQuery {
-                    tenant: callers[&q.group].tenant.clone(),
-                    scopes: vec![MemoryScope::Org],
-                    kind: Some(DocKind::Kb),
-                    text: q.text.clone(),
-                    vector: Some(vector.clone()),
-                    embedder: embedder.name().to_owned(),
-                    mode,
-                    k: 10,
-                    since: None,
-                    until: None,
-                };
-                s.backend.search.search(&query).await.unwrap().into_iter().map(|h| h.doc.to_string()).collect()
+                ask(q, &vector, mode, 10).await.into_iter().map(|h| h.doc.to_string()).collect()
             };
             for kind in [q.kind.as_str(), "all"] {
                 report.entry((q.split.clone(), kind.to_owned(), system.to_owned())).or_default().add(&ranked, &q.evidence);
@@ -332,6 +330,27 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
     if let (Some(lists), Some(path)) = (lists, std::env::var_os("CONTINUITY_RECALL_LISTS")) {
         std::fs::write(path, serde_json::to_vec(&lists).unwrap()).unwrap();
     }
+    report
+}
+
+/// Indexes `corpus` with `embedder` in a fresh embedded backend (each group in a tenant
+/// of its own), asks every question with every system, and prints the table.
+pub async fn recall_on(embedder: std::sync::Arc<dyn ports::Embedder>, corpus: &Corpus) -> Report {
+    let home = tempfile::tempdir().unwrap();
+    let name = embedder.name().to_owned();
+    let backend = store_embedded::open_backend_with(home.path(), std::sync::Arc::new(ports::SystemClock), embedder).unwrap();
+    let s = Services::new(backend);
+    let mut callers = HashMap::new();
+    let groups: std::collections::BTreeSet<&str> = corpus.turns.iter().map(|t| t.group.as_str()).collect();
+    for group in groups {
+        let t = domain::TenantId::new(format!("recall-{group}")).unwrap();
+        let (plan, department, industry) =
+            (domain::tenant::PlanTier::Enterprise, domain::tenant::Department::Engineering, domain::tenant::Industry::Saas);
+        s.admin.create_tenant(t.clone(), plan, department, industry).await.unwrap();
+        callers.insert(group.to_owned(), crate::caller(&s, &t, "tenant:read mcp:tools").await);
+    }
+    let report = evaluate(&s, &callers, corpus).await;
+    println!("{}", table(&report, &name));
     report
 }
 

@@ -17,18 +17,7 @@ async fn the_scheduled_event_runs_the_job() {
     let s = continuity_tests::embedded::demo_services(dir.path()).await;
     let demo = TenantId::new("demo").unwrap();
     let now = s.backend.clock.now().0;
-    let rec = |id: &str, at: i64| AuditRecord {
-        tenant: demo.clone(),
-        id: Id::new(id).unwrap(),
-        at: Timestamp(at),
-        actor: "a".into(),
-        action: "tool:x".into(),
-        target: None,
-        outcome: "ok".into(),
-        request_id: None,
-        via: None,
-    };
-    s.backend.records.append_audits(&[rec("old", now - 10 * 86_400_000), rec("recent", now)]).await.unwrap();
+    s.backend.records.append_audits(&[audit(&demo, "old", now - 10 * 86_400_000), audit(&demo, "recent", now)]).await.unwrap();
     let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-schedule.json")).await.unwrap();
     assert_eq!(report["audit_pruned"], 1, "{report}");
     let ledger = s.backend.records.list_audit(&demo, &PageRequest::first(10)).await.unwrap().items;

@@ -138,8 +138,7 @@ impl MaintenanceService {
                 }
                 Err(e) => {
                     report.tenants_failed += 1;
-                    metrics::add(metrics::Counter::MaintenanceFailures, 1);
-                    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, "a tenant's pruning failed; the others go on");
+                    tenant_failed(&tenant, &e, "pruning");
                 }
             }
         }
@@ -200,8 +199,7 @@ impl MaintenanceService {
                 }
                 Err(e) => {
                     total.tenants_failed += 1;
-                    metrics::add(metrics::Counter::MaintenanceFailures, 1);
-                    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, "a tenant's daily jobs failed; the others go on");
+                    tenant_failed(&tenant, &e, "daily jobs");
                 }
             }
         }
@@ -333,4 +331,11 @@ impl MaintenanceService {
         let notes = self.engineering.expire_notes(tenant, MAX_PER_TENANT).await?;
         Ok(Pruned { audit, sessions, forgotten, gates, notes })
     }
+}
+
+/// One tenant's maintenance `job` failed: counted (`MaintenanceFailures`, which alarms)
+/// and logged with the tenant; the other tenants' go on.
+fn tenant_failed(tenant: &TenantId, e: &domain::Error, job: &str) {
+    metrics::add(metrics::Counter::MaintenanceFailures, 1);
+    tracing::warn!(tenant = %tenant, code = %e.code, cause = ?e.internal, job, "a tenant's maintenance failed; the others go on");
 }

@@ -1,0 +1,36 @@
+//! Recall on a real set (docs/benchmarks.md, "Recall on real conversations"): REALTALK's
+//! ten conversations between real people, indexed and asked as
+//! `continuity_tests::recall` does for the generated set, with one embedder — `hashing`
+//! or `minilm` (the first argument; `minilm` by default) — printing R@5, R@10 and
+//! MRR@10 per split, question category and system.
+//!
+//! The data is not in the repository (its own has no licence): `benches/recall_real.sh`
+//! fetches it and runs this for both embedders. By hand:
+//! `CONTINUITY_REALTALK_DIR=DIR CONTINUITY_TEST_MODEL_DIR=MODEL cargo bench -p continuity-tests --profile dev --bench recall_real -- minilm`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let dir = std::env::var_os("CONTINUITY_REALTALK_DIR")
+        .expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh, which fetches REALTALK");
+    let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
+    println!(
+        "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
+        corpus.turns.len(),
+        corpus.questions.len()
+    );
+    // `cargo bench` passes `--bench`; the embedder is the first other argument.
+    let choice = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "minilm".to_owned());
+    let embedder: Arc<dyn ports::Embedder> = match choice.as_str() {
+        "hashing" => Arc::new(ports::search::HashingEmbedder::new(384)),
+        "minilm" => {
+            let model = embed::test_model_dir().expect("CONTINUITY_TEST_MODEL_DIR is not set: run benches/recall_real.sh");
+            Arc::new(embed::SentenceModel::load(&model).unwrap())
+        }
+        other => panic!("unknown embedder {other}: hashing or minilm"),
+    };
+    continuity_tests::recall::recall_on(embedder, &corpus).await;
+}
