@@ -1,4 +1,7 @@
-//! The home folder: database, blobs and the owner key file, created on first use.
+//! The home folder: database, blobs and the owner key file, created on first use, and
+//! its recorded format ([`format`]: a newer home refused, an older one upgraded).
+
+pub mod format;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,9 +43,26 @@ pub fn exists(path: &Path) -> bool {
     path.join(store_embedded::DATABASE_FILE).exists()
 }
 
-/// Resolves `--home`, `$CONTINUITY_HOME`, or `./.continuity`.
+/// Resolves `--home`, `$CONTINUITY_HOME`, or `./.continuity`. A leading `~`, `$HOME` or
+/// `${HOME}` is the user's home folder: clients that start `continuity` without a shell
+/// (Claude Desktop's bundles) pass them through unexpanded.
 pub fn resolve(flag: Option<PathBuf>) -> PathBuf {
-    flag.or_else(|| std::env::var_os("CONTINUITY_HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(".continuity"))
+    let path =
+        flag.or_else(|| std::env::var_os("CONTINUITY_HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(".continuity"));
+    expand_home(path, std::env::var_os("HOME").map(PathBuf::from))
+}
+
+fn expand_home(path: PathBuf, user_home: Option<PathBuf>) -> PathBuf {
+    let Some(user_home) = user_home else { return path };
+    let Some(text) = path.to_str() else { return path };
+    for prefix in ["${HOME}", "$HOME", "~"] {
+        if let Some(rest) = text.strip_prefix(prefix)
+            && (rest.is_empty() || rest.starts_with('/'))
+        {
+            return user_home.join(rest.trim_start_matches('/'));
+        }
+    }
+    path
 }
 
 fn write_secret_file(path: &Path, contents: &str) -> anyhow::Result<()> {
@@ -123,6 +143,7 @@ pub async fn rebuild(path: PathBuf, embedder_spec: &str) -> anyhow::Result<Home>
 async fn open_with(path: PathBuf, embedder_spec: &str, rebuild: bool) -> anyhow::Result<Home> {
     create_folder(&path)?;
     let path = path.canonicalize().with_context(|| format!("resolving {}", path.display()))?;
+    let plan = format::prepare(&path)?;
     let backend = store_embedded::open_backend_with(&path, Arc::new(SystemClock), embedder(embedder_spec, &path)?)
         .map_err(|e| anyhow::anyhow!("opening the home {}: {}", path.display(), e.for_operator()))?;
     let services = Services::new(backend);
@@ -163,5 +184,24 @@ async fn open_with(path: PathBuf, embedder_spec: &str, rebuild: bool) -> anyhow:
         }
         write_secret_file(&key_path, &key.token)?;
     }
+    format::finish(&path, &plan)?;
     Ok(Home { path, services, created_key })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    #[test]
+    fn a_leading_tilde_or_home_variable_is_the_users_home_folder() {
+        let home = Some(PathBuf::from("/home/ana"));
+        for given in ["~/.continuity", "$HOME/.continuity", "${HOME}/.continuity"] {
+            assert_eq!(super::expand_home(PathBuf::from(given), home.clone()), PathBuf::from("/home/ana/.continuity"), "{given}");
+        }
+        assert_eq!(super::expand_home(PathBuf::from("~"), home.clone()), PathBuf::from("/home/ana"));
+        for kept in ["~bob/x", "$HOMEDIR/x", "./~/x", "/srv/continuity"] {
+            assert_eq!(super::expand_home(PathBuf::from(kept), home.clone()), PathBuf::from(kept), "{kept}");
+        }
+        assert_eq!(super::expand_home(PathBuf::from("~/x"), None), PathBuf::from("~/x"));
+    }
 }

