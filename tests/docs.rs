@@ -398,3 +398,14 @@ fn testing_md_covers_every_test_binary() {
     assert!(missing.is_empty(), "test binaries docs/testing.md does not describe: {missing:?}");
     assert!(gone.is_empty(), "docs/testing.md describes test binaries that do not exist: {gone:?}");
 }
+
+/// The release archive's version is Cargo's; `CHANGELOG.md` has its section.
+#[test]
+fn the_changelog_has_a_section_for_this_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let changelog = read(&root().join("CHANGELOG.md"));
+    assert!(
+        changelog.lines().any(|l| l.starts_with(&format!("## {version} ")) || l == format!("## {version}")),
+        "CHANGELOG.md has no `## {version}` section for the workspace version"
+    );
+}

