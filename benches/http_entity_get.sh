@@ -2,23 +2,36 @@
 # Load benchmark: `spine.entity.get` over MCP (Streamable HTTP, stateless JSON) on
 # loopback against a release `continuity serve`, hot cache, 32 connections, wrk with
 # one thread (THREADS=2 to change: on 2 cores a second wrk thread competes with the
-# server for CPU and measures the load generator more than the server).
+# server for CPU and measures the load generator more than the server) — and, in the
+# same run, the floor: `functions/local/benches/http_floor.rs`, a bare axum server on the
+# same runtime and allocator answering every request with the same response bytes.
 #
-#   benches/http_entity_get.sh            # 20 s run; DURATION=60s to change
+#   benches/http_entity_get.sh            # 20 s per server; DURATION=60s to change
 #   CONNECTIONS=1 benches/http_entity_get.sh   # the single-request latency floor
+#   ONLY=serve benches/http_entity_get.sh      # skip the floor (ONLY=floor: only it)
 #
 # Installs `wrk` with apt if it is missing (Debian). Prints wrk's latency distribution
-# (p50/p75/p90/p99) and requests/s. The tenant's rate limit is raised for the run so the
-# limiter does not answer 429s.
+# (p50/p75/p90/p99) and requests/s for each, then one line comparing them. The tenant's
+# rate limit is raised for the run so the limiter does not answer 429s. Builds with
+# `--release --target <host>`, the folder scripts/release.sh builds in, so the two share
+# their dependencies' build.
 set -euo pipefail
-ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$(dirname "$0")/.."
 DURATION="${DURATION:-20s}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/continuity/target}"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-cargo build --release --quiet -p continuity --bin continuity
-BIN="$CARGO_TARGET_DIR/release/continuity"
+HOST="$(rustc -vV | sed -n 's/^host: //p')"
+cargo build --release --quiet --target "$HOST" -p continuity --bin continuity
+BIN="$CARGO_TARGET_DIR/$HOST/release/continuity"
+FLOOR="$(cargo build --release --quiet --target "$HOST" -p continuity --bench http_floor --message-format=json \
+  | python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "http_floor" and m.get("executable"):
+        print(m["executable"])')"
+[ -x "$FLOOR" ] || { echo "the http_floor bench did not build" >&2; exit 1; }
 WORK="$(mktemp -d)"
-trap 'kill "${PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill "${PID:-0}" "${FLOOR_PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$BIN" --home "$WORK/home" init >/dev/null
 "$BIN" --home "$WORK/home" tenant set local --rate-limit-per-minute 100000000 >/dev/null
@@ -44,6 +57,41 @@ response = function(status, headers, body)
   end
 end
 LUA
-# Warm the entity cache, then measure.
-wrk -t1 -c1 -d1s -s "$WORK/get.lua" "http://127.0.0.1:$PORT/mcp" >/dev/null
-wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "http://127.0.0.1:$PORT/mcp"
+# The response continuity gives: the floor answers with these bytes.
+curl -sf "http://127.0.0.1:$PORT/mcp" -H 'content-type: application/json' -H 'accept: application/json, text/event-stream' \
+  -H 'mcp-protocol-version: 2025-06-18' -H "authorization: Bearer $KEY" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"spine.entity.get","arguments":{"type":"account","id":"acme-1"}}}' \
+  >"$WORK/response.json"
+grep -q '"Acme Corp"' "$WORK/response.json" || { echo "unexpected response: $(head -c 400 "$WORK/response.json")" >&2; exit 1; }
+
+measure() { # NAME URL
+  # Warm (the entity cache, the connections), then measure.
+  wrk -t1 -c1 -d1s -s "$WORK/get.lua" "$2" >/dev/null
+  echo "== $1"
+  wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "$2" | tee "$WORK/$1.out"
+}
+summary() { # NAME -> "req/s p50 p99"
+  awk '/Requests\/sec/ { rps = $2 } / 50%/ { p50 = $2 } / 99%/ { p99 = $2 } END { print rps, p50, p99 }' "$WORK/$1.out"
+}
+if [ "${ONLY:-}" != floor ]; then
+  measure serve "http://127.0.0.1:$PORT/mcp"
+fi
+if [ "${ONLY:-}" != serve ]; then
+  kill "$PID" 2>/dev/null || true
+  wait "$PID" 2>/dev/null || true
+  FLOOR_PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+  "$FLOOR" "127.0.0.1:$FLOOR_PORT" "$WORK/response.json" >"$WORK/floor.log" 2>&1 &
+  FLOOR_PID=$!
+  for _ in $(seq 1 100); do grep -q listening "$WORK/floor.log" 2>/dev/null && break; sleep 0.1; done
+  measure floor "http://127.0.0.1:$FLOOR_PORT/mcp"
+fi
+if [ -z "${ONLY:-}" ]; then
+  read -r s_rps s_p50 s_p99 <<<"$(summary serve)"
+  read -r f_rps f_p50 f_p99 <<<"$(summary floor)"
+  python3 - "$s_rps" "$s_p50" "$s_p99" "$f_rps" "$f_p50" "$f_p99" <<'PY'
+import sys
+s_rps, s_p50, s_p99, f_rps, f_p50, f_p99 = sys.argv[1:]
+print(f"== serve {float(s_rps):,.0f} req/s (p50 {s_p50}, p99 {s_p99}) = {100 * float(s_rps) / float(f_rps):.0f} % of the floor "
+      f"{float(f_rps):,.0f} req/s (p50 {f_p50}, p99 {f_p99})")
+PY
+fi

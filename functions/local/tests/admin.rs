@@ -88,8 +88,8 @@ fn a_home_from_a_newer_version_says_so() {
     let out = Command::new(BIN).arg("--home").arg(&home).args(["tenant", "list"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("newer version") && err.contains("upgrade continuity"), "{err}");
-    assert!(err.contains("schema version 99"), "the detail for the operator: {err}");
+    assert!(err.contains("cannot read it") && err.contains("Install the newer release"), "{err}");
+    assert!(err.contains("database schema 99"), "the detail for the operator: {err}");
     assert!(!err.contains("retry shortly"), "{err}");
 }
 

@@ -178,6 +178,7 @@ fn a_home_written_by_a_newer_release_is_refused_with_both_versions_and_left_unto
             "{args:?}: {err}"
         );
         assert!(err.contains("nothing in this one was changed"), "{err}");
+        assert!(err.contains("next:  install the release that wrote the home"), "the next step: {err}");
     }
     assert_eq!(contents(&home), before, "not one byte of the home changed");
 

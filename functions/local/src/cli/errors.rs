@@ -26,6 +26,10 @@ impl std::error::Error for OperatorError {}
 /// error (`main`), so no error leaves the person at the terminal without a way on.
 pub fn next_step(e: &anyhow::Error) -> &'static str {
     use domain::ErrorCode as C;
+    if e.chain().any(|c| c.downcast_ref::<crate::home::format::NewerHome>().is_some()) {
+        return "install the release that wrote the home (curl -fsSL \
+                https://github.com/continuity-hq/continuity/releases/latest/download/install.sh | sh), then run the command again";
+    }
     let code = e.chain().find_map(|c| c.downcast_ref::<OperatorError>()).map(|o| o.code);
     match code {
         Some(C::InvalidRequest | C::PayloadTooLarge) => {

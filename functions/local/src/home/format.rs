@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 /// The file in the home.
@@ -42,6 +42,19 @@ impl Recorded {
         Self { format: FORMAT, schema: store_embedded::db::SCHEMA, written_by: format!("continuity {}", crate::VERSION) }
     }
 }
+
+/// A home written by a newer release (the message names both); the CLI's next step is
+/// installing that release.
+#[derive(Debug)]
+pub struct NewerHome(String);
+
+impl std::fmt::Display for NewerHome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NewerHome {}
 
 /// What opening the home needs.
 #[derive(Debug)]
@@ -79,14 +92,15 @@ pub fn prepare(home: &Path) -> anyhow::Result<Plan> {
     let current = Recorded::current();
     if format > FORMAT || schema > current.schema {
         let by = recorded.as_ref().map_or("a newer release", |r| r.written_by.as_str());
-        bail!(
+        return Err(NewerHome(format!(
             "the home {} was written by {by} (home format {format}, database schema {schema}); this is continuity {} (home \
              format {FORMAT}, database schema {}), which cannot read it. Install the newer release (scripts/install.sh, or \
              `cargo install` from its source) or point at another home with --home DIR; nothing in this one was changed",
             home.display(),
             crate::VERSION,
             current.schema
-        );
+        ))
+        .into());
     }
     let older_schema = schemas.iter().any(|s| *s < current.schema);
     match recorded {
