@@ -11,6 +11,8 @@
 //! - [`oauth`]: the authorization server's endpoints: discovery, registration, the login
 //!   and consent pages, token and revocation.
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
+//! - [`fast_call`]: the plain stateless `tools/call` answered without rmcp's per-request
+//!   machinery (a strict subset of what rmcp serves; everything else goes to rmcp).
 //! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
 //! - [`observe`]: one structured log line per request, with request id, tenant and
@@ -41,6 +43,7 @@ pub mod console;
 pub mod cors;
 pub mod dashboard;
 pub mod error;
+pub mod fast_call;
 pub mod gates;
 pub mod ingest;
 pub mod lambda;

@@ -176,14 +176,19 @@ pub fn router(state: AppState) -> Router {
         let manager = Arc::new(LocalSessionManager::default());
         (mcp_session_service(&state, manager.clone()), manager, Arc::new(SessionOwners::default()))
     });
+    let fast =
+        Arc::new(crate::fast_call::FastCall::new(ContinuityMcp::new(state.services.clone()), &state.settings.allowed_hosts));
     let mcp = axum::routing::any(move |req: Request| {
-        let (stateless, session) = (stateless.clone(), session.clone());
+        let (stateless, session, fast) = (stateless.clone(), session.clone(), fast.clone());
         async move {
             match session {
                 Some((session, manager, owners)) if wants_session(&req) => session_request(session, manager, owners, req).await,
-                _ => match stateless.oneshot(req).await {
-                    Ok(r) => r.map(axum::body::Body::new),
-                    Err(never) => match never {},
+                _ => match fast.answer(req).await {
+                    Ok(answered) => answered,
+                    Err(req) => match stateless.oneshot(req).await {
+                        Ok(r) => r.map(axum::body::Body::new),
+                        Err(never) => match never {},
+                    },
                 },
             }
         }
