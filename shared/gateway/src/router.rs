@@ -21,7 +21,6 @@ use serde::Deserialize;
 use serde_json::json;
 use services::Services;
 use tokio_util::sync::CancellationToken;
-use tower::ServiceExt;
 
 use crate::auth::{AuthMode, authenticate};
 use crate::body::{MAX_BODY_BYTES, StrictJson, limit_body, mcp_json_guard};
@@ -133,7 +132,7 @@ fn unknown_session() -> Response {
 
 /// Serves a request that belongs to a session, checking it is the caller's session.
 async fn session_request(
-    session: StreamableHttpService<ContinuityMcp, LocalSessionManager>,
+    session: Arc<StreamableHttpService<ContinuityMcp, LocalSessionManager>>,
     manager: Arc<LocalSessionManager>,
     owners: Arc<SessionOwners>,
     req: Request,
@@ -148,10 +147,7 @@ async fn session_request(
         return unknown_session();
     }
     let deleting = req.method() == http::Method::DELETE;
-    let mut response = match session.oneshot(req).await {
-        Ok(r) => r.map(axum::body::Body::new),
-        Err(never) => match never {},
-    };
+    let mut response = session.handle(req).await.map(axum::body::Body::new);
     if deleting && response.status() == http::StatusCode::ACCEPTED {
         // rmcp answers 202; the Python SDK counts only 200 and 204 as a session ended
         // ("Session termination failed: 202" on every close), the TypeScript SDK any 2xx.
@@ -171,10 +167,11 @@ async fn session_request(
 }
 
 pub fn router(state: AppState) -> Router {
-    let stateless = mcp_service(&state);
+    // Behind `Arc`s: axum clones the handler (and what it holds) for every request.
+    let stateless = Arc::new(mcp_service(&state));
     let session = state.settings.sessions.then(|| {
         let manager = Arc::new(LocalSessionManager::default());
-        (mcp_session_service(&state, manager.clone()), manager, Arc::new(SessionOwners::default()))
+        (Arc::new(mcp_session_service(&state, manager.clone())), manager, Arc::new(SessionOwners::default()))
     });
     let fast =
         Arc::new(crate::fast_call::FastCall::new(ContinuityMcp::new(state.services.clone()), &state.settings.allowed_hosts));
@@ -185,10 +182,7 @@ pub fn router(state: AppState) -> Router {
                 Some((session, manager, owners)) if wants_session(&req) => session_request(session, manager, owners, req).await,
                 _ => match fast.answer(req).await {
                     Ok(answered) => answered,
-                    Err(req) => match stateless.oneshot(req).await {
-                        Ok(r) => r.map(axum::body::Body::new),
-                        Err(never) => match never {},
-                    },
+                    Err(req) => stateless.handle(req).await.map(axum::body::Body::new),
                 },
             }
         }
