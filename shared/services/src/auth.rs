@@ -58,17 +58,6 @@ pub(crate) fn tenant_config_key(tenant: &TenantId) -> CacheKey {
     CacheKey::tenant(tenant, "tenant", "config")
 }
 
-/// Where an API key's record (its digest, scopes, revocation — never the secret) is
-/// cached: read on every request that presents the key. Revoking evicts it; on
-/// `continuity serve` a revocation by another process (the CLI) clears the cache within
-/// the backend's watch interval.
-pub(crate) fn api_key_cache_key(tenant: &TenantId, key_id: &Id) -> CacheKey {
-    CacheKey::tenant(tenant, "api_key", key_id.as_str())
-}
-
-/// How long a key's record is trusted from the cache.
-const API_KEY_TTL: Duration = Duration::from_secs(60);
-
 /// A page people sign in to in a browser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Page {
@@ -168,7 +157,7 @@ impl Authenticator {
             return Err(invalid());
         }
         let (tenant, key_id, secret) = parse_key(token).ok_or_else(invalid)?;
-        let record: ApiKeyRecord = self.api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+        let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
         let presented = crate::sha256_hex(secret);
         let matches: bool = presented.as_bytes().ct_eq(record.secret_sha256.as_bytes()).into();
         if !matches || record.revoked_at.is_some() {
@@ -288,7 +277,7 @@ impl Authenticator {
         let via = c.via.strip_prefix(page.prefix).ok_or_else(invalid)?;
         let caller = if let Some(key_id) = via.strip_prefix("key:") {
             let key_id = Id::new(key_id).map_err(|_| invalid())?;
-            let record: ApiKeyRecord = self.api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+            let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
             if record.revoked_at.is_some() || record.principal.as_str() != c.sub || !(page.key_may)(&record.scopes) {
                 return Err(invalid());
             }
@@ -442,24 +431,6 @@ impl Authenticator {
     ///
     /// # Errors
     /// `UNAVAILABLE` when the store cannot be reached.
-    /// An API key's record, from the cache when it is there (see [`api_key_cache_key`]).
-    async fn api_key(&self, tenant: &TenantId, key_id: &Id) -> Result<Option<ApiKeyRecord>> {
-        let key = api_key_cache_key(tenant, key_id);
-        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
-            && let Ok(record) = serde_json::from_slice::<ApiKeyRecord>(&bytes)
-        {
-            return Ok(Some(record));
-        }
-        let found = self.backend.records.get_api_key(tenant, key_id).await?;
-        if let Some(record) = &found
-            && let Ok(bytes) = serde_json::to_vec(record)
-            && let Err(e) = self.backend.cache.set(&key, &bytes, API_KEY_TTL).await
-        {
-            tracing::warn!(tenant = %tenant, error = %e, "API key record not cached");
-        }
-        Ok(found)
-    }
-
     pub async fn tenant_config(&self, tenant: &TenantId) -> Result<Option<Tenant>> {
         let key = tenant_config_key(tenant);
         if let Ok(Some(bytes)) = self.backend.cache.get(&key).await

@@ -288,11 +288,6 @@ impl AdminService {
     /// `NOT_FOUND`; `UNAVAILABLE`.
     pub async fn revoke_key(&self, tenant: &TenantId, key_id: &Id) -> Result<()> {
         self.backend.records.revoke_api_key(tenant, key_id, self.backend.clock.now()).await?;
-        // Requests read the key's record through the cache: it must not outlive this.
-        if let Err(e) = self.backend.cache.evict(&[crate::auth::api_key_cache_key(tenant, key_id)]).await {
-            tracing::error!(tenant = %tenant, error = %e, "a revoked key's cached record could not be evicted");
-            return Err(e);
-        }
         self.audited(tenant, "admin:key.revoke", key_id.as_str(), "revoked").await;
         Ok(())
     }
