@@ -17,17 +17,7 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
-fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .arg("--home")
-        .arg(home)
-        .args(["--embedder", "hashing"])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use common::run;
 
 /// The reference server's file: `n` entities (1–3 observations each) and about 1.5 `n` relations.
 fn memory_jsonl(n: usize) -> String {

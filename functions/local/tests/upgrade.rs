@@ -36,17 +36,7 @@ fn copy_home(from: &Path, to: &Path) {
     }
 }
 
-fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(BIN)
-        .arg("--home")
-        .arg(home)
-        .args(["--embedder", "hashing"])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
-}
+use common::run;
 
 fn recorded(home: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(home.join("format.json")).unwrap()).unwrap()

@@ -77,6 +77,19 @@ pub fn cli_with_stdin(home: &Path, args: &[&str], stdin: &str) -> String {
     String::from_utf8(out.stdout).expect("utf8")
 }
 
+/// `continuity --home HOME --embedder hashing ARGS…`: whether it succeeded, stdout, stderr.
+pub fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(home)
+        .args(["--embedder", "hashing"])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
 pub fn cli(home: &Path, args: &[&str]) -> String {
     let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
     assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
