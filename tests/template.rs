@@ -390,6 +390,9 @@ fn the_schedules_reader_finds_the_maintenance_jobs() {
     assert_eq!(by_event["Heartbeat"].function, "MaintenanceFunction");
     assert_eq!(by_event["Heartbeat"].expression, "rate(30 minutes)");
     assert_eq!(by_event["Heartbeat"].input, Some(json!({"job": "heartbeat"})));
+    assert_eq!(by_event["Pulls"].function, "MaintenanceFunction");
+    assert_eq!(by_event["Pulls"].expression, "rate(5 minutes)");
+    assert_eq!(by_event["Pulls"].input, Some(json!({"job": "pulls"})));
 }
 
 fn route<'r>(routes: &'r [Route], method: &str, path: &str) -> &'r Route {
@@ -416,6 +419,12 @@ fn the_routes_reader_finds_every_route() {
     expect("POST", "/v1/capabilities/kb.search", "AdkFunction", "ContinuityAuthorizer");
     expect("GET", "/v1/connectors", "IngestFunction", "ContinuityAuthorizer");
     expect("POST", "/v1/connectors/crm", "IngestFunction", "ContinuityAuthorizer");
+    expect("DELETE", "/v1/connectors/crm", "IngestFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/connectors/crm/connect", "IngestFunction", "ContinuityAuthorizer");
+    expect("POST", "/v1/connectors/crm/sync", "IngestFunction", "ContinuityAuthorizer");
+    expect("GET", "/v1/connectors/pulls", "IngestFunction", "ContinuityAuthorizer");
+    expect("GET", "/v1/connectors/oauth/callback", "IngestFunction", "NONE");
+    expect("PUT", "/v1/admin/source-apps/hubspot", "AdminFunction", "ContinuityAuthorizer");
     expect("POST", "/v1/ingest/crm", "IngestFunction", "ContinuityAuthorizer");
     // A literal segment beats {source}.
     assert_eq!(route(&routes, "GET", "/v1/ingest/failures").event, "IngestFailures");

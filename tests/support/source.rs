@@ -68,12 +68,16 @@ impl Answer {
     }
 }
 
+/// Answers a request from state (a source's stateful stand-in), after the script.
+pub type Handler = Arc<dyn Fn(&Seen) -> Answer + Send + Sync>;
+
 #[derive(Default)]
 struct Inner {
     seen: Vec<Seen>,
     script: VecDeque<Answer>,
     /// Answered when the script is empty.
     fallback: Option<Answer>,
+    handler: Option<Handler>,
 }
 
 /// The fake source. Dropping it stops nothing (the task ends with the test's runtime).
@@ -114,6 +118,11 @@ impl FakeSource {
         i.fallback = Some(answer);
     }
 
+    /// Answers every request with `handler` once the script is empty.
+    pub fn handle(&self, handler: Handler) {
+        self.inner.lock().unwrap().handler = Some(handler);
+    }
+
     /// The requests received since the last call.
     pub fn take(&self) -> Vec<Seen> {
         std::mem::take(&mut self.inner.lock().unwrap().seen)
@@ -144,10 +153,16 @@ async fn serve(stream: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) -> std::
         let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; len];
         reader.read_exact(&mut body).await?;
-        let answer = {
+        let seen = Seen { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        let (scripted, handler) = {
             let mut i = inner.lock().unwrap();
-            i.seen.push(Seen { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() });
-            i.script.pop_front().or_else(|| i.fallback.clone()).unwrap_or_else(|| Answer::empty(500))
+            i.seen.push(seen.clone());
+            (i.script.pop_front().or_else(|| i.fallback.clone()), i.handler.clone())
+        };
+        let answer = match (scripted, handler) {
+            (Some(a), _) => a,
+            (None, Some(h)) => h(&seen),
+            (None, None) => Answer::empty(500),
         };
         tokio::time::sleep(answer.delay).await;
         let mut out = format!("HTTP/1.1 {} X\r\nContent-Length: {}\r\n", answer.status, answer.body.len());

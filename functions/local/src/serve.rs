@@ -107,6 +107,7 @@ pub async fn run(
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), stop.clone()));
     let maintenance = tokio::spawn(run_maintenance(home.services.clone(), stop.clone()));
     let workflow = tokio::spawn(run_workflow(home.services.clone(), stop.clone()));
+    let pulls = tokio::spawn(run_pulls(home.services.clone(), stop.clone()));
 
     let signal_token = stop.clone();
     tokio::spawn(async move {
@@ -119,6 +120,7 @@ pub async fn run(
     let _ = pipeline.await;
     let _ = maintenance.await;
     let _ = workflow.await;
+    let _ = pulls.await;
     crate::daemon::retire(&home.path);
     // Every acknowledged write into the database file itself (the WAL emptied).
     match store_embedded::checkpoint(&home.path) {
@@ -179,6 +181,24 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
                     () = tokio::time::sleep(Duration::from_secs(1)) => {}
                 }
             }
+        }
+    }
+}
+
+/// The connected sources' schedule: every 30 s, a pull is queued for each connector that
+/// is due (its interval passed, a rate limit's wait ended, or "sync now"); the pipeline
+/// consumer runs it. On AWS the maintenance function does this every 5 minutes.
+async fn run_pulls(services: services::Services, shutdown: CancellationToken) {
+    use std::time::Duration;
+    loop {
+        match services.sources.queue_due().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(queued = n, "connector pulls queued"),
+            Err(e) => tracing::warn!(error = %e, "connector pulls not scheduled this round; the next one retries"),
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => break,
+            () = tokio::time::sleep(Duration::from_secs(30)) => {}
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The maintenance Lambda's handler: run the job the scheduled event names — the
 //! governance heartbeat fan-out when its input says `{"job": "heartbeat"}` (every 30
-//! minutes, on a schedule of its own), the daily jobs (reindex, backup compaction) for
+//! minutes, on a schedule of its own), the connectors' pull fan-out for `{"job": "pulls"}`
+//! (every 5 minutes: one `connector.sync` message per due connector on the work queue,
+//! which the pipeline function runs), the daily jobs (reindex, backup compaction) for
 //! `{"job": "daily"}`, the maintenance job otherwise (the hourly schedule) — and answer
 //! its report (EventBridge ignores it; `cargo lambda invoke` shows it).
 
@@ -26,6 +28,7 @@ pub async fn handle(services: &Services, event: &serde_json::Value) -> Result<se
             }
             Ok(serde_json::json!({ "resume_queued": queued }))
         }
+        Some("pulls") => Ok(serde_json::json!({ "pulls_queued": services.sources.queue_due().await? })),
         Some("daily") => daily_answer(&services.maintenance.daily().await?),
         _ => {
             let report = services.maintenance.run().await?;

@@ -100,6 +100,34 @@ async fn the_heartbeat_schedule_queues_every_tenants_upkeep_and_prunes_nothing()
     assert!(ledger.iter().any(|a| a.id.as_str() == "old"), "the heartbeat prunes nothing");
 }
 
+#[tokio::test]
+async fn the_pulls_schedule_queues_one_run_per_due_connector() {
+    use domain::connector::ConnectorSource;
+    use domain::source::SyncState;
+    use ports::records::{Expect, SourceStore};
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let (demo, acme) = (TenantId::new("demo").unwrap(), second_tenant(&s).await);
+    let now = s.backend.clock.now();
+    let due = SyncState::fresh(demo.clone(), ConnectorSource::new("hubspot").unwrap(), 300, now);
+    s.backend.records.put_sync(&due, Expect::Absent).await.unwrap();
+    let later = SyncState::fresh(acme.clone(), ConnectorSource::new("jira").unwrap(), 300, now.plus_millis(60_000));
+    s.backend.records.put_sync(&later, Expect::Absent).await.unwrap();
+    let reconnect =
+        SyncState { needs_reconnect: true, ..SyncState::fresh(acme, ConnectorSource::new("zendesk").unwrap(), 300, now) };
+    s.backend.records.put_sync(&reconnect, Expect::Absent).await.unwrap();
+    let report = continuity_maintenance::handle(&s, &continuity_tests::event("maintenance-pulls.json")).await.unwrap();
+    assert_eq!(report["pulls_queued"], 1, "only the due one; not one waiting, nor one needing a reconnect: {report}");
+    let queued = s.backend.queue.receive(10, std::time::Duration::from_secs(1)).await.unwrap();
+    let pulls: Vec<_> = queued.iter().filter(|d| d.message.kind == services::sources::KIND_SYNC).collect();
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(pulls[0].message.tenant, demo);
+    assert_eq!(
+        serde_json::from_slice::<serde_json::Value>(&pulls[0].message.body).unwrap(),
+        serde_json::json!({"source": "hubspot"})
+    );
+}
+
 #[test]
 fn a_daily_run_in_which_a_tenant_failed_fails_the_invocation() {
     let report = services::maintenance::DailyReport { tenants: 2, tenants_failed: 1, indexed: 1, ..Default::default() };

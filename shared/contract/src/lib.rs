@@ -132,7 +132,11 @@ macro_rules! contract_suite {
         );
     };
     (vault, $make:path) => {
-        $crate::contract_tests!(vault, $make, [data_keys_are_bound_to_their_tenant, entities_are_sealed_at_rest]);
+        $crate::contract_tests!(
+            vault,
+            $make,
+            [data_keys_are_bound_to_their_tenant, entities_are_sealed_at_rest, source_secrets_are_sealed_and_connects_single_use]
+        );
     };
     (signer, $make:path) => {
         $crate::contract_tests!(signer, $make, [signatures_verify_with_published_keys, rotation_keeps_old_keys_published]);

@@ -95,3 +95,76 @@ pub async fn entities_are_sealed_at_rest(f: VaultFixture) {
     let legacy = plain.put_entity(&entity(&t, "legacy"), Expect::Absent).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(records.get_entity(&t, &legacy.entity_type, &legacy.id).await.unwrap_or_else(|e| panic!("{e}")), Some(legacy));
 }
+
+/// Source apps (under the deployment's own key) and grants (under the tenant's) are
+/// sealed at rest; a store without a vault refuses them; a pull's state is versioned; a
+/// pending connect is taken once, and not after it expired.
+pub async fn source_secrets_are_sealed_and_connects_single_use(f: VaultFixture) {
+    use domain::connector::ConnectorSource;
+    use domain::source::{ConnectStart, Grant, SourceApp, SyncState};
+    use ports::records::SourceStore as _;
+
+    let bare = Records::new(f.items.clone());
+    let records = Records::new(f.items.clone()).with_vault(Arc::new(Vault::new(f.wrapper.clone())));
+    let t = fresh_tenant("src");
+    let src = ConnectorSource::new("hubspot").unwrap();
+    let app = SourceApp {
+        client_id: "client-1".into(),
+        client_secret: "app-secret-4711".into(),
+        base_url: None,
+        webhook_secret: Some("hook-secret-4711".into()),
+    };
+    let e = bare.put_source_app(&src, &app).await.unwrap_err();
+    assert_eq!(e.code, domain::ErrorCode::InvalidRequest, "no vault, no secret kept: {e}");
+    records.put_source_app(&src, &app).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(records.get_source_app(&src).await.unwrap(), Some(app));
+    assert!(records.source_app_names().await.unwrap().contains(&"hubspot".to_owned()));
+    let raw = f.items.get(ports::items::REGISTRY_TENANT, "source_app", "hubspot").await.unwrap().unwrap();
+    assert!(!String::from_utf8_lossy(&raw.body).contains("app-secret-4711"), "the app is sealed at rest");
+
+    let grant = Grant {
+        access_token: "tok-access-4711".into(),
+        refresh_token: Some("tok-refresh-4711".into()),
+        expires_at: Some(domain::Timestamp(5)),
+        api_base: "https://api.hubapi.com".into(),
+        obtained_at: domain::Timestamp(1),
+    };
+    records.put_grant(&t, &src, &grant).await.unwrap();
+    assert_eq!(records.get_grant(&t, &src).await.unwrap(), Some(grant));
+    let raw = f.items.get(t.as_str(), "connector_grant", "hubspot").await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&raw.body);
+    assert!(!text.contains("tok-access-4711") && !text.contains("tok-refresh-4711"), "the grant is sealed at rest");
+    assert_eq!(records.get_grant(&fresh_tenant("other"), &src).await.unwrap(), None, "another tenant has none");
+    assert!(records.delete_grant(&t, &src).await.unwrap());
+    assert!(!records.delete_grant(&t, &src).await.unwrap());
+
+    let state = SyncState::fresh(t.clone(), src.clone(), 300, domain::Timestamp(10));
+    let v1 = records.put_sync(&state, Expect::Absent).await.unwrap();
+    assert_eq!(v1.version, 1);
+    assert_eq!(records.put_sync(&state, Expect::Absent).await.unwrap_err().code, domain::ErrorCode::Conflict);
+    let v2 = records.put_sync(&SyncState { fetched: 100, ..v1.clone() }, Expect::Version(1)).await.unwrap();
+    assert_eq!((v2.version, v2.fetched), (2, 100));
+    assert_eq!(
+        records.put_sync(&v1, Expect::Version(1)).await.unwrap_err().code,
+        domain::ErrorCode::Conflict,
+        "a stale run loses"
+    );
+    assert_eq!(records.get_sync(&t, &src).await.unwrap(), Some(v2));
+
+    let start = ConnectStart {
+        tenant: t.clone(),
+        source: src.clone(),
+        verifier: Some("v".repeat(43)),
+        redirect_uri: "https://c.example/v1/connectors/oauth/callback".into(),
+        expires_at: domain::Timestamp(1_000),
+    };
+    let state_a = format!("state-a-{t}");
+    records.put_connect_start(&state_a, &start).await.unwrap();
+    assert_eq!(records.put_connect_start(&state_a, &start).await.unwrap_err().code, domain::ErrorCode::Conflict);
+    assert_eq!(records.take_connect_start(&state_a, domain::Timestamp(999)).await.unwrap(), Some(start.clone()));
+    assert_eq!(records.take_connect_start(&state_a, domain::Timestamp(999)).await.unwrap(), None, "used once");
+    let state_b = format!("state-b-{t}");
+    records.put_connect_start(&state_b, &start).await.unwrap();
+    assert_eq!(records.take_connect_start(&state_b, domain::Timestamp(1_000)).await.unwrap(), None, "expired");
+    assert_eq!(records.take_connect_start(&state_b, domain::Timestamp(1)).await.unwrap(), None, "and gone");
+}

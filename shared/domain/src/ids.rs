@@ -47,6 +47,14 @@ impl TenantId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The deployment itself, as the owner of what belongs to no tenant (the sources'
+    /// app credentials, sealed under the deployment's own data key). It is the registry
+    /// partition's name, `_registry`, which no tenant slug can be (a slug starts with a
+    /// letter), and it never parses: it is only ever made here.
+    pub fn deployment() -> Self {
+        Self("_registry".to_owned())
+    }
 }
 
 impl TryFrom<String> for TenantId {

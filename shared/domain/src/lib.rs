@@ -34,6 +34,7 @@ pub mod oauth;
 pub mod page;
 pub mod principal;
 pub mod proposal;
+pub mod source;
 pub mod spine;
 pub mod tenant;
 pub mod value;

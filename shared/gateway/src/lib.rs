@@ -52,6 +52,7 @@ pub mod observe;
 pub mod prometheus;
 pub mod router;
 pub mod server;
+pub mod sources;
 pub mod throttle;
 pub mod web;
 

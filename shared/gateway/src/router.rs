@@ -213,7 +213,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/capabilities", get(crate::capabilities::list))
         .route("/v1/capabilities/{capability}", post(crate::capabilities::execute))
         .route("/v1/connectors", get(crate::ingest::connectors))
-        .route("/v1/connectors/{source}", post(crate::ingest::register))
+        .route("/v1/connectors/pulls", get(crate::sources::pulls))
+        .route("/v1/connectors/{source}", post(crate::ingest::register).delete(crate::sources::disconnect))
+        .route("/v1/connectors/{source}/connect", post(crate::sources::connect))
+        .route("/v1/connectors/{source}/sync", post(crate::sources::sync_now))
+        .route("/v1/admin/source-apps", get(crate::sources::list_apps))
+        .route("/v1/admin/source-apps/{source}", put(crate::sources::put_app).delete(crate::sources::delete_app))
         .route("/v1/ingest/failures", get(crate::ingest::failures))
         .route("/v1/ingest/{source}", post(crate::ingest::accept))
         .route("/v1/kb/documents", post(crate::ingest::put_kb))
@@ -234,7 +239,9 @@ pub fn router(state: AppState) -> Router {
         .route("/oauth/register", post(crate::oauth::register))
         .route("/oauth/authorize", get(crate::oauth::authorize_get).post(crate::oauth::authorize_post))
         .route("/oauth/token", post(crate::oauth::token))
-        .route("/oauth/revoke", post(crate::oauth::revoke));
+        .route("/oauth/revoke", post(crate::oauth::revoke))
+        // A source sends the person back here; the single-use state is the credential.
+        .route("/v1/connectors/oauth/callback", get(crate::sources::callback));
     // The approvals console signs its own users in (an approver key, then a session).
     let console = Router::new()
         .route("/approvals", get(crate::console::show))

@@ -1,7 +1,9 @@
 //! The work-queue consumer: every message goes, by its kind, to the service that owns
 //! it — a batch or record of the ingest pipeline to [`IngestService`], an operator's
 //! Spine write queued while the store was down to [`EntityService`], a dispatched task
-//! to [`TaskService`], a tenant's governance upkeep to [`MaintenanceService`]. No
+//! to [`TaskService`], a tenant's governance upkeep to [`MaintenanceService`], a
+//! connector's pull run to [`SourceService`] (a Lambda's run reads less per message
+//! than `continuity serve`'s: [`crate::sources::Budget`]). No
 //! service reaches another through the queue; this is the one place that knows them all.
 //! `continuity serve` drains the queue in a loop ([`Consumer::drain_once`]); the pipeline
 //! Lambda hands it each SQS record ([`Consumer::process`]).
@@ -13,7 +15,17 @@ use ports::queue::Delivery;
 use crate::entities::EntityService;
 use crate::ingest::IngestService;
 use crate::maintenance::MaintenanceService;
+use crate::sources::{Budget, SourceService};
 use crate::work::TaskService;
+
+/// The services messages go to.
+pub(crate) struct Handlers {
+    pub ingest: IngestService,
+    pub entities: EntityService,
+    pub work: TaskService,
+    pub maintenance: MaintenanceService,
+    pub sources: SourceService,
+}
 
 #[derive(Clone)]
 pub struct Consumer {
@@ -22,17 +34,22 @@ pub struct Consumer {
     entities: EntityService,
     work: TaskService,
     maintenance: MaintenanceService,
+    sources: SourceService,
+    pull_budget: Budget,
 }
 
 impl Consumer {
-    pub(crate) fn new(
-        backend: Backend,
-        ingest: IngestService,
-        entities: EntityService,
-        work: TaskService,
-        maintenance: MaintenanceService,
-    ) -> Self {
-        Self { backend, ingest, entities, work, maintenance }
+    pub(crate) fn new(backend: Backend, h: Handlers) -> Self {
+        let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
+        Self {
+            backend,
+            ingest: h.ingest,
+            entities: h.entities,
+            work: h.work,
+            maintenance: h.maintenance,
+            sources: h.sources,
+            pull_budget: if in_lambda { Budget::LAMBDA } else { Budget::SERVE },
+        }
     }
 
     /// Whether a message of `kind` has a service here to handle it.
@@ -42,6 +59,7 @@ impl Consumer {
             || kind == crate::entities::KIND_SPINE_WRITE
             || kind == crate::maintenance::KIND_RESUME
             || kind == crate::work::KIND_TASK
+            || kind == crate::sources::KIND_SYNC
     }
 
     /// Processes one delivery with the service its kind names.
@@ -53,6 +71,7 @@ impl Consumer {
         match delivery.message.kind.as_str() {
             crate::entities::KIND_SPINE_WRITE => self.entities.apply_queued(&delivery.message).await,
             crate::work::KIND_TASK => self.work.deliver(delivery).await,
+            crate::sources::KIND_SYNC => self.sources.run_message(&delivery.message, self.pull_budget).await.map(|_| ()),
             crate::maintenance::KIND_RESUME => self.maintenance.resume_from_queue(&delivery.message).await.map(|_| ()),
             _ => self.ingest.process(delivery).await.map(|_| ()),
         }

@@ -66,6 +66,7 @@ pub mod maintenance;
 pub mod migrate;
 pub mod oauth;
 pub mod search;
+pub mod sources;
 pub mod stats;
 pub mod tools;
 pub mod work;
@@ -114,7 +115,9 @@ pub struct ServiceSet {
     pub search: search::SearchService,
     /// Tasks dispatched to people and agents.
     pub work: work::TaskService,
-    /// The work-queue consumer (pipeline, queued Spine writes, tasks, upkeep).
+    /// Connected sources: apps, connects, pulls and their schedule.
+    pub sources: sources::SourceService,
+    /// The work-queue consumer (pipeline, pulls, queued Spine writes, tasks, upkeep).
     pub consumer: consumer::Consumer,
 }
 
@@ -174,12 +177,23 @@ impl Services {
                 work: work.clone(),
             },
         );
-        let consumer = consumer::Consumer::new(b(), ingest.clone(), entities.clone(), work.clone(), maintenance.clone());
+        let sources = sources::SourceService::new(b(), ingest.clone(), audit.clone());
+        let consumer = consumer::Consumer::new(
+            b(),
+            consumer::Handlers {
+                ingest: ingest.clone(),
+                entities: entities.clone(),
+                work: work.clone(),
+                maintenance: maintenance.clone(),
+                sources: sources.clone(),
+            },
+        );
         Self(std::sync::Arc::new(ServiceSet {
             capabilities,
             oauth: oauth::OAuthService::new(b(), auth.clone(), tokens),
             admin: admin::AdminService::new(b()),
             consumer,
+            sources,
             ingest,
             auth,
             entities,

@@ -23,6 +23,8 @@
 //! | gate | `gate` | `{namespace}#{action}` |
 //! | task | `task` / `task_by_assignee` | `{id}` / `{assignee}#{id}` |
 //! | connector credential (sealed) | `connector_cred` | `{source}` |
+//! | connector grant (sealed) / pull state | `connector_grant` / `connector_sync` | `{source}` |
+//! | source app (sealed) / pending connect | `source_app` / `connector_oauth` under `_registry` | `{source}` / `{sha256(state)}` |
 //! | engineering record | `eng` | `{project}#{kind}#{id}` |
 //! | user login | `login` | `{email}` |
 //! | OAuth client / code / refresh token / refresh family / pending login / used `jti` | `oauth_client` / `oauth_code` / `oauth_refresh` / `oauth_family` / `oauth_pending` / `oauth_jti` under `_registry` | `{client_id}` / `{sha256}` / `{sha256}` / `{id}` / `{id}` / `{sha256(iss)}#{sha256(jti)}` |
@@ -51,6 +53,7 @@ mod library;
 mod memory;
 mod proposals;
 mod retention;
+mod sources;
 mod tasks;
 pub use engineering::EngineeringStore;
 pub use gates::GateStore;
@@ -59,6 +62,7 @@ pub use library::{LibraryStore, ReviewStore};
 pub use memory::{MemoryStore, memory_cursor};
 pub use proposals::ProposalStore;
 pub use retention::RetentionStore;
+pub use sources::SourceStore;
 pub use tasks::{CredentialStore, TaskStore};
 
 /// How a versioned write is conditioned.

@@ -245,7 +245,7 @@ impl IngestService {
 
     async fn accept_batch(&self, caller: &CallerContext, source: &str, body: Json) -> Result<Accepted> {
         caller.scopes.require(Scope::TenantWrite)?;
-        let (src, map) = Self::source_of(source)?;
+        let (src, _) = Self::source_of(source)?;
         let status = self.backend.records.get_connector(&caller.tenant, &src).await?;
         let Some(status) = status.filter(|s| s.state.is_connected()) else {
             let mut e = Error::new(
@@ -274,6 +274,74 @@ impl IngestService {
             Json::Object(o) => (vec![Json::Object(o)], false),
             _ => return Err(Error::invalid("the body must be a JSON object: a batch {\"records\": [...]} or one record")),
         };
+        self.enqueue(&caller.tenant, source, status, records, is_final).await
+    }
+
+    /// Records a connector pulled from its source (one page), into the pipeline as a
+    /// pushed batch would go: `last` ends the pass (the sync completes when its last
+    /// message is processed).
+    ///
+    /// # Errors
+    /// As [`Self::accept`], less the caller's checks.
+    pub(crate) async fn accept_pulled(
+        &self,
+        tenant: &TenantId,
+        source: &str,
+        records: Vec<Json>,
+        last: bool,
+    ) -> Result<Accepted> {
+        let (src, _) = Self::source_of(source)?;
+        let status = self
+            .backend
+            .records
+            .get_connector(tenant, &src)
+            .await?
+            .filter(|s| s.state.is_connected())
+            .ok_or_else(|| Error::new(ErrorCode::ConnectorNotAvailable, format!("connector {source} is not connected")))?;
+        self.enqueue(tenant, source, status, records, last).await
+    }
+
+    /// Marks the entity a source deleted (`deleted_at`, a `deleted` signal), as of `at`;
+    /// `false` when the Spine does not hold it, or holds a newer copy (a record of the
+    /// source written after the deletion stands).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub(crate) async fn mark_deleted(
+        &self,
+        tenant: &TenantId,
+        source: &str,
+        entity_type: &str,
+        native_id: &str,
+        at: Timestamp,
+    ) -> Result<bool> {
+        let entity_type = domain::EntityType::new(entity_type)?;
+        let id = mapping::canonical_id(source, entity_type.as_str(), native_id);
+        let Some(existing) = self.backend.records.get_entity(tenant, &entity_type, &id).await? else { return Ok(false) };
+        if existing.attributes.contains_key("deleted_at") || existing.source_updated_at.is_some_and(|t| t > at) {
+            return Ok(false);
+        }
+        let effect = crate::actions::Effect {
+            entity: EntityRef { entity_type, id },
+            changes: vec![crate::actions::Change {
+                field: "deleted_at".into(),
+                value: domain::value::Value::Text(at.to_rfc3339()),
+                signal: Some("deleted"),
+            }],
+            at: Some(at),
+        };
+        Ok(self.apply_change(tenant, &effect).await?.is_some())
+    }
+
+    async fn enqueue(
+        &self,
+        tenant: &TenantId,
+        source: &str,
+        status: ConnectorStatus,
+        records: Vec<Json>,
+        is_final: bool,
+    ) -> Result<Accepted> {
+        let (src, map) = Self::source_of(source)?;
         if records.len() > MAX_RECORDS_PER_BATCH {
             return Err(Error::new(
                 ErrorCode::PayloadTooLarge,
@@ -314,11 +382,9 @@ impl IngestService {
         // The first batch starts the initial sync; later ones are deltas.
         let mut status = match status.state {
             ConnectorState::OauthComplete => {
-                self.transition(&caller.tenant, &src, ConnectorState::SyncingInitial, Some(0.0), None).await?
+                self.transition(tenant, &src, ConnectorState::SyncingInitial, Some(0.0), None).await?
             }
-            ConnectorState::SyncComplete => {
-                self.transition(&caller.tenant, &src, ConnectorState::SyncingDelta, None, None).await?
-            }
+            ConnectorState::SyncComplete => self.transition(tenant, &src, ConnectorState::SyncingDelta, None, None).await?,
             ConnectorState::SyncError => {
                 let to = if status.error_stage.as_deref() == Some("syncing_initial") {
                     ConnectorState::SyncingInitial
@@ -326,7 +392,7 @@ impl IngestService {
                     ConnectorState::SyncingDelta
                 };
                 let progress = (to == ConnectorState::SyncingInitial).then_some(0.0);
-                self.transition(&caller.tenant, &src, to, progress, None).await?
+                self.transition(tenant, &src, to, progress, None).await?
             }
             _ => status,
         };
@@ -346,7 +412,7 @@ impl IngestService {
             self.backend
                 .queue
                 .send(&QueueMessage {
-                    tenant: caller.tenant.clone(),
+                    tenant: tenant.clone(),
                     kind: KIND_BATCH.into(),
                     idempotency_key: format!("{batch}:{part}"),
                     body,
@@ -358,7 +424,7 @@ impl IngestService {
             let failed = rejected.iter().find(|r| !r.message.starts_with(NOT_A_KIND));
             match failed {
                 // Nothing to queue: the sync completes now (the answer says so).
-                None => status = self.complete(&caller.tenant, &src).await?.unwrap_or(status),
+                None => status = self.complete(tenant, &src).await?.unwrap_or(status),
                 // A final batch that brought nothing usable did not complete anything.
                 Some(first) => {
                     let reason = format!(
@@ -367,7 +433,7 @@ impl IngestService {
                         first.index,
                         first.message
                     );
-                    status = self.fail_sync(&caller.tenant, &src, reason).await?.unwrap_or(status);
+                    status = self.fail_sync(tenant, &src, reason).await?.unwrap_or(status);
                 }
             }
         }

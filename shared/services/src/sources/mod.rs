@@ -1,0 +1,883 @@
+//! Connected sources (SPEC §4.5, seed 000 §6): a tenant presses "connect", signs in at
+//! the source, and its records arrive and stay current — no pusher to write.
+//!
+//! - **Apps** ([`SourceService::set_app`]): the operator registers each source's OAuth
+//!   app once per deployment (client id and secret, sealed by the vault).
+//! - **Connect** ([`SourceService::start_connect`] → the source's sign-in →
+//!   [`SourceService::callback`]): an authorization-code flow with a single-use,
+//!   10-minute `state` (and PKCE where the source takes it); the tokens are kept sealed.
+//!   Stripe takes a restricted API key instead ([`SourceService::connect_with_key`]).
+//!   `not_connected → oauth_pending → oauth_complete`, then the initial pull.
+//! - **Pull** ([`SourceService::run`], one `connector.sync` queue message): pages read as
+//!   each source documents ([`pull`]), each page's records into the ingest pipeline
+//!   unchanged and its deletions marked (`deleted_at`), the cursor saved after every
+//!   page — a pull cut short resumes from the last committed page, and records are
+//!   idempotent, so nothing is written twice. A run reads at most its [`Budget`] and
+//!   queues its own continuation. Tokens refresh before they expire and once on a 401;
+//!   a refused grant puts the connector in `sync_error` asking for a reconnect, and
+//!   nothing retries it until then.
+//! - **Schedule** ([`SourceService::queue_due`]): every connector whose next pull is due
+//!   gets one `connector.sync` message; `continuity serve` calls it every 30 s, on AWS
+//!   the maintenance function every 5 minutes. The pipeline consumer runs the message
+//!   on both backends.
+
+pub mod catalog;
+pub mod client;
+pub mod pull;
+
+use std::time::{Duration, Instant};
+
+use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
+use domain::source::{ConnectStart, Grant, SourceApp, SyncPhase, SyncState};
+use domain::tenant::PlanTier;
+use domain::{Error, ErrorCode, PageRequest, Result, TenantId, Timestamp};
+use ports::Backend;
+use ports::queue::QueueMessage;
+use ports::records::{ConnectorStore, Expect, SourceStore, TenantStore};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+
+use self::catalog::Source;
+use self::client::Failure;
+use self::pull::{Api, Cursor};
+use crate::audit::AuditService;
+use crate::ingest::IngestService;
+
+/// Queue message kind of one pull run.
+pub const KIND_SYNC: &str = "connector.sync";
+/// How long a connect's sign-in may take.
+pub const CONNECT_TTL_MS: i64 = 10 * 60 * 1000;
+/// A run holds its connector this long at most (a crashed run's lease then lapses).
+const LEASE_MS: i64 = 5 * 60 * 1000;
+/// A token this close to expiry is refreshed before use.
+const REFRESH_MARGIN_MS: i64 = 60 * 1000;
+
+/// Seconds between delta pulls by default, and the shortest a plan allows.
+pub fn interval_secs(plan: PlanTier) -> u64 {
+    match plan {
+        PlanTier::Free => 3600,
+        PlanTier::Starter => 900,
+        PlanTier::Pro => 300,
+        PlanTier::Enterprise => 60,
+    }
+}
+
+/// How much one run may read before it queues its continuation.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub pages: u32,
+    pub time: Duration,
+}
+
+impl Budget {
+    /// `continuity serve`: long runs, in process.
+    pub const SERVE: Self = Self { pages: 200, time: Duration::from_secs(120) };
+    /// A Lambda invocation: inside the pipeline function's 20 s timeout (a page that
+    /// started before the budget ran out may take up to the client's 10 s timeout).
+    pub const LAMBDA: Self = Self { pages: 10, time: Duration::from_secs(8) };
+}
+
+/// What one run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RunReport {
+    pub pages: u32,
+    pub records: u64,
+    pub deleted: u64,
+    /// The pass finished (the connector completes when the pipeline has written it).
+    pub finished: bool,
+    /// Another run holds the connector, or it is not connected: nothing was read.
+    pub skipped: Option<String>,
+    /// A continuation was queued (the budget ran out first).
+    pub continued: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct SyncMessage {
+    source: String,
+}
+
+#[derive(Clone)]
+pub struct SourceService {
+    backend: Backend,
+    ingest: IngestService,
+    audit: AuditService,
+}
+
+fn connector(source: Source) -> ConnectorSource {
+    ConnectorSource::new(source.name()).unwrap_or_else(|_| unreachable!("source names are valid slugs"))
+}
+
+fn pkce_pair() -> (String, String) {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let mut bytes = [0u8; 32];
+    rand::fill(&mut bytes[..]);
+    let verifier = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()));
+    (verifier, challenge)
+}
+
+fn random_state() -> String {
+    use base64::Engine as _;
+    let mut bytes = [0u8; 32];
+    rand::fill(&mut bytes[..]);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+fn query(pairs: &[(&str, &str)]) -> String {
+    form_urlencoded::Serializer::new(String::new()).extend_pairs(pairs).finish()
+}
+
+/// The stage name the connector's state gives a failure.
+fn stage_of(phase: SyncPhase) -> ConnectorState {
+    match phase {
+        SyncPhase::Initial => ConnectorState::SyncingInitial,
+        SyncPhase::Delta => ConnectorState::SyncingDelta,
+    }
+}
+
+impl SourceService {
+    pub(crate) fn new(backend: Backend, ingest: IngestService, audit: AuditService) -> Self {
+        Self { backend, ingest, audit }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.backend.clock.now()
+    }
+
+    // ---- apps ------------------------------------------------------------------------
+
+    /// Registers (or replaces) the deployment's app at `source`, sealed.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for a source that cannot be connected; `INVALID_REQUEST` for a
+    /// malformed app, a base URL that is not the source's, Stripe (it takes a key per
+    /// tenant, no app) or a store without a vault; `UNAVAILABLE`.
+    pub async fn set_app(&self, source: &str, mut app: SourceApp) -> Result<()> {
+        let s = Source::parse(source)?;
+        if !s.uses_oauth() && app.webhook_secret.is_none() {
+            return Err(Error::invalid_field(
+                "source",
+                "Stripe is connected with each tenant's restricted API key (continuity connector connect stripe --api-key-stdin); register an app for it only to give its webhook secret (--webhook-secret)",
+            ));
+        }
+        app.base_url = app.base_url.map(|u| u.trim().trim_end_matches('/').to_owned()).filter(|u| !u.is_empty());
+        if let Some(url) = &app.base_url {
+            s.check_base_url(url)?;
+        }
+        s.endpoints(Some(&app))?;
+        self.backend.records.put_source_app(&connector(s), &app).await?;
+        tracing::info!(source = s.name(), "source app registered");
+        Ok(())
+    }
+
+    /// # Errors
+    /// `NOT_FOUND` when none is registered; `UNAVAILABLE`.
+    pub async fn remove_app(&self, source: &str) -> Result<()> {
+        let s = Source::parse(source)?;
+        if !self.backend.records.delete_source_app(&connector(s)).await? {
+            return Err(Error::not_found(format!("a {} app", s.title())));
+        }
+        Ok(())
+    }
+
+    /// The sources with an app registered (never the secrets).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn apps(&self) -> Result<Vec<String>> {
+        self.backend.records.source_app_names().await
+    }
+
+    async fn app(&self, s: Source) -> Result<SourceApp> {
+        self.backend.records.get_source_app(&connector(s)).await?.ok_or_else(|| {
+            let mut e = Error::new(
+                ErrorCode::ConnectorNotAvailable,
+                format!(
+                    "no {} app is registered on this deployment; an operator registers it once: continuity source-app set {} --client-id … --client-secret-stdin",
+                    s.title(),
+                    s.name()
+                ),
+            );
+            e.payload.connect_url = None;
+            e
+        })
+    }
+
+    // ---- connect ---------------------------------------------------------------------
+
+    async fn move_to(
+        &self,
+        tenant: &TenantId,
+        s: Source,
+        to: ConnectorState,
+        error: Option<(String, String)>,
+    ) -> Result<ConnectorStatus> {
+        let progress = (to == ConnectorState::SyncingInitial).then_some(0.0);
+        let status = self.backend.records.transition_connector(tenant, &connector(s), to, progress, error, self.now()).await?;
+        let _ = self.backend.cache.evict(&[crate::capabilities::connectors_key(tenant)]).await;
+        Ok(status)
+    }
+
+    /// Moves the connector to `oauth_pending`, whatever state allows it.
+    async fn pending(&self, tenant: &TenantId, s: Source) -> Result<()> {
+        let current = self.backend.records.get_connector(tenant, &connector(s)).await?;
+        match current.map(|c| c.state) {
+            None | Some(ConnectorState::NotConnected | ConnectorState::SyncError) => {
+                self.move_to(tenant, s, ConnectorState::OauthPending, None).await.map(|_| ())
+            }
+            Some(ConnectorState::OauthPending) => Ok(()),
+            Some(state) => Err(Error::conflict(format!(
+                "{} is already connected ({state}); disconnect it first (continuity connector disconnect {})",
+                s.title(),
+                s.name()
+            ))),
+        }
+    }
+
+    /// Starts a connect: the URL the person opens to sign in at the source. The source
+    /// sends them back to `{base}/v1/connectors/oauth/callback`.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for an unknown tenant or source; `CONNECTOR_NOT_AVAILABLE` without a
+    /// registered app; `INVALID_REQUEST` for Stripe (it takes a key); `CONFLICT` when
+    /// the source is connected already; `UNAVAILABLE`.
+    pub async fn start_connect(&self, tenant: &TenantId, source: &str, base: &str) -> Result<String> {
+        let s = Source::parse(source)?;
+        self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        if !s.uses_oauth() {
+            return Err(Error::invalid_field(
+                "source",
+                "Stripe is connected with a restricted API key (read access to customers, subscriptions and events): continuity connector connect stripe --api-key-stdin, or POST /v1/connectors/stripe/connect {\"api_key\": …}",
+            ));
+        }
+        let app = self.app(s).await?;
+        let ends = s.endpoints(Some(&app))?;
+        self.pending(tenant, s).await?;
+        let state = random_state();
+        let redirect_uri = format!("{}/v1/connectors/oauth/callback", base.trim_end_matches('/'));
+        let (verifier, challenge) = if s.pkce() { Some(pkce_pair()) } else { None }.unzip();
+        let start = ConnectStart {
+            tenant: tenant.clone(),
+            source: connector(s),
+            verifier,
+            redirect_uri: redirect_uri.clone(),
+            expires_at: self.now().plus_millis(CONNECT_TTL_MS),
+        };
+        self.backend.records.put_connect_start(&state, &start).await?;
+        let mut pairs = vec![
+            ("response_type", "code"),
+            ("client_id", app.client_id.as_str()),
+            ("redirect_uri", redirect_uri.as_str()),
+            ("scope", s.scopes()),
+            ("state", state.as_str()),
+        ];
+        if let Some(c) = &challenge {
+            pairs.extend([("code_challenge", c.as_str()), ("code_challenge_method", "S256")]);
+        }
+        if s == Source::Jira {
+            pairs.extend([("audience", "api.atlassian.com"), ("prompt", "consent")]);
+        }
+        self.audit.record(tenant, "system:connectors", "connector.sign_in", Some(s.name().to_owned()), "ok").await;
+        Ok(format!("{}?{}", ends.authorize, query(&pairs)))
+    }
+
+    /// The source sent the person back: takes the pending connect of `state`, trades the
+    /// code for tokens, keeps them sealed, and queues the initial pull. The connector's
+    /// status is the answer (also when the person refused at the source: `sync_error`).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for an unknown, used or expired `state` (nothing changes);
+    /// `UNAVAILABLE`.
+    pub async fn callback(&self, state: &str, code: Option<&str>, refused: Option<&str>) -> Result<ConnectorStatus> {
+        let start = self.backend.records.take_connect_start(state, self.now()).await?.ok_or_else(|| {
+            Error::invalid_field("state", "this sign-in link is unknown, used already or expired; start the connect again")
+        })?;
+        let s = Source::parse(start.source.as_str())?;
+        let tenant = start.tenant.clone();
+        let fail = |why: String| async move {
+            tracing::warn!(tenant = %tenant, source = s.name(), reason = %why, "connect failed");
+            self.move_to(&tenant, s, ConnectorState::SyncError, Some(("oauth_pending".into(), why))).await
+        };
+        if let Some(why) = refused {
+            let why: String = why.chars().filter(|c| !c.is_control()).take(200).collect();
+            return fail(format!("the sign-in at {} was not completed ({why}); connect again", s.title())).await;
+        }
+        let Some(code) = code.filter(|c| !c.is_empty() && c.len() <= 4096) else {
+            return fail(format!("{} sent no authorization code back; connect again", s.title())).await;
+        };
+        let grant = match self.exchange(s, &start, code).await {
+            Ok(g) => g,
+            Err(f) => return fail(format!("{} did not grant access: {}", s.title(), f.message())).await,
+        };
+        self.backend.records.put_grant(&start.tenant, &connector(s), &grant).await?;
+        self.connected(&start.tenant, s).await
+    }
+
+    /// Trades an authorization code for a grant (Jira: and finds the site it reaches).
+    async fn exchange(&self, s: Source, start: &ConnectStart, code: &str) -> std::result::Result<Grant, Failure> {
+        let app = self.app(s).await.map_err(|e| Failure::Failed(e.message))?;
+        let ends = s.endpoints(Some(&app)).map_err(|e| Failure::Failed(e.message))?;
+        let mut fields = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", start.redirect_uri.as_str()),
+            ("client_id", app.client_id.as_str()),
+            ("client_secret", app.client_secret.as_str()),
+        ];
+        if let Some(v) = &start.verifier {
+            fields.push(("code_verifier", v.as_str()));
+        }
+        let tokens = client::token(s, &ends.token, &fields).await?;
+        let api_base = match s {
+            Source::Salesforce => {
+                let url = tokens.instance_url.clone().ok_or_else(|| Failure::Failed("Salesforce sent no instance_url".into()))?;
+                s.check_base_url(&url).map_err(|e| Failure::Failed(format!("instance_url {url}: {}", e.message)))?;
+                url
+            }
+            Source::Jira => {
+                let url = ends.resources.clone().unwrap_or_default();
+                let sites =
+                    client::call(s, reqwest::Method::GET, &url, client::Auth::Bearer(&tokens.access_token), client::Body::Empty)
+                        .await?;
+                let id = sites
+                    .as_array()
+                    .and_then(|a| a.first())
+                    .and_then(|site| site.get("id"))
+                    .and_then(Json::as_str)
+                    .filter(|id| id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+                    .ok_or_else(|| Failure::Failed("the grant reaches no Jira site".into()))?;
+                format!("{}/ex/jira/{id}", ends.api)
+            }
+            _ => ends.api.clone(),
+        };
+        let now = self.now();
+        Ok(Grant {
+            access_token: tokens.access_token,
+            refresh_token: tokens.refresh_token,
+            expires_at: tokens.expires_in.map(|s| now.plus_millis(s.saturating_mul(1000))),
+            api_base,
+            obtained_at: now,
+        })
+    }
+
+    /// Connects Stripe with a restricted API key: checked with one read, kept sealed.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a key that is not a Stripe secret or restricted key, or that
+    /// Stripe refuses (its answer says why); `CONFLICT` when connected already; `UNAVAILABLE`.
+    pub async fn connect_with_key(&self, tenant: &TenantId, source: &str, key: &str) -> Result<ConnectorStatus> {
+        let s = Source::parse(source)?;
+        self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        let key = key.trim();
+        if s != Source::Stripe {
+            return Err(Error::invalid_field(
+                "api_key",
+                format!("{} is connected by signing in (OAuth), not with a key", s.title()),
+            ));
+        }
+        if !(key.starts_with("rk_") || key.starts_with("sk_")) || key.len() > 512 || key.chars().any(char::is_whitespace) {
+            return Err(Error::invalid_field("api_key", "a Stripe restricted key (rk_live_… or rk_test_…) or secret key (sk_…)"));
+        }
+        let app = self.backend.records.get_source_app(&connector(s)).await?;
+        let api = s.endpoints(app.as_ref())?.api;
+        self.pending(tenant, s).await?;
+        let probe = client::call(
+            s,
+            reqwest::Method::GET,
+            &format!("{api}/v1/customers?limit=1"),
+            client::Auth::Bearer(key),
+            client::Body::Empty,
+        )
+        .await;
+        if let Err(f) = probe {
+            let why = format!("Stripe refused the key: {}", f.message());
+            self.move_to(tenant, s, ConnectorState::SyncError, Some(("oauth_pending".into(), why.clone()))).await?;
+            return Err(Error::invalid_field("api_key", why));
+        }
+        let grant =
+            Grant { access_token: key.to_owned(), refresh_token: None, expires_at: None, api_base: api, obtained_at: self.now() };
+        self.backend.records.put_grant(tenant, &connector(s), &grant).await?;
+        self.connected(tenant, s).await
+    }
+
+    /// After a grant is kept: `oauth_complete`, a fresh pull state, the initial pull queued.
+    async fn connected(&self, tenant: &TenantId, s: Source) -> Result<ConnectorStatus> {
+        let status = self.move_to(tenant, s, ConnectorState::OauthComplete, None).await?;
+        let plan = self.backend.records.get_tenant(tenant).await?.map_or(PlanTier::Pro, |t| t.plan);
+        let src = connector(s);
+        let fresh = SyncState::fresh(tenant.clone(), src.clone(), interval_secs(plan), self.now());
+        match self.backend.records.get_sync(tenant, &src).await? {
+            Some(old) => {
+                self.backend.records.put_sync(&SyncState { version: old.version, ..fresh }, Expect::Version(old.version)).await?
+            }
+            None => self.backend.records.put_sync(&fresh, Expect::Absent).await?,
+        };
+        self.audit.record(tenant, "system:connectors", "connector.connect", Some(s.name().to_owned()), "ok").await;
+        self.queue(tenant, s).await?;
+        Ok(status)
+    }
+
+    /// Disconnects: revokes the grant at the source where it has an endpoint (what the
+    /// source answered is reported), forgets the tokens and the pull, `not_connected`.
+    /// What was pulled stays in the Spine.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` for a connector that is not connected; `UNAVAILABLE`.
+    pub async fn disconnect(&self, tenant: &TenantId, source: &str) -> Result<String> {
+        let s = Source::parse(source)?;
+        let src = connector(s);
+        let status = self.backend.records.get_connector(tenant, &src).await?;
+        if status.as_ref().is_none_or(|c| c.state == ConnectorState::NotConnected) {
+            return Err(Error::not_found(format!("a {} connection of tenant {tenant}", s.title())));
+        }
+        let revoked = match self.backend.records.get_grant(tenant, &src).await? {
+            Some(g) => self.revoke(s, &g).await,
+            None => "no grant was held".to_owned(),
+        };
+        self.backend.records.delete_grant(tenant, &src).await?;
+        self.backend.records.delete_sync(tenant, &src).await?;
+        self.move_to(tenant, s, ConnectorState::NotConnected, None).await?;
+        self.audit.record(tenant, "system:connectors", "connector.disconnect", Some(s.name().to_owned()), "ok").await;
+        Ok(revoked)
+    }
+
+    /// Revokes at the source, best effort: what happened, for the person.
+    async fn revoke(&self, s: Source, g: &Grant) -> String {
+        let app = self.backend.records.get_source_app(&connector(s)).await.ok().flatten();
+        let Ok(ends) = s.endpoints(app.as_ref()) else { return "not revoked (no app)".into() };
+        let refresh = g.refresh_token.as_deref().unwrap_or(&g.access_token);
+        let sent = match s {
+            Source::Hubspot => {
+                let url = format!(
+                    "{}/oauth/v1/refresh-tokens/{}",
+                    ends.api,
+                    form_urlencoded::byte_serialize(refresh.as_bytes()).collect::<String>()
+                );
+                client::call(s, reqwest::Method::DELETE, &url, client::Auth::None, client::Body::Empty).await
+            }
+            Source::Salesforce => {
+                let url = ends.token.replace("/token", "/revoke");
+                client::call(s, reqwest::Method::POST, &url, client::Auth::None, client::Body::Form(&[("token", refresh)])).await
+            }
+            Source::Zendesk => {
+                let url = format!("{}/api/v2/oauth/tokens/current.json", g.api_base);
+                client::call(s, reqwest::Method::DELETE, &url, client::Auth::Bearer(&g.access_token), client::Body::Empty).await
+            }
+            Source::Jira => {
+                return "Atlassian has no revocation endpoint: remove the app under your Atlassian account's connected apps"
+                    .into();
+            }
+            Source::Stripe => {
+                return "the key is yours: roll or delete it in the Stripe dashboard if it is no longer needed".into();
+            }
+        };
+        match sent {
+            Ok(_) => format!("revoked at {}", s.title()),
+            Err(f) => format!("not revoked at {} ({}); the tokens are forgotten here", s.title(), f.message()),
+        }
+    }
+
+    // ---- schedule --------------------------------------------------------------------
+
+    async fn queue(&self, tenant: &TenantId, s: Source) -> Result<()> {
+        let body = serde_json::to_vec(&SyncMessage { source: s.name().to_owned() }).map_err(Error::internal)?;
+        self.backend
+            .queue
+            .send(&QueueMessage {
+                tenant: tenant.clone(),
+                kind: KIND_SYNC.into(),
+                idempotency_key: format!("sync:{}:{}", s.name(), crate::new_id(&self.backend)),
+                body,
+            })
+            .await
+    }
+
+    /// Pulls now ("Sync now"): due at once, a run queued.
+    ///
+    /// # Errors
+    /// `NOT_FOUND` when the source is not connected by sign-in or key; `CONFLICT` when it
+    /// needs a reconnect; `UNAVAILABLE`.
+    pub async fn sync_now(&self, tenant: &TenantId, source: &str) -> Result<()> {
+        let s = Source::parse(source)?;
+        let src = connector(s);
+        let Some(mut state) = self.backend.records.get_sync(tenant, &src).await? else {
+            return Err(Error::not_found(format!("a {} connection of tenant {tenant} (connect it first)", s.title())));
+        };
+        if state.needs_reconnect {
+            return Err(Error::conflict(format!(
+                "{} refused the grant: reconnect (continuity connector connect {})",
+                s.title(),
+                s.name()
+            )));
+        }
+        let expect = Expect::Version(state.version);
+        state.next_at = self.now();
+        self.backend.records.put_sync(&state, expect).await?;
+        self.queue(tenant, s).await
+    }
+
+    /// Queues a run for every connector whose pull is due; how many were queued.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the tenants cannot be listed (a tenant that fails is skipped
+    /// and logged).
+    pub async fn queue_due(&self) -> Result<usize> {
+        let now = self.now();
+        let tenants = crate::all_pages(1_000_000, |p| {
+            let r = self.backend.records.clone();
+            async move { r.list_tenants(&p).await }
+        })
+        .await?
+        .0;
+        let mut queued = 0;
+        for t in tenants {
+            for s in Source::ALL {
+                let state = match self.backend.records.get_sync(&t, &connector(s)).await {
+                    Ok(Some(st)) => st,
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(tenant = %t, source = s.name(), error = %e, "pull state not read; skipped this round");
+                        continue;
+                    }
+                };
+                let leased = state.lease_until.is_some_and(|l| l > now);
+                if state.needs_reconnect || leased || state.next_at > now {
+                    continue;
+                }
+                match self.queue(&t, s).await {
+                    Ok(()) => queued += 1,
+                    Err(e) => tracing::warn!(tenant = %t, source = s.name(), error = %e, "pull not queued; due again next round"),
+                }
+            }
+        }
+        Ok(queued)
+    }
+
+    /// Runs one queued `connector.sync` message.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed message; as [`Self::run`].
+    pub async fn run_message(&self, message: &QueueMessage, budget: Budget) -> Result<RunReport> {
+        let m: SyncMessage =
+            serde_json::from_slice(&message.body).map_err(|e| Error::invalid(format!("not a sync message: {e}")))?;
+        self.run(&message.tenant, &m.source, budget).await
+    }
+
+    // ---- pull ------------------------------------------------------------------------
+
+    /// Pulls `source` for `tenant`, at most `budget`, from where the last run committed.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the store or queue failed (the message is retried; the cursor
+    /// holds the last committed page). A source's own failures are not errors: they put
+    /// the connector in `sync_error` (and the report says so).
+    pub async fn run(&self, tenant: &TenantId, source: &str, budget: Budget) -> Result<RunReport> {
+        let s = Source::parse(source)?;
+        let src = connector(s);
+        let mut report = RunReport::default();
+        let Some(status) = self.backend.records.get_connector(tenant, &src).await? else {
+            report.skipped = Some("not connected".into());
+            return Ok(report);
+        };
+        let (Some(mut grant), Some(state)) =
+            (self.backend.records.get_grant(tenant, &src).await?, self.backend.records.get_sync(tenant, &src).await?)
+        else {
+            report.skipped = Some("not connected by sign-in or key (records are pushed)".into());
+            return Ok(report);
+        };
+        let now = self.now();
+        if state.needs_reconnect {
+            report.skipped = Some("needs a reconnect".into());
+            return Ok(report);
+        }
+        if state.lease_until.is_some_and(|l| l > now) {
+            report.skipped = Some("another run holds it".into());
+            return Ok(report);
+        }
+        let leased = SyncState { lease_until: Some(now.plus_millis(LEASE_MS)), ..state.clone() };
+        let mut state = match self.backend.records.put_sync(&leased, Expect::Version(state.version)).await {
+            Ok(s) => s,
+            Err(e) if e.code == ErrorCode::Conflict => {
+                report.skipped = Some("another run took it".into());
+                return Ok(report);
+            }
+            Err(e) => return Err(e),
+        };
+        // The connector's state for this pass.
+        let want = stage_of(state.phase);
+        let moved = match status.state {
+            ConnectorState::OauthComplete | ConnectorState::SyncComplete | ConnectorState::SyncError => {
+                let to = if status.state == ConnectorState::SyncComplete && state.phase == SyncPhase::Initial {
+                    // A finished initial pass whose state was not yet advanced.
+                    ConnectorState::SyncingDelta
+                } else {
+                    want
+                };
+                let to = if status.state == ConnectorState::OauthComplete { ConnectorState::SyncingInitial } else { to };
+                self.move_to(tenant, s, to, None).await.map(|_| ())
+            }
+            ConnectorState::SyncingInitial | ConnectorState::SyncingDelta => Ok(()),
+            ConnectorState::NotConnected | ConnectorState::OauthPending => {
+                report.skipped = Some(format!("connector is {}", status.state));
+                self.release(&mut state).await?;
+                return Ok(report);
+            }
+        };
+        if let Err(e) = moved {
+            self.release(&mut state).await?;
+            return Err(e);
+        }
+        let started = Instant::now();
+        let mut cursor: Cursor = serde_json::from_value(state.cursor.clone()).unwrap_or_default();
+        if state.cursor.is_null() {
+            cursor.started = now.0;
+        }
+        let mut refreshed = false;
+        loop {
+            if report.pages >= budget.pages || started.elapsed() >= budget.time {
+                self.release(&mut state).await?;
+                self.queue(tenant, s).await?;
+                report.continued = true;
+                return Ok(report);
+            }
+            let stages = pull::stages(s, state.phase);
+            let Some(&stage) = stages.get(cursor.stage) else {
+                // The pass is done.
+                self.finish(tenant, s, &mut state, &cursor).await?;
+                report.finished = true;
+                return Ok(report);
+            };
+            if let Err(f) = self.fresh_token(s, tenant, &mut grant, false).await {
+                return self.failed(tenant, s, &mut state, f, report).await;
+            }
+            let read = {
+                let api = Api { source: s, base: &grant.api_base, token: &grant.access_token };
+                pull::page(&api, stage, &cursor, self.now()).await
+            };
+            let page = match read {
+                Ok(p) => p,
+                Err(Failure::Unauthorized(_)) if !refreshed && grant.refresh_token.is_some() => {
+                    refreshed = true;
+                    if let Err(f) = self.fresh_token(s, tenant, &mut grant, true).await {
+                        return self.failed(tenant, s, &mut state, f, report).await;
+                    }
+                    continue;
+                }
+                Err(Failure::Unauthorized(m)) => return self.failed(tenant, s, &mut state, Failure::Revoked(m), report).await,
+                Err(f) => return self.failed(tenant, s, &mut state, f, report).await,
+            };
+            report.pages += 1;
+            let n = page.records.len() as u64;
+            // The stage's next position, and the pass's last page?
+            let mut next = cursor.clone();
+            next.high = match (cursor.high, page.high) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            };
+            if page.tickets.is_some() {
+                next.tickets = page.tickets.clone();
+            }
+            match page.after {
+                Some(after) => next.after = Some(after),
+                None => {
+                    next.stage += 1;
+                    next.after = None;
+                }
+            }
+            let last = next.stage >= stages.len();
+            if n > 0 || last {
+                self.ingest.accept_pulled(tenant, s.name(), page.records, last).await?;
+            }
+            for d in &page.deleted {
+                if let Some(t) = s.entity_type(&d.object) {
+                    match self.ingest.mark_deleted(tenant, s.name(), t, &d.id, d.at).await {
+                        Ok(true) => report.deleted += 1,
+                        Ok(false) => {}
+                        Err(e) if e.code == ErrorCode::Unavailable => return Err(e),
+                        Err(e) => tracing::warn!(tenant = %tenant, source = s.name(), error = %e, "a deletion was not applied"),
+                    }
+                }
+            }
+            report.records += n;
+            // Commit the page: the cursor moves only after its records are queued.
+            let expect = Expect::Version(state.version);
+            state.fetched += n;
+            if let Some(t) = page.total.filter(|_| cursor.after.is_none()) {
+                state.total = Some(state.total.unwrap_or(0) + t);
+            }
+            state.cursor = serde_json::to_value(&next).map_err(Error::internal)?;
+            state = self.backend.records.put_sync(&state, expect).await?;
+            cursor = next;
+            if state.phase == SyncPhase::Initial && !last {
+                let progress = match state.total {
+                    Some(t) if t > 0 => (state.fetched as f64 / t as f64).min(0.99),
+                    _ => (cursor.stage as f64 / stages.len() as f64).min(0.99),
+                };
+                let _ = self
+                    .backend
+                    .records
+                    .transition_connector(tenant, &src, ConnectorState::SyncingInitial, Some(progress), None, self.now())
+                    .await;
+            }
+        }
+    }
+
+    /// Ends a pass: the next one reads what changed since the newest change seen.
+    async fn finish(&self, _tenant: &TenantId, _s: Source, state: &mut SyncState, cursor: &Cursor) -> Result<()> {
+        let now = self.now();
+        let next = Cursor {
+            since: cursor.high.or(Some(cursor.started)),
+            started: now.0,
+            tickets: cursor.tickets.clone(),
+            ..Cursor::default()
+        };
+        let expect = Expect::Version(state.version);
+        state.phase = SyncPhase::Delta;
+        state.cursor = serde_json::to_value(&next).map_err(Error::internal)?;
+        state.fetched = 0;
+        state.total = None;
+        state.last_synced_at = Some(now);
+        state.next_at = now.plus_millis(i64::try_from(state.interval_secs).unwrap_or(300).saturating_mul(1000));
+        state.lease_until = None;
+        *state = self.backend.records.put_sync(state, expect).await?;
+        Ok(())
+    }
+
+    async fn release(&self, state: &mut SyncState) -> Result<()> {
+        let expect = Expect::Version(state.version);
+        state.lease_until = None;
+        *state = self.backend.records.put_sync(state, expect).await?;
+        Ok(())
+    }
+
+    /// A source's failure: `sync_error` with the stage; a refused grant waits for a
+    /// person, a rate limit for its `Retry-After`, anything else for the next interval.
+    async fn failed(
+        &self,
+        tenant: &TenantId,
+        s: Source,
+        state: &mut SyncState,
+        f: Failure,
+        mut report: RunReport,
+    ) -> Result<RunReport> {
+        let now = self.now();
+        let (message, next_at) = match &f {
+            Failure::Revoked(m) => {
+                state.needs_reconnect = true;
+                (format!("{m}; reconnect: continuity connector connect {}", s.name()), now)
+            }
+            Failure::Throttled { wait, why } => {
+                // Not an error: the pull resumes when the source allows.
+                state.next_at = now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2));
+                tracing::info!(tenant = %tenant, source = s.name(), reason = %why, "pull paused by the source's rate limit");
+                self.release(state).await?;
+                report.skipped = Some(why.clone());
+                return Ok(report);
+            }
+            Failure::Unauthorized(m) | Failure::Failed(m) => {
+                (m.clone(), now.plus_millis(i64::try_from(state.interval_secs.min(300)).unwrap_or(300) * 1000))
+            }
+        };
+        state.next_at = next_at;
+        self.release(state).await?;
+        let stage = stage_of(state.phase).as_str().to_owned();
+        let message: String = message.chars().take(domain::connector::MAX_ERROR_MESSAGE_LEN).collect();
+        tracing::warn!(tenant = %tenant, source = s.name(), reason = %message, "pull failed");
+        if let Err(e) = self.move_to(tenant, s, ConnectorState::SyncError, Some((stage, message.clone()))).await
+            && e.code != ErrorCode::Conflict
+        {
+            return Err(e);
+        }
+        report.skipped = Some(message);
+        Ok(report)
+    }
+
+    /// Refreshes the access token when it is about to expire, or when `force`d (a 401);
+    /// a rotated refresh token replaces the old one.
+    async fn fresh_token(
+        &self,
+        s: Source,
+        tenant: &TenantId,
+        grant: &mut Grant,
+        force: bool,
+    ) -> std::result::Result<(), Failure> {
+        let now = self.now();
+        let expiring = grant.expires_at.is_some_and(|e| e.0 - REFRESH_MARGIN_MS <= now.0);
+        if !(force || expiring) {
+            return Ok(());
+        }
+        let Some(refresh) = grant.refresh_token.clone() else {
+            return if force || expiring {
+                Err(Failure::Revoked(format!("{}'s access token expired and there is no refresh token", s.title())))
+            } else {
+                Ok(())
+            };
+        };
+        let app = self.app(s).await.map_err(|e| Failure::Failed(e.message))?;
+        let ends = s.endpoints(Some(&app)).map_err(|e| Failure::Failed(e.message))?;
+        let fields = [
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.as_str()),
+            ("client_id", app.client_id.as_str()),
+            ("client_secret", app.client_secret.as_str()),
+        ];
+        let t = client::token(s, &ends.token, &fields).await?;
+        grant.access_token = t.access_token;
+        if t.refresh_token.is_some() {
+            grant.refresh_token = t.refresh_token;
+        }
+        grant.expires_at = t.expires_in.map(|sec| now.plus_millis(sec.saturating_mul(1000)));
+        if let Some(url) = t.instance_url.filter(|u| s.check_base_url(u).is_ok()) {
+            grant.api_base = url;
+        }
+        grant.obtained_at = now;
+        self.backend.records.put_grant(tenant, &connector(s), grant).await.map_err(|e| Failure::Failed(e.message))?;
+        tracing::info!(tenant = %tenant, source = s.name(), "access token refreshed");
+        Ok(())
+    }
+
+    // ---- status ----------------------------------------------------------------------
+
+    /// Each connector's status with its pull: phase, records so far (of the total where
+    /// the source says), last and next pull, whether it needs a reconnect; and which
+    /// sources can be connected here.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn overview(&self, tenant: &TenantId) -> Result<Json> {
+        let page = self.backend.records.list_connectors(tenant, &PageRequest::first(500)).await?;
+        let apps = self.apps().await?;
+        let mut connectors = Vec::new();
+        for c in page.items {
+            let pull = match Source::parse(c.source.as_str()) {
+                Ok(_) => self.backend.records.get_sync(tenant, &c.source).await?,
+                Err(_) => None,
+            };
+            connectors.push(json!({
+                "status": c,
+                "pull": pull.map(|p| json!({
+                    "phase": p.phase,
+                    "fetched": p.fetched,
+                    "total": p.total,
+                    "last_synced_at": p.last_synced_at.map(Timestamp::to_rfc3339),
+                    "next_at": p.next_at.to_rfc3339(),
+                    "interval_secs": p.interval_secs,
+                    "needs_reconnect": p.needs_reconnect,
+                })),
+            }));
+        }
+        let connectable: Vec<Json> = Source::ALL
+            .iter()
+            .map(|s| {
+                json!({
+                    "source": s.name(),
+                    "title": s.title(),
+                    "connect": if s.uses_oauth() { "oauth" } else { "api_key" },
+                    "app_registered": !s.uses_oauth() || apps.iter().any(|a| a == s.name()),
+                })
+            })
+            .collect();
+        Ok(json!({ "connectors": connectors, "connectable": connectable }))
+    }
+}

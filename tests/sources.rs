@@ -1,0 +1,743 @@
+//! Connected sources on both backends: connect (OAuth, or Stripe's key) → initial pull
+//! in pages → a change and a deletion at the source → the delta pull picks up exactly
+//! those → a pull cut short resumes without duplicates; tokens expiring mid-pull, 429
+//! with `Retry-After`, a revoked grant and disconnecting.
+//!
+//! The five sources are one in-process HTTP server (`continuity_tests::source`) that
+//! keeps their records and answers their documented OAuth endpoints, paging and change
+//! filters, recording every request: HubSpot, Salesforce, Zendesk, Jira and Stripe
+//! themselves were not called.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use continuity_tests::drain;
+use continuity_tests::source::{Answer, FakeSource, Seen};
+use domain::connector::{ConnectorSource, ConnectorState};
+use domain::source::SourceApp;
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::value::Value as V;
+use domain::{EntityType, PageRequest, TenantId};
+use ports::records::{ConnectorStore, EntityStore, SourceStore};
+use ports::{Backend, SystemClock};
+use serde_json::{Value, json};
+use services::Services;
+use services::ingest::mapping::canonical_id;
+use services::sources::Budget;
+
+const DAY: i64 = 86_400_000;
+
+fn iso(ms: i64) -> String {
+    domain::Timestamp(ms).to_rfc3339()
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).unwrap()
+}
+
+/// One record at a source: its kind (`companies`, `Account`, `tickets`…), id, last
+/// change and, once deleted, when.
+#[derive(Clone, Debug)]
+struct Rec {
+    kind: &'static str,
+    id: String,
+    name: String,
+    updated: i64,
+    deleted: Option<i64>,
+}
+
+#[derive(Default)]
+struct State {
+    recs: Vec<Rec>,
+    /// Zendesk's ticket export: every version of every ticket, in change order.
+    ticket_log: Vec<Rec>,
+    /// Access and refresh tokens now good (refresh tokens rotate).
+    access: std::collections::BTreeSet<String>,
+    refresh: std::collections::BTreeSet<String>,
+    revoked: bool,
+    issued: u32,
+    /// API calls answered 429 (`Retry-After: 1`) before the next succeeds.
+    throttle: u32,
+    /// API calls answered 500 from this many pages on, while set.
+    fail_from_page: Option<u32>,
+    pages: u32,
+    base: String,
+}
+
+#[derive(Clone, Default)]
+struct World(Arc<Mutex<State>>);
+
+fn query(path: &str) -> BTreeMap<String, String> {
+    path.split_once('?').map(|(_, q)| form_urlencoded::parse(q.as_bytes()).into_owned().collect()).unwrap_or_default()
+}
+
+fn form_or_json(s: &Seen) -> BTreeMap<String, String> {
+    if s.header("content-type").is_some_and(|c| c.contains("json")) {
+        s.json().as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect()
+    } else {
+        form_urlencoded::parse(s.body.as_bytes()).into_owned().collect()
+    }
+}
+
+fn page_of(items: Vec<Rec>, offset: usize, size: usize) -> (Vec<Rec>, Option<usize>) {
+    let end = (offset + size).min(items.len());
+    let next = (end < items.len()).then_some(end);
+    (items.get(offset..end).unwrap_or_default().to_vec(), next)
+}
+
+impl World {
+    fn add(&self, kind: &'static str, n: usize, base: i64) {
+        let mut st = self.0.lock().unwrap();
+        for i in 0..n {
+            let id = match kind {
+                "Account" => format!("001{i:015}"),
+                "customers" => format!("cus_{i}"),
+                _ => (i + 1).to_string(),
+            };
+            let r =
+                Rec { kind, id, name: format!("{kind} {i}"), updated: base + i64::try_from(i).unwrap() * 1000, deleted: None };
+            if kind == "tickets" {
+                st.ticket_log.push(r.clone());
+            }
+            st.recs.push(r);
+        }
+    }
+
+    fn change(&self, kind: &str, id: &str, name: &str) {
+        let mut st = self.0.lock().unwrap();
+        let now = now_ms();
+        let r = st.recs.iter_mut().find(|r| r.kind == kind && r.id == id).unwrap();
+        r.name = name.into();
+        r.updated = now;
+        let copy = r.clone();
+        if kind == "tickets" {
+            st.ticket_log.push(copy);
+        }
+    }
+
+    fn delete(&self, kind: &str, id: &str) {
+        let mut st = self.0.lock().unwrap();
+        let now = now_ms();
+        let r = st.recs.iter_mut().find(|r| r.kind == kind && r.id == id).unwrap();
+        r.deleted = Some(now);
+        r.updated = now;
+        let copy = r.clone();
+        if kind == "tickets" {
+            st.ticket_log.push(copy);
+        }
+    }
+
+    fn live(&self, kind: &str, since: i64) -> Vec<Rec> {
+        let st = self.0.lock().unwrap();
+        let mut v: Vec<Rec> =
+            st.recs.iter().filter(|r| r.kind == kind && r.deleted.is_none() && r.updated >= since).cloned().collect();
+        v.sort_by_key(|r| r.updated);
+        v
+    }
+
+    fn gone(&self, kind: &str) -> Vec<Rec> {
+        self.0.lock().unwrap().recs.iter().filter(|r| r.kind == kind && r.deleted.is_some()).cloned().collect()
+    }
+
+    fn set(&self, f: impl FnOnce(&mut State)) {
+        f(&mut self.0.lock().unwrap());
+    }
+
+    fn tokens(&self, s: &Seen) -> Answer {
+        let f = form_or_json(s);
+        let mut st = self.0.lock().unwrap();
+        let ok = match f.get("grant_type").map(String::as_str) {
+            Some("authorization_code") => f.get("code").map(String::as_str) == Some("good-code"),
+            Some("refresh_token") => !st.revoked && f.get("refresh_token").is_some_and(|r| st.refresh.remove(r)),
+            _ => false,
+        };
+        if !ok {
+            return Answer::json(400, &json!({"error": "invalid_grant", "error_description": "expired or revoked"}));
+        }
+        st.issued += 1;
+        let (access, refresh) = (format!("access-{}", st.issued), format!("refresh-{}", st.issued));
+        st.access.insert(access.clone());
+        st.refresh.insert(refresh.clone());
+        Answer::json(
+            200,
+            &json!({"access_token": access, "refresh_token": refresh, "expires_in": 1800, "token_type": "bearer", "instance_url": st.base}),
+        )
+    }
+
+    /// The sources' APIs and token endpoints.
+    fn answer(&self, s: &Seen) -> Answer {
+        let path = s.path.as_str();
+        if s.method == "POST" && ["/oauth/v1/token", "/services/oauth2/token", "/oauth/tokens", "/oauth/token"].contains(&path) {
+            return self.tokens(s);
+        }
+        if s.method == "DELETE" && path.starts_with("/oauth/v1/refresh-tokens/") || path == "/api/v2/oauth/tokens/current.json" {
+            return Answer::empty(204);
+        }
+        {
+            let mut st = self.0.lock().unwrap();
+            let bearer = s.header("authorization").and_then(|a| a.strip_prefix("Bearer ")).unwrap_or_default();
+            let stripe = path.starts_with("/v1/");
+            if st.revoked || (!stripe && !st.access.contains(bearer)) || (stripe && bearer != "rk_test_good") {
+                return Answer::json(401, &json!({"message": "authentication credentials are invalid"}));
+            }
+            if st.throttle > 0 {
+                st.throttle -= 1;
+                return Answer::json(429, &json!({"message": "rate limited"})).with_header("Retry-After", "1");
+            }
+            if path.contains("accessible-resources") {
+                return Answer::json(200, &json!([{"id": "cloud-7", "url": "https://acme.atlassian.net", "name": "acme"}]));
+            }
+            st.pages += 1;
+            if st.fail_from_page.is_some_and(|p| st.pages >= p) {
+                return Answer::json(503, &json!({"message": "down for maintenance"}));
+            }
+        }
+        let q = query(path);
+        let route = path.split('?').next().unwrap();
+        let base = self.0.lock().unwrap().base.clone();
+        let seg: Vec<&str> = route.split('/').collect();
+        match route {
+            r if r.starts_with("/crm/v3/objects/") && r.ends_with("/search") => {
+                let b = s.json();
+                let since =
+                    b.pointer("/filterGroups/0/filters/0/value").and_then(Value::as_str).map_or(0, |v| v.parse().unwrap());
+                let after: usize = b.get("after").and_then(Value::as_str).map_or(0, |v| v.parse().unwrap());
+                let kind = seg[4];
+                let all = self.live(kind, since);
+                let total = all.len();
+                let (items, next) = page_of(all, after, b["limit"].as_u64().unwrap() as usize);
+                let results: Vec<Value> = items
+                    .iter()
+                    .map(|r| {
+                        let props = match kind {
+                            "companies" => json!({"name": r.name, "domain": format!("c{}.example", r.id), "hs_lastmodifieddate": iso(r.updated)}),
+                            "contacts" => json!({"firstname": r.name, "lastname": "X", "email": format!("p{}@example.com", r.id), "associatedcompanyid": "1"}),
+                            _ => json!({"dealname": r.name, "dealstage": "qualified", "amount": "1000"}),
+                        };
+                        json!({"id": r.id, "properties": props, "updatedAt": iso(r.updated), "archived": false})
+                    })
+                    .collect();
+                let mut body = json!({"total": total, "results": results});
+                if let Some(n) = next {
+                    body["paging"] = json!({"next": {"after": n.to_string()}});
+                }
+                Answer::json(200, &body)
+            }
+            "/crm/v4/associations/deals/companies/batch/read" => {
+                let ins = s.json()["inputs"].as_array().unwrap().clone();
+                let results: Vec<Value> = ins
+                    .iter()
+                    .map(|i| json!({"from": {"id": i["id"]}, "to": [{"toObjectId": 1, "associationTypes": []}]}))
+                    .collect();
+                Answer::json(200, &json!({"status": "COMPLETE", "results": results}))
+            }
+            r if r.starts_with("/crm/v3/objects/") => {
+                assert_eq!(q.get("archived").map(String::as_str), Some("true"));
+                let results: Vec<Value> = self
+                    .gone(seg[4])
+                    .iter()
+                    .map(|r| json!({"id": r.id, "archivedAt": iso(r.deleted.unwrap()), "archived": true}))
+                    .collect();
+                Answer::json(200, &json!({"results": results}))
+            }
+            "/services/data/v62.0/query" => {
+                let soql = &q["q"];
+                let kind = soql.split(" FROM ").nth(1).unwrap().split(' ').next().unwrap();
+                let since = soql
+                    .split("SystemModstamp >= ")
+                    .nth(1)
+                    .map_or(0, |t| services::ingest::mapping::parse_time(&json!(t.split(' ').next().unwrap())).unwrap().0);
+                self.salesforce_page(kind, since, 0, &base)
+            }
+            r if r.starts_with("/services/data/v62.0/query/next-") => {
+                let parts: Vec<&str> = r.trim_start_matches("/services/data/v62.0/query/next-").split('-').collect();
+                let kind = match parts[0] {
+                    "Account" => "Account",
+                    "Contact" => "Contact",
+                    _ => "Case",
+                };
+                self.salesforce_page(kind, parts[2].parse().unwrap(), parts[1].parse().unwrap(), &base)
+            }
+            r if r.starts_with("/services/data/v62.0/sobjects/") && r.ends_with("/deleted/") => {
+                assert!(q.contains_key("start") && q.contains_key("end"), "{path}");
+                let gone: Vec<Value> =
+                    self.gone(seg[5]).iter().map(|r| json!({"id": r.id, "deletedDate": iso(r.deleted.unwrap())})).collect();
+                Answer::json(
+                    200,
+                    &json!({"deletedRecords": gone, "earliestDateAvailable": iso(0), "latestDateCovered": q["end"]}),
+                )
+            }
+            "/api/v2/incremental/tickets/cursor.json" => {
+                let from: usize = match q.get("cursor") {
+                    Some(c) => c.trim_start_matches('c').parse().unwrap(),
+                    None => {
+                        assert_eq!(q.get("start_time").map(String::as_str), Some("0"));
+                        0
+                    }
+                };
+                let log = self.0.lock().unwrap().ticket_log.clone();
+                let per: usize = q["per_page"].parse().unwrap();
+                let end = (from + per).min(log.len());
+                let tickets: Vec<Value> = log[from..end]
+                    .iter()
+                    .map(|r| {
+                        json!({"id": r.id.parse::<u64>().unwrap(), "url": format!("{base}/api/v2/tickets/{}.json", r.id), "subject": r.name,
+                               "status": if r.deleted.is_some() { "deleted" } else { "open" }, "priority": "normal", "via": {"channel": "web"},
+                               "created_at": iso(r.updated), "updated_at": iso(r.updated), "organization_id": 1})
+                    })
+                    .collect();
+                Answer::json(
+                    200,
+                    &json!({"tickets": tickets, "after_cursor": format!("c{end}"), "end_of_stream": end >= log.len()}),
+                )
+            }
+            "/api/v2/incremental/organizations.json" => {
+                let since = q["start_time"].parse::<i64>().unwrap() * 1000;
+                let st = self.0.lock().unwrap();
+                let orgs: Vec<Value> = st
+                    .recs
+                    .iter()
+                    .filter(|r| r.kind == "organizations" && r.updated >= since)
+                    .map(|r| {
+                        json!({"id": r.id.parse::<u64>().unwrap(), "url": format!("{base}/api/v2/organizations/{}.json", r.id), "name": r.name,
+                               "domain_names": ["acme.example"], "updated_at": iso(r.updated), "deleted_at": r.deleted.map(iso)})
+                    })
+                    .collect();
+                Answer::json(
+                    200,
+                    &json!({"organizations": orgs, "next_page": null, "end_of_stream": true, "end_time": now_ms() / 1000}),
+                )
+            }
+            "/ex/jira/cloud-7/rest/api/3/search/jql" => {
+                let jql = &q["jql"];
+                let at = jql.split('"').nth(1).unwrap();
+                let since = if at.starts_with("1970") {
+                    0
+                } else {
+                    let d = at.replace('/', "-").replace(' ', "T") + ":00Z";
+                    services::ingest::mapping::parse_time(&json!(d)).unwrap().0
+                };
+                assert!(jql.ends_with("ORDER BY updated ASC"), "{jql}");
+                let offset: usize = q.get("nextPageToken").map_or(0, |t| t.trim_start_matches('p').parse().unwrap());
+                let (items, next) = page_of(self.live("issues", since), offset, q["maxResults"].parse().unwrap());
+                let issues: Vec<Value> = items
+                    .iter()
+                    .map(|r| {
+                        let updated = iso(r.updated).replace('Z', "+0000");
+                        json!({"id": r.id, "key": format!("OPS-{}", r.id), "fields": {"summary": r.name, "status": {"name": "To Do"},
+                               "priority": {"name": "Medium"}, "issuetype": {"name": "Task"}, "created": updated, "updated": updated}})
+                    })
+                    .collect();
+                let mut body = json!({"issues": issues, "isLast": next.is_none()});
+                if let Some(n) = next {
+                    body["nextPageToken"] = json!(format!("p{n}"));
+                }
+                Answer::json(200, &body)
+            }
+            "/v1/customers" | "/v1/subscriptions" => {
+                let kind = seg[2];
+                let all = self.live(kind, 0);
+                let offset = q.get("starting_after").map_or(0, |a| all.iter().position(|r| &r.id == a).unwrap() + 1);
+                let (items, next) = page_of(all, offset, q["limit"].parse().unwrap());
+                let data: Vec<Value> = items
+                    .iter()
+                    .map(|r| json!({"id": r.id, "object": "customer", "name": r.name, "metadata": {}, "created": r.updated / 1000}))
+                    .collect();
+                Answer::json(200, &json!({"object": "list", "data": data, "has_more": next.is_some()}))
+            }
+            "/v1/events" => {
+                assert_eq!(q.get("type").map(String::as_str), Some("customer.*"));
+                let since = q["created[gte]"].parse::<i64>().unwrap() * 1000;
+                let st = self.0.lock().unwrap();
+                let mut evs: Vec<Value> = st
+                    .recs
+                    .iter()
+                    .filter(|r| r.kind == "customers" && r.updated >= since)
+                    .map(|r| {
+                        let kind = if r.deleted.is_some() { "customer.deleted" } else { "customer.updated" };
+                        json!({"id": format!("evt_{}", r.id), "object": "event", "type": kind, "created": r.updated / 1000,
+                               "data": {"object": {"id": r.id, "object": "customer", "name": r.name, "metadata": {}, "created": 1}}})
+                    })
+                    .collect();
+                evs.reverse();
+                Answer::json(200, &json!({"object": "list", "data": evs, "has_more": false}))
+            }
+            _ => Answer::json(404, &json!({"message": format!("no route {route}")})),
+        }
+    }
+
+    fn salesforce_page(&self, kind: &str, since: i64, offset: usize, _base: &str) -> Answer {
+        let all = self.live(kind, since);
+        let total = all.len();
+        let (items, next) = page_of(all, offset, 100);
+        let records: Vec<Value> = items
+            .iter()
+            .map(|r| json!({"attributes": {"type": kind}, "Id": r.id, "Name": r.name, "Website": "acme.example",
+                            "LastModifiedDate": iso(r.updated).replace('Z', "+0000"), "SystemModstamp": iso(r.updated).replace('Z', "+0000")}))
+            .collect();
+        let mut body = json!({"totalSize": total, "done": next.is_none(), "records": records});
+        if let Some(n) = next {
+            body["nextRecordsUrl"] = json!(format!("/services/data/v62.0/query/next-{kind}-{n}-{since}"));
+        }
+        Answer::json(200, &body)
+    }
+}
+
+struct Rig {
+    s: Services,
+    t: TenantId,
+    world: World,
+    fake: FakeSource,
+}
+
+async fn rig(backend: Backend, label: &str, department: Department) -> Rig {
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant(label);
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, department, Industry::Saas).await.unwrap();
+    let fake = FakeSource::start().await;
+    let world = World::default();
+    world.set(|st| st.base = fake.base_url.clone());
+    let w = world.clone();
+    fake.handle(Arc::new(move |seen| w.answer(seen)));
+    for name in ["hubspot", "salesforce", "zendesk", "jira"] {
+        let app = SourceApp {
+            client_id: format!("{name}-client"),
+            client_secret: format!("{name}-secret"),
+            base_url: Some(fake.base_url.clone()),
+            webhook_secret: None,
+        };
+        s.sources.set_app(name, app).await.unwrap();
+    }
+    // Stripe takes each tenant's key; its app only says where it is and signs webhooks.
+    let stripe = SourceApp {
+        client_id: "-".into(),
+        client_secret: "-".into(),
+        base_url: Some(fake.base_url.clone()),
+        webhook_secret: Some("whsec_test".into()),
+    };
+    s.sources.set_app("stripe", stripe).await.unwrap();
+    Rig { s, t, world, fake }
+}
+
+impl Rig {
+    async fn state(&self, source: &str) -> domain::connector::ConnectorStatus {
+        self.s.backend.records.get_connector(&self.t, &ConnectorSource::new(source).unwrap()).await.unwrap().unwrap()
+    }
+
+    async fn entities(&self, ty: &str) -> Vec<domain::spine::Entity> {
+        let ty = EntityType::new(ty).unwrap();
+        let mut out = Vec::new();
+        let mut page = PageRequest::first(500);
+        loop {
+            let p = self.s.backend.records.list_entities(&self.t, Some(&ty), &page).await.unwrap();
+            out.extend(p.items);
+            match p.next_cursor {
+                Some(c) => page = PageRequest::after(500, c),
+                None => return out,
+            }
+        }
+    }
+
+    async fn entity(&self, source: &str, ty: &str, native: &str) -> domain::spine::Entity {
+        let id = canonical_id(source, ty, native);
+        self.s.backend.records.get_entity(&self.t, &EntityType::new(ty).unwrap(), &id).await.unwrap().unwrap()
+    }
+
+    /// Signs in: the authorize URL, then the source's redirect with `good-code`.
+    async fn connect(&self, source: &str) -> (String, Vec<Seen>) {
+        let url = self.s.sources.start_connect(&self.t, source, "https://continuity.example").await.unwrap();
+        assert_eq!(self.state(source).await.state, ConnectorState::OauthPending);
+        let q = query(&url);
+        let state = q["state"].clone();
+        let done = self.s.sources.callback(&state, Some("good-code"), None).await.unwrap();
+        assert_eq!(done.state, ConnectorState::OauthComplete);
+        let again = self.s.sources.callback(&state, Some("good-code"), None).await.unwrap_err();
+        assert!(again.message.contains("used already"), "a state is single-use: {}", again.message);
+        (url, self.fake.take())
+    }
+}
+
+fn name_of(e: &domain::spine::Entity) -> String {
+    match e.attributes.get("name").or_else(|| e.attributes.get("subject")) {
+        Some(V::Text(t)) => t.clone(),
+        other => panic!("no name: {other:?}"),
+    }
+}
+
+async fn hubspot(backend: Backend) {
+    let r = rig(backend, "hs", Department::Sales).await;
+    let base = now_ms() - 20 * DAY;
+    r.world.add("companies", 2500, base);
+    r.world.add("contacts", 3, base);
+    r.world.add("deals", 2, base);
+
+    let (url, seen) = r.connect("hubspot").await;
+    let q = query(&url);
+    assert!(url.starts_with(&format!("{}/oauth/authorize?", r.fake.base_url)), "{url}");
+    assert_eq!(q["client_id"], "hubspot-client");
+    assert_eq!(q["redirect_uri"], "https://continuity.example/v1/connectors/oauth/callback");
+    assert_eq!(q["scope"], "oauth crm.objects.companies.read crm.objects.contacts.read crm.objects.deals.read");
+    assert!(!q.contains_key("code_challenge"), "HubSpot takes no PKCE");
+    assert_eq!(seen.len(), 1, "one token request: {seen:?}");
+    assert_eq!((seen[0].method.as_str(), seen[0].path.as_str()), ("POST", "/oauth/v1/token"));
+    let form: BTreeMap<String, String> = form_urlencoded::parse(seen[0].body.as_bytes()).into_owned().collect();
+    assert_eq!(form["grant_type"], "authorization_code");
+    assert_eq!(form["code"], "good-code");
+    assert_eq!(form["client_secret"], "hubspot-secret");
+    assert_eq!(form["redirect_uri"], "https://continuity.example/v1/connectors/oauth/callback");
+    let grant = r.s.backend.records.get_grant(&r.t, &ConnectorSource::new("hubspot").unwrap()).await.unwrap().unwrap();
+    assert_eq!(grant.access_token, "access-1");
+    assert!(!format!("{grant:?}").contains("access-1"), "a grant never prints its tokens");
+
+    // A run cut short: 7 pages, its continuation queued; a source failing from page 13.
+    let cut = r.s.sources.run(&r.t, "hubspot", Budget { pages: 7, time: Duration::from_secs(60) }).await.unwrap();
+    assert_eq!((cut.pages, cut.records, cut.continued), (7, 700, true));
+    assert_eq!(r.state("hubspot").await.progress, Some(0.28), "700 of 2,500 (HubSpot's total)");
+    r.world.set(|st| st.fail_from_page = Some(13));
+    let broke = r.s.sources.run(&r.t, "hubspot", Budget::SERVE).await.unwrap();
+    assert_eq!(broke.records, 500, "pages 8-12 committed before the source failed");
+    let st = r.state("hubspot").await;
+    assert_eq!((st.state, st.error_stage.as_deref()), (ConnectorState::SyncError, Some("syncing_initial")));
+    assert!(st.error_message.as_deref().unwrap().contains("503"), "{st:?}");
+    let seen = r.fake.take();
+    assert!(seen.len() >= 12 + 3, "each page, then retries with backoff: {}", seen.len());
+    let first = seen[0].json();
+    assert_eq!(first["limit"], 100);
+    assert_eq!(first["sorts"], json!([{"propertyName": "hs_lastmodifieddate", "direction": "ASCENDING"}]));
+    assert!(first.get("filterGroups").is_none() && first.get("after").is_none(), "the initial pass reads everything: {first}");
+    assert_eq!(seen[1].json()["after"], "100");
+    // Back up, with a 429 and a token that expires mid-pull: it resumes from page 13.
+    r.world.set(|st| {
+        st.fail_from_page = None;
+        st.throttle = 1;
+        st.access.clear();
+    });
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    let api: Vec<&Seen> = seen.iter().filter(|s| s.path.contains("/search")).collect();
+    assert_eq!(api[0].json()["after"], "1200", "resumed from the last committed page, not from the start");
+    let refresh = seen.iter().find(|s| s.path == "/oauth/v1/token").expect("refreshed after the 401");
+    let form: BTreeMap<String, String> = form_urlencoded::parse(refresh.body.as_bytes()).into_owned().collect();
+    assert_eq!((form["grant_type"].as_str(), form["refresh_token"].as_str()), ("refresh_token", "refresh-1"));
+    assert!(seen.iter().any(|s| s.path.ends_with("/batch/read")), "deals' companies read");
+    let st = r.state("hubspot").await;
+    assert_eq!(st.state, ConnectorState::SyncComplete, "{st:?}");
+    let accounts = r.entities("account").await;
+    assert_eq!(accounts.len(), 2500, "every company once");
+    assert!(accounts.iter().all(|e| e.version == 1), "nothing written twice");
+    let deal = r.entity("hubspot", "opportunity", "1").await;
+    assert_eq!(deal.attributes.get("account_id"), Some(&V::Text(canonical_id("hubspot", "account", "1").to_string())));
+
+    // A change and a deletion at the source; the delta pull reads exactly those.
+    r.world.change("companies", "17", "Renamed Co");
+    r.world.delete("companies", "18");
+    r.s.sources.sync_now(&r.t, "hubspot").await.unwrap();
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    let searches: Vec<Value> = seen.iter().filter(|s| s.path.ends_with("/search")).map(Seen::json).collect();
+    assert_eq!(searches.len(), 3, "one page per object type");
+    let gte = searches[0].pointer("/filterGroups/0/filters/0").unwrap();
+    assert_eq!((gte["propertyName"].as_str(), gte["operator"].as_str()), (Some("hs_lastmodifieddate"), Some("GTE")));
+    assert!(seen.iter().any(|s| s.path.starts_with("/crm/v3/objects/companies?archived=true&limit=100")));
+    let renamed = r.entity("hubspot", "account", "17").await;
+    assert_eq!((name_of(&renamed).as_str(), renamed.version), ("Renamed Co", 2));
+    let gone = r.entity("hubspot", "account", "18").await;
+    assert!(gone.attributes.contains_key("deleted_at"), "the deletion reached the Spine: {gone:?}");
+    let untouched = r.entities("account").await.iter().filter(|e| e.version > 1).count();
+    assert_eq!(untouched, 2, "exactly the changed and the deleted company");
+    assert_eq!(r.state("hubspot").await.state, ConnectorState::SyncComplete);
+
+    // Not due yet: the schedule queues nothing; due: one run.
+    assert_eq!(r.s.sources.queue_due().await.unwrap(), 0);
+
+    // The grant revoked at HubSpot: sync_error asking for a reconnect, and no retry loop.
+    r.world.set(|st| st.revoked = true);
+    r.s.sources.sync_now(&r.t, "hubspot").await.unwrap();
+    drain(&r.s).await;
+    let st = r.state("hubspot").await;
+    assert_eq!(st.state, ConnectorState::SyncError);
+    assert!(st.error_message.as_deref().unwrap().contains("reconnect"), "{st:?}");
+    r.fake.take();
+    assert_eq!(r.s.sources.queue_due().await.unwrap(), 0, "a refused grant is not retried");
+    let e = r.s.sources.sync_now(&r.t, "hubspot").await.unwrap_err();
+    assert!(e.message.contains("reconnect"), "{}", e.message);
+    let report = r.s.sources.run(&r.t, "hubspot", Budget::SERVE).await.unwrap();
+    assert_eq!(report.skipped.as_deref(), Some("needs a reconnect"));
+    assert!(r.fake.take().is_empty(), "nothing sent for a revoked grant");
+
+    // Disconnect: revoked at HubSpot, tokens forgotten, records kept.
+    let said = r.s.sources.disconnect(&r.t, "hubspot").await.unwrap();
+    assert_eq!(said, "revoked at HubSpot");
+    let seen = r.fake.take();
+    assert_eq!(seen[0].method, "DELETE");
+    assert!(seen[0].path.starts_with("/oauth/v1/refresh-tokens/refresh-"), "{}", seen[0].path);
+    assert_eq!(r.state("hubspot").await.state, ConnectorState::NotConnected);
+    assert!(r.s.backend.records.get_grant(&r.t, &ConnectorSource::new("hubspot").unwrap()).await.unwrap().is_none());
+    assert_eq!(r.entities("account").await.len(), 2500);
+}
+
+async fn others(backend: Backend) {
+    let r = rig(backend, "src", Department::CustomerSuccess).await;
+    let base = now_ms() - 20 * DAY;
+    r.world.add("Account", 150, base);
+    r.world.add("tickets", 120, base);
+    r.world.add("organizations", 2, base);
+    r.world.add("issues", 130, base);
+    r.world.add("customers", 150, base);
+
+    // Salesforce: PKCE, the instance from the token answer, SOQL paging by nextRecordsUrl.
+    let (url, seen) = r.connect("salesforce").await;
+    let q = query(&url);
+    assert_eq!(q["code_challenge_method"], "S256");
+    let form: BTreeMap<String, String> = form_urlencoded::parse(seen[0].body.as_bytes()).into_owned().collect();
+    assert!(form["code_verifier"].len() >= 43, "the PKCE verifier is sent with the code");
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    let first = query(&seen[0].path);
+    assert_eq!(
+        first["q"],
+        "SELECT Id, Name, Website, Industry, NumberOfEmployees, AnnualRevenue, Rating, LastModifiedDate, SystemModstamp FROM Account ORDER BY SystemModstamp ASC"
+    );
+    assert!(seen[1].path.starts_with("/services/data/v62.0/query/next-Account-100-"), "{}", seen[1].path);
+    assert_eq!(r.entities("account").await.len(), 150);
+    assert_eq!(r.state("salesforce").await.state, ConnectorState::SyncComplete);
+    r.world.change("Account", "001000000000000005", "Changed Account");
+    r.world.delete("Account", "001000000000000006");
+    r.s.sources.sync_now(&r.t, "salesforce").await.unwrap();
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    assert!(query(&seen[0].path)["q"].contains("WHERE SystemModstamp >= "), "{}", seen[0].path);
+    assert!(seen.iter().any(|s| s.path.starts_with("/services/data/v62.0/sobjects/Account/deleted/?start=")));
+    assert_eq!(name_of(&r.entity("salesforce", "account", "001000000000000005").await), "Changed Account");
+    assert!(r.entity("salesforce", "account", "001000000000000006").await.attributes.contains_key("deleted_at"));
+
+    // Zendesk: the cursor export, kept from pass to pass; deleted tickets marked.
+    r.connect("zendesk").await;
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    assert!(seen.iter().any(|s| s.path == "/api/v2/incremental/tickets/cursor.json?per_page=100&start_time=0"));
+    assert!(seen.iter().any(|s| s.path == "/api/v2/incremental/tickets/cursor.json?per_page=100&cursor=c100"));
+    assert_eq!(r.entities("ticket").await.len(), 120);
+    r.world.change("tickets", "3", "Changed ticket");
+    r.world.delete("tickets", "4");
+    r.s.sources.sync_now(&r.t, "zendesk").await.unwrap();
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    let tickets: Vec<&Seen> = seen.iter().filter(|s| s.path.contains("tickets/cursor")).collect();
+    assert_eq!(tickets.len(), 1, "the delta starts from the kept cursor: {tickets:?}");
+    assert!(tickets[0].path.ends_with("cursor=c120"), "{}", tickets[0].path);
+    assert_eq!(name_of(&r.entity("zendesk", "ticket", "3").await), "Changed ticket");
+    assert!(r.entity("zendesk", "ticket", "4").await.attributes.contains_key("deleted_at"));
+
+    // Jira: the site from accessible-resources, bounded JQL, nextPageToken.
+    let (url, seen) = r.connect("jira").await;
+    let q = query(&url);
+    assert_eq!((q["audience"].as_str(), q["prompt"].as_str()), ("api.atlassian.com", "consent"));
+    assert!(seen[0].json().get("code_verifier").is_some(), "Atlassian's token request is JSON with the verifier");
+    assert_eq!(seen[1].path, "/oauth/token/accessible-resources");
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    assert!(seen[0].path.starts_with("/ex/jira/cloud-7/rest/api/3/search/jql?jql="), "{}", seen[0].path);
+    assert_eq!(query(&seen[0].path)["jql"], "updated >= \"1970/01/01 00:00\" ORDER BY updated ASC");
+    assert!(seen[1].path.contains("nextPageToken=p100"), "{}", seen[1].path);
+    assert_eq!(r.entities("ticket").await.len(), 120 + 130);
+
+    // Stripe: a restricted key, lists wrapped as events, then the events API.
+    let bad = r.s.sources.connect_with_key(&r.t, "stripe", "pk_live_nope").await.unwrap_err();
+    assert!(bad.message.contains("restricted key"), "{}", bad.message);
+    let refused = r.s.sources.connect_with_key(&r.t, "stripe", "rk_test_wrong").await.unwrap_err();
+    assert!(refused.message.contains("401"), "{}", refused.message);
+    let st = r.s.sources.connect_with_key(&r.t, "stripe", "rk_test_good").await.unwrap();
+    assert_eq!(st.state, ConnectorState::OauthComplete);
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    assert!(seen.iter().any(|s| s.path == "/v1/customers?limit=100&starting_after=cus_99"), "{seen:?}");
+    assert_eq!(r.entities("account").await.len(), 150 + 2 + 150, "Salesforce accounts, Zendesk organizations, Stripe customers");
+    // The change comes at least a second after the listing (Stripe's times are seconds).
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    r.world.change("customers", "cus_7", "Changed Customer");
+    r.world.delete("customers", "cus_8");
+    r.s.sources.sync_now(&r.t, "stripe").await.unwrap();
+    drain(&r.s).await;
+    let seen = r.fake.take();
+    assert!(seen.iter().any(|s| s.path.starts_with("/v1/events?limit=100&type=customer.*&created%5Bgte%5D=")), "{seen:?}");
+    assert_eq!(name_of(&r.entity("stripe", "account", "cus_7").await), "Changed Customer");
+    assert!(r.entity("stripe", "account", "cus_8").await.attributes.contains_key("deleted_at"));
+    for s in ["salesforce", "zendesk", "jira", "stripe"] {
+        assert_eq!(r.state(s).await.state, ConnectorState::SyncComplete, "{s}");
+    }
+    let overview = r.s.sources.overview(&r.t).await.unwrap();
+    assert_eq!(overview["connectors"].as_array().unwrap().len(), 4);
+    assert!(overview["connectors"][0]["pull"]["last_synced_at"].is_string(), "{overview}");
+}
+
+/// What a deployment cannot be made to do: connect without an app, a base URL that is
+/// not the source's, a forged or expired state, a refused sign-in.
+async fn refusals(backend: Backend) {
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("srcno");
+    s.admin.create_tenant(t.clone(), PlanTier::Pro, Department::Sales, Industry::Saas).await.unwrap();
+    let app = |base: &str| SourceApp {
+        client_id: "id".into(),
+        client_secret: "secret".into(),
+        base_url: Some(base.into()),
+        webhook_secret: None,
+    };
+    let e = s.sources.set_app("salesforce", app("https://evil.example")).await.unwrap_err();
+    assert!(e.message.contains("not salesforce's API"), "{}", e.message);
+    let e = s.sources.set_app("notion", app("https://x.example")).await.unwrap_err();
+    assert!(e.message.contains("hubspot, salesforce, zendesk, jira, stripe"), "{}", e.message);
+    let e = s.sources.set_app("zendesk", SourceApp { base_url: None, ..app("") }).await.unwrap_err();
+    assert!(e.message.contains("subdomain"), "{}", e.message);
+    if s.sources.apps().await.unwrap().iter().all(|a| a != "hubspot") {
+        let e = s.sources.start_connect(&t, "hubspot", "https://c.example").await.unwrap_err();
+        assert!(e.message.contains("source-app set hubspot"), "{}", e.message);
+    }
+    let e = s.sources.callback("forged-state", Some("good-code"), None).await.unwrap_err();
+    assert!(e.message.contains("unknown, used already or expired"), "{}", e.message);
+    // A refused sign-in at the source: sync_error at oauth_pending, reconnectable.
+    let fake = FakeSource::start().await;
+    s.sources.set_app("jira", app(&fake.base_url)).await.unwrap();
+    let url = s.sources.start_connect(&t, "jira", "https://c.example").await.unwrap();
+    let state = query(&url)["state"].clone();
+    let st = s.sources.callback(&state, None, Some("access_denied: the user said no")).await.unwrap();
+    assert_eq!((st.state, st.error_stage.as_deref()), (ConnectorState::SyncError, Some("oauth_pending")));
+    assert!(s.sources.start_connect(&t, "jira", "https://c.example").await.is_ok(), "connect again from sync_error");
+    assert!(fake.take().is_empty(), "nothing reached the source");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hubspot_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    hubspot(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hubspot_aws() {
+    hubspot(continuity_tests::aws::backend_in_own_table("srchs").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_sources_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    others(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_sources_aws() {
+    others(continuity_tests::aws::backend_in_own_table("srcall").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    refusals(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_aws() {
+    refusals(continuity_tests::aws::backend_in_own_table("srcno").await).await;
+}
