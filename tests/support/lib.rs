@@ -12,6 +12,7 @@ pub mod demo;
 pub mod embedded;
 pub mod recall;
 pub mod source;
+pub mod sources;
 pub mod template;
 pub mod tls;
 

@@ -287,6 +287,76 @@ pub(super) enum ConnectorCommand {
     /// A connector's credential for governed actions (stored sealed by the vault).
     #[command(subcommand)]
     Credential(CredentialCommand),
+    /// Connect a source: prints the URL to open and sign in at the source (HubSpot,
+    /// Salesforce, Zendesk, Jira); Stripe takes a restricted API key instead. Its records
+    /// then arrive and stay current.
+    Connect {
+        /// hubspot, salesforce, zendesk, jira or stripe.
+        source: String,
+        #[arg(long)]
+        tenant: TenantId,
+        /// Where the source sends the person back: this deployment's public URL (default:
+        /// the `continuity serve` running on this home).
+        #[arg(long)]
+        url: Option<String>,
+        /// Stripe: an environment variable holding the restricted key (`rk_…`).
+        #[arg(long, conflicts_with = "api_key_file")]
+        api_key_env: Option<String>,
+        /// Stripe: a file holding the restricted key.
+        #[arg(long)]
+        api_key_file: Option<PathBuf>,
+    },
+    /// Disconnect a source: revoke at the source where it can, forget the tokens (what
+    /// was pulled stays).
+    Disconnect {
+        source: String,
+        #[arg(long)]
+        tenant: TenantId,
+    },
+    /// Pull now. With --here, this process runs the pull and the pipeline to the end,
+    /// printing progress (otherwise `continuity serve` runs it).
+    Sync {
+        source: String,
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        here: bool,
+    },
+    /// Each connector's state and pull: records so far (of the total where the source
+    /// says), the last and next pull, the last error.
+    Status {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
+pub(super) enum SourceAppCommand {
+    /// Register (or replace) the OAuth app this deployment uses at a source. Secrets are
+    /// read from environment variables or files, never from the command line.
+    Set {
+        /// hubspot, salesforce, zendesk, jira (stripe only for its webhook secret).
+        source: String,
+        #[arg(long)]
+        client_id: Option<String>,
+        /// An environment variable holding the client secret.
+        #[arg(long, conflicts_with = "client_secret_file")]
+        client_secret_env: Option<String>,
+        /// A file holding the client secret.
+        #[arg(long)]
+        client_secret_file: Option<PathBuf>,
+        /// Where the source lives when not at its public address: your Zendesk subdomain
+        /// (`https://acme.zendesk.com`), a Salesforce sandbox (`https://test.salesforce.com`).
+        #[arg(long)]
+        base_url: Option<String>,
+        /// An environment variable holding the secret the source signs webhooks with.
+        #[arg(long)]
+        webhook_secret_env: Option<String>,
+    },
+    /// The sources with an app registered (never the secrets).
+    List,
+    /// Remove a source's app (connected tenants keep their grants until they expire).
+    Remove { source: String },
 }
 
 #[derive(Subcommand)]

@@ -23,7 +23,7 @@ use crate::home;
 use crate::serve::{self, ServeSettings};
 use commands::{
     BookCommand, ClientCommand, ConnectorCommand, CredentialCommand, EntityCommand, IdpCommand, KeyCommand, ModelCommand,
-    SigningKeyCommand, TenantCommand, TenantSetArgs, UserCommand,
+    SigningKeyCommand, SourceAppCommand, TenantCommand, TenantSetArgs, UserCommand,
 };
 use errors::domain_err;
 pub use errors::next_step;
@@ -90,6 +90,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "book",
             "client",
             "connector",
+            "source-app",
             "import",
             "export",
             "maintenance",
@@ -111,6 +112,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "book",
             "client",
             "connector",
+            "source-app",
             "import",
             "export",
             "maintenance",
@@ -132,6 +134,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "book",
             "client",
             "connector",
+            "source-app",
             "import",
             "export",
             "maintenance",
@@ -294,9 +297,13 @@ enum Command {
     /// Manage confidential OAuth clients (client_credentials, enterprise sign-in).
     #[command(subcommand)]
     Client(ClientCommand),
-    /// Connectors: the credentials approved actions use to write to a source.
+    /// Connectors: connect a source (sign in, its records pulled and kept current),
+    /// disconnect, sync, status; the credentials approved actions write with.
     #[command(subcommand)]
     Connector(ConnectorCommand),
+    /// The OAuth apps this deployment uses at each source (operator, once per source).
+    #[command(subcommand)]
+    SourceApp(SourceAppCommand),
     /// Manage the access-token signing keys of this home.
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
@@ -548,7 +555,8 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
         Command::User(c) => access::users(&admin, c).await,
         Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
-        Command::Connector(c) => connector(&admin, c).await,
+        Command::Connector(c) => connector(&s, &admin, c, Some(&home.path)).await,
+        Command::SourceApp(c) => source_app(&s, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
         Command::Import(a) => migrate::import(&s, Some(&home.path), a).await,
@@ -585,7 +593,8 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Command::User(c) => access::users(&admin, c).await,
         Command::Book(c) => book(&admin, c).await,
         Command::Client(c) => access::clients(&admin, c).await,
-        Command::Connector(c) => connector(&admin, c).await,
+        Command::Connector(c) => connector(&s, &admin, c, None).await,
+        Command::SourceApp(c) => source_app(&s, c).await,
         Command::Import(a) => migrate::import(&s, None, a).await,
         Command::Export(a) => migrate::export(&s, a).await,
         c @ (Command::Maintenance
@@ -609,9 +618,107 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// `continuity connector credential set|remove|list`.
-async fn connector(admin: &services::admin::AdminService, command: ConnectorCommand) -> anyhow::Result<()> {
-    let ConnectorCommand::Credential(c) = command;
+/// A secret from an environment variable or a file (never the command line).
+fn secret(env: Option<String>, file: Option<PathBuf>, what: &str) -> anyhow::Result<Option<String>> {
+    Ok(match (env, file) {
+        (Some(var), _) => Some(std::env::var(&var).map_err(|_| anyhow!("the environment variable {var} ({what}) is not set"))?),
+        (None, Some(f)) => Some(std::fs::read_to_string(&f).map_err(|e| anyhow!("reading {} ({what}): {e}", f.display()))?),
+        (None, None) => None,
+    }
+    .map(|s| s.trim().to_owned()))
+}
+
+/// `continuity source-app set|list|remove`.
+async fn source_app(s: &services::Services, command: SourceAppCommand) -> anyhow::Result<()> {
+    match command {
+        SourceAppCommand::Set { source, client_id, client_secret_env, client_secret_file, base_url, webhook_secret_env } => {
+            let client_secret = secret(client_secret_env, client_secret_file, "the client secret")?;
+            let webhook_secret = secret(webhook_secret_env, None, "the webhook secret")?;
+            let oauth = source != "stripe";
+            let (client_id, client_secret) = match (client_id, client_secret) {
+                (Some(id), Some(secret)) => (id, secret),
+                (None, None) if !oauth => ("-".to_owned(), "-".to_owned()),
+                _ => {
+                    return Err(anyhow!(
+                        "give the app's --client-id and its secret (--client-secret-env or --client-secret-file)"
+                    ));
+                }
+            };
+            let app = domain::source::SourceApp { client_id, client_secret, base_url, webhook_secret };
+            s.sources.set_app(&source, app).await.map_err(domain_err)?;
+            println!(
+                "registered the {source} app, sealed; tenants can now run: continuity connector connect {source} --tenant T"
+            );
+        }
+        SourceAppCommand::List => {
+            let apps = s.sources.apps().await.map_err(domain_err)?;
+            if apps.is_empty() {
+                println!("no source app is registered (continuity source-app set SOURCE …)");
+            }
+            for a in apps {
+                println!("{a}");
+            }
+        }
+        SourceAppCommand::Remove { source } => {
+            s.sources.remove_app(&source).await.map_err(domain_err)?;
+            println!("removed the {source} app");
+        }
+    }
+    Ok(())
+}
+
+/// `continuity connector connect|disconnect|sync|status|credential`.
+async fn connector(
+    s: &services::Services,
+    admin: &services::admin::AdminService,
+    command: ConnectorCommand,
+    home: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let c = match command {
+        ConnectorCommand::Credential(c) => c,
+        ConnectorCommand::Connect { source, tenant, url, api_key_env, api_key_file } => {
+            if let Some(key) = secret(api_key_env, api_key_file, "the API key")? {
+                let st = s.sources.connect_with_key(&tenant, &source, &key).await.map_err(domain_err)?;
+                println!("{source} is connected for tenant {tenant} ({}); its records are being pulled", st.state);
+                return Ok(());
+            }
+            let base = match (url, home) {
+                (Some(u), _) => u,
+                (None, Some(h)) => crate::daemon::running(h).await.ok_or_else(|| {
+                    anyhow!("the source sends you back to continuity serve: start it (continuity serve), or give its public URL with --url")
+                })?,
+                (None, None) => return Err(anyhow!("give the stack's public URL with --url (the source sends you back to it)")),
+            };
+            let link = s.sources.start_connect(&tenant, &source, &base).await.map_err(domain_err)?;
+            println!("Open this link to sign in at {source} (valid 10 minutes, once):\n\n  {link}\n");
+            println!(
+                "The app registered at {source} must allow the redirect URL {}/v1/connectors/oauth/callback.",
+                base.trim_end_matches('/')
+            );
+            println!("Then: continuity connector status --tenant {tenant}");
+            return Ok(());
+        }
+        ConnectorCommand::Disconnect { source, tenant } => {
+            let said = s.sources.disconnect(&tenant, &source).await.map_err(domain_err)?;
+            println!("disconnected {source} from tenant {tenant}: {said}; what was pulled stays");
+            return Ok(());
+        }
+        ConnectorCommand::Sync { source, tenant, here } => {
+            s.sources.sync_now(&tenant, &source).await.map_err(domain_err)?;
+            if !here {
+                println!(
+                    "a {source} pull is queued; continuity serve runs it (see: continuity connector status --tenant {tenant})"
+                );
+                return Ok(());
+            }
+            return pull_here(s, &tenant, &source).await;
+        }
+        ConnectorCommand::Status { tenant } => {
+            let v = s.sources.overview(&tenant).await.map_err(domain_err)?;
+            print_status(&v);
+            return Ok(());
+        }
+    };
     match c {
         CredentialCommand::Set { tenant, source, token_file, token_env, base_url, email } => {
             let token = match (token_file, token_env) {
@@ -638,6 +745,66 @@ async fn connector(admin: &services::admin::AdminService, command: ConnectorComm
         }
     }
     Ok(())
+}
+
+/// Runs a pull and the pipeline in this process, to the end, with progress.
+async fn pull_here(s: &services::Services, tenant: &TenantId, source: &str) -> anyhow::Result<()> {
+    use std::time::Duration;
+    let budget = services::sources::Budget { pages: 10, time: Duration::from_secs(30) };
+    let (mut records, mut deleted) = (0, 0);
+    loop {
+        let r = s.sources.run(tenant, source, budget).await.map_err(domain_err)?;
+        records += r.records;
+        deleted += r.deleted;
+        while s.consumer.drain_once(Duration::from_secs(60), Duration::from_secs(1)).await.map_err(domain_err)? > 0 {}
+        let status = s.sources.overview(tenant).await.map_err(domain_err)?;
+        let pull = status["connectors"].as_array().and_then(|c| c.iter().find(|c| c["status"]["source"] == source)).cloned();
+        let total = pull.as_ref().and_then(|p| p["pull"]["total"].as_u64()).map(|t| format!(" of {t}")).unwrap_or_default();
+        eprintln!("  {source}: {records} records{total} pulled, {deleted} deletions");
+        if let Some(why) = r.skipped {
+            return Err(anyhow!("the pull stopped: {why}"));
+        }
+        if !r.continued {
+            break;
+        }
+    }
+    let st = s.sources.overview(tenant).await.map_err(domain_err)?;
+    print_status(&st);
+    Ok(())
+}
+
+fn print_status(v: &serde_json::Value) {
+    let empty = Vec::new();
+    let connectors = v["connectors"].as_array().unwrap_or(&empty);
+    if connectors.is_empty() {
+        println!("no connector yet: continuity connector connect SOURCE --tenant T");
+    }
+    for c in connectors {
+        let st = &c["status"];
+        let mut line = format!("{:<11} {}", st["source"].as_str().unwrap_or("?"), st["state"].as_str().unwrap_or("?"));
+        if let Some(p) = st["progress"].as_f64() {
+            line.push_str(&format!(" {:.0}%", p * 100.0));
+        }
+        if let Some(p) = c.get("pull").filter(|p| !p.is_null()) {
+            line.push_str(&format!(", {} records this pass", p["fetched"]));
+            if let Some(t) = p["total"].as_u64() {
+                line.push_str(&format!(" of {t}"));
+            }
+            if let Some(l) = p["last_synced_at"].as_str() {
+                line.push_str(&format!(", last pull {l}"));
+            }
+            line.push_str(&format!(", next {}", p["next_at"].as_str().unwrap_or("?")));
+            if p["needs_reconnect"] == true {
+                line.push_str(", NEEDS RECONNECT");
+            }
+        } else {
+            line.push_str(", records pushed (POST /v1/ingest)");
+        }
+        if let Some(e) = st["error_message"].as_str() {
+            line.push_str(&format!("\n            last error ({}): {e}", st["error_stage"].as_str().unwrap_or("?")));
+        }
+        println!("{line}");
+    }
 }
 
 /// `continuity book put`.

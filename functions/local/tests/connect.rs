@@ -1,0 +1,117 @@
+//! Connecting a source through `continuity serve`, as an operator and a person do it:
+//! `source-app set`, `connector connect` (prints the link), the source's redirect to the
+//! serve's callback page, the pull run by serve's own consumer until `sync_complete`,
+//! the status on the CLI and over HTTP, and disconnecting over HTTP.
+//!
+//! HubSpot is the in-process stand-in of `continuity_tests::sources` (a stateful HTTP
+//! server answering its documented OAuth and CRM search endpoints); HubSpot itself was
+//! not called.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{BIN, cli, client, spawn};
+use continuity_tests::source::FakeSource;
+use continuity_tests::sources::{DAY, World, now_ms, query};
+use serde_json::Value;
+
+fn run_with_env(home: &std::path::Path, args: &[&str], env: (&str, &str)) -> (bool, String, String) {
+    let out = Command::new(BIN).arg("--home").arg(home).args(args).env(env.0, env.1).env("RUST_LOG", "warn").output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_connects_hubspot_and_its_companies_arrive() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeSource::start().await;
+    let world = World::default();
+    world.set(|st| st.base = fake.base_url.clone());
+    world.add("companies", 250, now_ms() - 10 * DAY);
+    let w = world.clone();
+    fake.handle(Arc::new(move |seen| w.answer(seen)));
+    let server = spawn(&home);
+
+    // Before an app is registered, connect says what the operator must do.
+    let (ok, _, err) = common::run(&home, &["connector", "connect", "hubspot", "--tenant", "local"]);
+    assert!(!ok && err.contains("source-app set hubspot"), "{err}");
+    // The secret comes from the environment, never the command line.
+    let (ok, out, err) = run_with_env(
+        &home,
+        &[
+            "source-app",
+            "set",
+            "hubspot",
+            "--client-id",
+            "hs-app",
+            "--client-secret-env",
+            "HS_SECRET",
+            "--base-url",
+            &fake.base_url,
+        ],
+        ("HS_SECRET", "hs-secret-value"),
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("registered the hubspot app"), "{out}");
+    assert_eq!(cli(&home, &["source-app", "list"]).trim(), "hubspot");
+
+    // The link names serve's callback; the person signs in and HubSpot sends them back.
+    let out = cli(&home, &["connector", "connect", "hubspot", "--tenant", "local"]);
+    let link = out.lines().map(str::trim).find(|l| l.starts_with("http")).unwrap_or_else(|| panic!("no link: {out}"));
+    let q = query(link);
+    assert_eq!(q["redirect_uri"], format!("{}/v1/connectors/oauth/callback", server.base));
+    assert_eq!(q["client_id"], "hs-app");
+    let back = format!("{}/v1/connectors/oauth/callback?code=good-code&state={}", server.base, q["state"]);
+    let page = client().get(&back).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.headers()["content-security-policy"].to_str().unwrap().contains("default-src 'none'"));
+    assert!(page.text().await.unwrap().contains("hubspot is connected"));
+    let again = client().get(&back).send().await.unwrap();
+    assert_eq!(again.status(), 400, "the link works once");
+    assert!(again.text().await.unwrap().contains("used already"));
+
+    // serve's consumer pulls it: sync_complete, every company in the Spine.
+    let pulls = format!("{}/v1/connectors/pulls", server.base);
+    let mut status = Value::Null;
+    for _ in 0..300 {
+        status = client().get(&pulls).bearer_auth(&server.key).send().await.unwrap().json().await.unwrap();
+        if status["connectors"][0]["status"]["state"] == "sync_complete" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(status["connectors"][0]["status"]["state"], "sync_complete", "{status}");
+    assert!(status["connectors"][0]["pull"]["last_synced_at"].is_string(), "{status}");
+    assert_eq!(status["connectable"].as_array().unwrap().len(), 5);
+    let searches = fake.take().into_iter().filter(|s| s.path == "/crm/v3/objects/companies/search").count();
+    assert_eq!(searches, 3, "250 companies in pages of 100");
+    let out = cli(&home, &["connector", "status", "--tenant", "local"]);
+    assert!(out.contains("hubspot") && out.contains("sync_complete") && out.contains("last pull"), "{out}");
+    let e = common::call_tool(
+        &server.base,
+        &server.key,
+        "spine.entity.get",
+        serde_json::json!({"type": "account", "id": canonical("7")}),
+    )
+    .await;
+    assert!(e.to_string().contains("companies 6"), "a company pulled from HubSpot is in the Spine: {e}");
+
+    // Sync now over HTTP, then disconnect: revoked at HubSpot, the pull forgotten.
+    let r = client().post(format!("{}/v1/connectors/hubspot/sync", server.base)).bearer_auth(&server.key).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    let r = client().delete(format!("{}/v1/connectors/hubspot", server.base)).bearer_auth(&server.key).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["revocation"], "revoked at HubSpot");
+    let out = cli(&home, &["connector", "status", "--tenant", "local"]);
+    assert!(out.contains("not_connected"), "{out}");
+}
+
+fn canonical(native: &str) -> String {
+    services::ingest::mapping::canonical_id("hubspot", "account", native).to_string()
+}
