@@ -424,6 +424,7 @@ fn the_routes_reader_finds_every_route() {
     expect("POST", "/v1/connectors/crm/sync", "IngestFunction", "ContinuityAuthorizer");
     expect("GET", "/v1/connectors/pulls", "IngestFunction", "ContinuityAuthorizer");
     expect("GET", "/v1/connectors/oauth/callback", "IngestFunction", "NONE");
+    expect("POST", "/v1/webhooks/acme/stripe", "IngestFunction", "NONE");
     expect("PUT", "/v1/admin/source-apps/hubspot", "AdminFunction", "ContinuityAuthorizer");
     expect("POST", "/v1/ingest/crm", "IngestFunction", "ContinuityAuthorizer");
     // A literal segment beats {source}.

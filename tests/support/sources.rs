@@ -371,3 +371,52 @@ impl World {
         Answer::json(200, &body)
     }
 }
+
+fn hmac_sha256(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
+    let key = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA256, secret.as_bytes());
+    let mut ctx = aws_lc_rs::hmac::Context::with_key(&key);
+    for p in parts {
+        ctx.update(p);
+    }
+    ctx.sign().as_ref().to_vec()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The headers each source signs a webhook delivery with, as its docs describe them.
+pub mod sign {
+    use base64::Engine as _;
+
+    use super::{hex, hmac_sha256};
+
+    /// `Stripe-Signature: t={secs},v1={hex hmac of "{t}.{body}"}`.
+    pub fn stripe(secret: &str, body: &str, t_secs: i64) -> Vec<(String, String)> {
+        let sig = hex(&hmac_sha256(secret, &[t_secs.to_string().as_bytes(), b".", body.as_bytes()]));
+        vec![("stripe-signature".into(), format!("t={t_secs},v1={sig}"))]
+    }
+
+    /// HubSpot v3: base64 hmac of `POST{url}{body}{timestamp ms}`.
+    pub fn hubspot(secret: &str, url: &str, body: &str, ts_ms: i64) -> Vec<(String, String)> {
+        let sig = hmac_sha256(secret, &[b"POST", url.as_bytes(), body.as_bytes(), ts_ms.to_string().as_bytes()]);
+        vec![
+            ("x-hubspot-signature-v3".into(), base64::engine::general_purpose::STANDARD.encode(sig)),
+            ("x-hubspot-request-timestamp".into(), ts_ms.to_string()),
+        ]
+    }
+
+    /// Zendesk: base64 hmac of `{timestamp}{body}`.
+    pub fn zendesk(secret: &str, body: &str, timestamp: &str) -> Vec<(String, String)> {
+        let sig = hmac_sha256(secret, &[timestamp.as_bytes(), body.as_bytes()]);
+        vec![
+            ("x-zendesk-webhook-signature".into(), base64::engine::general_purpose::STANDARD.encode(sig)),
+            ("x-zendesk-webhook-signature-timestamp".into(), timestamp.to_owned()),
+        ]
+    }
+
+    /// Jira: `X-Hub-Signature: sha256={hex hmac of the body}`.
+    pub fn jira(secret: &str, body: &str) -> Vec<(String, String)> {
+        vec![("x-hub-signature".into(), format!("sha256={}", hex(&hmac_sha256(secret, &[body.as_bytes()]))))]
+    }
+}

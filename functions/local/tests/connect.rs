@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use common::{BIN, cli, client, spawn};
 use continuity_tests::source::FakeSource;
-use continuity_tests::sources::{DAY, World, now_ms, query};
+use continuity_tests::sources::{DAY, World, now_ms, query, sign};
 use serde_json::Value;
 
 fn run_with_env(home: &std::path::Path, args: &[&str], env: (&str, &str)) -> (bool, String, String) {
@@ -50,6 +50,8 @@ async fn a_person_connects_hubspot_and_its_companies_arrive() {
             "--client-id",
             "hs-app",
             "--client-secret-env",
+            "HS_SECRET",
+            "--webhook-secret-env",
             "HS_SECRET",
             "--base-url",
             &fake.base_url,
@@ -100,6 +102,31 @@ async fn a_person_connects_hubspot_and_its_companies_arrive() {
     )
     .await;
     assert!(e.to_string().contains("companies 6"), "a company pulled from HubSpot is in the Spine: {e}");
+
+    // HubSpot's signed webhook through serve's route: a deleted company marked, once.
+    let hook = format!("{}/v1/webhooks/local/hubspot", server.base);
+    let body = serde_json::json!([{"subscriptionType": "company.deletion", "objectId": 9, "occurredAt": now_ms()}]).to_string();
+    let send = |headers: Vec<(String, String)>| {
+        let mut req = client().post(&hook).header("content-type", "application/json").body(body.clone());
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req.send()
+    };
+    let r = send(sign::hubspot("hs-secret-value", &hook, &body, now_ms())).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let got: Value = r.json().await.unwrap();
+    assert_eq!((got["deleted"].as_u64(), got["duplicate"].as_bool()), (Some(1), Some(false)), "{got}");
+    let r = send(sign::hubspot("not-the-secret", &hook, &body, now_ms())).await.unwrap();
+    assert_eq!(r.status(), 401, "a forged delivery");
+    let e = common::call_tool(
+        &server.base,
+        &server.key,
+        "spine.entity.get",
+        serde_json::json!({"type": "account", "id": canonical("9")}),
+    )
+    .await;
+    assert!(e.to_string().contains("deleted_at"), "{e}");
 
     // Sync now over HTTP, then disconnect: revoked at HubSpot, the pull forgotten.
     let r = client().post(format!("{}/v1/connectors/hubspot/sync", server.base)).bearer_auth(&server.key).send().await.unwrap();

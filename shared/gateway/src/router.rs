@@ -241,7 +241,9 @@ pub fn router(state: AppState) -> Router {
         .route("/oauth/token", post(crate::oauth::token))
         .route("/oauth/revoke", post(crate::oauth::revoke))
         // A source sends the person back here; the single-use state is the credential.
-        .route("/v1/connectors/oauth/callback", get(crate::sources::callback));
+        .route("/v1/connectors/oauth/callback", get(crate::sources::callback))
+        // A source's signed deliveries; the signature is the credential.
+        .route("/v1/webhooks/{tenant}/{source}", post(crate::sources::webhook));
     // The approvals console signs its own users in (an approver key, then a session).
     let console = Router::new()
         .route("/approvals", get(crate::console::show))

@@ -9,6 +9,8 @@
 //! - `DELETE /v1/connectors/{source}` (`tenant:write`): revoke where the source can,
 //!   forget the tokens, `not_connected`.
 //! - `GET /v1/connectors/pulls` (`tenant:read`): each connector with its pull.
+//! - `POST /v1/webhooks/{tenant}/{source}` (public: the source's signature, checked
+//!   with the source app's webhook secret, is the credential): a pushed change.
 //! - `GET /v1/admin/source-apps`, `PUT`/`DELETE /v1/admin/source-apps/{source}`
 //!   (operator `admin`): the deployment's source apps (sealed; never shown).
 
@@ -177,4 +179,25 @@ pub async fn delete_app(
     operator(&state, &caller).await?;
     state.services.sources.remove_app(&source).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `POST /v1/webhooks/{tenant}/{source}`: a source's signed delivery (no bearer; the
+/// signature is checked against the source app's webhook secret). 200 with what it did
+/// (`duplicate: true` for a delivery taken before); 401 for a bad signature or a stale
+/// timestamp.
+pub async fn webhook(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    Path((tenant, source)): Path<(String, String)>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> Result<Response, ApiError> {
+    let tenant = domain::TenantId::new(tenant)?;
+    let url = format!("{}{}", base.trim_end_matches('/'), uri.path_and_query().map_or("", |p| p.as_str()));
+    let headers: Vec<(String, String)> =
+        headers.iter().filter_map(|(k, v)| Some((k.as_str().to_ascii_lowercase(), v.to_str().ok()?.to_owned()))).collect();
+    let delivery = services::sources::webhooks::Delivery { url: &url, headers: &headers, body: &body };
+    let received = state.services.sources.webhook(&tenant, &source, &delivery).await?;
+    Ok(Json(json!(received)).into_response())
 }

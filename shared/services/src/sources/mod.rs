@@ -20,10 +20,13 @@
 //!   gets one `connector.sync` message; `continuity serve` calls it every 30 s, on AWS
 //!   the maintenance function every 5 minutes. The pipeline consumer runs the message
 //!   on both backends.
+//! - **Webhooks** ([`webhooks`]): Stripe, HubSpot, Zendesk and Jira deliveries, signed
+//!   with the app's webhook secret, taken once, into the same pipeline.
 
 pub mod catalog;
 pub mod client;
 pub mod pull;
+pub mod webhooks;
 
 use std::time::{Duration, Instant};
 

@@ -380,9 +380,10 @@ async fn stripe_list(api: &Api<'_>, object: &str, cursor: &Cursor) -> Result<Pag
     let data = array(&answer, "data");
     let more = answer.get("has_more").and_then(Json::as_bool).unwrap_or(false);
     let last_id = data.last().and_then(|o| text(o.get("id")));
-    // A listed object as the event the mapping reads, as of the pass's start: every
-    // event after it is newer and wins.
-    let created = cursor.started / 1000;
+    // A listed object as the event the mapping reads, dated a second before the pass
+    // began (Stripe's times are seconds): every event from the pass's start on is newer
+    // and wins, so a change pushed while the listing runs is never taken for stale.
+    let created = cursor.started / 1000 - 1;
     let records = data
         .into_iter()
         .map(|o| json!({"id": format!("sync_{}", text(o.get("id")).unwrap_or_default()), "object": "event", "type": "sync", "created": created, "data": {"object": o}}))
