@@ -425,6 +425,8 @@ fn the_routes_reader_finds_every_route() {
     expect("GET", "/v1/connectors/pulls", "IngestFunction", "ContinuityAuthorizer");
     expect("GET", "/v1/connectors/oauth/callback", "IngestFunction", "NONE");
     expect("POST", "/v1/webhooks/acme/stripe", "IngestFunction", "NONE");
+    expect("GET", "/dashboard/connectors", "ApprovalsFunction", "NONE");
+    expect("POST", "/dashboard/connectors/hubspot/sync", "ApprovalsFunction", "NONE");
     expect("PUT", "/v1/admin/source-apps/hubspot", "AdminFunction", "ContinuityAuthorizer");
     expect("POST", "/v1/ingest/crm", "IngestFunction", "ContinuityAuthorizer");
     // A literal segment beats {source}.

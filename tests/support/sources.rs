@@ -153,9 +153,18 @@ impl World {
         )
     }
 
-    /// The sources' APIs and token endpoints.
+    /// The sources' APIs and token endpoints; their sign-in pages stand for a person
+    /// who signs in and allows access (a redirect back with `good-code`).
     pub fn answer(&self, s: &Seen) -> Answer {
         let path = s.path.as_str();
+        let route = path.split('?').next().unwrap_or_default();
+        if s.method == "GET"
+            && ["/oauth/authorize", "/services/oauth2/authorize", "/oauth/authorizations/new", "/authorize"].contains(&route)
+        {
+            let q = query(path);
+            let back = format!("{}?code=good-code&state={}", q["redirect_uri"], q["state"]);
+            return Answer::empty(302).with_header("Location", &back);
+        }
         if s.method == "POST" && ["/oauth/v1/token", "/services/oauth2/token", "/oauth/tokens", "/oauth/token"].contains(&path) {
             return self.tokens(s);
         }

@@ -67,3 +67,78 @@ async fn a_browser_signs_in_searches_and_opens_an_entry_with_its_lineage() {
     assert!(!after.to_string().contains("Prefers answers with the code first"), "{after}");
     keep("dashboard-forgotten.png", &browser.screenshot().await);
 }
+
+/// The Connectors page: Connect (the sign-in at the source, back to serve's callback),
+/// the pull to `sync_complete`, Sync now and Disconnect, in a real browser. HubSpot is
+/// the in-process stand-in of `continuity_tests::sources` (its sign-in page answers as a
+/// person who allows access); HubSpot itself was not called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_connects_a_source_from_the_connectors_page() {
+    use continuity_tests::source::FakeSource;
+    use continuity_tests::sources::{DAY, World, now_ms};
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let fake = FakeSource::start().await;
+    let world = World::default();
+    world.set(|st| st.base = fake.base_url.clone());
+    world.add("companies", 120, now_ms() - 10 * DAY);
+    let w = world.clone();
+    fake.handle(std::sync::Arc::new(move |seen| w.answer(seen)));
+    let s = spawn(&home);
+    let out = std::process::Command::new(common::BIN)
+        .arg("--home")
+        .arg(&home)
+        .args([
+            "source-app",
+            "set",
+            "hubspot",
+            "--client-id",
+            "hs-app",
+            "--client-secret-env",
+            "HS_SECRET",
+            "--base-url",
+            &fake.base_url,
+        ])
+        .env("HS_SECRET", "hs-secret")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let browser = Driver::start().await;
+    browser.go(&format!("{}/dashboard", s.base)).await;
+    browser.wait_for(&["Sign in with the key"]).await;
+    browser.type_into("#key", &s.key).await;
+    browser.click("#sign-in").await;
+    browser.wait_for(&["Sign out"]).await;
+    browser.go(&format!("{}/dashboard/connectors", s.base)).await;
+    let page = browser.wait_for(&["Connect a source", "No source is connected yet", "id=\"connect-hubspot\""]).await;
+    assert!(page.contains("continuity source-app set salesforce"), "a source without an app says what to do: {page}");
+    keep("dashboard-connectors-empty.png", &browser.screenshot().await);
+    browser.click("#connect-hubspot").await;
+    browser.wait_for(&["id=\"sign-in-link\""]).await;
+    browser.click("#sign-in-link").await;
+    browser.wait_for(&["Connected", "hubspot is connected"]).await;
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let page = loop {
+        browser.go(&format!("{}/dashboard/connectors", s.base)).await;
+        let page = browser.source().await;
+        if page.contains("sync_complete") {
+            break page;
+        }
+        assert!(Instant::now() < deadline, "never completed: {page}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(page.contains("id=\"sync-hubspot\"") && page.contains("id=\"disconnect-hubspot\""), "{page}");
+    assert!(page.contains("120 records in the last pass"), "{page}");
+    keep("dashboard-connectors.png", &browser.screenshot().await);
+    browser.click("#sync-hubspot").await;
+    browser.wait_for(&["A pull is queued."]).await;
+    browser.click("#disconnect-hubspot").await;
+    let page = browser.wait_for(&["Disconnected: the tokens are forgotten"]).await;
+    assert!(page.contains("not_connected"), "{page}");
+    assert!(
+        fake.take().iter().any(|r| r.method == "DELETE" && r.path.starts_with("/oauth/v1/refresh-tokens/")),
+        "revoked at HubSpot"
+    );
+}

@@ -145,6 +145,9 @@ pub struct SyncState {
     pub cursor: Json,
     /// Records read in the current pass.
     pub fetched: u64,
+    /// Records read by the last pass that finished.
+    #[serde(default)]
+    pub last_pass: u64,
     /// Records the source says the current pass has, when it says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total: Option<u64>,
@@ -176,6 +179,7 @@ impl SyncState {
             phase: SyncPhase::Initial,
             cursor: Json::Null,
             fetched: 0,
+            last_pass: 0,
             total: None,
             interval_secs,
             next_at: now,

@@ -260,6 +260,10 @@ pub fn router(state: AppState) -> Router {
         .route("/dashboard/memory/{id}/forget", post(crate::dashboard::forget))
         .route("/dashboard/memory/{id}/propose", post(crate::dashboard::propose))
         .route("/dashboard/graph", get(crate::dashboard::graph))
+        .route("/dashboard/connectors", get(crate::dashboard::connectors))
+        .route("/dashboard/connectors/{source}/connect", post(crate::dashboard::connect_source))
+        .route("/dashboard/connectors/{source}/sync", post(crate::dashboard::sync_source))
+        .route("/dashboard/connectors/{source}/disconnect", post(crate::dashboard::disconnect_source))
         .route("/dashboard/audit", get(crate::dashboard::audit))
         .route("/api/stats", get(crate::dashboard::stats_json));
     Router::new()

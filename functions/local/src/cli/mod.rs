@@ -786,9 +786,13 @@ fn print_status(v: &serde_json::Value) {
             line.push_str(&format!(" {:.0}%", p * 100.0));
         }
         if let Some(p) = c.get("pull").filter(|p| !p.is_null()) {
-            line.push_str(&format!(", {} records this pass", p["fetched"]));
-            if let Some(t) = p["total"].as_u64() {
-                line.push_str(&format!(" of {t}"));
+            if st["state"].as_str().is_some_and(|s| s.starts_with("syncing")) {
+                line.push_str(&format!(", {} records so far", p["fetched"]));
+                if let Some(t) = p["total"].as_u64() {
+                    line.push_str(&format!(" of {t}"));
+                }
+            } else {
+                line.push_str(&format!(", {} records in the last pass", p["last_pass"]));
             }
             if let Some(l) = p["last_synced_at"].as_str() {
                 line.push_str(&format!(", last pull {l}"));

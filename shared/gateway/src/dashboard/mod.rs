@@ -12,6 +12,8 @@
 //!   memory of one's own (`memory.forget`); `POST …/{id}/propose` proposes a change to an
 //!   org entry (`memory.propose` superseding it — governance decides).
 //! - `GET /dashboard/graph?scope=`: a knowledge graph drawn as SVG on the server.
+//! - `GET /dashboard/connectors`: each source's state and pull, Connect (the sign-in
+//!   link, or Stripe's key), Sync now and Disconnect (`tenant:write`).
 //! - `GET /dashboard/audit?principal=&action=&outcome=`: the audit ledger, filtered.
 //! - `GET /api/stats`: the overview's figures as JSON (a bearer credential with
 //!   `tenant:read` or `admin`, or the dashboard's session).
@@ -25,7 +27,7 @@
 //! framing, and everything shown escaped. Actions run the typed capabilities through the
 //! capability service, so the ADK's gating and the audit ledger apply as for any client.
 //!
-//! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `audit.rs`); this module holds the
+//! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `connectors.rs`, `audit.rs`); this module holds the
 //! sign-in, the shell every signed-in page is drawn in, and what the pages share.
 
 use axum::extract::State;
@@ -41,11 +43,15 @@ use crate::router::AppState;
 use crate::web::{BaseUrl, Refusal, SignedPage, alert, cookie, error_page, login_page, message_of, page, redirect, status_of};
 
 mod audit;
+mod connectors;
 mod graph;
 mod memory;
 mod overview;
 
 pub use audit::{AuditQuery, audit};
+pub use connectors::{
+    ConnectorsQuery, connect as connect_source, connectors, disconnect as disconnect_source, sync as sync_source,
+};
 pub use graph::{GraphQuery, graph, graph_svg};
 pub use memory::{MemoryQuery, entry, forget, memory, propose};
 pub use overview::{overview, stats_json};
@@ -66,6 +72,7 @@ fn shell(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &s
         ("/dashboard", "Overview"),
         ("/dashboard/memory", "Memory"),
         ("/dashboard/graph", "Graph"),
+        ("/dashboard/connectors", "Connectors"),
         ("/dashboard/audit", "Audit"),
     ];
     let html = html! {

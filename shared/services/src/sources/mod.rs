@@ -738,6 +738,7 @@ impl SourceService {
         let expect = Expect::Version(state.version);
         state.phase = SyncPhase::Delta;
         state.cursor = serde_json::to_value(&next).map_err(Error::internal)?;
+        state.last_pass = state.fetched;
         state.fetched = 0;
         state.total = None;
         state.last_synced_at = Some(now);
@@ -863,6 +864,7 @@ impl SourceService {
                     "phase": p.phase,
                     "fetched": p.fetched,
                     "total": p.total,
+                    "last_pass": p.last_pass,
                     "last_synced_at": p.last_synced_at.map(Timestamp::to_rfc3339),
                     "next_at": p.next_at.to_rfc3339(),
                     "interval_secs": p.interval_secs,
