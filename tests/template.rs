@@ -347,7 +347,7 @@ fn the_table_has_deletion_protection() {
 fn every_schedule_retries_and_dead_letters() {
     let t = Template::load();
     let schedules = t.schedules();
-    assert_eq!(schedules.len(), 3, "{schedules:#?}");
+    assert_eq!(schedules.len(), 4, "{schedules:#?}");
     for s in &schedules {
         assert_eq!(s.kind, "ScheduleV2");
         let retry = &s.properties["RetryPolicy"];
