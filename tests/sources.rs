@@ -71,6 +71,19 @@ impl Rig {
         self.s.backend.records.get_connector(&self.t, &ConnectorSource::new(source).unwrap()).await.unwrap().unwrap()
     }
 
+    /// Drains the queue until `source`'s pull completed (a slow queue can look empty
+    /// for a moment while a message is in flight).
+    async fn settled(&self, source: &str) {
+        for _ in 0..100 {
+            drain(&self.s).await;
+            if self.state(source).await.state == ConnectorState::SyncComplete {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("{source} never completed: {:?}", self.state(source).await);
+    }
+
     async fn entities(&self, ty: &str) -> Vec<domain::spine::Entity> {
         let ty = EntityType::new(ty).unwrap();
         let mut out = Vec::new();
@@ -367,7 +380,9 @@ async fn webhooks(backend: Backend) {
     r.s.sources.connect_with_key(&r.t, "stripe", "rk_test_good").await.unwrap();
     r.connect("zendesk").await;
     r.connect("jira").await;
-    drain(&r.s).await;
+    for source in ["stripe", "zendesk", "jira"] {
+        r.settled(source).await;
+    }
     r.fake.take();
     let url = format!("https://continuity.example/v1/webhooks/{}/stripe", r.t);
     let now = now_ms();
@@ -398,7 +413,8 @@ async fn webhooks(backend: Backend) {
             .webhook(&r.t, "stripe", &delivery(&url, &sign::stripe("whsec_test", &deleted, now / 1000), &deleted))
             .await
             .unwrap();
-    assert_eq!(got.deleted, 1);
+    let cus3 = r.entity("stripe", "account", "cus_3").await;
+    assert_eq!(got.deleted, 1, "{cus3:?} at {now}");
     assert!(r.entity("stripe", "account", "cus_3").await.attributes.contains_key("deleted_at"));
 
     // Jira: an updated issue into the pipeline; a deleted one marked.

@@ -80,3 +80,46 @@ async fn a_dispatched_task_is_delivered_once() {
     assert!(resp.batch_item_failures.is_empty());
     assert_eq!(s.backend.records.get_task(&demo, &task.id).await.unwrap().unwrap().version, delivered.version, "delivered once");
 }
+
+/// `events/pipeline-sqs-sync.json`: a connector's pull, run by the pipeline function —
+/// HubSpot's companies read in pages from the in-process stand-in
+/// (`continuity_tests::sources`; HubSpot itself is not called) and into the pipeline,
+/// then the connector completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_pull_runs_in_the_pipeline_function() {
+    use continuity_tests::source::FakeSource;
+    use continuity_tests::sources::{DAY, World, now_ms, query};
+    use domain::connector::{ConnectorSource, ConnectorState};
+    use ports::records::ConnectorStore;
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let fake = FakeSource::start().await;
+    let world = World::default();
+    world.set(|st| st.base = fake.base_url.clone());
+    world.add("companies", 230, now_ms() - 5 * DAY);
+    let w = world.clone();
+    fake.handle(std::sync::Arc::new(move |seen| w.answer(seen)));
+    let app = domain::source::SourceApp {
+        client_id: "c".into(),
+        client_secret: "s".into(),
+        base_url: Some(fake.base_url.clone()),
+        webhook_secret: None,
+    };
+    s.sources.set_app("hubspot", app).await.unwrap();
+    let link = s.sources.start_connect(&demo, "hubspot", "https://continuity.example").await.unwrap();
+    s.sources.callback(&query(&link)["state"], Some("good-code"), None).await.unwrap();
+    // The connect queued a pull of its own; this test runs the event's instead.
+    let queued = s.backend.queue.receive(10, std::time::Duration::from_secs(60)).await.unwrap();
+    assert!(queued.iter().any(|d| d.message.kind == services::sources::KIND_SYNC));
+    fake.take();
+    let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-sync.json")).unwrap();
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    let searches = fake.take().into_iter().filter(|r| r.path == "/crm/v3/objects/companies/search").count();
+    assert_eq!(searches, 3, "230 companies in pages of 100");
+    let src = ConnectorSource::new("hubspot").unwrap();
+    assert_eq!(s.backend.records.get_connector(&demo, &src).await.unwrap().unwrap().state, ConnectorState::SyncingInitial);
+    continuity_tests::drain(&s).await;
+    assert_eq!(s.backend.records.get_connector(&demo, &src).await.unwrap().unwrap().state, ConnectorState::SyncComplete);
+}

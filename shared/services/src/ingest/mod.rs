@@ -71,6 +71,10 @@ pub struct IngestMessage {
     pub last_of_final: bool,
     /// Parts in this batch (for progress).
     pub parts: u32,
+    /// A page a connector pulled: its pull reports progress (of the source's total), so
+    /// the message does not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pulled: bool,
 }
 
 /// The ingest API's answer.
@@ -274,7 +278,7 @@ impl IngestService {
             Json::Object(o) => (vec![Json::Object(o)], false),
             _ => return Err(Error::invalid("the body must be a JSON object: a batch {\"records\": [...]} or one record")),
         };
-        self.enqueue(&caller.tenant, source, status, records, is_final).await
+        self.enqueue(&caller.tenant, source, status, records, is_final, false).await
     }
 
     /// Records a connector pulled from its source (one page), into the pipeline as a
@@ -298,7 +302,7 @@ impl IngestService {
             .await?
             .filter(|s| s.state.is_connected())
             .ok_or_else(|| Error::new(ErrorCode::ConnectorNotAvailable, format!("connector {source} is not connected")))?;
-        self.enqueue(tenant, source, status, records, last).await
+        self.enqueue(tenant, source, status, records, last, true).await
     }
 
     /// Marks the entity a source deleted (`deleted_at`, a `deleted` signal), as of `at`;
@@ -340,6 +344,7 @@ impl IngestService {
         status: ConnectorStatus,
         records: Vec<Json>,
         is_final: bool,
+        pulled: bool,
     ) -> Result<Accepted> {
         let (src, map) = Self::source_of(source)?;
         if records.len() > MAX_RECORDS_PER_BATCH {
@@ -379,6 +384,11 @@ impl IngestService {
             }
         }
         let accepted: usize = chunks.iter().map(|(_, c)| c.len()).sum();
+        if pulled && is_final && chunks.is_empty() {
+            // A pull's last page was empty: its end still goes through the queue, so the
+            // connector completes after the pages before it, not before they are written.
+            chunks.push((0, Vec::new()));
+        }
         // The first batch starts the initial sync; later ones are deltas.
         let mut status = match status.state {
             ConnectorState::OauthComplete => {
@@ -407,6 +417,7 @@ impl IngestService {
                 records,
                 last_of_final: is_final && part + 1 == parts,
                 parts,
+                pulled,
             };
             let body = serde_json::to_vec(&msg).map_err(Error::internal)?;
             self.backend
@@ -589,6 +600,7 @@ impl IngestService {
                 records: vec![record.clone()],
                 last_of_final: false,
                 parts: msg.parts,
+                pulled: msg.pulled,
             };
             tracing::info!(tenant = %m.tenant, index, reason = %e.message, "record split off for retry");
             self.backend
@@ -648,7 +660,8 @@ impl IngestService {
                 self.fail_sync(&m.tenant, &src, reason).await?;
             } else if msg.last_of_final {
                 self.complete(&m.tenant, &src).await?;
-            } else if let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
+            } else if !msg.pulled
+                && let Some(c) = self.backend.records.get_connector(&m.tenant, &src).await?
                 && c.state == ConnectorState::SyncingInitial
             {
                 #[allow(clippy::cast_precision_loss)]
