@@ -51,6 +51,8 @@ pub struct State {
     pub fail_from_page: Option<u32>,
     pub pages: u32,
     pub base: String,
+    /// Each API answer waits this long (a slow source, to stop a pull mid-way).
+    pub delay: std::time::Duration,
 }
 
 #[derive(Clone, Default)]
@@ -190,6 +192,13 @@ impl World {
                 return Answer::json(503, &json!({"message": "down for maintenance"}));
             }
         }
+        let delay = self.0.lock().unwrap().delay;
+        let mut answer = self.api(s, path);
+        answer.delay = delay;
+        answer
+    }
+
+    fn api(&self, s: &Seen, path: &str) -> Answer {
         let q = query(path);
         let route = path.split('?').next().unwrap();
         let base = self.0.lock().unwrap().base.clone();

@@ -107,6 +107,13 @@ pub async fn run(
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), stop.clone()));
     let maintenance = tokio::spawn(run_maintenance(home.services.clone(), stop.clone()));
     let workflow = tokio::spawn(run_workflow(home.services.clone(), stop.clone()));
+    // serve owns its home alone: a pull lease left by a process that stopped mid-pull is
+    // released, so the pull resumes now from its last committed page.
+    match home.services.sources.release_leases().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(released = n, "pulls interrupted by the last stop resume"),
+        Err(e) => tracing::warn!(error = %e, "pull leases not released; interrupted pulls resume when they lapse"),
+    }
     let pulls = tokio::spawn(run_pulls(home.services.clone(), stop.clone()));
 
     let signal_token = stop.clone();

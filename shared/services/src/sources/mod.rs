@@ -50,8 +50,9 @@ use crate::ingest::IngestService;
 pub const KIND_SYNC: &str = "connector.sync";
 /// How long a connect's sign-in may take.
 pub const CONNECT_TTL_MS: i64 = 10 * 60 * 1000;
-/// A run holds its connector this long at most (a crashed run's lease then lapses).
-const LEASE_MS: i64 = 5 * 60 * 1000;
+/// A run holds its connector for its budget and this much more (a page started at the
+/// end, with its retries); a crashed run's lease then lapses.
+const LEASE_MARGIN_MS: i64 = 60 * 1000;
 /// A token this close to expiry is refreshed before use.
 const REFRESH_MARGIN_MS: i64 = 60 * 1000;
 
@@ -557,6 +558,35 @@ impl SourceService {
         Ok(queued)
     }
 
+    /// Releases every pull lease (`continuity serve` at start: it owns its home alone, so a
+    /// lease found then is a run the last process did not finish, which may resume now
+    /// rather than when its lease lapses). How many were released.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the tenants cannot be listed.
+    pub async fn release_leases(&self) -> Result<usize> {
+        let tenants = crate::all_pages(1_000_000, |p| {
+            let r = self.backend.records.clone();
+            async move { r.list_tenants(&p).await }
+        })
+        .await?
+        .0;
+        let mut released = 0;
+        for t in tenants {
+            for s in Source::ALL {
+                if let Ok(Some(mut state)) = self.backend.records.get_sync(&t, &connector(s)).await
+                    && state.lease_until.is_some()
+                {
+                    state.next_at = self.now();
+                    if self.release(&mut state).await.is_ok() {
+                        released += 1;
+                    }
+                }
+            }
+        }
+        Ok(released)
+    }
+
     /// Runs one queued `connector.sync` message.
     ///
     /// # Errors
@@ -598,7 +628,8 @@ impl SourceService {
             report.skipped = Some("another run holds it".into());
             return Ok(report);
         }
-        let leased = SyncState { lease_until: Some(now.plus_millis(LEASE_MS)), ..state.clone() };
+        let lease = i64::try_from(budget.time.as_millis()).unwrap_or(i64::MAX / 4).saturating_add(LEASE_MARGIN_MS);
+        let leased = SyncState { lease_until: Some(now.plus_millis(lease)), ..state.clone() };
         let mut state = match self.backend.records.put_sync(&leased, Expect::Version(state.version)).await {
             Ok(s) => s,
             Err(e) if e.code == ErrorCode::Conflict => {
