@@ -179,6 +179,12 @@ async fn hubspot(backend: Backend) {
     let refresh = seen.iter().find(|s| s.path == "/oauth/v1/token").expect("refreshed after the 401");
     let form: BTreeMap<String, String> = form_urlencoded::parse(refresh.body.as_bytes()).into_owned().collect();
     assert_eq!((form["grant_type"].as_str(), form["refresh_token"].as_str()), ("refresh_token", "refresh-1"));
+    let grant = r.s.backend.records.get_grant(&r.t, &ConnectorSource::new("hubspot").unwrap()).await.unwrap().unwrap();
+    assert_eq!(
+        (grant.access_token.as_str(), grant.refresh_token.as_deref()),
+        ("access-2", Some("refresh-2")),
+        "the refreshed token kept, and the rotated refresh token with it"
+    );
     assert!(seen.iter().any(|s| s.path.ends_with("/batch/read")), "deals' companies read");
     let st = r.state("hubspot").await;
     assert_eq!(st.state, ConnectorState::SyncComplete, "{st:?}");
