@@ -9,6 +9,7 @@
 //! - [`action`]: governed actions — a connector operation an approved proposal carries out, and its credential.
 //! - [`audit`]: the audit ledger record.
 //! - [`connector`]: connector status (SPEC §4.5): the state machine of a tenant's link to a source tool.
+//! - [`source`]: connected sources — the deployment's source apps, a tenant's grant, a pending connect, a pull's state.
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
 //! - [`page`]: cursor pagination shared by every list.
 //! - [`graph`]: the knowledge-graph toolset's entities, relations and observations.

@@ -19,6 +19,8 @@
 //!   route, and the request counted in the [`metrics`] registry under a fixed route name.
 //! - [`prometheus`]: `GET /metrics` (Prometheus text; loopback or the `admin` scope).
 //! - [`cors`]: CORS for configured browser origins on `/mcp`, OAuth and discovery.
+//! - [`sources`]: connecting sources over HTTP — connect, the OAuth callback, sync now,
+//!   disconnect, pulls, source apps, and the sources' signed webhooks.
 //! - [`server`]: the hardened HTTP server of `continuity serve` (header and body read
 //!   timeouts, a connection cap that sheds stalled connections first, graceful shutdown).
 //! - [`throttle`]: per-address limits on the routes callable without a credential.

@@ -32,6 +32,7 @@ fn concrete(method: &str, path: &str) -> String {
             "{proxy+}" if path.starts_with("/v1/admin/") => "tenants".into(),
             "{action+}" if path.starts_with("/approvals/") => "login".into(),
             "{action}" if path.starts_with("/dashboard/memory/") => "forget".into(),
+            "{action}" if path.starts_with("/dashboard/connectors/") => "sync".into(),
             "{action}" if path.starts_with("/dashboard/") => "login".into(),
             "{capability}" => "kb.search".into(),
             "{source}" => "hubspot".into(),

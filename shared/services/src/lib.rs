@@ -19,6 +19,8 @@
 //! - [`actions`]: the connector adapters approved actions use (HubSpot, Salesforce,
 //!   Zendesk, Jira, Stripe write requests, retries, the answer read into the Spine).
 //! - [`work`]: tasks dispatched to people and agents through the queue.
+//! - [`sources`]: connected sources — apps, OAuth connects, pulls (initial and delta), their
+//!   schedule, and signed webhooks.
 //! - [`search`]: hybrid search confined to the caller's scopes, verified indexing, KB
 //!   documents, the reindex.
 //! - [`ingest`]: connectors, the ingest API's checks and the pipeline (loader,
