@@ -107,6 +107,7 @@ pub async fn run(
     let pipeline = tokio::spawn(run_pipeline(home.services.clone(), stop.clone()));
     let maintenance = tokio::spawn(run_maintenance(home.services.clone(), stop.clone()));
     let workflow = tokio::spawn(run_workflow(home.services.clone(), stop.clone()));
+    home.services.notify.set_public_url(&public_url);
     // serve owns its home alone: a pull lease left by a process that stopped mid-pull is
     // released, so the pull resumes now from its last committed page.
     match home.services.sources.release_leases().await {

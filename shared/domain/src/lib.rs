@@ -9,6 +9,7 @@
 //! - [`action`]: governed actions — a connector operation an approved proposal carries out, and its credential.
 //! - [`audit`]: the audit ledger record.
 //! - [`connector`]: connector status (SPEC §4.5): the state machine of a tenant's link to a source tool.
+//! - [`notify`]: notification channels (signed webhooks, Slack), the events they receive, failed deliveries.
 //! - [`source`]: connected sources — the deployment's source apps, a tenant's grant, a pending connect, a pull's state.
 //! - [`error`]: the failure taxonomy of SPEC §7.3, mapped once at every edge.
 //! - [`page`]: cursor pagination shared by every list.
@@ -31,6 +32,7 @@ pub mod gate;
 pub mod graph;
 pub mod ids;
 pub mod memory;
+pub mod notify;
 pub mod oauth;
 pub mod page;
 pub mod principal;

@@ -16,6 +16,7 @@
 //! | `POST …/idps`, `DELETE …/idps?issuer=…` | trusted identity providers |
 //! | `PUT …/book/{project}/{id}` | an entry of the book of projects |
 //! | `PUT`/`DELETE …/connectors/{source}/credential`, `GET …/connectors/credentials` | a connector's credential for governed actions (sealed; never shown) |
+//! | `GET`/`POST …/notify/channels`, `DELETE …/notify/channels/{id}`, `GET …/notify/failures` | notification channels (a webhook's secret shown once) and deliveries that kept failing |
 //! | `PUT /v1/admin/entities/{type}/{id}` | seed one entity (the caller's tenant) |
 
 use axum::extract::{Path, Query, State};
@@ -422,4 +423,65 @@ pub async fn remove_idp(
 ) -> Result<Response, ApiError> {
     let t = api(&state, &caller).await?.distrust_idp(&tenant_id(&tenant)?, &q.issuer).await?;
     Ok(Json(tenant_json(&t)).into_response())
+}
+
+// ---- notification channels ------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AddChannel {
+    kind: domain::notify::ChannelKind,
+    url: String,
+    events: Vec<domain::notify::EventKind>,
+}
+
+/// `POST /v1/admin/tenants/{tenant}/notify/channels`: 201 with the channel; a webhook's
+/// signing secret is in this answer only.
+pub async fn add_channel(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    StrictJson(b): StrictJson<AddChannel>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_id(&tenant)?;
+    api(&state, &caller).await?.show_tenant(&tenant).await?;
+    let c = state.services.notify.add(&tenant, b.kind, &b.url, b.events).await?;
+    let body = json!({"id": c.id, "kind": c.kind, "events": c.events, "secret": c.secret});
+    Ok((StatusCode::CREATED, Json(body)).into_response())
+}
+
+/// `GET /v1/admin/tenants/{tenant}/notify/channels`: the channels (the URL's host only).
+pub async fn list_channels(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_id(&tenant)?;
+    api(&state, &caller).await?.show_tenant(&tenant).await?;
+    Ok(Json(json!({"channels": state.services.notify.list(&tenant).await?})).into_response())
+}
+
+/// `DELETE /v1/admin/tenants/{tenant}/notify/channels/{id}`.
+pub async fn remove_channel(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((tenant, id)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_id(&tenant)?;
+    api(&state, &caller).await?.show_tenant(&tenant).await?;
+    state.services.notify.remove(&tenant, &Id::new(id)?).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `GET /v1/admin/tenants/{tenant}/notify/failures`: deliveries that kept failing.
+pub async fn notify_failures(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(tenant): Path<String>,
+    Query(q): Query<crate::body::Cursor>,
+) -> Result<Response, ApiError> {
+    let tenant = tenant_id(&tenant)?;
+    api(&state, &caller).await?.show_tenant(&tenant).await?;
+    let p = state.services.notify.failures(&tenant, &q.page(100)).await?;
+    Ok(Json(json!({"failures": p.items, "next_cursor": p.next_cursor})).into_response())
 }

@@ -206,6 +206,9 @@ pub fn router(state: AppState) -> Router {
             put(crate::admin::put_credential).delete(crate::admin::delete_credential),
         )
         .route("/v1/admin/tenants/{tenant}/connectors/credentials", get(crate::admin::list_credentials))
+        .route("/v1/admin/tenants/{tenant}/notify/channels", get(crate::admin::list_channels).post(crate::admin::add_channel))
+        .route("/v1/admin/tenants/{tenant}/notify/channels/{id}", delete(crate::admin::remove_channel))
+        .route("/v1/admin/tenants/{tenant}/notify/failures", get(crate::admin::notify_failures))
         .route("/v1/admin/tenants/{tenant}/users/{email}", patch(crate::admin::set_user))
         .route("/v1/admin/tenants/{tenant}/clients", post(crate::admin::create_client))
         .route("/v1/admin/tenants/{tenant}/clients/{client}/toolsets", put(crate::admin::set_client_toolsets))

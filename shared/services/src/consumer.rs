@@ -25,6 +25,7 @@ pub(crate) struct Handlers {
     pub work: TaskService,
     pub maintenance: MaintenanceService,
     pub sources: SourceService,
+    pub notify: crate::notify::NotifyService,
 }
 
 #[derive(Clone)]
@@ -35,6 +36,7 @@ pub struct Consumer {
     work: TaskService,
     maintenance: MaintenanceService,
     sources: SourceService,
+    notify: crate::notify::NotifyService,
     pull_budget: Budget,
 }
 
@@ -48,6 +50,7 @@ impl Consumer {
             work: h.work,
             maintenance: h.maintenance,
             sources: h.sources,
+            notify: h.notify,
             pull_budget: if in_lambda { Budget::LAMBDA } else { Budget::SERVE },
         }
     }
@@ -60,6 +63,7 @@ impl Consumer {
             || kind == crate::maintenance::KIND_RESUME
             || kind == crate::work::KIND_TASK
             || kind == crate::sources::KIND_SYNC
+            || kind == crate::notify::KIND_DELIVER
     }
 
     /// Processes one delivery with the service its kind names.
@@ -71,6 +75,7 @@ impl Consumer {
         match delivery.message.kind.as_str() {
             crate::entities::KIND_SPINE_WRITE => self.entities.apply_queued(&delivery.message).await,
             crate::work::KIND_TASK => self.work.deliver(delivery).await,
+            crate::notify::KIND_DELIVER => self.notify.deliver(delivery).await,
             crate::sources::KIND_SYNC => self.sources.run_message(&delivery.message, self.pull_budget).await.map(|_| ()),
             crate::maintenance::KIND_RESUME => self.maintenance.resume_from_queue(&delivery.message).await.map(|_| ()),
             _ => self.ingest.process(delivery).await.map(|_| ()),

@@ -81,6 +81,7 @@ pub struct Check {
 pub struct GateService {
     backend: Backend,
     audit: AuditService,
+    notify: crate::notify::NotifyService,
 }
 
 fn clean_reason(reason: Option<String>) -> Result<Option<String>> {
@@ -110,8 +111,8 @@ fn target(namespace: &str, action: &str) -> Option<String> {
 }
 
 impl GateService {
-    pub(crate) fn new(backend: Backend, audit: AuditService) -> Self {
-        Self { backend, audit }
+    pub(crate) fn new(backend: Backend, audit: AuditService, notify: crate::notify::NotifyService) -> Self {
+        Self { backend, audit, notify }
     }
 
     /// Writes `gate` in place of `current` (or as new): the stored gate, or `None` when
@@ -305,6 +306,22 @@ impl GateService {
             if let Some(stored) = self.replace(current.as_ref(), &gate).await? {
                 self.audit
                     .record(&caller.tenant, caller.principal.as_str(), "gate.request", target(namespace, action), "pending")
+                    .await;
+                let text = format!(
+                    "{} asks to {action} on {namespace}: {}",
+                    caller.principal,
+                    stored.reason.as_deref().unwrap_or("no reason given")
+                );
+                let subject = format!("gate {namespace}/{action}");
+                self.notify
+                    .emit(
+                        &caller.tenant,
+                        domain::notify::EventKind::GateRequested,
+                        &subject,
+                        "A gate waits for you",
+                        &text,
+                        Some("/approvals"),
+                    )
                     .await;
                 return Ok(stored);
             }

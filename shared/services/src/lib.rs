@@ -19,6 +19,7 @@
 //! - [`actions`]: the connector adapters approved actions use (HubSpot, Salesforce,
 //!   Zendesk, Jira, Stripe write requests, retries, the answer read into the Spine).
 //! - [`work`]: tasks dispatched to people and agents through the queue.
+//! - [`notify`]: notification channels (signed webhooks, Slack) and event deliveries.
 //! - [`sources`]: connected sources — apps, OAuth connects, pulls (initial and delta), their
 //!   schedule, and signed webhooks.
 //! - [`search`]: hybrid search confined to the caller's scopes, verified indexing, KB
@@ -66,6 +67,7 @@ pub mod graph;
 pub mod ingest;
 pub mod maintenance;
 pub mod migrate;
+pub mod notify;
 pub mod oauth;
 pub mod search;
 pub mod sources;
@@ -119,6 +121,8 @@ pub struct ServiceSet {
     pub work: work::TaskService,
     /// Connected sources: apps, connects, pulls and their schedule.
     pub sources: sources::SourceService,
+    /// Notification channels and the deliveries of events to them.
+    pub notify: notify::NotifyService,
     /// The work-queue consumer (pipeline, pulls, queued Spine writes, tasks, upkeep).
     pub consumer: consumer::Consumer,
 }
@@ -139,11 +143,12 @@ impl Services {
         let changes = changes::Changes::new();
         let audit = audit::AuditService::new(b());
         let search = search::SearchService::new(b(), audit.clone());
-        let work = work::TaskService::new(b());
+        let notify = notify::NotifyService::new(b());
+        let work = work::TaskService::new(b(), notify.clone());
         let backup = backup::BackupService::new(b());
         let entities = entities::EntityService::new(b(), auth.clone(), changes.clone());
         let graph = graph::GraphService::new(b(), changes.clone());
-        let gates = gates::GateService::new(b(), audit.clone());
+        let gates = gates::GateService::new(b(), audit.clone(), notify.clone());
         let engineering = engineering::EngineeringService::new(b(), audit.clone(), search.clone());
         let ingest = ingest::IngestService::new(b(), entities.clone(), audit.clone());
         let governance = governance::GovernanceService::new(
@@ -153,6 +158,7 @@ impl Services {
                 ingest: ingest.clone(),
                 engineering: engineering.clone(),
                 search: search.clone(),
+                notify: notify.clone(),
             },
         );
         let maintenance = maintenance::MaintenanceService::new(
@@ -179,7 +185,7 @@ impl Services {
                 work: work.clone(),
             },
         );
-        let sources = sources::SourceService::new(b(), ingest.clone(), audit.clone());
+        let sources = sources::SourceService::new(b(), ingest.clone(), audit.clone(), notify.clone());
         let consumer = consumer::Consumer::new(
             b(),
             consumer::Handlers {
@@ -188,6 +194,7 @@ impl Services {
                 work: work.clone(),
                 maintenance: maintenance.clone(),
                 sources: sources.clone(),
+                notify: notify.clone(),
             },
         );
         Self(std::sync::Arc::new(ServiceSet {
@@ -196,6 +203,7 @@ impl Services {
             admin: admin::AdminService::new(b()),
             consumer,
             sources,
+            notify,
             ingest,
             auth,
             entities,

@@ -31,6 +31,7 @@ struct Dispatch {
 #[derive(Clone)]
 pub struct TaskService {
     backend: Backend,
+    notify: crate::notify::NotifyService,
 }
 
 fn writes_tasks(caller: &CallerContext) -> bool {
@@ -38,8 +39,8 @@ fn writes_tasks(caller: &CallerContext) -> bool {
 }
 
 impl TaskService {
-    pub(crate) fn new(backend: Backend) -> Self {
-        Self { backend }
+    pub(crate) fn new(backend: Backend, notify: crate::notify::NotifyService) -> Self {
+        Self { backend, notify }
     }
 
     async fn audit(&self, tenant: &TenantId, actor: &str, action: &str, id: &Id, outcome: &str) {
@@ -141,6 +142,11 @@ impl TaskService {
             match self.backend.records.put_task(&t, expect).await {
                 Ok(t) => {
                     self.audit(&t.tenant, "queue", "task.dispatched", &t.id, &format!("delivered to {}", t.assignee)).await;
+                    let text = format!("{} asks {} to: {}", t.created_by, t.assignee, t.title);
+                    let subject = format!("task {}", t.id);
+                    self.notify
+                        .emit(&t.tenant, domain::notify::EventKind::TaskAssigned, &subject, "A task was assigned", &text, None)
+                        .await;
                     return Ok(());
                 }
                 Err(e) if e.code == ErrorCode::Conflict => {}

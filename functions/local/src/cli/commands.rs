@@ -331,6 +331,42 @@ pub(super) enum ConnectorCommand {
 }
 
 #[derive(Subcommand)]
+pub(super) enum NotifyCommand {
+    /// Add a channel: a signed JSON webhook or a Slack-compatible incoming webhook. A
+    /// webhook's signing secret is printed once.
+    Add {
+        #[arg(long)]
+        tenant: TenantId,
+        /// webhook or slack.
+        #[arg(long)]
+        kind: String,
+        /// Where to deliver (https).
+        #[arg(long)]
+        url: String,
+        /// Comma-separated: proposal.waiting, proposal.escalated, gate.requested,
+        /// task.assigned, connector.error (default: all).
+        #[arg(long)]
+        events: Option<String>,
+    },
+    /// The tenant's channels (the URL's host only).
+    List {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+    /// Remove a channel.
+    Remove {
+        #[arg(long)]
+        tenant: TenantId,
+        id: String,
+    },
+    /// Deliveries that kept failing (newest first).
+    Failures {
+        #[arg(long)]
+        tenant: TenantId,
+    },
+}
+
+#[derive(Subcommand)]
 pub(super) enum SourceAppCommand {
     /// Register (or replace) the OAuth app this deployment uses at a source. Secrets are
     /// read from environment variables or files, never from the command line.

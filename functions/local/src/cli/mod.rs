@@ -23,7 +23,7 @@ use crate::home;
 use crate::serve::{self, ServeSettings};
 use commands::{
     BookCommand, ClientCommand, ConnectorCommand, CredentialCommand, EntityCommand, IdpCommand, KeyCommand, ModelCommand,
-    SigningKeyCommand, SourceAppCommand, TenantCommand, TenantSetArgs, UserCommand,
+    NotifyCommand, SigningKeyCommand, SourceAppCommand, TenantCommand, TenantSetArgs, UserCommand,
 };
 use errors::domain_err;
 pub use errors::next_step;
@@ -91,6 +91,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "client",
             "connector",
             "source-app",
+            "notify",
             "import",
             "export",
             "maintenance",
@@ -113,6 +114,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "client",
             "connector",
             "source-app",
+            "notify",
             "import",
             "export",
             "maintenance",
@@ -135,6 +137,7 @@ const OPTION_USERS: &[(&str, &[&str])] = &[
             "client",
             "connector",
             "source-app",
+            "notify",
             "import",
             "export",
             "maintenance",
@@ -304,6 +307,10 @@ enum Command {
     /// The OAuth apps this deployment uses at each source (operator, once per source).
     #[command(subcommand)]
     SourceApp(SourceAppCommand),
+    /// Notification channels: who is told when a proposal waits, a gate is requested, a
+    /// task is assigned or a connector fails.
+    #[command(subcommand)]
+    Notify(NotifyCommand),
     /// Manage the access-token signing keys of this home.
     #[command(subcommand)]
     SigningKey(SigningKeyCommand),
@@ -557,6 +564,7 @@ async fn run_inner(mut cli: Cli) -> anyhow::Result<()> {
         Command::Client(c) => access::clients(&admin, c).await,
         Command::Connector(c) => connector(&s, &admin, c, Some(&home.path)).await,
         Command::SourceApp(c) => source_app(&s, c).await,
+        Command::Notify(c) => notify(&s, c).await,
         Command::SigningKey(c) => access::signing_keys(&home.path, &c),
         Command::Entity(c) => spine::run(&s, &admin, c).await,
         Command::Import(a) => migrate::import(&s, Some(&home.path), a).await,
@@ -595,6 +603,7 @@ async fn run_aws(cli: Cli) -> anyhow::Result<()> {
         Command::Client(c) => access::clients(&admin, c).await,
         Command::Connector(c) => connector(&s, &admin, c, None).await,
         Command::SourceApp(c) => source_app(&s, c).await,
+        Command::Notify(c) => notify(&s, c).await,
         Command::Import(a) => migrate::import(&s, None, a).await,
         Command::Export(a) => migrate::export(&s, a).await,
         c @ (Command::Maintenance
@@ -626,6 +635,66 @@ fn secret(env: Option<String>, file: Option<PathBuf>, what: &str) -> anyhow::Res
         (None, None) => None,
     }
     .map(|s| s.trim().to_owned()))
+}
+
+/// `continuity notify add|list|remove|failures`.
+async fn notify(s: &services::Services, command: NotifyCommand) -> anyhow::Result<()> {
+    use domain::notify::{ChannelKind, EventKind};
+    match command {
+        NotifyCommand::Add { tenant, kind, url, events } => {
+            let kind = ChannelKind::try_from(kind).map_err(domain_err)?;
+            let events: Vec<EventKind> = match events {
+                Some(list) => list
+                    .split(',')
+                    .map(|e| EventKind::try_from(e.trim().to_owned()))
+                    .collect::<Result<_, _>>()
+                    .map_err(domain_err)?,
+                None => EventKind::ALL.to_vec(),
+            };
+            let c = s.notify.add(&tenant, kind, &url, events).await.map_err(domain_err)?;
+            println!("channel {} ({}) added for tenant {tenant}", c.id, c.kind);
+            if let Some(secret) = &c.secret {
+                println!("signing secret (shown once; verify X-Continuity-Signature with it): {secret}");
+            }
+        }
+        NotifyCommand::List { tenant } => {
+            let channels = s.notify.list(&tenant).await.map_err(domain_err)?;
+            if channels.is_empty() {
+                println!("tenant {tenant} has no notification channel (continuity notify add …)");
+            }
+            for c in channels {
+                let events: Vec<&str> = c["events"].as_array().into_iter().flatten().filter_map(|e| e.as_str()).collect();
+                println!(
+                    "{}  {:<7} {}  {}",
+                    c["id"].as_str().unwrap_or("?"),
+                    c["kind"].as_str().unwrap_or("?"),
+                    c["host"].as_str().unwrap_or("?"),
+                    events.join(",")
+                );
+            }
+        }
+        NotifyCommand::Remove { tenant, id } => {
+            s.notify.remove(&tenant, &Id::new(id.clone()).map_err(domain_err)?).await.map_err(domain_err)?;
+            println!("removed channel {id}");
+        }
+        NotifyCommand::Failures { tenant } => {
+            let page = s.notify.failures(&tenant, &domain::PageRequest::first(50)).await.map_err(domain_err)?;
+            if page.items.is_empty() {
+                println!("no failed delivery");
+            }
+            for f in page.items {
+                println!(
+                    "{}  channel {}  {}  after {} attempts: {}",
+                    f.at.to_rfc3339(),
+                    f.channel,
+                    f.event.kind,
+                    f.attempts,
+                    f.reason
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `continuity source-app set|list|remove`.

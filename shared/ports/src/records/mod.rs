@@ -23,6 +23,7 @@
 //! | gate | `gate` | `{namespace}#{action}` |
 //! | task | `task` / `task_by_assignee` | `{id}` / `{assignee}#{id}` |
 //! | connector credential (sealed) | `connector_cred` | `{source}` |
+//! | notification channel (sealed) / failed delivery | `notify_channel` / `notify_failure` | `{id}` / `{at}#{event}` |
 //! | connector grant (sealed) / pull state | `connector_grant` / `connector_sync` | `{source}` |
 //! | source app (sealed) / pending connect | `source_app` / `connector_oauth` under `_registry` | `{source}` / `{sha256(state)}` |
 //! | engineering record | `eng` | `{project}#{kind}#{id}` |
@@ -51,6 +52,7 @@ mod gates;
 mod idempotency;
 mod library;
 mod memory;
+mod notify;
 mod proposals;
 mod retention;
 mod sources;
@@ -60,6 +62,7 @@ pub use gates::GateStore;
 pub use idempotency::{CallRecord, IdempotencyStore};
 pub use library::{LibraryStore, ReviewStore};
 pub use memory::{MemoryStore, memory_cursor};
+pub use notify::{MAX_CHANNELS, NotifyStore};
 pub use proposals::ProposalStore;
 pub use retention::RetentionStore;
 pub use sources::SourceStore;

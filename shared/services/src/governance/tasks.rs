@@ -84,6 +84,8 @@ pub struct Tasks {
     engineering: crate::engineering::EngineeringService,
     /// Indexes written org memory.
     search: crate::search::SearchService,
+    /// Tells approvers a proposal waits, and admins it escalated.
+    notify: crate::notify::NotifyService,
 }
 
 /// What the governance tasks write through, built once by [`crate::Services`].
@@ -92,11 +94,13 @@ pub struct Writers {
     pub ingest: crate::ingest::IngestService,
     pub engineering: crate::engineering::EngineeringService,
     pub search: crate::search::SearchService,
+    /// Tells approvers a proposal waits, and admins it escalated.
+    pub notify: crate::notify::NotifyService,
 }
 
 impl Tasks {
     pub(crate) fn new(backend: Backend, w: Writers) -> Self {
-        Self { backend, entities: w.entities, ingest: w.ingest, engineering: w.engineering, search: w.search }
+        Self { backend, entities: w.entities, ingest: w.ingest, engineering: w.engineering, search: w.search, notify: w.notify }
     }
 
     pub(crate) fn backend(&self) -> &Backend {
@@ -350,7 +354,21 @@ impl Tasks {
             p.updated_at = self.backend.clock.now();
             return self.backend.records.update_proposal(&p).await;
         }
-        self.step(p, ProposalState::AwaitingApproval, "governance", "awaiting a person").await
+        let waiting = self.step(p, ProposalState::AwaitingApproval, "governance", "awaiting a person").await?;
+        let score = waiting.score.as_ref().map_or_else(String::new, |s| format!(" (triage score {:.2})", s.total));
+        let why = waiting.score.as_ref().map(|s| s.public_reasons.join("; ")).filter(|r| !r.is_empty()).unwrap_or_default();
+        let text = format!("{}{score}. {why}", waiting.body.chars().take(400).collect::<String>());
+        self.notify
+            .emit(
+                &waiting.tenant,
+                domain::notify::EventKind::ProposalWaiting,
+                &format!("proposal {}", waiting.id),
+                &format!("Waiting for you: {}", waiting.title),
+                &text,
+                Some("/approvals"),
+            )
+            .await;
+        Ok(waiting)
     }
 
     /// `Write`: the single writer. An approved (or auto-approved) memory proposal becomes
@@ -776,6 +794,16 @@ impl Tasks {
                 super::redaction::mask_for_keeping(&mut p);
                 let expired = self.step(p, ProposalState::Expired, "governance", "expired").await?;
                 self.audit(tenant, "governance", "proposal.escalated", id, "no approver decided in time").await?;
+                self.notify
+                    .emit(
+                        tenant,
+                        domain::notify::EventKind::ProposalEscalated,
+                        &format!("proposal {id}"),
+                        &format!("Escalated: {}", expired.title),
+                        expired.decision_reason.as_deref().unwrap_or("nobody decided in time"),
+                        Some("/approvals"),
+                    )
+                    .await;
                 Ok(expired)
             }
             ProposalState::Approved => self.write(tenant, id, "governance").await,

@@ -105,6 +105,7 @@ pub struct SourceService {
     backend: Backend,
     ingest: IngestService,
     audit: AuditService,
+    notify: crate::notify::NotifyService,
 }
 
 fn connector(source: Source) -> ConnectorSource {
@@ -141,8 +142,13 @@ fn stage_of(phase: SyncPhase) -> ConnectorState {
 }
 
 impl SourceService {
-    pub(crate) fn new(backend: Backend, ingest: IngestService, audit: AuditService) -> Self {
-        Self { backend, ingest, audit }
+    pub(crate) fn new(
+        backend: Backend,
+        ingest: IngestService,
+        audit: AuditService,
+        notify: crate::notify::NotifyService,
+    ) -> Self {
+        Self { backend, ingest, audit, notify }
     }
 
     fn now(&self) -> Timestamp {
@@ -824,6 +830,21 @@ impl SourceService {
         {
             return Err(e);
         }
+        let title = if state.needs_reconnect {
+            format!("{} needs a reconnect", s.title())
+        } else {
+            format!("{}'s pull failed", s.title())
+        };
+        self.notify
+            .emit(
+                tenant,
+                domain::notify::EventKind::ConnectorError,
+                &format!("connector {}", s.name()),
+                &title,
+                &message,
+                Some("/dashboard/connectors"),
+            )
+            .await;
         report.skipped = Some(message);
         Ok(report)
     }

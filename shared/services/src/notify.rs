@@ -1,0 +1,294 @@
+//! Notifications: people in the loop are told when something waits for them.
+//!
+//! A tenant's admins configure channels (`continuity notify add`, the admin API): a
+//! **webhook** (our JSON event, signed — `X-Continuity-Signature: t={secs},v1={hex
+//! HMAC-SHA256 of "{t}.{body}"}` with the channel's secret, shown once at creation) or a
+//! **Slack-compatible incoming webhook** (a message with the title, the text and, for a
+//! proposal or a gate, a link to decide). Each channel subscribes to event kinds
+//! ([`EventKind`]).
+//!
+//! [`NotifyService::emit`] never fails its caller: it queues one `notify.deliver` message
+//! per subscribed channel, and the work-queue consumer delivers it
+//! ([`NotifyService::deliver`]) — three attempts with backoff (0.5 s, 1 s) per receive,
+//! then the queue's own redelivery; after [`ATTEMPTS_BEFORE_GIVING_UP`] receives the
+//! delivery is kept as a failure (`continuity notify failures`, `GET
+//! /v1/admin/tenants/{t}/notify/failures`) and given up. Texts are redacted before they
+//! leave: personal data masked, secrets replaced — the approvals console's redaction.
+
+use std::time::Duration;
+
+use aws_lc_rs::hmac;
+use domain::notify::{Channel, ChannelKind, Event, EventKind, Failure};
+use domain::{Error, Id, Page, PageRequest, Result, TenantId};
+use ports::Backend;
+use ports::queue::{Delivery, QueueMessage};
+use ports::records::{MAX_CHANNELS, NotifyStore, TenantStore};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value as Json, json};
+
+/// Queue message kind of one delivery.
+pub const KIND_DELIVER: &str = "notify.deliver";
+/// Receives of a delivery message before it is kept as a failure and given up.
+pub const ATTEMPTS_BEFORE_GIVING_UP: u32 = 3;
+const TRIES_PER_RECEIVE: u32 = 3;
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Serialize, Deserialize)]
+struct DeliverMessage {
+    channel: Id,
+    event: Event,
+}
+
+#[derive(Clone)]
+pub struct NotifyService {
+    backend: Backend,
+    /// The deployment's public URL, for links (`CONTINUITY_PUBLIC_URL`, or serve's).
+    base: std::sync::Arc<std::sync::RwLock<Option<String>>>,
+    first_backoff: Duration,
+}
+
+fn client() -> Result<&'static reqwest::Client> {
+    static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> = std::sync::OnceLock::new();
+    CLIENT
+        .get_or_init(|| {
+            reqwest::Client::builder()
+                .timeout(TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::internal(format!("HTTP client: {e}")))
+}
+
+/// Checks a channel's URL: https, or a loopback address outside AWS Lambda.
+fn check_url(raw: &str) -> Result<()> {
+    let bad = |why: &str| Error::invalid_field("url", why.to_owned());
+    let url = reqwest::Url::parse(raw).map_err(|e| bad(&format!("not a URL: {e}")))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("a URL without a user name or password"));
+    }
+    let host = url.host_str().unwrap_or_default();
+    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if loopback && std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_none() => Ok(()),
+        _ => Err(bad("an https:// URL (http only to a loopback address, in development)")),
+    }
+}
+
+/// The signature header of a webhook body sent at `t` (seconds).
+pub fn signature(secret: &str, t: i64, body: &[u8]) -> String {
+    let key = hmac::Key::new(hmac::HMAC_SHA256, secret.as_bytes());
+    let mut ctx = hmac::Context::with_key(&key);
+    ctx.update(t.to_string().as_bytes());
+    ctx.update(b".");
+    ctx.update(body);
+    format!("t={t},v1={}", hex::encode(ctx.sign().as_ref()))
+}
+
+/// A text as it may leave: secrets replaced, personal data masked, at most `max` characters.
+fn clean(tenant: &TenantId, text: &str, max: usize) -> String {
+    let text = crate::governance::redaction::mask_personal(&crate::governance::redaction::redacted(tenant, text));
+    let mut out: String = text.chars().take(max).collect();
+    if text.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+impl NotifyService {
+    pub(crate) fn new(backend: Backend) -> Self {
+        let base = std::env::var("CONTINUITY_PUBLIC_URL").ok().filter(|u| !u.is_empty());
+        Self { backend, base: std::sync::Arc::new(std::sync::RwLock::new(base)), first_backoff: Duration::from_millis(500) }
+    }
+
+    /// Sets the public URL links are made from (`continuity serve` at start).
+    pub fn set_public_url(&self, url: &str) {
+        *self.base.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url.trim_end_matches('/').to_owned());
+    }
+
+    fn link(&self, path: &str) -> Option<String> {
+        self.base.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().map(|b| format!("{b}{path}"))
+    }
+
+    // ---- channels --------------------------------------------------------------------
+
+    /// Adds a channel; for a webhook, its signing secret (shown once).
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a bad URL, no events, or more than [`MAX_CHANNELS`];
+    /// `NOT_FOUND` for an unknown tenant; `UNAVAILABLE`.
+    pub async fn add(&self, tenant: &TenantId, kind: ChannelKind, url: &str, events: Vec<EventKind>) -> Result<Channel> {
+        self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
+        let url = url.trim();
+        check_url(url)?;
+        if self.backend.records.list_channels(tenant).await?.len() >= MAX_CHANNELS {
+            return Err(Error::invalid_field("channel", format!("at most {MAX_CHANNELS} channels per tenant")));
+        }
+        let mut events = events;
+        events.sort();
+        events.dedup();
+        let secret = (kind == ChannelKind::Webhook).then(|| {
+            let mut bytes = [0u8; 32];
+            rand::fill(&mut bytes[..]);
+            format!("whsec_{}", hex::encode(bytes))
+        });
+        let channel = Channel {
+            tenant: tenant.clone(),
+            id: crate::new_id(&self.backend),
+            kind,
+            url: url.to_owned(),
+            secret,
+            events,
+            created_at: self.backend.clock.now(),
+        };
+        self.backend.records.put_channel(&channel).await?;
+        Ok(channel)
+    }
+
+    /// The tenant's channels, without their secrets (the URL's host alone).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn list(&self, tenant: &TenantId) -> Result<Vec<Json>> {
+        let channels = self.backend.records.list_channels(tenant).await?;
+        Ok(channels
+            .into_iter()
+            .map(|c| {
+                let host = reqwest::Url::parse(&c.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+                json!({"id": c.id, "kind": c.kind, "host": host, "events": c.events, "created_at": c.created_at.to_rfc3339()})
+            })
+            .collect())
+    }
+
+    /// # Errors
+    /// `NOT_FOUND` when there is none; `UNAVAILABLE`.
+    pub async fn remove(&self, tenant: &TenantId, id: &Id) -> Result<()> {
+        if !self.backend.records.delete_channel(tenant, id).await? {
+            return Err(Error::not_found(format!("notification channel {id}")));
+        }
+        Ok(())
+    }
+
+    /// Deliveries that kept failing, newest first.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn failures(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Failure>> {
+        self.backend.records.list_notify_failures(tenant, page).await
+    }
+
+    // ---- events ----------------------------------------------------------------------
+
+    /// Tells every channel of `tenant` subscribed to `kind`. Never fails: a channel that
+    /// cannot be told now is logged (the event is not lost for the others).
+    pub async fn emit(&self, tenant: &TenantId, kind: EventKind, subject: &str, title: &str, text: &str, link: Option<&str>) {
+        let channels = match self.backend.records.list_channels(tenant).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, event = kind.as_str(), error = %e, "notification channels not read; not notified");
+                return;
+            }
+        };
+        let subscribed: Vec<&Channel> = channels.iter().filter(|c| c.events.contains(&kind)).collect();
+        if subscribed.is_empty() {
+            return;
+        }
+        let event = Event {
+            id: crate::new_id(&self.backend),
+            kind,
+            tenant: tenant.clone(),
+            at: self.backend.clock.now(),
+            title: clean(tenant, title, 200),
+            text: clean(tenant, text, 1000),
+            subject: subject.to_owned(),
+            link: link.and_then(|p| self.link(p)),
+        };
+        for c in subscribed {
+            let msg = DeliverMessage { channel: c.id.clone(), event: event.clone() };
+            let Ok(body) = serde_json::to_vec(&msg) else { continue };
+            let queued = self
+                .backend
+                .queue
+                .send(&QueueMessage {
+                    tenant: tenant.clone(),
+                    kind: KIND_DELIVER.into(),
+                    idempotency_key: format!("notify:{}:{}", event.id, c.id),
+                    body,
+                })
+                .await;
+            if let Err(e) = queued {
+                tracing::warn!(tenant = %tenant, channel = %c.id, error = %e, "notification not queued");
+            }
+        }
+    }
+
+    fn payload(c: &Channel, e: &Event) -> Json {
+        match c.kind {
+            ChannelKind::Webhook => json!(e),
+            ChannelKind::Slack => {
+                let mut blocks =
+                    vec![json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*\n{}", e.title, e.text)}})];
+                if let Some(link) = &e.link {
+                    let label = match e.kind {
+                        EventKind::ProposalWaiting | EventKind::GateRequested => "Approve or reject",
+                        EventKind::ConnectorError => "Open Connectors",
+                        _ => "Open",
+                    };
+                    blocks.push(json!({"type": "actions", "elements": [
+                        {"type": "button", "text": {"type": "plain_text", "text": label}, "url": link}
+                    ]}));
+                }
+                json!({"text": format!("{}: {}", e.title, e.text), "blocks": blocks})
+            }
+        }
+    }
+
+    /// Delivers one queued notification.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the receiver failed and the queue should try again later.
+    pub async fn deliver(&self, d: &Delivery) -> Result<()> {
+        let m: DeliverMessage =
+            serde_json::from_slice(&d.message.body).map_err(|e| Error::invalid(format!("not a notification: {e}")))?;
+        let tenant = &d.message.tenant;
+        let Some(c) = self.backend.records.list_channels(tenant).await?.into_iter().find(|c| c.id == m.channel) else {
+            return Ok(()); // the channel was removed since
+        };
+        let body = serde_json::to_vec(&Self::payload(&c, &m.event)).map_err(Error::internal)?;
+        let mut backoff = self.first_backoff;
+        let mut why = String::new();
+        for attempt in 1..=TRIES_PER_RECEIVE {
+            let mut req = client()?
+                .post(&c.url)
+                .header("content-type", "application/json")
+                .header("user-agent", "Continuity-Notifications/1")
+                .header("x-continuity-event", m.event.kind.as_str())
+                .header("x-continuity-delivery", m.event.id.as_str())
+                .body(body.clone());
+            if let Some(secret) = &c.secret {
+                let t = self.backend.clock.now().0 / 1000;
+                req = req.header("x-continuity-signature", signature(secret, t, &body));
+            }
+            match req.send().await {
+                Ok(r) if r.status().is_success() => return Ok(()),
+                Ok(r) => why = format!("the receiver answered {}", r.status().as_u16()),
+                Err(e) if e.is_timeout() => why = format!("the receiver did not answer in {} s", TIMEOUT.as_secs()),
+                Err(_) => why = "the receiver could not be reached".into(),
+            }
+            if attempt < TRIES_PER_RECEIVE {
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+        }
+        let attempts = d.receive_count.saturating_mul(TRIES_PER_RECEIVE);
+        if d.receive_count >= ATTEMPTS_BEFORE_GIVING_UP {
+            tracing::warn!(tenant = %tenant, channel = %c.id, reason = %why, attempts, "notification given up; kept as a failure");
+            let failure = Failure { channel: c.id, event: m.event, attempts, reason: why, at: self.backend.clock.now() };
+            self.backend.records.put_notify_failure(tenant, &failure).await?;
+            return Ok(());
+        }
+        Err(Error::unavailable(format!("notification not delivered ({why}); the queue tries again")))
+    }
+}

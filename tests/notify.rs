@@ -1,0 +1,143 @@
+//! Notifications on both backends: a signed JSON webhook and a Slack-compatible channel
+//! receive the events they subscribe to — a proposal waiting for a person, a gate
+//! requested, a task assigned — redacted (personal data masked, secrets replaced) and,
+//! for the webhook, signed with its secret; a receiver that keeps failing is retried,
+//! then the delivery is kept as a failure the admins can list.
+//!
+//! The receivers are an in-process HTTP server (`continuity_tests::source`) that records
+//! every request; no Slack workspace was called.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use continuity_tests::source::{Answer, FakeSource, Seen};
+use continuity_tests::{caller, drain};
+use domain::notify::{ChannelKind, EventKind};
+use domain::tenant::{Department, Industry, PlanTier};
+use domain::{ErrorCode, PageRequest};
+use ports::{Backend, SystemClock};
+use serde_json::{Value, json};
+use services::Services;
+
+fn by_path<'a>(seen: &'a [Seen], path: &str) -> Vec<&'a Seen> {
+    seen.iter().filter(|s| s.path == path).collect()
+}
+
+async fn notifications(backend: Backend) {
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("ntf");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    s.notify.set_public_url("https://continuity.example/");
+    let receiver = FakeSource::start().await;
+    receiver.handle(Arc::new(|seen: &Seen| if seen.path == "/down" { Answer::empty(503) } else { Answer::empty(204) }));
+    let hook = s
+        .notify
+        .add(
+            &t,
+            ChannelKind::Webhook,
+            &format!("{}/hook", receiver.base_url),
+            vec![EventKind::ProposalWaiting, EventKind::GateRequested, EventKind::TaskAssigned],
+        )
+        .await
+        .unwrap();
+    let secret = hook.secret.clone().expect("a webhook has a signing secret");
+    assert!(secret.starts_with("whsec_") && !format!("{hook:?}").contains(&secret), "Debug hides it");
+    s.notify
+        .add(&t, ChannelKind::Slack, &format!("{}/slack", receiver.base_url), vec![EventKind::ProposalWaiting])
+        .await
+        .unwrap();
+    let listed = s.notify.list(&t).await.unwrap();
+    assert_eq!(listed.len(), 2);
+    assert!(!Value::Array(listed.clone()).to_string().contains("/hook"), "only the host is listed: {listed:?}");
+    // Refused: plain http to a remote host, no events.
+    let e = s.notify.add(&t, ChannelKind::Webhook, "http://hooks.example/x", vec![EventKind::GateRequested]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest);
+    let e = s.notify.add(&t, ChannelKind::Slack, "https://hooks.example/x", vec![]).await.unwrap_err();
+    assert!(e.message.contains("at least one event"), "{e}");
+
+    // A proposal that waits for a person (it names a person's e-mail: never auto-approved).
+    let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    let body = "Escalations for Acme go to jane.doe@acme-corp.example first, then to the account owner; agreed with support on 2 December.";
+    let p = s
+        .capabilities
+        .execute(&agent, "memory.propose", json!({"title": "Acme escalation path", "body": body, "kind": "decision"}))
+        .await
+        .unwrap()
+        .data;
+    let mut waiting = false;
+    for _ in 0..50 {
+        drain(&s).await;
+        let seen = receiver.take();
+        let hooks = by_path(&seen, "/hook");
+        if let Some(h) = hooks.first() {
+            assert_eq!(h.header("x-continuity-event"), Some("proposal.waiting"), "{p}");
+            let sig = h.header("x-continuity-signature").unwrap();
+            let ts: i64 = sig.split(',').next().unwrap().trim_start_matches("t=").parse().unwrap();
+            assert_eq!(sig, services::notify::signature(&secret, ts, h.body.as_bytes()), "signed with the channel's secret");
+            let event = h.json();
+            assert_eq!(event["kind"], "proposal.waiting");
+            assert!(event["title"].as_str().unwrap().contains("Acme escalation path"), "{event}");
+            assert!(!h.body.contains("jane.doe@acme-corp.example"), "personal data masked: {}", h.body);
+            assert_eq!(event["link"], "https://continuity.example/approvals");
+            let slack = by_path(&seen, "/slack");
+            assert_eq!(slack.len(), 1, "{seen:?}");
+            let msg = slack[0].json();
+            assert!(msg["text"].as_str().unwrap().contains("Waiting for you"), "{msg}");
+            assert_eq!(msg["blocks"][1]["elements"][0]["url"], "https://continuity.example/approvals");
+            assert!(slack[0].header("x-continuity-signature").is_none(), "Slack has no secret of ours");
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(waiting, "the webhook never heard of the waiting proposal: {p}");
+
+    // A gate requested (its reason carries a secret) and a task assigned: the webhook
+    // hears both, the Slack channel (proposals only) neither.
+    let reason = "release 1.4; deploy with token ghp_R7cQ2vXk9LmN4pZs8TbW1yHd6JfA3eUo5Gqi if asked";
+    s.gates.request(&agent, "repo:web", "push", Some(reason.into()), None).await.unwrap();
+    let worker = caller(&s, &t, "mcp:tools tenant:read memory:read").await;
+    s.capabilities
+        .execute(&agent, "task.dispatch", json!({"title": "Send the renewal quote", "assignee": worker.principal.as_str()}))
+        .await
+        .unwrap();
+    drain(&s).await;
+    let seen = receiver.take();
+    let kinds: BTreeMap<String, Value> =
+        by_path(&seen, "/hook").iter().map(|h| (h.header("x-continuity-event").unwrap().to_owned(), h.json())).collect();
+    assert_eq!(kinds.keys().cloned().collect::<Vec<_>>(), ["gate.requested", "task.assigned"], "{seen:?}");
+    assert!(!kinds["gate.requested"].to_string().contains("ghp_R7cQ2vXk9LmN4pZs8TbW1yHd6JfA3eUo5Gqi"), "the secret never leaves");
+    assert!(kinds["task.assigned"]["text"].as_str().unwrap().contains("Send the renewal quote"));
+    assert!(by_path(&seen, "/slack").is_empty(), "the Slack channel did not subscribe to those");
+
+    // A receiver that keeps failing: tried three times per receive, three receives, then
+    // kept as a failure.
+    let down = s
+        .notify
+        .add(&t, ChannelKind::Webhook, &format!("{}/down", receiver.base_url), vec![EventKind::GateRequested])
+        .await
+        .unwrap();
+    s.gates.request(&agent, "env:prod", "deploy", Some("hotfix 1.4.1".into()), None).await.unwrap();
+    drain(&s).await;
+    let seen = receiver.take();
+    assert_eq!(by_path(&seen, "/down").len(), 9, "3 tries × 3 receives");
+    let failures = s.notify.failures(&t, &PageRequest::first(10)).await.unwrap().items;
+    assert_eq!(failures.len(), 1);
+    assert_eq!((failures[0].channel.clone(), failures[0].attempts), (down.id.clone(), 9));
+    assert!(failures[0].reason.contains("503"), "{:?}", failures[0]);
+    s.notify.remove(&t, &down.id).await.unwrap();
+    assert_eq!(s.notify.remove(&t, &down.id).await.unwrap_err().code, ErrorCode::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    notifications(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_aws() {
+    notifications(continuity_tests::aws::backend_in_own_table("ntf").await).await;
+}
