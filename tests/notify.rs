@@ -112,6 +112,36 @@ async fn notifications(backend: Backend) {
     assert!(kinds["task.assigned"]["text"].as_str().unwrap().contains("Send the renewal quote"));
     assert!(by_path(&seen, "/slack").is_empty(), "the Slack channel did not subscribe to those");
 
+    // Many proposals waiting: the Slack channel is told of the first three one by one
+    // (the first above), then holds the rest for one digest.
+    for i in 1..=5 {
+        let body = format!(
+            "Renewal contact for region {i} is jane.doe{i}@acme-corp.example; agreed with the account team on 2 December."
+        );
+        s.capabilities
+            .execute(
+                &agent,
+                "memory.propose",
+                json!({"title": format!("Region {i} renewal contact"), "body": body, "kind": "decision"}),
+            )
+            .await
+            .unwrap();
+    }
+    drain(&s).await;
+    let seen = receiver.take();
+    let told: Vec<String> = by_path(&seen, "/slack").iter().map(|m| m.json()["text"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(told.len(), 2, "the 2nd and 3rd waiting proposals one by one: {told:?}");
+    assert_eq!(by_path(&seen, "/hook").len(), 2, "the webhook's own window holds the same way");
+    assert_eq!(s.notify.flush_digests(std::time::Duration::from_secs(3600)).await.unwrap(), 0, "not a minute old yet");
+    assert_eq!(s.notify.flush_digests(std::time::Duration::ZERO).await.unwrap(), 2, "one digest per channel");
+    assert_eq!(s.notify.flush_digests(std::time::Duration::ZERO).await.unwrap(), 0, "sent once");
+    drain(&s).await;
+    let seen = receiver.take();
+    let digest = by_path(&seen, "/slack")[0].json();
+    let text = digest["text"].as_str().unwrap();
+    assert!(text.starts_with("3 proposals wait for you"), "{text}");
+    assert!(text.contains("Region 5 renewal contact") && !text.contains("jane.doe5@"), "{text}");
+
     // A receiver that keeps failing: tried three times per receive, three receives, then
     // kept as a failure.
     let down = s

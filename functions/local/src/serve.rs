@@ -195,7 +195,8 @@ async fn run_pipeline(services: services::Services, shutdown: CancellationToken)
 
 /// The connected sources' schedule: every 30 s, a pull is queued for each connector that
 /// is due (its interval passed, a rate limit's wait ended, or "sync now"); the pipeline
-/// consumer runs it. On AWS the maintenance function does this every 5 minutes.
+/// consumer runs it. The same tick sends notification digests a minute old. On AWS the
+/// maintenance function does both every 5 minutes.
 async fn run_pulls(services: services::Services, shutdown: CancellationToken) {
     use std::time::Duration;
     loop {
@@ -203,6 +204,11 @@ async fn run_pulls(services: services::Services, shutdown: CancellationToken) {
             Ok(0) => {}
             Ok(n) => tracing::info!(queued = n, "connector pulls queued"),
             Err(e) => tracing::warn!(error = %e, "connector pulls not scheduled this round; the next one retries"),
+        }
+        match services.notify.flush_digests(Duration::from_secs(60)).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(sent = n, "notification digests queued"),
+            Err(e) => tracing::warn!(error = %e, "notification digests not sent this round; the next one retries"),
         }
         tokio::select! {
             () = shutdown.cancelled() => break,

@@ -2,7 +2,7 @@
 //! governance heartbeat fan-out when its input says `{"job": "heartbeat"}` (every 30
 //! minutes, on a schedule of its own), the connectors' pull fan-out for `{"job": "pulls"}`
 //! (every 5 minutes: one `connector.sync` message per due connector on the work queue,
-//! which the pipeline function runs), the daily jobs (reindex, backup compaction) for
+//! which the pipeline function runs, and the notification digests a minute old), the daily jobs (reindex, backup compaction) for
 //! `{"job": "daily"}`, the maintenance job otherwise (the hourly schedule) — and answer
 //! its report (EventBridge ignores it; `cargo lambda invoke` shows it).
 
@@ -28,7 +28,11 @@ pub async fn handle(services: &Services, event: &serde_json::Value) -> Result<se
             }
             Ok(serde_json::json!({ "resume_queued": queued }))
         }
-        Some("pulls") => Ok(serde_json::json!({ "pulls_queued": services.sources.queue_due().await? })),
+        Some("pulls") => {
+            let pulls = services.sources.queue_due().await?;
+            let digests = services.notify.flush_digests(std::time::Duration::from_secs(60)).await?;
+            Ok(serde_json::json!({ "pulls_queued": pulls, "digests_queued": digests }))
+        }
         Some("daily") => daily_answer(&services.maintenance.daily().await?),
         _ => {
             let report = services.maintenance.run().await?;

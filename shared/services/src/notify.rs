@@ -7,6 +7,11 @@
 //! proposal or a gate, a link to decide). Each channel subscribes to event kinds
 //! ([`EventKind`]).
 //!
+//! **Digest**: a channel is told of the first [`DIGEST_AFTER`] waiting proposals of a
+//! [`DIGEST_WINDOW`] one by one; more in the same window are held and sent together as
+//! one digest ("5 proposals wait for you: …") by [`NotifyService::flush_digests`]
+//! (`serve`: every 30 s for a digest a minute old; AWS: the 5-minute schedule).
+//!
 //! [`NotifyService::emit`] never fails its caller: it queues one `notify.deliver` message
 //! per subscribed channel, and the work-queue consumer delivers it
 //! ([`NotifyService::deliver`]) — three attempts with backoff (0.5 s, 1 s) per receive,
@@ -19,8 +24,9 @@ use std::time::Duration;
 
 use aws_lc_rs::hmac;
 use domain::notify::{Channel, ChannelKind, Event, EventKind, Failure};
-use domain::{Error, Id, Page, PageRequest, Result, TenantId};
+use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
 use ports::Backend;
+use ports::items::{Condition, Item, Write};
 use ports::queue::{Delivery, QueueMessage};
 use ports::records::{MAX_CHANNELS, NotifyStore, TenantStore};
 use serde::{Deserialize, Serialize};
@@ -31,6 +37,24 @@ pub const KIND_DELIVER: &str = "notify.deliver";
 /// Receives of a delivery message before it is kept as a failure and given up.
 pub const ATTEMPTS_BEFORE_GIVING_UP: u32 = 3;
 const TRIES_PER_RECEIVE: u32 = 3;
+/// Waiting proposals told one by one per channel and window before the digest holds them.
+pub const DIGEST_AFTER: u32 = 3;
+/// The digest's window.
+pub const DIGEST_WINDOW: Duration = Duration::from_secs(10 * 60);
+/// Proposals a digest names (more are counted).
+const DIGEST_NAMES: usize = 20;
+const DIGEST: &str = "notify_digest";
+
+/// Per channel: how many waiting proposals were told one by one in the current window,
+/// and those held for the digest.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Digest {
+    window_start: i64,
+    sent: u32,
+    held: Vec<Event>,
+    /// Held beyond the names kept.
+    more: u32,
+}
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -206,6 +230,13 @@ impl NotifyService {
             link: link.and_then(|p| self.link(p)),
         };
         for c in subscribed {
+            if kind == EventKind::ProposalWaiting {
+                match self.hold_for_digest(tenant, &c.id, &event).await {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(tenant = %tenant, channel = %c.id, error = %e, "digest not read; told at once"),
+                }
+            }
             let msg = DeliverMessage { channel: c.id.clone(), event: event.clone() };
             let Ok(body) = serde_json::to_vec(&msg) else { continue };
             let queued = self
@@ -222,6 +253,122 @@ impl NotifyService {
                 tracing::warn!(tenant = %tenant, channel = %c.id, error = %e, "notification not queued");
             }
         }
+    }
+
+    /// Counts a waiting proposal against the channel's window; `true` when it is held for
+    /// the digest rather than told now.
+    async fn hold_for_digest(&self, tenant: &TenantId, channel: &Id, event: &Event) -> Result<bool> {
+        let items = self.backend.records.items();
+        let window = i64::try_from(DIGEST_WINDOW.as_millis()).unwrap_or(i64::MAX);
+        for _ in 0..5 {
+            let item = items.get(tenant.as_str(), DIGEST, channel.as_str()).await?;
+            let (mut d, condition, version) = match &item {
+                Some(i) => {
+                    (serde_json::from_slice::<Digest>(&i.body).unwrap_or_default(), Condition::Version(i.version), i.version + 1)
+                }
+                None => (Digest::default(), Condition::Absent, 1),
+            };
+            let now = event.at.0;
+            if now - d.window_start >= window && d.held.is_empty() && d.more == 0 {
+                d = Digest { window_start: now, ..Digest::default() };
+            }
+            let held = d.sent >= DIGEST_AFTER || !d.held.is_empty() || d.more > 0;
+            if held {
+                if d.held.len() < DIGEST_NAMES {
+                    d.held.push(event.clone());
+                } else {
+                    d.more += 1;
+                }
+            } else {
+                d.sent += 1;
+            }
+            let body = serde_json::to_vec(&d).map_err(Error::internal)?;
+            let item = Item { tenant: tenant.to_string(), part: DIGEST.into(), sk: channel.to_string(), version, body };
+            match items.write(vec![Write::Put { item, condition }]).await {
+                Ok(()) => return Ok(held),
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::unavailable("the digest kept changing"))
+    }
+
+    /// Sends every held digest whose oldest proposal waits at least `min_age`; how many
+    /// digests were queued.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the tenants cannot be listed (a tenant that fails is skipped).
+    pub async fn flush_digests(&self, min_age: Duration) -> Result<usize> {
+        let tenants = crate::all_pages(1_000_000, |p| {
+            let r = self.backend.records.clone();
+            async move { r.list_tenants(&p).await }
+        })
+        .await?
+        .0;
+        let now = self.backend.clock.now();
+        let min_age = i64::try_from(min_age.as_millis()).unwrap_or(i64::MAX);
+        let mut sent = 0;
+        for tenant in tenants {
+            let Ok(channels) = self.backend.records.list_channels(&tenant).await else { continue };
+            for c in channels.iter().filter(|c| c.events.contains(&EventKind::ProposalWaiting)) {
+                match self.flush_one(&tenant, c, now, min_age).await {
+                    Ok(true) => sent += 1,
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::warn!(tenant = %tenant, channel = %c.id, error = %e, "digest not sent; the next round retries")
+                    }
+                }
+            }
+        }
+        Ok(sent)
+    }
+
+    async fn flush_one(&self, tenant: &TenantId, c: &Channel, now: domain::Timestamp, min_age: i64) -> Result<bool> {
+        let items = self.backend.records.items();
+        let Some(item) = items.get(tenant.as_str(), DIGEST, c.id.as_str()).await? else { return Ok(false) };
+        let d: Digest = serde_json::from_slice(&item.body).unwrap_or_default();
+        let Some(oldest) = d.held.first() else { return Ok(false) };
+        if now.0 - oldest.at.0 < min_age {
+            return Ok(false);
+        }
+        let count = d.held.len() + usize::try_from(d.more).unwrap_or(0);
+        let mut text: Vec<String> =
+            d.held.iter().map(|e| format!("• {}", e.title.trim_start_matches("Waiting for you: "))).collect();
+        if d.more > 0 {
+            text.push(format!("• and {} more", d.more));
+        }
+        let event = Event {
+            id: crate::new_id(&self.backend),
+            kind: EventKind::ProposalWaiting,
+            tenant: tenant.clone(),
+            at: now,
+            title: format!("{count} proposals wait for you"),
+            text: text.join("\n"),
+            subject: "proposals".into(),
+            link: self.link("/approvals"),
+        };
+        // Emptied first (conditionally): a digest is sent once even if two flushes race.
+        let emptied = Digest { window_start: d.window_start, sent: d.sent, held: Vec::new(), more: 0 };
+        let body = serde_json::to_vec(&emptied).map_err(Error::internal)?;
+        let next =
+            Item { tenant: tenant.to_string(), part: DIGEST.into(), sk: c.id.to_string(), version: item.version + 1, body };
+        match items.write(vec![Write::Put { item: next, condition: Condition::Version(item.version) }]).await {
+            Ok(()) => {}
+            Err(e) if e.code == ErrorCode::Conflict => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        let msg = DeliverMessage { channel: c.id.clone(), event: event.clone() };
+        let body = serde_json::to_vec(&msg).map_err(Error::internal)?;
+        self.backend
+            .queue
+            .send(&QueueMessage {
+                tenant: tenant.clone(),
+                kind: KIND_DELIVER.into(),
+                idempotency_key: format!("notify:{}:{}", event.id, c.id),
+                body,
+            })
+            .await?;
+        Ok(true)
     }
 
     fn payload(c: &Channel, e: &Event) -> Json {
