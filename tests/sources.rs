@@ -216,10 +216,27 @@ async fn hubspot(backend: Backend) {
     // Not due yet: the schedule queues nothing; due: one run.
     assert_eq!(r.s.sources.queue_due().await.unwrap(), 0);
 
-    // The grant revoked at HubSpot: sync_error asking for a reconnect, and no retry loop.
+    // The grant revoked at HubSpot: sync_error asking for a reconnect, and no retry loop;
+    // the tenant's channel is told.
+    let receiver = FakeSource::start().await;
+    receiver.always(continuity_tests::source::Answer::empty(204));
+    r.s.notify
+        .add(
+            &r.t,
+            domain::notify::ChannelKind::Webhook,
+            &format!("{}/ops", receiver.base_url),
+            vec![domain::notify::EventKind::ConnectorError],
+        )
+        .await
+        .unwrap();
     r.world.set(|st| st.revoked = true);
     r.s.sources.sync_now(&r.t, "hubspot").await.unwrap();
     drain(&r.s).await;
+    let told = receiver.take();
+    assert_eq!(told.len(), 1, "{told:?}");
+    let event = told[0].json();
+    assert_eq!((event["kind"].as_str(), event["title"].as_str()), (Some("connector.error"), Some("HubSpot needs a reconnect")));
+    assert!(event["text"].as_str().unwrap().contains("reconnect"), "{event}");
     let st = r.state("hubspot").await;
     assert_eq!(st.state, ConnectorState::SyncError);
     assert!(st.error_message.as_deref().unwrap().contains("reconnect"), "{st:?}");
