@@ -816,6 +816,22 @@ fn connector_egress_is_a_nat_gateway_only_when_asked() {
 /// Every function that reads or writes sealed records (entities, connector
 /// credentials) may use the vault's KMS key: without it, its first sealed read fails.
 #[test]
+fn functions_that_notify_may_queue_the_deliveries() {
+    // Every function that emits an event (proposal waiting or escalated: triage and the
+    // pipeline's resume; gate requested: MCP, ADK, approvals; task assigned and
+    // connector errors: the pipeline; digests: maintenance) queues `notify.deliver`.
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    for f in ["TriageFunction", "PipelineFunction", "McpFunction", "AdkFunction", "ApprovalsFunction", "MaintenanceFunction"] {
+        let g = grants(&e, f);
+        assert!(
+            g.iter().any(|(action, resource)| action == "sqs:SendMessage" && resource.contains("WorkQueue")),
+            "{f} cannot queue notifications: {g:?}"
+        );
+    }
+}
+
+#[test]
 fn functions_that_open_sealed_records_may_use_the_vault_key() {
     let t = Template::load();
     let e = evaluate(&t, &eu());
@@ -827,6 +843,8 @@ fn functions_that_open_sealed_records_may_use_the_vault_key() {
         "PipelineFunction",
         "ApprovalsFunction",
         "TriageFunction",
+        // The notification digests open the tenants' sealed channels.
+        "MaintenanceFunction",
     ] {
         let policies = e.properties(f).unwrap()["Policies"].clone();
         let allowed = policies.as_array().unwrap().iter().any(|p| {
