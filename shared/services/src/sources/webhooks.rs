@@ -63,7 +63,7 @@ fn equal(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn fresh(at_ms: i64, now: Timestamp) -> Result<()> {
-    if (now.0 - at_ms).abs() > TOLERANCE_MS {
+    if now.0.saturating_sub(at_ms).saturating_abs() > TOLERANCE_MS {
         return Err(unauthenticated("its timestamp is more than 5 minutes away (a replay, or a clock far off)"));
     }
     Ok(())
@@ -265,5 +265,25 @@ impl SourceService {
         }
         tracing::info!(tenant = %tenant, source = s.name(), records = out.records, deleted = out.deleted, pull = out.pull_queued, "webhook taken");
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_timestamps_are_refused_without_a_panic() {
+        let now = Timestamp(1_800_000_000_000);
+        for t in [i64::MIN, i64::MAX, -1, 0] {
+            assert!(fresh(t, now).is_err(), "{t}");
+        }
+        assert!(fresh(now.0 - 1000, now).is_ok());
+        let body = br#"{"id":"evt"}"#;
+        for header in ["t=-9223372036854775808,v1=00", "t=9223372036854775807,v1=zz", "v1=,t=", ",,,", "t=1"] {
+            let headers = vec![("stripe-signature".to_owned(), header.to_owned())];
+            let d = Delivery { url: "https://c.example/x", headers: &headers, body };
+            assert_eq!(verify(Source::Stripe, "whsec", &d, now).unwrap_err().code, ErrorCode::Unauthenticated, "{header}");
+        }
     }
 }
