@@ -810,7 +810,9 @@ impl SourceService {
             }
             Failure::Throttled { wait, why } => {
                 // Not an error: the pull resumes when the source allows.
-                state.next_at = now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(i64::MAX / 2));
+                // A source asking for more than a day is taken to mean a day.
+                let wait = (*wait).min(Duration::from_secs(86_400));
+                state.next_at = now.plus_millis(i64::try_from(wait.as_millis()).unwrap_or(86_400_000));
                 tracing::info!(tenant = %tenant, source = s.name(), reason = %why, "pull paused by the source's rate limit");
                 self.release(state).await?;
                 report.skipped = Some(why.clone());
