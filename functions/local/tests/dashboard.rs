@@ -142,3 +142,54 @@ async fn a_browser_connects_a_source_from_the_connectors_page() {
         "revoked at HubSpot"
     );
 }
+
+/// Every dashboard page at 1280 px and at a phone's 390 px: nothing wider than the
+/// viewport (no element's right edge past it, no horizontal scroll), times relative with
+/// the exact time on hover; a screenshot of each kept (`dashboard-{page}-{width}.png`).
+#[tokio::test]
+async fn every_page_fits_a_desktop_and_a_phone() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spawn(&dir.path().join("home"));
+    let long = "A very long decision title that goes on and on about renewal discounts for enterprise accounts in every region";
+    let body = "Renewal discounts for enterprise accounts are capped at 10 percent of the account ARR, approved by the CFO in the 2026 pricing review; see https://wiki.example.com/pricing/2026/enterprise-renewal-discount-policy-final-version-approved.";
+    let r = call_tool(&s.base, &s.key, "memory.propose", json!({"title": long, "body": body, "kind": "decision"})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    call_tool(&s.base, &s.key, "memory.remember", json!({"text": "Prefers answers with the code first"})).await;
+
+    let browser = Driver::start().await;
+    browser.go(&format!("{}/dashboard", s.base)).await;
+    browser.wait_for(&["Sign in with the key"]).await;
+    browser.type_into("#key", &s.key).await;
+    browser.click("#sign-in").await;
+    browser.wait_for(&["Sign out"]).await;
+    let check = "const w = document.documentElement.clientWidth; let worst = null; \
+        for (const e of document.querySelectorAll('body *')) { const r = e.getBoundingClientRect(); \
+          if (r.width > 0 && r.right > w + 1) { worst = e.tagName + (e.id ? '#' + e.id : '') + ' ends at ' + Math.round(r.right); break; } } \
+        return {width: w, scroll: document.documentElement.scrollWidth, worst: worst};";
+    for (width, label) in [(1280, "1280"), (390, "390")] {
+        browser.resize(width, 1400).await;
+        for (page, needle) in [
+            ("/dashboard", "Overview"),
+            ("/dashboard/memory?scope=org", "id=\"results\""),
+            ("/dashboard/memory?q=renewal%20discount", "id=\"results\""),
+            ("/dashboard/graph?scope=personal", "Graph"),
+            ("/dashboard/connectors", "Connect a source"),
+            ("/dashboard/audit", "id=\"audit\""),
+        ] {
+            browser.go(&format!("{}{page}", s.base)).await;
+            let html = browser.wait_for(&[needle]).await;
+            let fit = browser.eval(check).await;
+            assert!(fit["worst"].is_null() && fit["scroll"].as_u64() <= fit["width"].as_u64(), "{page} at {width} px: {fit}");
+            if page == "/dashboard/audit" {
+                assert!(
+                    html.contains("<time datetime=") && (html.contains("just now") || html.contains(" ago")),
+                    "relative times: {html}"
+                );
+            }
+            let name = page.trim_start_matches("/dashboard").split('?').next().unwrap().trim_start_matches('/');
+            let name = if name.is_empty() { "overview" } else { name };
+            let name = if page.contains("q=") { "search" } else { name };
+            keep(&format!("dashboard-{name}-{label}.png"), &browser.screenshot().await);
+        }
+    }
+}

@@ -110,6 +110,17 @@ impl Driver {
         }
     }
 
+    /// Resizes the window (its inner width follows).
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.call(reqwest::Method::POST, "/window/rect", Some(json!({"width": width, "height": height}))).await;
+    }
+
+    /// Runs `script` in the page (WebDriver's own injection; the pages allow no script of
+    /// their own) and returns its value.
+    pub async fn eval(&self, script: &str) -> Value {
+        self.call(reqwest::Method::POST, "/execute/sync", Some(json!({"script": script, "args": []}))).await
+    }
+
     pub async fn screenshot(&self) -> Vec<u8> {
         let b64 = self.call(reqwest::Method::GET, "/screenshot", None).await;
         base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64.as_str().unwrap()).unwrap()

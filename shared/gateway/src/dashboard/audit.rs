@@ -46,6 +46,7 @@ pub async fn audit(
         Ok(r) => r,
         Err(e) => return refused(&base, &caller, &csrf, "Audit", "Audit", &e),
     };
+    let now = state.services.backend.clock.now();
     let body = html! {
         form method="get" action={ (base) "/dashboard/audit" } class="forms" style="grid-template-columns:1fr 1fr 1fr auto" {
             input name="principal" id="principal" placeholder="principal" value=(principal.as_deref().unwrap_or_default());
@@ -57,7 +58,7 @@ pub async fn audit(
             tr { th { "when" } th { "principal" } th { "client" } th { "action" } th { "target" } th { "outcome" } }
             @for a in &rows {
                 tr {
-                    td { (a.at.to_rfc3339()) }
+                    td { (super::when(a.at, now)) }
                     td { (a.actor) }
                     td { (a.via.as_deref().unwrap_or_default()) }
                     td { (a.action) }

@@ -26,10 +26,10 @@ fn text<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or_default()
 }
 
-/// An instant as `YYYY-MM-DD HH:MM` UTC, the exact time on hover.
-fn when(v: &Value) -> Markup {
-    match v.as_str() {
-        Some(t) => html! { time datetime=(t) title=(t) { (t.get(..16).unwrap_or(t).replace('T', " ")) } },
+/// A time the overview gives as RFC 3339, relative with the exact time on hover.
+fn when(v: &Value, now: domain::Timestamp) -> Markup {
+    match v.as_str().and_then(|t| domain::Timestamp::parse("at", t).ok()) {
+        Some(t) => super::when(t, now),
         None => html! { "—" },
     }
 }
@@ -61,6 +61,7 @@ pub async fn connectors(
         Ok(v) => v,
         Err(e) => return refused(&base, &caller, &csrf, "Connectors", "Connectors", &e),
     };
+    let now = state.services.backend.clock.now();
     let empty = Vec::new();
     let rows = v["connectors"].as_array().unwrap_or(&empty);
     let connected: Vec<&str> =
@@ -100,8 +101,8 @@ pub async fn connectors(
                             @if pull["needs_reconnect"] == true { br; b { "needs a reconnect" } }
                         }
                     }
-                    td { (when(&pull["last_synced_at"])) }
-                    td { (when(&pull["next_at"])) }
+                    td { (when(&pull["last_synced_at"], now)) }
+                    td { (when(&pull["next_at"], now)) }
                     td {
                         @if !pull.is_null() && text(st, "state") != "not_connected" {
                             (action(&base, &csrf, source, "sync", "Sync now")) " "

@@ -128,6 +128,7 @@ pub async fn memory(
     match rows {
         Ok(rows) => {
             let searched = !query.is_empty();
+            let now = state.services.backend.clock.now();
             let body = html! {
                 (search)
                 table id="results" {
@@ -144,7 +145,12 @@ pub async fn memory(
                             td { (r.scope) }
                             td { (r.kind) }
                             td { (r.state) }
-                            td { (r.when) }
+                            td {
+                                @match domain::Timestamp::parse("when", &r.when) {
+                                    Ok(t) => (super::when(t, now)),
+                                    Err(_) => (r.when),
+                                }
+                            }
                             @if let Some((score, why)) = &r.found {
                                 td class="score" { @if let Some(s) = score { (format!("{s:.2}")) } }
                                 td class="why" { (why) }
@@ -189,7 +195,7 @@ async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: 
         h2 id="entry-title" { (m.title) }
         p class="muted" {
             (m.scope.storage_key()) " · " (m.kind) " · " span id="entry-state" { (m.state.name()) }
-            " · created " (m.created_at.to_rfc3339()) " · updated " (m.updated_at.to_rfc3339())
+            " · created " (super::when(m.created_at, state.services.backend.clock.now())) " · updated " (super::when(m.updated_at, state.services.backend.clock.now()))
         }
         pre style="white-space:pre-wrap" id="entry-body" { (m.body) }
         h3 { "Lineage" }

@@ -162,6 +162,27 @@ async fn call<C: services::capabilities::typed::Capability>(
     state.services.capabilities.call::<C>(caller, args).await.map(|(_, out)| out)
 }
 
+/// An instant as people read it — "5 min ago", "in 2 h", a date past two days — with the
+/// exact time (UTC) on hover and in `datetime`.
+pub(crate) fn when(at: domain::Timestamp, now: domain::Timestamp) -> Markup {
+    let exact = at.to_rfc3339();
+    let secs = (now.0.saturating_sub(at.0)) / 1000;
+    let (past, s) = (secs >= 0, secs.saturating_abs());
+    let span = match s {
+        0..60 => None,
+        60..3600 => Some(format!("{} min", s / 60)),
+        3600..172_800 => Some(format!("{} h", s / 3600)),
+        _ => Some(exact.get(..10).unwrap_or(&exact).to_owned()),
+    };
+    let text = match span {
+        None => "just now".to_owned(),
+        Some(date) if s >= 172_800 => date,
+        Some(d) if past => format!("{d} ago"),
+        Some(d) => format!("in {d}"),
+    };
+    html! { time datetime=(exact) title={ (exact) " UTC" } { (text) } }
+}
+
 /// A `<select>` of `options` (value, label) with `current` selected.
 fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> Markup {
     html! {

@@ -46,12 +46,16 @@ pub(crate) fn document(title: &str, style: &'static str, body: Markup) -> Markup
 const STYLE: &str = "body{font:15px system-ui,sans-serif;max-width:58rem;margin:2rem auto;padding:0 1rem;color:#222}\
     header{display:flex;justify-content:space-between;align-items:center;border-bottom:1px solid #ddd;margin-bottom:1rem}\
     section.p{border:1px solid #ccc;border-radius:6px;padding:.8rem 1rem;margin:1rem 0}\
-    table{border-collapse:collapse}td,th{padding:.15rem .6rem;text-align:left;border-bottom:1px solid #eee}\
+    table{border-collapse:collapse;width:100%}td,th{padding:.15rem .6rem;text-align:left;border-bottom:1px solid #eee;\
+    vertical-align:top;overflow-wrap:anywhere}time{white-space:nowrap}input,select,textarea,button{max-width:100%}\
     .total{font-size:1.3rem;font-weight:600}.conflict{background:#fff6e0;padding:.4rem .6rem;border-left:3px solid #e0a000}\
     .ok{color:#070}.err{color:#a00}label{display:block;margin:.4rem 0 .1rem}\
     input,textarea{width:100%;padding:.4rem;box-sizing:border-box}textarea{height:3.2rem}\
     .forms{display:grid;grid-template-columns:1fr 1fr;gap:1rem}button{margin-top:.4rem;padding:.45rem 1rem}\
-    code{background:#eee;padding:0 .2rem}small{color:#666}";
+    code{background:#eee;padding:0 .2rem;overflow-wrap:anywhere}small{color:#666}\
+    @media(max-width:40rem){body{margin:1rem auto}header{flex-wrap:wrap}.forms{grid-template-columns:1fr!important}\
+    tr{display:block;border-bottom:1px solid #ddd;padding:.3rem 0}tr:has(th){display:none}\
+    td{display:inline-block;border:0;padding:.1rem .5rem .1rem 0;max-width:100%}}";
 
 /// A page of the approvals console or the dashboard: their style sheet, `body` as given.
 pub(crate) fn page(status: StatusCode, title: &str, body: Markup) -> Response {
