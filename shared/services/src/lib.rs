@@ -228,6 +228,11 @@ impl ServiceSet {
         self.backend.name
     }
 
+    /// The backend clock's now (pages that say how long ago something happened).
+    pub fn now(&self) -> domain::Timestamp {
+        self.backend.clock.now()
+    }
+
     /// The embedder the search index holds vectors of (`local:…`, `hashing`, `bedrock:…`).
     pub fn embedder_name(&self) -> &str {
         self.backend.embedder.name()

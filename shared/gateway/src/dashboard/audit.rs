@@ -46,7 +46,7 @@ pub async fn audit(
         Ok(r) => r,
         Err(e) => return refused(&base, &caller, &csrf, "Audit", "Audit", &e),
     };
-    let now = state.services.backend.clock.now();
+    let now = state.services.now();
     let body = html! {
         form method="get" action={ (base) "/dashboard/audit" } class="forms" style="grid-template-columns:1fr 1fr 1fr auto" {
             input name="principal" id="principal" placeholder="principal" value=(principal.as_deref().unwrap_or_default());

@@ -61,7 +61,7 @@ pub async fn connectors(
         Ok(v) => v,
         Err(e) => return refused(&base, &caller, &csrf, "Connectors", "Connectors", &e),
     };
-    let now = state.services.backend.clock.now();
+    let now = state.services.now();
     let empty = Vec::new();
     let rows = v["connectors"].as_array().unwrap_or(&empty);
     let connected: Vec<&str> =

@@ -128,7 +128,7 @@ pub async fn memory(
     match rows {
         Ok(rows) => {
             let searched = !query.is_empty();
-            let now = state.services.backend.clock.now();
+            let now = state.services.now();
             let body = html! {
                 (search)
                 table id="results" {
@@ -195,7 +195,7 @@ async fn entry_html(state: &AppState, base: &str, caller: &CallerContext, csrf: 
         h2 id="entry-title" { (m.title) }
         p class="muted" {
             (m.scope.storage_key()) " · " (m.kind) " · " span id="entry-state" { (m.state.name()) }
-            " · created " (super::when(m.created_at, state.services.backend.clock.now())) " · updated " (super::when(m.updated_at, state.services.backend.clock.now()))
+            " · created " (super::when(m.created_at, state.services.now())) " · updated " (super::when(m.updated_at, state.services.now()))
         }
         pre style="white-space:pre-wrap" id="entry-body" { (m.body) }
         h3 { "Lineage" }
