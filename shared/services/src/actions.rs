@@ -518,7 +518,10 @@ pub enum Answered {
     Failed { status: Option<u16>, reason: String, attempts: u32 },
 }
 
-fn client() -> Result<&'static reqwest::Client> {
+/// The one client for calls leaving the deployment (source actions and pulls, OAuth
+/// token endpoints, notification receivers): [`REQUEST_TIMEOUT`], no redirect followed,
+/// so a credential never leaves for another host.
+pub(crate) fn client() -> Result<&'static reqwest::Client> {
     static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> = std::sync::OnceLock::new();
     CLIENT
         .get_or_init(|| {

@@ -55,7 +55,7 @@ struct Digest {
     /// Held beyond the names kept.
     more: u32,
 }
-const TIMEOUT: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = crate::actions::REQUEST_TIMEOUT;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct DeliverMessage {
@@ -69,20 +69,6 @@ pub struct NotifyService {
     /// The deployment's public URL, for links (`CONTINUITY_PUBLIC_URL`, or serve's).
     base: std::sync::Arc<std::sync::RwLock<Option<String>>>,
     first_backoff: Duration,
-}
-
-fn client() -> Result<&'static reqwest::Client> {
-    static CLIENT: std::sync::OnceLock<std::result::Result<reqwest::Client, String>> = std::sync::OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .timeout(TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Error::internal(format!("HTTP client: {e}")))
 }
 
 /// Checks a channel's URL: https, or a loopback address outside AWS Lambda.
@@ -407,7 +393,7 @@ impl NotifyService {
         let mut backoff = self.first_backoff;
         let mut why = String::new();
         for attempt in 1..=TRIES_PER_RECEIVE {
-            let mut req = client()?
+            let mut req = crate::actions::client()?
                 .post(&c.url)
                 .header("content-type", "application/json")
                 .header("user-agent", "Continuity-Notifications/1")

@@ -15,7 +15,7 @@ pub const ATTEMPTS: u32 = 4;
 /// The longest `Retry-After` waited in place; longer ends the run, due again then.
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
-const TIMEOUT: Duration = Duration::from_secs(10);
+const TIMEOUT: Duration = crate::actions::REQUEST_TIMEOUT;
 
 /// Why a call failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,17 +40,7 @@ impl Failure {
 }
 
 fn client() -> Result<&'static reqwest::Client, Failure> {
-    static CLIENT: std::sync::OnceLock<Result<reqwest::Client, String>> = std::sync::OnceLock::new();
-    CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .timeout(TIMEOUT)
-                .redirect(reqwest::redirect::Policy::none())
-                .build()
-                .map_err(|e| e.to_string())
-        })
-        .as_ref()
-        .map_err(|e| Failure::Failed(format!("HTTP client: {e}")))
+    crate::actions::client().map_err(|e| Failure::Failed(e.message))
 }
 
 /// At most 300 characters of an answer, on one line.
