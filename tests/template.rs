@@ -788,26 +788,61 @@ fn the_cache_admits_only_the_functions_iam_user() {
     assert_eq!(statement["Resource"], serde_json::json!(["<GetAtt:Cache.ARN>", "<GetAtt:CacheUser.Arn>"]));
 }
 
-/// Connector actions need the internet: `ConnectorEgress=nat` adds a NAT gateway and a
-/// default route for the private subnets through it; the default adds nothing (no
-/// internet route at all), and the Lambdas' security group allows HTTPS out only.
+/// Outbound HTTPS needs the internet: `ConnectorEgress=nat` adds a NAT gateway and two
+/// egress subnets routed through it, and only the functions that call out run there
+/// (OAuth: IdP key sets and client metadata documents; ingest and approvals: connect,
+/// token exchange, revoke; pipeline: pulls and notifications; triage: approved
+/// actions). The default adds nothing (no internet route at all); every other function
+/// and the cache stay in subnets without one; the security group allows HTTPS out only.
 #[test]
-fn connector_egress_is_a_nat_gateway_only_when_asked() {
+fn only_the_functions_that_call_out_get_an_internet_route() {
+    const CALL_OUT: [&str; 5] = ["OAuthFunction", "IngestFunction", "ApprovalsFunction", "PipelineFunction", "TriageFunction"];
+    let private = json!(["<Ref:PrivateSubnetA>", "<Ref:PrivateSubnetB>"]);
+    let egress = json!(["<Ref:EgressSubnetA>", "<Ref:EgressSubnetB>"]);
     let t = Template::load();
     let without = evaluate(&t, &eu());
     assert!(without.resources_of_type("AWS::EC2::NatGateway").is_empty());
     assert!(without.resources_of_type("AWS::EC2::InternetGateway").is_empty());
-    assert!(!without.has_resource("PrivateDefaultRoute"));
+    assert!(without.resources_of_type("AWS::EC2::Route").is_empty(), "no route leaves the VPC");
+    for f in without.functions() {
+        assert_eq!(without.properties(&f).unwrap()["VpcConfig"]["SubnetIds"], private, "{f}");
+    }
     let with = evaluate(&t, &eu().with_parameter("ConnectorEgress", "nat"));
     assert_eq!(with.resources_of_type("AWS::EC2::NatGateway"), ["NatGateway"]);
-    let route = with.properties("PrivateDefaultRoute").unwrap();
+    // Exactly one route leaves through the NAT gateway: the egress subnets' default.
+    let mut routes = with.resources_of_type("AWS::EC2::Route");
+    routes.sort();
+    assert_eq!(routes, ["EgressDefaultRoute", "PublicDefaultRoute"]);
+    let route = with.properties("EgressDefaultRoute").unwrap();
     assert_eq!(
-        (route["DestinationCidrBlock"].as_str(), route["RouteTableId"].clone()),
-        (Some("0.0.0.0/0"), json!("<Ref:PrivateRouteTable>"))
+        (route["DestinationCidrBlock"].as_str(), route["RouteTableId"].clone(), route["NatGatewayId"].clone()),
+        (Some("0.0.0.0/0"), json!("<Ref:EgressRouteTable>"), json!("<Ref:NatGateway>"))
     );
-    assert_eq!(route["NatGatewayId"], json!("<Ref:NatGateway>"));
-    let egress = with.properties("LambdaSecurityGroup").unwrap()["SecurityGroupEgress"].clone();
-    assert!(egress.as_array().unwrap().iter().all(|r| r["FromPort"] == 443 && r["ToPort"] == 443), "{egress}");
+    for subnet in ["EgressSubnetA", "EgressSubnetB"] {
+        let association = with
+            .resources_of_type("AWS::EC2::SubnetRouteTableAssociation")
+            .into_iter()
+            .find(|a| with.properties(a).unwrap()["SubnetId"] == json!(format!("<Ref:{subnet}>")))
+            .unwrap_or_else(|| panic!("{subnet} has no route table"));
+        assert_eq!(with.properties(&association).unwrap()["RouteTableId"], json!("<Ref:EgressRouteTable>"));
+    }
+    for f in with.functions() {
+        let expected = if CALL_OUT.contains(&f.as_str()) { &egress } else { &private };
+        let vpc = &with.properties(&f).unwrap()["VpcConfig"];
+        assert_eq!(&vpc["SubnetIds"], expected, "{f}");
+        assert_eq!(vpc["SecurityGroupIds"], json!(["<Ref:LambdaSecurityGroup>"]), "{f}");
+    }
+    assert_eq!(with.functions().len(), 10, "a new function must be placed in one list or the other");
+    // The egress subnets still reach DynamoDB and S3 through the gateway endpoints.
+    for endpoint in ["DynamoDbEndpoint", "S3Endpoint"] {
+        assert_eq!(
+            with.properties(endpoint).unwrap()["RouteTableIds"],
+            json!(["<Ref:PrivateRouteTable>", "<Ref:EgressRouteTable>"]),
+            "{endpoint}"
+        );
+    }
+    let egress_rules = with.properties("LambdaSecurityGroup").unwrap()["SecurityGroupEgress"].clone();
+    assert!(egress_rules.as_array().unwrap().iter().all(|r| r["FromPort"] == 443 && r["ToPort"] == 443), "{egress_rules}");
     // The triage function performs actions: long enough for the retries, its queue's
     // visibility six times that.
     assert!(with.properties("TriageFunction").unwrap()["Timeout"].as_u64().unwrap() >= 90);
