@@ -492,6 +492,42 @@ async fn webhooks(backend: Backend) {
     assert!(e.message.contains("Change Data Capture"), "{e}");
 }
 
+/// HubSpot's search pages through 10,000 results of one query at most (the stand-in
+/// answers 400 past it, as HubSpot does): a longer stage asks again from the newest
+/// change it has seen, and every company arrives once. Embedded only: the restart is
+/// the pull's own logic, the same on both backends, and 10,000 records through moto
+/// would take minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hubspot_search_goes_past_its_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = rig(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap(), "hswin", Department::Sales).await;
+    let base = now_ms() - 20 * DAY;
+    r.world.add("companies", 10_250, base);
+    r.connect("hubspot").await;
+    r.settled("hubspot").await;
+    let seen = r.fake.take();
+    let companies: Vec<Value> =
+        seen.iter().filter(|s| s.path == "/crm/v3/objects/companies/search").map(Seen::json).collect();
+    assert!(
+        companies.iter().all(|b| b.get("after").is_none_or(|a| a.as_str().unwrap().parse::<u64>().unwrap() < 10_000)),
+        "never an after past the window"
+    );
+    assert_eq!(companies.len(), 100 + 3, "100 pages, then 3 from the restart");
+    let restart = &companies[100];
+    assert!(restart.get("after").is_none(), "{restart}");
+    let gte = restart.pointer("/filterGroups/0/filters/0").unwrap();
+    assert_eq!(
+        (gte["operator"].as_str(), gte["value"].as_str()),
+        (Some("GTE"), Some((base + 9_999 * 1000).to_string().as_str())),
+        "from the newest change of the 10,000th company"
+    );
+    let accounts = r.entities("account").await;
+    assert_eq!(accounts.len(), 10_250, "every company");
+    assert!(accounts.iter().all(|e| e.version == 1), "the company read twice at the seam is not written twice");
+    let st = r.state("hubspot").await;
+    assert_eq!(st.state, ConnectorState::SyncComplete, "{st:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_embedded() {
     let dir = tempfile::tempdir().unwrap();

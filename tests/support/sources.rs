@@ -209,6 +209,11 @@ impl World {
                 let since =
                     b.pointer("/filterGroups/0/filters/0/value").and_then(Value::as_str).map_or(0, |v| v.parse().unwrap());
                 let after: usize = b.get("after").and_then(Value::as_str).map_or(0, |v| v.parse().unwrap());
+                if after >= 10_000 {
+                    // HubSpot's documented cap: one query pages through 10,000 results at most.
+                    let message = "Search API pagination limit of 10000 results exceeded";
+                    return Answer::json(400, &json!({"status": "error", "category": "VALIDATION_ERROR", "message": message}));
+                }
                 let kind = seg[4];
                 let all = self.live(kind, since);
                 let total = all.len();

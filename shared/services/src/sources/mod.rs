@@ -445,11 +445,16 @@ impl SourceService {
             if page.tickets.is_some() {
                 next.tickets = page.tickets.clone();
             }
-            match page.after {
-                Some(after) => next.after = Some(after),
-                None => {
+            match (page.after, page.restart) {
+                (_, Some(from)) => {
+                    next.from = Some(from);
+                    next.after = None;
+                }
+                (Some(after), None) => next.after = Some(after),
+                (None, None) => {
                     next.stage += 1;
                     next.after = None;
+                    next.from = None;
                 }
             }
             let last = next.stage >= stages.len();
@@ -470,7 +475,7 @@ impl SourceService {
             // Commit the page: the cursor moves only after its records are queued.
             let expect = Expect::Version(state.version);
             state.fetched += n;
-            if let Some(t) = page.total.filter(|_| cursor.after.is_none()) {
+            if let Some(t) = page.total.filter(|_| cursor.after.is_none() && cursor.from.is_none()) {
                 state.total = Some(state.total.unwrap_or(0) + t);
             }
             state.cursor = serde_json::to_value(&next).map_err(Error::internal)?;

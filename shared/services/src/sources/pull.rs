@@ -2,7 +2,7 @@
 //!
 //! | source | initial and delta | deletions (delta) |
 //! |---|---|---|
-//! | `hubspot` | `POST /crm/v3/objects/{companies,contacts,deals}/search`, `hs_lastmodifieddate GTE` the watermark, ascending, `after` cursors, 100 a page; deals' companies by `POST /crm/v4/associations/deals/companies/batch/read` | `GET /crm/v3/objects/{type}?archived=true` (`archivedAt` since the watermark) |
+//! | `hubspot` | `POST /crm/v3/objects/{companies,contacts,deals}/search`, `hs_lastmodifieddate GTE` the watermark, ascending, `after` cursors, 100 a page, a new query from the newest change at the 10,000-result window; deals' companies by `POST /crm/v4/associations/deals/companies/batch/read` | `GET /crm/v3/objects/{type}?archived=true` (`archivedAt` since the watermark) |
 //! | `salesforce` | `GET /services/data/v62.0/query?q=SELECT … WHERE SystemModstamp > … ORDER BY SystemModstamp` (Account, Contact, Case), then `nextRecordsUrl` | `GET /services/data/v62.0/sobjects/{type}/deleted/?start=…&end=…` |
 //! | `zendesk` | `GET /api/v2/incremental/tickets/cursor.json` (`start_time`, then `cursor`, kept between passes), `GET /api/v2/incremental/organizations.json` (`start_time`, `next_page`) | in the same exports: `status: deleted` tickets, `deleted_at` organizations |
 //! | `jira` | `GET /rest/api/3/search/jql?jql=updated >= "…" ORDER BY updated ASC` with `nextPageToken` | webhooks only (Jira has no deletion feed) |
@@ -24,6 +24,10 @@ use crate::ingest::mapping::parse_time;
 /// Records asked for per page.
 pub const PAGE_SIZE: u32 = 100;
 
+/// HubSpot's search answers at most this many results for one query (an `after` past
+/// it is refused with a 400): a longer stage restarts from the newest change seen.
+pub const HUBSPOT_SEARCH_WINDOW: u64 = 10_000;
+
 /// Where a pull stands inside one pass (stored as the sync state's cursor).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Cursor {
@@ -35,6 +39,10 @@ pub struct Cursor {
     /// The pass reads what changed from here (ms); `None` reads everything.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<i64>,
+    /// This stage reads from here instead of `since` (ms): HubSpot's search, restarted
+    /// past its window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<i64>,
     /// The newest change seen in this pass (ms): the next pass's `since`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high: Option<i64>,
@@ -89,6 +97,8 @@ pub struct Page {
     pub deleted: Vec<Deleted>,
     /// The stage's next paging token; `None` when the stage is done.
     pub after: Option<String>,
+    /// The stage goes on with a new query from this change (ms), not a paging token.
+    pub restart: Option<i64>,
     /// The newest change on this page (ms).
     pub high: Option<i64>,
     /// Records the stage has in all, when the source says.
@@ -195,7 +205,7 @@ async fn hubspot(api: &Api<'_>, object: &str, cursor: &Cursor) -> Result<Page, F
         "properties": hubspot_properties(object),
         "limit": PAGE_SIZE,
     });
-    if let Some(since) = cursor.since {
+    if let Some(since) = cursor.from.or(cursor.since) {
         body["filterGroups"] =
             json!([{"filters": [{"propertyName": "hs_lastmodifieddate", "operator": "GTE", "value": since.to_string()}]}]);
     }
@@ -221,13 +231,26 @@ async fn hubspot(api: &Api<'_>, object: &str, cursor: &Cursor) -> Result<Page, F
             }
         }
     }
-    Ok(Page {
-        high: newest(&records, &["updatedAt"]),
-        after: text(answer.pointer("/paging/next/after")),
-        total: answer.get("total").and_then(Json::as_u64),
-        records,
-        ..Page::default()
-    })
+    let high = newest(&records, &["updatedAt"]);
+    let mut after = text(answer.pointer("/paging/next/after"));
+    let mut restart = None;
+    if after.as_deref().and_then(|a| a.parse::<u64>().ok()).is_some_and(|n| n >= HUBSPOT_SEARCH_WINDOW) {
+        // Past the window the search answers 400: ask again from the newest change on
+        // this page (ascending, so nothing older is left). The records changed in that
+        // same millisecond are read twice; the second write finds them unchanged.
+        match high {
+            Some(h) if cursor.from.or(cursor.since).is_none_or(|s| h > s) => {
+                restart = Some(h);
+                after = None;
+            }
+            _ => {
+                return Err(Failure::Failed(format!(
+                    "more than {HUBSPOT_SEARCH_WINDOW} HubSpot {object} share one modification time; the search cannot page past them"
+                )));
+            }
+        }
+    }
+    Ok(Page { high, after, restart, total: answer.get("total").and_then(Json::as_u64), records, ..Page::default() })
 }
 
 async fn hubspot_archived(api: &Api<'_>, object: &str, cursor: &Cursor) -> Result<Page, Failure> {
