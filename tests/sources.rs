@@ -490,6 +490,15 @@ async fn webhooks(backend: Backend) {
     assert_eq!(e.code, ErrorCode::Unauthenticated, "the URL is signed: {e}");
     let e = r.s.sources.webhook(&r.t, "salesforce", &delivery(&url, &[], "{}")).await.unwrap_err();
     assert!(e.message.contains("Change Data Capture"), "{e}");
+
+    // Deliveries are remembered a week: nothing younger is pruned; past it, each one's
+    // replay key and index entry go (the Stripe event is then new again).
+    let week = services::sources::webhooks::SEEN_RETENTION_MS;
+    assert_eq!(services::sources::webhooks::prune_seen(&r.s.backend, &r.t, now_ms() - week, 100).await.unwrap(), 0);
+    assert_eq!(services::sources::webhooks::prune_seen(&r.s.backend, &r.t, now_ms() + 1000, 2).await.unwrap(), 2, "at most max");
+    assert_eq!(services::sources::webhooks::prune_seen(&r.s.backend, &r.t, now_ms() + 1000, 100).await.unwrap(), 4);
+    let after = r.s.sources.webhook(&r.t, "stripe", &delivery(&url, &signed, &event)).await.unwrap();
+    assert!(!after.duplicate, "its key was pruned: {after:?}");
 }
 
 /// HubSpot's search pages through 10,000 results of one query at most (the stand-in

@@ -28,6 +28,12 @@ pub const TOLERANCE_MS: i64 = 5 * 60 * 1000;
 /// Largest delivery taken.
 pub const MAX_BODY: usize = 256 * 1024;
 const SEEN: &str = "webhook_seen";
+/// The same deliveries by when they arrived (`{ms:013}#{hash}`), for pruning.
+const SEEN_AT: &str = "webhook_seen_at";
+/// How long a delivery's hash is kept. Signed timestamps older than
+/// [`TOLERANCE_MS`] are refused anyway; Jira's deliveries carry none, and a replay of
+/// one after this long writes nothing older than what the Spine holds.
+pub const SEEN_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// One delivery as it arrived.
 pub struct Delivery<'a> {
@@ -183,8 +189,11 @@ impl SourceService {
         let body: Json = serde_json::from_slice(d.body).map_err(|e| Error::invalid(format!("the body is not JSON: {e}")))?;
         // Taken once: the delivery's hash is kept under the tenant (a replay finds it).
         let key = hex::encode(Sha256::digest([s.name().as_bytes(), b"\0", d.body].concat()));
+        let at = format!("{:013}#{key}", self.now().0.max(0));
         let item = Item { tenant: tenant.to_string(), part: SEEN.into(), sk: key, version: 1, body: Vec::new() };
-        match self.backend.records.items().write(vec![Write::Put { item, condition: Condition::Absent }]).await {
+        let index = Item { tenant: tenant.to_string(), part: SEEN_AT.into(), sk: at, version: 1, body: Vec::new() };
+        let writes = vec![Write::Put { item, condition: Condition::Absent }, Write::Put { item: index, condition: Condition::None }];
+        match self.backend.records.items().write(writes).await {
             Ok(()) => {}
             Err(e) if e.code == ErrorCode::Conflict => {
                 return Ok(Received { duplicate: true, records: 0, deleted: 0, pull_queued: false });
@@ -266,6 +275,37 @@ impl SourceService {
         tracing::info!(tenant = %tenant, source = s.name(), records = out.records, deleted = out.deleted, pull = out.pull_queued, "webhook taken");
         Ok(out)
     }
+}
+
+
+/// Forgets the deliveries of `tenant` that arrived before `before` (ms), at most `max`
+/// of them (oldest first): their replay keys and their index entries. Returns how many.
+///
+/// # Errors
+/// `UNAVAILABLE` when the store cannot be reached.
+pub async fn prune_seen(backend: &ports::Backend, tenant: &TenantId, before: i64, max: usize) -> Result<usize> {
+    let items = backend.records.items();
+    let t = tenant.to_string();
+    let cut = format!("{:013}", before.max(0));
+    let mut pruned = 0;
+    while pruned < max {
+        let limit = u32::try_from((max - pruned).min(items.max_batch() / 2)).unwrap_or(1).max(1);
+        let query = ports::items::Query { tenant: &t, part: SEEN_AT, prefix: "", after: None, limit, descending: false };
+        let (old, _) = items.query(query).await?;
+        let old: Vec<Item> = old.into_iter().filter(|i| i.sk.as_str() < cut.as_str()).collect();
+        if old.is_empty() {
+            break;
+        }
+        let mut writes = Vec::with_capacity(old.len() * 2);
+        for i in &old {
+            let hash = i.sk.split_once('#').map_or("", |(_, h)| h).to_string();
+            writes.push(Write::Delete { tenant: t.clone(), part: SEEN.into(), sk: hash, condition: Condition::None });
+            writes.push(Write::Delete { tenant: t.clone(), part: SEEN_AT.into(), sk: i.sk.clone(), condition: Condition::None });
+        }
+        items.write(writes).await?;
+        pruned += old.len();
+    }
+    Ok(pruned)
 }
 
 #[cfg(test)]
