@@ -501,6 +501,71 @@ async fn webhooks(backend: Backend) {
     assert!(!after.duplicate, "its key was pruned: {after:?}");
 }
 
+/// Each source's own limits kept before a 429 comes: Zendesk's incremental exports
+/// saying their minute is spent hold the next call for the `resets` seconds; HubSpot's
+/// searches come at most 4 a second; Salesforce's daily allocation 95 % used stops the
+/// pull for an hour — not an error, the records so far kept.
+async fn limits(backend: Backend) {
+    let r = rig(backend, "lim", Department::CustomerSuccess).await;
+    let base = now_ms() - 20 * DAY;
+    r.world.add("organizations", 2, base);
+    r.world.add("tickets", 3, base);
+    r.world.add("companies", 250, base);
+    r.world.add("Account", 250, base);
+
+    r.world.set(|st| {
+        st.limit_headers = vec![("Zendesk-RateLimit-incremental-exports".into(), "total=10; remaining=0; resets=1".into())]
+    });
+    r.connect("zendesk").await;
+    r.settled("zendesk").await;
+    let exports: Vec<Seen> = r.fake.take().into_iter().filter(|s| s.path.starts_with("/api/v2/incremental/")).collect();
+    assert!(exports.len() >= 2, "{exports:?}");
+    for pair in exports.windows(2) {
+        assert!(
+            pair[1].at - pair[0].at >= Duration::from_secs(1),
+            "the export's spent minute was waited: {:?}",
+            pair[1].at - pair[0].at
+        );
+    }
+
+    r.world.set(|st| st.limit_headers.clear());
+    r.connect("hubspot").await;
+    r.settled("hubspot").await;
+    let searches: Vec<Seen> = r.fake.take().into_iter().filter(|s| s.path.ends_with("/search")).collect();
+    assert!(searches.len() >= 3, "{searches:?}");
+    for pair in searches.windows(2) {
+        assert!(pair[1].at - pair[0].at >= Duration::from_millis(250), "4 searches a second at most");
+    }
+
+    r.world.set(|st| st.limit_headers = vec![("Sforce-Limit-Info".into(), "api-usage=9500/10000".into())]);
+    r.connect("salesforce").await;
+    let report = r.s.sources.run(&r.t, "salesforce", Budget::SERVE).await.unwrap();
+    let why = report.skipped.as_deref().unwrap_or_default();
+    assert!(why.contains("95% used (9500 of 10000)"), "{report:?}");
+    assert_eq!(report.pages, 1, "one page, then stopped");
+    drain(&r.s).await;
+    let st = r.state("salesforce").await;
+    assert_ne!(st.state, ConnectorState::SyncError, "a spent allocation is not an error: {st:?}");
+    let sync = r.s.backend.records.get_sync(&r.t, &ConnectorSource::new("salesforce").unwrap()).await.unwrap().unwrap();
+    assert!(sync.next_at.0 >= now_ms() + 59 * 60 * 1000, "due again in an hour: {sync:?}");
+    assert_eq!(
+        r.entities("account").await.len(),
+        2 + 250 + 100,
+        "Zendesk's organizations, HubSpot's companies, Salesforce's first page"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    limits(store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_aws() {
+    limits(continuity_tests::aws::backend_in_own_table("srclim").await).await;
+}
+
 /// HubSpot's search pages through 10,000 results of one query at most (the stand-in
 /// answers 400 past it, as HubSpot does): a longer stage asks again from the newest
 /// change it has seen, and every company arrives once. Embedded only: the restart is
@@ -515,8 +580,7 @@ async fn hubspot_search_goes_past_its_window() {
     r.connect("hubspot").await;
     r.settled("hubspot").await;
     let seen = r.fake.take();
-    let companies: Vec<Value> =
-        seen.iter().filter(|s| s.path == "/crm/v3/objects/companies/search").map(Seen::json).collect();
+    let companies: Vec<Value> = seen.iter().filter(|s| s.path == "/crm/v3/objects/companies/search").map(Seen::json).collect();
     assert!(
         companies.iter().all(|b| b.get("after").is_none_or(|a| a.as_str().unwrap().parse::<u64>().unwrap() < 10_000)),
         "never an after past the window"

@@ -19,6 +19,8 @@ pub struct Seen {
     /// Header names lower-cased.
     pub headers: BTreeMap<String, String>,
     pub body: String,
+    /// When the request arrived.
+    pub at: std::time::Instant,
 }
 
 impl Seen {
@@ -153,7 +155,8 @@ async fn serve(stream: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) -> std::
         let len: usize = headers.get("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
         let mut body = vec![0; len];
         reader.read_exact(&mut body).await?;
-        let seen = Seen { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() };
+        let seen =
+            Seen { method, path, headers, body: String::from_utf8_lossy(&body).into_owned(), at: std::time::Instant::now() };
         let (scripted, handler) = {
             let mut i = inner.lock().unwrap();
             i.seen.push(seen.clone());

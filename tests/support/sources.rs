@@ -53,6 +53,8 @@ pub struct State {
     pub base: String,
     /// Each API answer waits this long (a slow source, to stop a pull mid-way).
     pub delay: std::time::Duration,
+    /// Headers every successful API answer carries (the sources' rate-limit headers).
+    pub limit_headers: Vec<(String, String)>,
 }
 
 #[derive(Clone, Default)]
@@ -192,9 +194,15 @@ impl World {
                 return Answer::json(503, &json!({"message": "down for maintenance"}));
             }
         }
-        let delay = self.0.lock().unwrap().delay;
+        let (delay, extra) = {
+            let st = self.0.lock().unwrap();
+            (st.delay, st.limit_headers.clone())
+        };
         let mut answer = self.api(s, path);
         answer.delay = delay;
+        if (200..300).contains(&answer.status) {
+            answer.headers.extend(extra);
+        }
         answer
     }
 

@@ -330,8 +330,13 @@ impl MaintenanceService {
         let gates = self.gates.expire(tenant, MAX_PER_TENANT).await?;
         let notes = self.engineering.expire_notes(tenant, MAX_PER_TENANT).await?;
         // Sources' webhook deliveries are remembered a week (replays inside it refused).
-        crate::sources::webhooks::prune_seen(&self.backend, tenant, now.0 - crate::sources::webhooks::SEEN_RETENTION_MS, MAX_PER_TENANT)
-            .await?;
+        crate::sources::webhooks::prune_seen(
+            &self.backend,
+            tenant,
+            now.0 - crate::sources::webhooks::SEEN_RETENTION_MS,
+            MAX_PER_TENANT,
+        )
+        .await?;
         Ok(Pruned { audit, sessions, forgotten, gates, notes })
     }
 }

@@ -192,7 +192,8 @@ impl SourceService {
         let at = format!("{:013}#{key}", self.now().0.max(0));
         let item = Item { tenant: tenant.to_string(), part: SEEN.into(), sk: key, version: 1, body: Vec::new() };
         let index = Item { tenant: tenant.to_string(), part: SEEN_AT.into(), sk: at, version: 1, body: Vec::new() };
-        let writes = vec![Write::Put { item, condition: Condition::Absent }, Write::Put { item: index, condition: Condition::None }];
+        let writes =
+            vec![Write::Put { item, condition: Condition::Absent }, Write::Put { item: index, condition: Condition::None }];
         match self.backend.records.items().write(writes).await {
             Ok(()) => {}
             Err(e) if e.code == ErrorCode::Conflict => {
@@ -276,7 +277,6 @@ impl SourceService {
         Ok(out)
     }
 }
-
 
 /// Forgets the deliveries of `tenant` that arrived before `before` (ms), at most `max`
 /// of them (oldest first): their replay keys and their index entries. Returns how many.
