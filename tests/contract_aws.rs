@@ -257,6 +257,7 @@ async fn backend_wires_every_port() {
         vault_kms_key: Some(continuity_tests::aws::vault_key().await),
         search: store_aws::SearchSettings::default(),
         triage_state_machine: None,
+        mail_from: None,
     };
     let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");
@@ -274,4 +275,8 @@ async fn backend_wires_every_port() {
     let sig = b.signer.sign(b"m").await.unwrap();
     assert!(b.signer.public_keys().await.unwrap()[0].verify(b"m", &sig.bytes));
     assert!(b.limiter.acquire(t.as_str(), ports::Rate::per_minute(10)).await.unwrap().allowed);
+}
+
+mod mail {
+    contract::contract_suite!(mail, continuity_tests::aws::mail);
 }

@@ -39,3 +39,7 @@ mod blobs {
 mod queue {
     contract::contract_suite!(queue, super::embedded::queue);
 }
+
+mod mail {
+    contract::contract_suite!(mail, super::embedded::mail);
+}

@@ -7,6 +7,10 @@ conditional writes on purpose (single-use codes, refresh rotation), so this laun
 serialises moto's DynamoDB write operations with one lock and then runs moto_server
 unchanged. Everything else (S3, SQS long polls, KMS…) stays concurrent.
 
+It also lets `/moto-api/data.json?service=ses` dump one service's model instances (the
+mail contract reads SES's sent messages there): the whole dump takes minutes once the
+suites have filled the server.
+
 Usage: python tests/moto_server.py -H 127.0.0.1 -p PORT   (same arguments as moto_server)
 """
 
@@ -14,6 +18,7 @@ import functools
 import threading
 
 from moto.dynamodb.models import DynamoDBBackend
+from moto.moto_api._internal.responses import MotoAPIResponse
 from moto.server import main
 
 _LOCK = threading.RLock()
@@ -26,6 +31,38 @@ for _name in ("put_item", "update_item", "delete_item", "transact_write_items", 
             return __original(*args, **kwargs)
 
     setattr(DynamoDBBackend, _name, functools.wraps(_original)(_locked))
+
+
+def _model_data(self, request, full_url, headers):
+    """moto's own model dump, limited to `?service=` when given."""
+    import json
+    from urllib.parse import parse_qs, urlparse
+
+    from moto.core.model_instances import model_data
+
+    only = parse_qs(urlparse(full_url).query).get("service")
+    results = {}
+    for service in sorted(model_data):
+        if only and service not in only:
+            continue
+        results[service] = {}
+        for name in sorted(model_data[service]):
+            results[service][name] = []
+            for instance in model_data[service][name].instances_tracked:
+                fields = {}
+                for attr in dir(instance):
+                    if attr.startswith("_"):
+                        continue
+                    try:
+                        json.dumps(getattr(instance, attr))
+                    except (TypeError, AttributeError, ValueError):
+                        continue
+                    fields[attr] = getattr(instance, attr)
+                results[service][name].append(fields)
+    return 200, {"Content-Type": "application/javascript"}, json.dumps(results)
+
+
+MotoAPIResponse.model_data = _model_data
 
 if __name__ == "__main__":
     main()

@@ -85,6 +85,7 @@ pub async fn backend_with_vault_key(vault_key: String) -> Backend {
         vault_kms_key: Some(vault_key),
         search: store_aws::SearchSettings::default(),
         triage_state_machine: None,
+        mail_from: None,
     };
     store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
 }
@@ -128,4 +129,61 @@ pub async fn backend_with_own_fortress(label: &str, clock: Arc<dyn ports::Clock>
     let records =
         ports::Records::new(Arc::new(ports::fortress::Mirrored::new(main, fortress.clone(), clock.clone()))).with_vault(vault());
     Backend { records, fortress: Some(ports::Records::new(fortress).with_vault(vault())), clock, ..backend().await }
+}
+
+/// Makes `domain` a verified SES identity on moto (`CreateEmailIdentity`): what a
+/// deployment does once for its `MailFrom` address.
+pub async fn verify_mail_domain(domain: &str) {
+    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let sdk = aws_config_for(Some(&moto), REGION).await;
+    let http = store_aws::signed::SignedHttp::new(&sdk, &moto, "ses").unwrap();
+    let body = serde_json::to_vec(&serde_json::json!({"EmailIdentity": domain})).unwrap();
+    http.send("POST", "/v2/email/identities", "application/json", body, &[]).await.unwrap_or_else(|e| panic!("identity: {e}"));
+}
+
+/// What moto's SES sent so far (its record of sent messages, `/moto-api/data.json`,
+/// limited to SES by `tests/moto_server.py`).
+pub async fn sent_mail() -> Vec<contract::mail::Arrived> {
+    let url = format!("{}/moto-api/data.json?service=ses", env("CONTINUITY_TEST_MOTO_URL"));
+    let data: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
+    data.pointer("/ses/Message")
+        .and_then(serde_json::Value::as_array)
+        .map(|all| {
+            all.iter()
+                .map(|m| contract::mail::Arrived {
+                    from: text(&m["source"]),
+                    to: m
+                        .pointer("/destinations/ToAddresses")
+                        .and_then(|t| t.as_array())
+                        .map_or_else(Vec::new, |t| t.iter().map(text).collect()),
+                    subject: text(&m["subject"]),
+                    text: text(&m["body"]),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// An SES mailer on moto sending as `from`.
+pub async fn ses_mailer(from: &str) -> Arc<dyn ports::mail::Mailer> {
+    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let sdk = aws_config_for(Some(&moto), REGION).await;
+    Arc::new(store_aws::SesMailer::new(store_aws::signed::SignedHttp::new(&sdk, &moto, "ses").unwrap(), from))
+}
+
+/// The mail port over SES (moto): a sender in a freshly verified domain; refused for
+/// good: a sender whose domain was never verified.
+pub async fn mail() -> contract::mail::MailFixture {
+    let n: u64 = rand::random();
+    let domain = format!("n{n:016x}.continuity.example");
+    verify_mail_domain(&domain).await;
+    let from = format!("notify@{domain}");
+    let refused = ports::mail::Mail::new(&format!("ops-{n:016x}@example.com"), "x", "y").unwrap();
+    contract::mail::MailFixture {
+        mailer: ses_mailer(&from).await,
+        from,
+        inbox: Arc::new(|| Box::pin(sent_mail())),
+        refused: (ses_mailer(&format!("notify@unverified-{n:016x}.example")).await, refused),
+    }
 }

@@ -87,3 +87,28 @@ pub async fn demo_services(dir: &std::path::Path) -> services::Services {
         .unwrap();
     s
 }
+
+/// The mail port over SMTP with STARTTLS and a password, to an SMTP server this test
+/// runs (trusting its CA); it refuses recipients named `reject…`.
+pub async fn mail() -> contract::mail::MailFixture {
+    let server = Arc::new(crate::smtp::SmtpServer::start().await);
+    let from = "notify@continuity.example";
+    let mailer: Arc<dyn ports::mail::Mailer> = Arc::new(
+        store_embedded::SmtpMailer::new(&server.url("continuity", "s3cret"), from, Some(server.ca_pem.as_bytes())).unwrap(),
+    );
+    let s = server.clone();
+    let inbox: contract::mail::Inbox = Arc::new(move || {
+        let s = s.clone();
+        Box::pin(async move {
+            let arrived = s.arrived();
+            // Every message went over TLS, signed in.
+            for r in s.take() {
+                assert!(r.encrypted, "sent before STARTTLS");
+                assert_eq!((r.user.as_deref(), r.password.as_deref()), (Some("continuity"), Some("s3cret")));
+            }
+            arrived
+        })
+    });
+    let refused = ports::mail::Mail::new("reject-me@example.com", "x", "y").unwrap();
+    contract::mail::MailFixture { mailer: mailer.clone(), from: from.into(), inbox, refused: (mailer, refused) }
+}

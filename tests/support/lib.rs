@@ -11,6 +11,7 @@ pub mod aws;
 pub mod demo;
 pub mod embedded;
 pub mod recall;
+pub mod smtp;
 pub mod source;
 pub mod sources;
 pub mod template;

@@ -41,6 +41,11 @@ impl TestCa {
         Self { pem: ca.pem(), config: Arc::new(config) }
     }
 
+    /// Accepts TLS with the server certificate (e.g. after an SMTP `STARTTLS`).
+    pub fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        tokio_rustls::TlsAcceptor::from(self.config.clone())
+    }
+
     /// Serves `app` over HTTPS on a free loopback port until the runtime ends; returns
     /// its base URL (`https://127.0.0.1:PORT`).
     pub async fn serve(&self, app: axum::Router) -> String {

@@ -7,7 +7,8 @@
 //!
 //! The suites: [`items`] (the item port's ordering, conditions and atomic batches),
 //! [`records`] (the typed stores over it), [`oauth`] (the authorization server's
-//! records), [`cache`], [`queue`], [`blobs`], [`signer`], [`limiter`] and [`vault`].
+//! records), [`cache`], [`queue`], [`blobs`], [`signer`], [`limiter`], [`vault`] and
+//! [`mail`].
 //!
 //! Every check uses fresh random tenant slugs, so suites can share one database, table
 //! or bucket without cleaning up and without seeing each other's data.
@@ -19,6 +20,7 @@ pub mod blobs;
 pub mod cache;
 pub mod items;
 pub mod limiter;
+pub mod mail;
 pub mod oauth;
 pub mod queue;
 pub mod records;
@@ -137,6 +139,9 @@ macro_rules! contract_suite {
             $make,
             [data_keys_are_bound_to_their_tenant, entities_are_sealed_at_rest, source_secrets_are_sealed_and_connects_single_use]
         );
+    };
+    (mail, $make:path) => {
+        $crate::contract_tests!(mail, $make, [delivers_a_message_intact, refusals_are_final_with_a_reason]);
     };
     (signer, $make:path) => {
         $crate::contract_tests!(signer, $make, [signatures_verify_with_published_keys, rotation_keeps_old_keys_published]);

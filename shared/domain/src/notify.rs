@@ -1,5 +1,5 @@
 //! Notifications: the channels a tenant's admins configure (a signed JSON webhook, a
-//! Slack-compatible incoming webhook) and the events they subscribe to.
+//! Slack-compatible incoming webhook, an e-mail address) and the events they subscribe to.
 
 use serde::{Deserialize, Serialize};
 
@@ -12,6 +12,7 @@ string_enum! {
     ChannelKind, "kind" {
         Webhook = "webhook",
         Slack = "slack",
+        Email = "email",
     }
 }
 
@@ -36,7 +37,8 @@ pub struct Channel {
     pub tenant: TenantId,
     pub id: Id,
     pub kind: ChannelKind,
-    /// Where deliveries go (https; a loopback address in development).
+    /// Where deliveries go: an https URL (a loopback address in development), or
+    /// `mailto:{address}` for e-mail.
     pub url: String,
     /// The webhook's signing secret (HMAC-SHA256), shown once at creation.
     #[serde(default, skip_serializing_if = "Option::is_none")]

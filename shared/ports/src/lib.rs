@@ -12,8 +12,8 @@
 //!   into the fortress, and their promotion records.
 //! - [`health`]: the backend's own readiness checks (disk, cache) for `/healthz`.
 //! - [`ratelimit`], [`signer`], [`vault`], [`search`], [`workflow`], [`graph`],
-//!   [`oauth`]: rate limits, token signing, the Spine vault, hybrid search, the triage
-//!   workflow, knowledge graphs and the authorization server's records.
+//!   [`oauth`], [`mail`]: rate limits, token signing, the Spine vault, hybrid search, the
+//!   triage workflow, knowledge graphs, the authorization server's records and e-mail.
 //!
 //! Every method documents its `# Errors`; all errors are [`domain::Error`] taxonomy values.
 //! Architecture Invariant: this crate names no backend technology.
@@ -25,6 +25,7 @@ pub mod fortress;
 pub mod graph;
 pub mod health;
 pub mod items;
+pub mod mail;
 pub mod oauth;
 pub mod queue;
 pub mod ratelimit;
@@ -69,6 +70,9 @@ pub struct Backend {
     /// The triage workflow engine: Step Functions on AWS; `None` runs the embedded
     /// runner (`services::governance::EmbeddedRunner`) in process over `records`.
     pub workflow: Option<Arc<dyn Workflow>>,
+    /// E-mail for notification channels (SMTP on embedded, SES on AWS); `None` where
+    /// the deployment configured none.
+    pub mailer: Option<Arc<dyn mail::Mailer>>,
     pub clock: Arc<dyn Clock>,
     /// The backend's own readiness checks (`/healthz`).
     pub readiness: Arc<dyn health::Readiness>,

@@ -4,8 +4,9 @@
 //! **webhook** (our JSON event, signed — `X-Continuity-Signature: t={secs},v1={hex
 //! HMAC-SHA256 of "{t}.{body}"}` with the channel's secret, shown once at creation) or a
 //! **Slack-compatible incoming webhook** (a message with the title, the text and, for a
-//! proposal or a gate, a link to decide). Each channel subscribes to event kinds
-//! ([`EventKind`]).
+//! proposal or a gate, a link to decide) or an **e-mail address** (plain text through
+//! the deployment's mailer: SMTP on `serve`, SES on AWS; the subject is the title, the
+//! link in the text). Each channel subscribes to event kinds ([`EventKind`]).
 //!
 //! **Digest**: a channel is told of the first [`DIGEST_AFTER`] waiting proposals of a
 //! [`DIGEST_WINDOW`] one by one; more in the same window are held and sent together as
@@ -132,7 +133,23 @@ impl NotifyService {
     pub async fn add(&self, tenant: &TenantId, kind: ChannelKind, url: &str, events: Vec<EventKind>) -> Result<Channel> {
         self.backend.records.get_tenant(tenant).await?.ok_or_else(|| Error::not_found(format!("tenant {tenant}")))?;
         let url = url.trim();
-        check_url(url)?;
+        let owned;
+        let url = if kind == ChannelKind::Email {
+            let address = url.strip_prefix("mailto:").unwrap_or(url);
+            ports::mail::check_address("url", address)?;
+            if self.backend.mailer.is_none() {
+                return Err(Error::invalid_field(
+                    "kind",
+                    "e-mail is not configured on this deployment: set CONTINUITY_SMTP_URL and CONTINUITY_MAIL_FROM \
+                     (continuity serve), or the stack's MailFrom parameter (AWS)",
+                ));
+            }
+            owned = format!("mailto:{address}");
+            owned.as_str()
+        } else {
+            check_url(url)?;
+            url
+        };
         if self.backend.records.list_channels(tenant).await?.len() >= MAX_CHANNELS {
             return Err(Error::invalid_field("channel", format!("at most {MAX_CHANNELS} channels per tenant")));
         }
@@ -166,7 +183,11 @@ impl NotifyService {
         Ok(channels
             .into_iter()
             .map(|c| {
-                let host = reqwest::Url::parse(&c.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default();
+                let host = match c.url.strip_prefix("mailto:") {
+                    // The address is personal data: its domain alone.
+                    Some(address) => address.rsplit_once('@').map(|(_, d)| d.to_owned()).unwrap_or_default(),
+                    None => reqwest::Url::parse(&c.url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default(),
+                };
                 json!({"id": c.id, "kind": c.kind, "host": host, "events": c.events, "created_at": c.created_at.to_rfc3339()})
             })
             .collect())
@@ -357,9 +378,29 @@ impl NotifyService {
         Ok(true)
     }
 
+    /// The e-mail of an event: the title as the subject, the text, the link to act on.
+    fn mail(address: &str, e: &Event) -> Result<ports::mail::Mail> {
+        let mut text = e.text.clone();
+        if let Some(link) = &e.link {
+            let label = match e.kind {
+                EventKind::ProposalWaiting | EventKind::GateRequested => "Approve or reject",
+                EventKind::ConnectorError => "Open Connectors",
+                _ => "Open",
+            };
+            text.push_str(&format!("\n\n{label}: {link}"));
+        }
+        text.push_str(&format!(
+            "\n\n--\nContinuity notifications for {} ({}, {}). An admin changes them with `continuity notify`.",
+            e.tenant,
+            e.kind.as_str(),
+            e.at.to_rfc3339()
+        ));
+        ports::mail::Mail::new(address, &e.title, &text)
+    }
+
     fn payload(c: &Channel, e: &Event) -> Json {
         match c.kind {
-            ChannelKind::Webhook => json!(e),
+            ChannelKind::Webhook | ChannelKind::Email => json!(e),
             ChannelKind::Slack => {
                 let mut blocks =
                     vec![json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*\n{}", e.title, e.text)}})];
@@ -393,6 +434,25 @@ impl NotifyService {
         let mut backoff = self.first_backoff;
         let mut why = String::new();
         for attempt in 1..=TRIES_PER_RECEIVE {
+            if let Some(address) = c.url.strip_prefix("mailto:") {
+                let sent = match &self.backend.mailer {
+                    Some(mailer) => mailer.send(&Self::mail(address, &m.event)?).await,
+                    None => Err(Error::invalid("e-mail is no longer configured on this deployment")),
+                };
+                match sent {
+                    Ok(()) => return Ok(()),
+                    // Refused for good (an unverified sender, a rejected address): kept at once.
+                    Err(e) if e.code == ErrorCode::InvalidRequest => {
+                        return self.give_up(tenant, c, m.event, d.receive_count.max(1) * attempt, e.message).await;
+                    }
+                    Err(e) => why = e.message,
+                }
+                if attempt < TRIES_PER_RECEIVE {
+                    tokio::time::sleep(backoff).await;
+                    backoff *= 2;
+                }
+                continue;
+            }
             let mut req = crate::actions::client()?
                 .post(&c.url)
                 .header("content-type", "application/json")
@@ -417,11 +477,16 @@ impl NotifyService {
         }
         let attempts = d.receive_count.saturating_mul(TRIES_PER_RECEIVE);
         if d.receive_count >= ATTEMPTS_BEFORE_GIVING_UP {
-            tracing::warn!(tenant = %tenant, channel = %c.id, reason = %why, attempts, "notification given up; kept as a failure");
-            let failure = Failure { channel: c.id, event: m.event, attempts, reason: why, at: self.backend.clock.now() };
-            self.backend.records.put_notify_failure(tenant, &failure).await?;
-            return Ok(());
+            return self.give_up(tenant, c, m.event, attempts, why).await;
         }
         Err(Error::unavailable(format!("notification not delivered ({why}); the queue tries again")))
+    }
+
+    /// Keeps a delivery that will not succeed as a failure, and stops trying.
+    async fn give_up(&self, tenant: &TenantId, c: Channel, event: Event, attempts: u32, why: String) -> Result<()> {
+        tracing::warn!(tenant = %tenant, channel = %c.id, reason = %why, attempts, "notification given up; kept as a failure");
+        let failure = Failure { channel: c.id, event, attempts, reason: why, at: self.backend.clock.now() };
+        self.backend.records.put_notify_failure(tenant, &failure).await?;
+        Ok(())
     }
 }

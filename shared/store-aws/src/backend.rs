@@ -117,6 +117,7 @@ impl LambdaEnv {
                     bedrock_endpoint: optional("CONTINUITY_BEDROCK_ENDPOINT"),
                 },
                 triage_state_machine: optional("CONTINUITY_TRIAGE_STATE_MACHINE").filter(|s| !s.trim().is_empty()),
+                mail_from: optional("CONTINUITY_MAIL_FROM").filter(|s| !s.trim().is_empty()),
             },
             public_url: optional("CONTINUITY_PUBLIC_URL").unwrap_or_default(),
             allowed_hosts: list("CONTINUITY_ALLOWED_HOSTS"),

@@ -15,7 +15,8 @@
 //! - [`kms`]: [`KmsSigner`] (RS256 through KMS `Sign`) and the vault's `KmsKeyWrapper`.
 //! - [`search`]: `OpenSearchIndex`, hybrid search on an OpenSearch Serverless collection;
 //!   [`bedrock`]: `BedrockEmbedder` (Titan Text Embeddings V2); [`signed`]: `SignedHttp`,
-//!   SigV4-signed JSON over reqwest for those two.
+//!   SigV4-signed JSON over reqwest for those two and for [`ses`]: `SesMailer`, e-mail
+//!   through SES v2 `SendEmail`.
 //!
 //! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`];
 //! `stack` (feature `stack`, the CLI only) reads a deployed stack's outputs into them.
@@ -37,6 +38,7 @@ pub mod dynamo;
 pub mod kms;
 pub mod s3;
 pub mod search;
+pub mod ses;
 pub mod settings;
 pub mod sfn;
 pub mod signed;
@@ -52,6 +54,7 @@ pub use dynamo::DynamoItems;
 pub use kms::KmsSigner;
 pub use s3::S3Blobs;
 pub use search::OpenSearchIndex;
+pub use ses::SesMailer;
 pub use settings::{AwsSettings, SearchSettings, aws_config_for};
 pub use sfn::StepFunctionsWorkflow;
 pub use signed::SignedHttp;
@@ -148,6 +151,15 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
         fortress: fortress_items.map(|f| vault(Records::new(f))),
+        mailer: match &settings.mail_from {
+            Some(from) => {
+                ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;
+                let endpoint =
+                    settings.endpoint_url.clone().unwrap_or_else(|| format!("https://email.{}.amazonaws.com", settings.region));
+                Some(Arc::new(ses::SesMailer::new(SignedHttp::new(&sdk, &endpoint, "ses")?, from)) as Arc<dyn ports::mail::Mailer>)
+            }
+            None => None,
+        },
         workflow: settings
             .triage_state_machine
             .as_ref()

@@ -44,6 +44,8 @@ pub struct AwsSettings {
     /// The triage state machine (`statemachines/triage.asl.json`) proposals run on;
     /// `None` runs the embedded runner in process over the table (tests, local runs).
     pub triage_state_machine: Option<String>,
+    /// The sender of notification e-mail (an identity verified in SES); `None` sends none.
+    pub mail_from: Option<String>,
 }
 
 /// Where hybrid search lives on AWS.

@@ -89,6 +89,7 @@ impl StackOutputs {
                 bedrock_endpoint: None,
             },
             triage_state_machine: optional("TriageStateMachineArn"),
+            mail_from: None,
         })
     }
 }

@@ -9,6 +9,7 @@
 //! - [`limiter`], [`signer`], [`vault`], [`search`]: token buckets in process, the RSA
 //!   signing keys and the vault's master key as files, the search index.
 //! - [`health`]: readiness — free disk space and whether the database file is damaged.
+//! - [`mail`]: [`SmtpMailer`], e-mail over SMTP when `CONTINUITY_SMTP_URL` is set.
 //!
 //! Architecture Invariant: this is the only crate that names SQLite.
 
@@ -18,6 +19,7 @@ pub mod db;
 pub mod health;
 pub mod items;
 pub mod limiter;
+pub mod mail;
 pub mod queue;
 pub mod search;
 pub mod signer;
@@ -31,6 +33,7 @@ pub use cache::MemoryCache;
 pub use db::Db;
 pub use items::SqliteItems;
 pub use limiter::MemoryLimiter;
+pub use mail::SmtpMailer;
 pub use queue::SqliteQueue;
 pub use search::SqliteSearch;
 pub use signer::FileSigner;
@@ -146,6 +149,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
         search,
         embedder,
         workflow: None,
+        mailer: SmtpMailer::from_env()?.map(|m| Arc::new(m) as Arc<dyn ports::mail::Mailer>),
         readiness,
         clock,
         name: "embedded",
