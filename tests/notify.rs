@@ -4,6 +4,11 @@
 //! for the webhook, signed with its secret; a receiver that keeps failing is retried,
 //! then the delivery is kept as a failure the admins can list.
 //!
+//! E-mail channels on both backends: through SMTP with STARTTLS to a server the test
+//! runs (embedded) and through SES on moto (AWS), redacted the same way; a message the
+//! mail server refuses for good is kept as a failure at once, one it cannot take now is
+//! retried and then kept.
+//!
 //! The receivers are an in-process HTTP server (`continuity_tests::source`) that records
 //! every request; no Slack workspace was called.
 
@@ -170,4 +175,99 @@ async fn notifications_embedded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn notifications_aws() {
     notifications(continuity_tests::aws::backend_in_own_table("ntf").await).await;
+}
+
+/// E-mail channels: refused where the deployment has no mailer; with one, a gate
+/// request reaches the address with the title as the subject, the text redacted and the
+/// link; a recipient the server refuses for good is kept as a failure at once.
+async fn email(backend: Backend, inbox: contract::mail::Inbox, refused_to: Option<&str>) {
+    let without = Services::new(Backend { mailer: None, ..backend.clone() });
+    let t = contract::fresh_tenant("mail");
+    without.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    let e = without.notify.add(&t, ChannelKind::Email, "ops@example.com", vec![EventKind::GateRequested]).await.unwrap_err();
+    assert!(e.message.contains("e-mail is not configured") && e.message.contains("CONTINUITY_SMTP_URL"), "{e}");
+
+    let s = Services::new(backend);
+    s.notify.set_public_url("https://continuity.example");
+    let n: u64 = rand::random();
+    let to = format!("ops-{n:016x}@example.com");
+    let e = s.notify.add(&t, ChannelKind::Email, "Ops <ops@example.com>", vec![EventKind::GateRequested]).await.unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidRequest, "{e}");
+    let channel = s.notify.add(&t, ChannelKind::Email, &to, vec![EventKind::GateRequested]).await.unwrap();
+    assert_eq!(channel.url, format!("mailto:{to}"));
+    assert!(channel.secret.is_none(), "e-mail is not signed by us");
+    let listed = Value::Array(s.notify.list(&t).await.unwrap()).to_string();
+    assert!(listed.contains("\"host\":\"example.com\"") && !listed.contains(&to), "the domain alone is listed: {listed}");
+
+    let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    let reason = "hotfix for jane.doe@acme-corp.example; token ghp_R7cQ2vXk9LmN4pZs8TbW1yHd6JfA3eUo5Gqi";
+    s.gates.request(&agent, "env:prod", "deploy", Some(reason.into()), None).await.unwrap();
+    drain(&s).await;
+    let arrived: Vec<contract::mail::Arrived> = inbox().await.into_iter().filter(|m| m.to.contains(&to)).collect();
+    assert_eq!(arrived.len(), 1, "{arrived:?}");
+    let m = &arrived[0];
+    assert_eq!(m.subject, "A gate waits for you", "{m:?}");
+    assert!(m.text.contains("asks to deploy on env:prod"), "{m:?}");
+    assert!(m.text.contains("Approve or reject: https://continuity.example/"), "{m:?}");
+    assert!(
+        !m.text.contains("ghp_R7cQ2vXk9LmN4pZs8TbW1yHd6JfA3eUo5Gqi") && !m.text.contains("jane.doe@acme-corp.example"),
+        "{m:?}"
+    );
+    assert!(m.text.contains("continuity notify"), "says how to change it: {m:?}");
+
+    if let Some(refused_to) = refused_to {
+        let bad = s.notify.add(&t, ChannelKind::Email, refused_to, vec![EventKind::GateRequested]).await.unwrap();
+        s.gates.request(&agent, "env:prod", "rollback", None, None).await.unwrap();
+        drain(&s).await;
+        let failures = s.notify.failures(&t, &PageRequest::first(10)).await.unwrap().items;
+        assert_eq!(failures.len(), 1, "{failures:?}");
+        assert_eq!((failures[0].channel.clone(), failures[0].attempts), (bad.id.clone(), 1), "kept at once, not retried");
+        assert!(failures[0].reason.contains("refused"), "{:?}", failures[0]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn email_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Arc::new(continuity_tests::smtp::SmtpServer::start().await);
+    let mailer = store_embedded::SmtpMailer::new(
+        &server.url("continuity", "pw"),
+        "notify@continuity.example",
+        Some(server.ca_pem.as_bytes()),
+    )
+    .unwrap();
+    let backend =
+        Backend { mailer: Some(Arc::new(mailer)), ..store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap() };
+    let s = server.clone();
+    let inbox: contract::mail::Inbox = Arc::new(move || {
+        let s = s.clone();
+        Box::pin(async move { s.arrived() })
+    });
+    email(backend.clone(), inbox, Some("reject-me@example.com")).await;
+
+    // A server that cannot take mail now (451): retried, then kept as a failure.
+    let s = Services::new(backend);
+    let t = contract::fresh_tenant("mailbusy");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    s.notify.add(&t, ChannelKind::Email, "ops@example.com", vec![EventKind::GateRequested]).await.unwrap();
+    server.set_busy(true);
+    let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    s.gates.request(&agent, "env:prod", "deploy", None, None).await.unwrap();
+    drain(&s).await;
+    let failures = s.notify.failures(&t, &PageRequest::first(10)).await.unwrap().items;
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert_eq!(failures[0].attempts, 9, "3 tries × 3 receives");
+    assert!(failures[0].reason.contains("did not take"), "{:?}", failures[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn email_aws() {
+    let n: u64 = rand::random();
+    let domain = format!("n{n:016x}.continuity.example");
+    continuity_tests::aws::verify_mail_domain(&domain).await;
+    let backend = Backend {
+        mailer: Some(continuity_tests::aws::ses_mailer(&format!("notify@{domain}")).await),
+        ..continuity_tests::aws::backend_in_own_table("mail").await
+    };
+    email(backend, Arc::new(|| Box::pin(continuity_tests::aws::sent_mail())), None).await;
 }

@@ -1005,3 +1005,31 @@ fn the_dashboard_function_may_propose_and_read_the_queue_depth() {
         );
     }
 }
+
+/// E-mail notifications: with `MailFrom` every function learns the sender and the
+/// pipeline (the one that delivers) may `ses:SendEmail` from that address only; without
+/// it nobody may send.
+#[test]
+fn only_the_pipeline_may_send_mail_and_only_from_mail_from() {
+    let t = Template::load();
+    let sends = |e: &Evaluated<'_>, f: &str| grants(e, f).iter().any(|(action, _)| action == "ses:SendEmail");
+    let without = evaluate(&t, &eu());
+    for f in without.functions() {
+        assert!(!sends(&without, &f), "{f} may send mail without MailFrom");
+        assert_eq!(without.properties(&f).unwrap()["Environment"]["Variables"]["CONTINUITY_MAIL_FROM"], "", "{f}");
+    }
+    let with = evaluate(&t, &eu().with_parameter("MailFrom", "continuity@acme.example"));
+    for f in with.functions() {
+        assert_eq!(sends(&with, &f), f == "PipelineFunction", "{f}");
+        assert_eq!(with.properties(&f).unwrap()["Environment"]["Variables"]["CONTINUITY_MAIL_FROM"], "continuity@acme.example");
+    }
+    let policies = with.properties("PipelineFunction").unwrap()["Policies"].clone();
+    let statement = policies
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["Statement"].as_array().cloned().unwrap_or_default())
+        .find(|s| s["Action"] == "ses:SendEmail")
+        .unwrap();
+    assert_eq!(statement["Condition"]["StringEquals"]["ses:FromAddress"], "continuity@acme.example", "{statement}");
+}

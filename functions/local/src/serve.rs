@@ -81,6 +81,10 @@ pub async fn run(
     }
     println!("Dashboard: {public_url}/ (sign in with the owner key)");
     println!("Approvals: {public_url}/approvals (triage workflow: {})", home.services.governance.workflow_name());
+    match home.services.notify.mail_transport() {
+        Some(m) => println!("E-mail:    notification channels of kind email send through {m}"),
+        None => println!("E-mail:    off (set CONTINUITY_SMTP_URL and CONTINUITY_MAIL_FROM for e-mail channels)"),
+    }
     println!(
         "Owner key: {} ({})",
         home.key_path().display(),

@@ -119,6 +119,11 @@ impl NotifyService {
         *self.base.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(url.trim_end_matches('/').to_owned());
     }
 
+    /// What sends e-mail channels (`smtp`, `ses`), or `None` where e-mail is off.
+    pub fn mail_transport(&self) -> Option<&'static str> {
+        self.backend.mailer.as_ref().map(|m| m.name())
+    }
+
     fn link(&self, path: &str) -> Option<String> {
         self.base.read().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref().map(|b| format!("{b}{path}"))
     }
@@ -445,7 +450,8 @@ impl NotifyService {
                     Err(e) if e.code == ErrorCode::InvalidRequest => {
                         return self.give_up(tenant, c, m.event, d.receive_count.max(1) * attempt, e.message).await;
                     }
-                    Err(e) => why = e.message,
+                    // The mail server's own words (kept for the admins' failure list).
+                    Err(e) => why = e.internal.unwrap_or(e.message),
                 }
                 if attempt < TRIES_PER_RECEIVE {
                     tokio::time::sleep(backoff).await;

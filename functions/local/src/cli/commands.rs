@@ -332,15 +332,16 @@ pub(super) enum ConnectorCommand {
 
 #[derive(Subcommand)]
 pub(super) enum NotifyCommand {
-    /// Add a channel: a signed JSON webhook or a Slack-compatible incoming webhook. A
-    /// webhook's signing secret is printed once.
+    /// Add a channel: a signed JSON webhook, a Slack-compatible incoming webhook or an
+    /// e-mail address (needs CONTINUITY_SMTP_URL and CONTINUITY_MAIL_FROM here and for
+    /// `serve`). A webhook's signing secret is printed once.
     Add {
         #[arg(long)]
         tenant: TenantId,
-        /// webhook or slack.
+        /// webhook, slack or email.
         #[arg(long)]
         kind: String,
-        /// Where to deliver (https).
+        /// Where to deliver: an https URL, or the e-mail address.
         #[arg(long)]
         url: String,
         /// Comma-separated: proposal.waiting, proposal.escalated, gate.requested,
