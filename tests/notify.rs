@@ -271,3 +271,91 @@ async fn email_aws() {
     };
     email(backend, Arc::new(|| Box::pin(continuity_tests::aws::sent_mail())), None).await;
 }
+
+/// Decision links, as a webhook receives them: a waiting proposal's link is signed and
+/// opens the proposal for an approver of the tenant; it decides once (through the
+/// console's path), and is refused when used again, forged, for another workspace, or
+/// expired (8 hours; the clock moved).
+async fn links(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
+    let s = Services::new(Backend { clock: clock.clone(), ..backend });
+    let base = "https://continuity.example";
+    s.notify.set_public_url(base);
+    let t = contract::fresh_tenant("link");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    let receiver = FakeSource::start().await;
+    receiver.always(Answer::empty(204));
+    s.notify
+        .add(&t, ChannelKind::Webhook, &format!("{}/hook", receiver.base_url), vec![EventKind::ProposalWaiting])
+        .await
+        .unwrap();
+    let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    let approver = caller(&s, &t, "approvals:decide tenant:read").await;
+    let mut tokens = Vec::new();
+    for (title, who) in [("Acme escalation path", "jane.doe"), ("Globex escalation path", "john.roe")] {
+        let body = format!("Escalations go to {who}@acme-corp.example first, then to the account owner; agreed on 2 December.");
+        s.capabilities
+            .execute(&agent, "memory.propose", json!({"title": title, "body": body, "kind": "decision"}))
+            .await
+            .unwrap();
+    }
+    for _ in 0..50 {
+        drain(&s).await;
+        for h in receiver.take() {
+            let link = h.json()["link"].as_str().unwrap().to_owned();
+            let token =
+                link.strip_prefix(&format!("{base}/approvals/link/")).unwrap_or_else(|| panic!("not a decision link: {link}"));
+            tokens.push(token.to_owned());
+        }
+        if tokens.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(tokens.len(), 2, "one link per waiting proposal");
+    let id = s.notify.open_link(&approver, &tokens[0], base).await.unwrap();
+    let shown = s.governance.waiting_one(&approver, &id).await.unwrap();
+    assert_eq!(shown.proposal.title, "Acme escalation path");
+    assert!(!shown.proposal.body.contains("jane.doe@"), "the approver sees the redacted view");
+    // Forged: one character of the signature changed.
+    let mut forged = tokens[0].clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let e = s.notify.open_link(&approver, &forged, base).await.unwrap_err();
+    assert!(e.message.contains("expired or not valid"), "{e}");
+    // Another workspace's approver.
+    let other = contract::fresh_tenant("link2");
+    s.admin.create_tenant(other.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    let stranger = caller(&s, &other, "approvals:decide tenant:read").await;
+    let e = s.notify.use_link(&stranger, &tokens[0], base).await.unwrap_err();
+    assert!(e.message.contains("another workspace"), "{e}");
+    // Used: decides once, through the console's path.
+    let id = s.notify.use_link(&approver, &tokens[0], base).await.unwrap();
+    let decided = s.governance.decide(&approver, &id, true, Some("agreed".into())).await.unwrap();
+    assert_ne!(decided.state, domain::proposal::ProposalState::AwaitingApproval);
+    for e in [
+        s.notify.use_link(&approver, &tokens[0], base).await.unwrap_err(),
+        s.notify.open_link(&approver, &tokens[0], base).await.unwrap_err(),
+    ] {
+        assert!(e.message.contains("used already"), "{e}");
+        assert_eq!(e.code, ErrorCode::Forbidden);
+    }
+    // Expired: past 8 hours the second link opens nothing.
+    clock.advance(8 * 3600 * 1000 + 120_000);
+    let e = s.notify.open_link(&approver, &tokens[1], base).await.unwrap_err();
+    assert!(e.message.contains("expired or not valid"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_links_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ports::clock::ManualClock::new(continuity_tests::sources::now_ms()));
+    let backend =
+        store_embedded::open_backend_with(dir.path(), clock.clone(), Arc::new(ports::search::HashingEmbedder::new(384))).unwrap();
+    links(backend, clock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decision_links_aws() {
+    let clock = Arc::new(ports::clock::ManualClock::new(continuity_tests::sources::now_ms()));
+    links(continuity_tests::aws::backend_in_own_table("link").await, clock).await;
+}

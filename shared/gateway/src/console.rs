@@ -15,6 +15,11 @@
 //! - `POST /approvals/gates/decide` (`namespace`, `action`, `decision=authorize|block`,
 //!   `reason`, `hours`, `consume_once`): a gate request an agent made is authorized (for
 //!   some hours, once only by default) or blocked with a reason — `GateService::set`.
+//! - `GET /approvals/link/{token}`: a notification's decision link — after sign-in (the
+//!   form returns here), one proposal with its approve and reject forms, which
+//!   `POST /approvals/link/{token}`: the link is spent (once), then the same
+//!   `GovernanceService::decide`. A link expired, forged, used, for another workspace
+//!   or sent to another person is refused with a page saying so (403).
 //! - `POST /approvals/logout`.
 //!
 //! Every form carries a CSRF token: the session's own secret (decisions, sign-out) or a
@@ -64,10 +69,10 @@ fn factor_rows(w: &Waiting) -> Markup {
     }
 }
 
-fn card(base: &str, csrf: &str, w: &Waiting) -> Markup {
+/// A waiting proposal with its approve and reject forms, which post to `action`.
+fn card(action: &str, csrf: &str, w: &Waiting) -> Markup {
     let p = &w.proposal;
     let id = p.id.as_str();
-    let action = format!("{base}/approvals/{id}/decide");
     html! {
         section class="p" id={ "p-" (id) } {
             h2 { (p.title) }
@@ -203,7 +208,7 @@ async fn list_page(
             }
             @for g in &gates { (gate_card(base, csrf, g)) }
         }
-        @for w in &waiting.items { (card(base, csrf, w)) }
+        @for w in &waiting.items { (card(&format!("{base}/approvals/{}/decide", w.proposal.id), csrf, w)) }
         @if let Some(c) = &waiting.next_cursor { p { a href={ (base) "/approvals?cursor=" (c) } { "More…" } } }
     };
     page(status, "Approvals", body)
@@ -355,5 +360,101 @@ pub async fn decide_gate(
             ))
         }
         Err(e) => refuse(status_of(&e), format!("Nothing was decided: {}", message_of(&e))).await,
+    }
+}
+
+/// A decision link's path, checked before it goes into a sign-in form: the link route
+/// and a token of JWT characters only.
+pub(crate) fn link_path(token: &str) -> Option<String> {
+    let ok = !token.is_empty()
+        && token.len() <= 4096
+        && token.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    ok.then(|| format!("/approvals/link/{token}"))
+}
+
+/// The refusal page of a decision link: what is wrong and where to decide instead.
+fn link_refused(base: &str, e: &Error) -> Response {
+    let status = status_of(e);
+    let body = html! {
+        h1 { "Decision link" }
+        p class="err" role="alert" id="refused" { (message_of(e)) }
+        p { "Nothing was decided. " a href={ (base) "/approvals" } { "Open the approvals console" } }
+    };
+    page(status, "Decision link", body)
+}
+
+/// `GET /approvals/link/{token}`: sign in first (the form comes back here), then the
+/// one proposal the link names, if the link is good for this approver.
+pub async fn link_show(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    headers: HeaderMap,
+    Path(token): Path<String>,
+) -> Response {
+    let Some(next) = link_path(&token) else {
+        return link_refused(
+            &base,
+            &Error::forbidden("This link is expired or not valid. Open the approvals console to decide."),
+        );
+    };
+    let (caller, csrf) = match Console::session(&state, &base, &headers).await {
+        Ok(s) => s,
+        Err(e) if e.code == ErrorCode::Unauthenticated => {
+            return crate::web::login_page_next::<Console>(
+                &base,
+                StatusCode::OK,
+                Some("Sign in to decide on the proposal this link names."),
+                Some(&next),
+            );
+        }
+        Err(e) => return error_page("Approvals", &e),
+    };
+    let opened = match state.services.notify.open_link(&caller, &token, &base).await {
+        Ok(id) => state.services.governance.waiting_one(&caller, &id).await,
+        Err(e) => Err(e),
+    };
+    match opened {
+        Ok(w) if w.proposal.state == domain::proposal::ProposalState::AwaitingApproval => {
+            let body = html! {
+                h1 { "Decide" }
+                p { small { "Signed in as " (caller.principal.as_str()) " · workspace " (caller.tenant.as_str()) " · this link decides once." } }
+                (card(&format!("{base}{next}"), &csrf, &w))
+            };
+            page(StatusCode::OK, "Decide", body)
+        }
+        Ok(w) => link_refused(
+            &base,
+            &Error::conflict(format!("This proposal is {} already: nothing is waiting for a decision.", w.proposal.state)),
+        ),
+        Err(e) => link_refused(&base, &e),
+    }
+}
+
+/// `POST /approvals/link/{token}` (`decision`, `reason`): the link spent, then the
+/// console's decision.
+pub async fn link_decide(
+    State(state): State<AppState>,
+    BaseUrl(base): BaseUrl,
+    Path(token): Path<String>,
+    SignedForm { caller, fields: f, .. }: SignedForm<Console>,
+) -> Response {
+    let approve = match f.get("decision") {
+        Some("approve") => true,
+        Some("reject") => false,
+        _ => return link_refused(&base, &Error::invalid("Choose approve or reject.")),
+    };
+    if !approve && f.get("reason").is_none_or(|r| r.trim().is_empty()) {
+        return link_refused(&base, &Error::invalid("Nothing was decided: a rejection needs a reason. Go back and give one."));
+    }
+    let decided = match state.services.notify.use_link(&caller, &token, &base).await {
+        Ok(id) => state.services.governance.decide(&caller, &id, approve, f.get("reason").map(str::to_owned)).await,
+        Err(e) => Err(e),
+    };
+    match decided {
+        Ok(p) => {
+            tracing::info!(proposal = %p.id, state = %p.state, "approvals console: decided through a link");
+            redirect(&format!("{base}/approvals?done={}", if approve { "approved" } else { "rejected" }))
+        }
+        Err(e) => link_refused(&base, &e),
     }
 }

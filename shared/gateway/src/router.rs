@@ -254,6 +254,7 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals/logout", post(crate::web::sign_out::<crate::console::Console>))
         .route("/approvals/{id}/decide", post(crate::console::decide))
         .route("/approvals/gates/decide", post(crate::console::decide_gate))
+        .route("/approvals/link/{token}", get(crate::console::link_show).post(crate::console::link_decide))
         // The dashboard signs its users in the same way; /api/stats also takes a bearer.
         .route("/dashboard", get(crate::dashboard::overview))
         .route("/dashboard/login", post(crate::web::sign_in::<crate::dashboard::Dashboard>))

@@ -143,7 +143,7 @@ impl Services {
         let changes = changes::Changes::new();
         let audit = audit::AuditService::new(b());
         let search = search::SearchService::new(b(), audit.clone());
-        let notify = notify::NotifyService::new(b());
+        let notify = notify::NotifyService::new(b(), tokens.clone());
         let work = work::TaskService::new(b(), notify.clone());
         let backup = backup::BackupService::new(b());
         let entities = entities::EntityService::new(b(), auth.clone(), changes.clone());

@@ -20,6 +20,14 @@
 //! delivery is kept as a failure (`continuity notify failures`, `GET
 //! /v1/admin/tenants/{t}/notify/failures`) and given up. Texts are redacted before they
 //! leave: personal data masked, secrets replaced — the approvals console's redaction.
+//!
+//! **Decision links**: a waiting proposal's link is minted per channel when it is
+//! delivered — a signed, single-use decision link ([`LinkClaims`]) to a one-page
+//! decision screen, bound to the proposal and, for an e-mail channel whose address is a
+//! user of the tenant, to that user (a webhook or Slack channel is shared by the
+//! tenant's approvers: its link names none). Opening it still needs the approver's
+//! sign-in; [`NotifyService::open_link`] and [`NotifyService::use_link`] refuse a link
+//! that is expired, forged, used, for another workspace or for another person.
 
 use std::time::Duration;
 
@@ -28,10 +36,20 @@ use domain::notify::{Channel, ChannelKind, Event, EventKind, Failure};
 use domain::{Error, ErrorCode, Id, Page, PageRequest, Result, TenantId};
 use ports::Backend;
 use ports::items::{Condition, Item, Write};
+use ports::oauth::OAuthStore;
 use ports::queue::{Delivery, QueueMessage};
-use ports::records::{MAX_CHANNELS, NotifyStore, TenantStore};
+use ports::records::{MAX_CHANNELS, NotifyStore, ProposalStore, TenantStore};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
+
+/// Where spent decision links are remembered (`jti` claims).
+const LINK_ISSUER: &str = "continuity:decision-link";
+const INVALID_LINK: &str =
+    "This link is expired or not valid (links last 8 hours at most). Open the approvals console to decide.";
+
+fn used() -> Error {
+    Error::forbidden("This link was used already: a decision link decides once. Open the approvals console to see the outcome.")
+}
 
 /// Queue message kind of one delivery.
 pub const KIND_DELIVER: &str = "notify.deliver";
@@ -67,6 +85,7 @@ struct DeliverMessage {
 #[derive(Clone)]
 pub struct NotifyService {
     backend: Backend,
+    tokens: crate::oauth::tokens::TokenService,
     /// The deployment's public URL, for links (`CONTINUITY_PUBLIC_URL`, or serve's).
     base: std::sync::Arc<std::sync::RwLock<Option<String>>>,
     first_backoff: Duration,
@@ -109,9 +128,14 @@ fn clean(tenant: &TenantId, text: &str, max: usize) -> String {
 }
 
 impl NotifyService {
-    pub(crate) fn new(backend: Backend) -> Self {
+    pub(crate) fn new(backend: Backend, tokens: crate::oauth::tokens::TokenService) -> Self {
         let base = std::env::var("CONTINUITY_PUBLIC_URL").ok().filter(|u| !u.is_empty());
-        Self { backend, base: std::sync::Arc::new(std::sync::RwLock::new(base)), first_backoff: Duration::from_millis(500) }
+        Self {
+            backend,
+            tokens,
+            base: std::sync::Arc::new(std::sync::RwLock::new(base)),
+            first_backoff: Duration::from_millis(500),
+        }
     }
 
     /// Sets the public URL links are made from (`continuity serve` at start).
@@ -435,6 +459,10 @@ impl NotifyService {
         let Some(c) = self.backend.records.list_channels(tenant).await?.into_iter().find(|c| c.id == m.channel) else {
             return Ok(()); // the channel was removed since
         };
+        let mut m = m;
+        if let Some(link) = self.decision_link(tenant, &c, &m.event).await {
+            m.event.link = Some(link);
+        }
         let body = serde_json::to_vec(&Self::payload(&c, &m.event)).map_err(Error::internal)?;
         let mut backoff = self.first_backoff;
         let mut why = String::new();
@@ -486,6 +514,90 @@ impl NotifyService {
             return self.give_up(tenant, c, m.event, attempts, why).await;
         }
         Err(Error::unavailable(format!("notification not delivered ({why}); the queue tries again")))
+    }
+
+    // ---- decision links -----------------------------------------------------------
+
+    /// The decision link of a waiting proposal for channel `c`, if it still waits and the
+    /// deployment's public URL is known; `None` keeps the console's link.
+    async fn decision_link(&self, tenant: &TenantId, c: &Channel, e: &Event) -> Option<String> {
+        if e.kind != EventKind::ProposalWaiting {
+            return None;
+        }
+        let id = Id::new(e.subject.strip_prefix("proposal ")?).ok()?;
+        let base = self.base.read().unwrap_or_else(std::sync::PoisonError::into_inner).clone()?;
+        let proposal = self.backend.records.get_proposal(tenant, &id).await.ok()??;
+        let deadline =
+            proposal.wait.as_ref().filter(|_| proposal.state == domain::proposal::ProposalState::AwaitingApproval)?.deadline;
+        // An e-mail goes to one person: bound to them when they are a user of the
+        // tenant; an address that is not stays with the console's link.
+        let approver = match c.url.strip_prefix("mailto:") {
+            Some(address) => {
+                let login = self.backend.records.get_login(tenant, &address.to_lowercase()).await.ok()??;
+                (!login.disabled).then_some(login.principal)?.into()
+            }
+            None => None,
+        };
+        match self.tokens.issue_link(&base, tenant, &id, approver.as_ref(), deadline.0 / 1000).await {
+            Ok(token) => Some(format!("{base}/approvals/link/{token}")),
+            Err(err) => {
+                tracing::warn!(tenant = %tenant, error = %err, "decision link not signed; the console's link is sent");
+                None
+            }
+        }
+    }
+
+    /// The proposal a decision link opens for the signed-in `caller`.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` with a reason a person can act on: the link is expired or not valid,
+    /// was used already, is for another workspace, or was sent to another person;
+    /// `UNAVAILABLE`.
+    pub async fn open_link(&self, caller: &domain::principal::CallerContext, token: &str, base: &str) -> Result<Id> {
+        let claims = self.check_link(caller, token, base).await?;
+        if self.backend.records.jti_claimed(LINK_ISSUER, &claims.jti).await? {
+            return Err(used());
+        }
+        Id::new(claims.pid).map_err(|_| Error::forbidden(INVALID_LINK))
+    }
+
+    /// Spends a decision link for `caller` (once: a second use is refused) and returns
+    /// its proposal, for the decision to go through the console's path.
+    ///
+    /// # Errors
+    /// As [`Self::open_link`].
+    pub async fn use_link(&self, caller: &domain::principal::CallerContext, token: &str, base: &str) -> Result<Id> {
+        let claims = self.check_link(caller, token, base).await?;
+        let id = Id::new(claims.pid.clone()).map_err(|_| Error::forbidden(INVALID_LINK))?;
+        let expires = domain::Timestamp(claims.exp.saturating_mul(1000));
+        if !self.backend.records.claim_jti(LINK_ISSUER, &claims.jti, expires).await? {
+            return Err(used());
+        }
+        Ok(id)
+    }
+
+    async fn check_link(
+        &self,
+        caller: &domain::principal::CallerContext,
+        token: &str,
+        base: &str,
+    ) -> Result<crate::oauth::tokens::LinkClaims> {
+        let claims = self
+            .tokens
+            .verify_link(token, base)
+            .await
+            .map_err(|e| if e.code == ErrorCode::Unauthenticated { Error::forbidden(INVALID_LINK) } else { e })?;
+        if claims.tid != caller.tenant.as_str() {
+            return Err(Error::forbidden(
+                "This link is for another workspace. Sign out and sign in to the workspace it was sent from.",
+            ));
+        }
+        if claims.sub != "*" && claims.sub != caller.principal.as_str() {
+            return Err(Error::forbidden(
+                "This link was sent to another person: only they can decide with it. Open the approvals console to decide as yourself.",
+            ));
+        }
+        Ok(claims)
     }
 
     /// Keeps a delivery that will not succeed as a failure, and stops trying.

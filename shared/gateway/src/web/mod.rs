@@ -15,4 +15,6 @@ pub use base_url::{BaseUrl, DerivedBaseUrl};
 pub(crate) use page::{
     alert, document, error_page, locked_down_page, message_of, no_store, page, redirect, status_of, user_fields,
 };
-pub use session::{Refusal, SignedForm, SignedPage, cookie, login_page, session_cookie, set_cookie, sign_in, sign_out};
+pub use session::{
+    Refusal, SignedForm, SignedPage, cookie, login_page, login_page_next, session_cookie, set_cookie, sign_in, sign_out,
+};

@@ -109,6 +109,12 @@ impl<P: SignedPage> FromRequest<AppState> for SignedForm<P> {
 /// The sign-in page of `P`: a user's form and a key's form, each carrying a fresh
 /// double-submit CSRF token that is also set as the page's login cookie.
 pub fn login_page<P: SignedPage>(base: &str, status: StatusCode, message: Option<&str>) -> Response {
+    login_page_next::<P>(base, status, message, None)
+}
+
+/// The sign-in page of `P` that returns to `next` (a path on this site: a decision
+/// link) once signed in.
+pub fn login_page_next<P: SignedPage>(base: &str, status: StatusCode, message: Option<&str>, next: Option<&str>) -> Response {
     let csrf = services::random_token(16);
     let action = format!("{base}{}/login", P::HOME);
     let body = html! {
@@ -117,11 +123,13 @@ pub fn login_page<P: SignedPage>(base: &str, status: StatusCode, message: Option
         div class="forms" {
             form method="post" action=(action) {
                 input type="hidden" name="csrf" value=(csrf);
+                @if let Some(n) = next { input type="hidden" name="next" value=(n); }
                 (user_fields())
                 button type="submit" id="sign-in-user" { "Sign in" }
             }
             form method="post" action=(action) {
                 input type="hidden" name="csrf" value=(csrf);
+                @if let Some(n) = next { input type="hidden" name="next" value=(n); }
                 label for="key" { (P::KEY_LABEL) }
                 input id="key" name="key" type="password" required autocomplete="off";
                 button type="submit" id="sign-in" { "Sign in with the key" }
@@ -192,9 +200,12 @@ pub async fn sign_in<P: SignedPage>(
     let (state, base, headers, body) = (&state, base.as_str(), &headers, &body);
     let source = addr.map(|a| a.0.0);
     let Some(f) = form(body) else { return login_page::<P>(base, StatusCode::BAD_REQUEST, Some("The form was malformed.")) };
+    // Back to a decision link when the form came from one (kept through a refusal).
+    let next = f.get("next").and_then(|n| n.strip_prefix("/approvals/link/")).and_then(crate::console::link_path);
+    let again = |status: StatusCode, message: &str| login_page_next::<P>(base, status, Some(message), next.as_deref());
     let expected = cookie(headers, base, P::LOGIN_COOKIE).unwrap_or_default();
     if !same(f.get("csrf").unwrap_or_default(), &expected) {
-        return login_page::<P>(base, StatusCode::FORBIDDEN, Some("The sign-in form expired. Please try again."));
+        return again(StatusCode::FORBIDDEN, "The sign-in form expired. Please try again.");
     }
     let signed_in: Result<PageSessions, Error> = match f.get("key") {
         Some(key) => state.services.auth.page_login_key(P::PAGE, key, base).await,
@@ -206,7 +217,8 @@ pub async fn sign_in<P: SignedPage>(
     };
     match signed_in {
         Ok(sessions) => {
-            let mut resp = redirect(&format!("{base}{}", P::HOME));
+            let home = next.clone().unwrap_or_else(|| P::HOME.to_owned());
+            let mut resp = redirect(&format!("{base}{home}"));
             for (page, token) in [(Page::Console, sessions.console), (Page::Dashboard, sessions.dashboard)] {
                 if let Some(token) = token {
                     set_cookie(&mut resp, base, session_cookie(page), &token, services::oauth::tokens::CONSOLE_SESSION_SECS);
@@ -215,16 +227,14 @@ pub async fn sign_in<P: SignedPage>(
             set_cookie(&mut resp, base, P::LOGIN_COOKIE, "", 0);
             resp
         }
-        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => {
-            login_page::<P>(base, StatusCode::FORBIDDEN, Some(P::KEY_REFUSED))
-        }
+        Err(e) if e.code == ErrorCode::Forbidden && f.get("key").is_some() => again(StatusCode::FORBIDDEN, P::KEY_REFUSED),
         Err(e) if e.code == ErrorCode::Unauthenticated && f.get("key").is_some() => {
-            login_page::<P>(base, StatusCode::UNAUTHORIZED, Some("That key is not valid (unknown, revoked or mistyped)."))
+            again(StatusCode::UNAUTHORIZED, "That key is not valid (unknown, revoked or mistyped).")
         }
         Err(e) if matches!(e.code, ErrorCode::Unauthenticated | ErrorCode::Forbidden | ErrorCode::RateLimited) => {
-            login_page::<P>(base, status_of(&e), Some(&e.message))
+            again(status_of(&e), &e.message)
         }
-        Err(e) => login_page::<P>(base, status_of(&e), Some(&message_of(&e))),
+        Err(e) => again(status_of(&e), &message_of(&e)),
     }
 }
 

@@ -143,6 +143,27 @@ impl GovernanceService {
         Ok(domain::Page { items, next_cursor: p.next_cursor })
     }
 
+    /// One proposal as the console shows it (redacted, with its conflicts), for the
+    /// decision screen a notification's link opens.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `approvals:decide`; `NOT_FOUND`; `UNAVAILABLE`.
+    pub async fn waiting_one(&self, caller: &CallerContext, id: &Id) -> Result<Waiting> {
+        caller.scopes.require(Scope::ApprovalsDecide)?;
+        let records = &self.backend.records;
+        let proposal =
+            records.get_proposal(&caller.tenant, id).await?.ok_or_else(|| Error::not_found(format!("proposal {id}")))?;
+        let mut conflicts = Vec::new();
+        for other in proposal.supersedes.iter().chain(proposal.suggested_supersede.iter()) {
+            if let Some(m) = records.get_memory(&caller.tenant, other).await?
+                && !conflicts.iter().any(|c: &MemoryEntry| c.id == m.id)
+            {
+                conflicts.push(m);
+            }
+        }
+        Ok(Waiting { proposal: redaction::view(proposal), conflicts })
+    }
+
     /// An approver's decision on a proposal awaiting approval, recorded (a versioned
     /// write: of two concurrent decisions one wins, the other is `CONFLICT`) and sent to
     /// the workflow with the wait's token. Approving writes it (superseding, when triage

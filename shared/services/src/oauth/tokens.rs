@@ -87,6 +87,41 @@ pub struct ConsoleClaims {
     pub csrf: String,
 }
 
+/// A decision link (SPEC §6.4; a notification's Approve/Reject): a JWT of its own type
+/// (`decision+jwt`), audience `{base}/approvals/link`, naming the tenant, the proposal
+/// and the approver it was sent to (`sub`: a principal, or `*` for a channel shared by
+/// the tenant's approvers), single-use by `jti`, valid [`DECISION_LINK_SECS`] at most.
+/// It never decides by itself: the approver signs in (or has a console session) first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkClaims {
+    pub iss: String,
+    pub sub: String,
+    pub aud: String,
+    pub exp: i64,
+    pub iat: i64,
+    pub nbf: i64,
+    pub tid: String,
+    /// The proposal.
+    pub pid: String,
+    pub jti: String,
+}
+
+impl Timed for LinkClaims {
+    fn window(&self) -> (i64, i64) {
+        (self.exp, self.nbf)
+    }
+}
+
+/// `typ` of decision links.
+const LINK_TYP: &str = "decision+jwt";
+/// The longest a decision link is valid (less when the proposal's wait ends sooner).
+pub const DECISION_LINK_SECS: i64 = 8 * 3600;
+
+/// The decision links' audience for a base URL.
+pub fn link_audience_of(base: &str) -> String {
+    format!("{}/approvals/link", base.trim_end_matches('/'))
+}
+
 /// The validity window (`exp`, `nbf`, in seconds) of the tokens we sign.
 trait Timed {
     fn window(&self) -> (i64, i64);
@@ -231,6 +266,37 @@ impl TokenService {
         };
         let token = self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, CONSOLE_TYP).await?;
         Ok((token, csrf))
+    }
+
+    /// Signs a decision link for proposal `pid` of `tenant`, bound to `approver` (`None`:
+    /// any approver of the tenant), valid until `until` (seconds) or
+    /// [`DECISION_LINK_SECS`], whichever is sooner.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the key store cannot sign.
+    pub async fn issue_link(&self, base: &str, tenant: &TenantId, pid: &Id, approver: Option<&Id>, until: i64) -> Result<String> {
+        let now = self.backend.clock.now().0 / 1000;
+        let claims = LinkClaims {
+            iss: issuer_of(base),
+            sub: approver.map_or_else(|| "*".to_owned(), ToString::to_string),
+            aud: link_audience_of(base),
+            exp: (now + DECISION_LINK_SECS).min(until),
+            iat: now,
+            nbf: now,
+            tid: tenant.to_string(),
+            pid: pid.to_string(),
+            jti: crate::random_token(16),
+        };
+        self.sign_claims(&serde_json::to_value(&claims).map_err(Error::internal)?, LINK_TYP).await
+    }
+
+    /// Verifies a decision link presented at `base` (the access tokens' rules, its own
+    /// `typ` and audience). Whether it was used is the caller's to check.
+    ///
+    /// # Errors
+    /// `UNAUTHENTICATED` for anything but a valid, unexpired link; `UNAVAILABLE`.
+    pub async fn verify_link(&self, token: &str, base: &str) -> Result<LinkClaims> {
+        self.decode_ours(token, LINK_TYP, base, &[link_audience_of(base)]).await
     }
 
     /// Verifies a console session presented at `base` (same rules as access tokens:
