@@ -307,6 +307,93 @@ async fn a_browser_approves_one_proposal_and_rejects_another() {
     assert_eq!(read["structuredContent"]["entry"]["state"], "active", "{read}");
 }
 
+/// A notification's decision link in a real browser (issue #40 §2): `serve` e-mails a
+/// waiting proposal to its approver through SMTP (STARTTLS, to the test's server); the
+/// link asks for the sign-in, comes back to a one-page decision screen, and decides
+/// once. Used again, opened by another approver, or forged: a page says why, and
+/// nothing is decided.
+#[tokio::test]
+async fn a_decision_link_from_an_email_decides_once_for_its_approver() {
+    let smtp = continuity_tests::smtp::SmtpServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("smtp-ca.pem");
+    std::fs::write(&ca, &smtp.ca_pem).unwrap();
+    let url = smtp.url("continuity", "pw");
+    let env = [
+        ("CONTINUITY_SMTP_URL", url.as_str()),
+        ("CONTINUITY_MAIL_FROM", "notify@continuity.example"),
+        ("CONTINUITY_SMTP_CA_FILE", ca.to_str().unwrap()),
+    ];
+    let s = common::spawn_with_env(&dir.path().join("home"), &env);
+    user(&s, "ada@example.com", "approver");
+    user(&s, "bob@example.com", "approver");
+    let added = common::cli_with_env(
+        &s.home,
+        &["notify", "add", "--tenant", "local", "--kind", "email", "--url", "ada@example.com", "--events", "proposal.waiting"],
+        &env,
+    );
+    assert!(added.contains("(email) added"), "{added}");
+    let first = propose(&s, WAITING[0]).await;
+    let second = propose(&s, WAITING[1]).await;
+
+    // Both reach Ada, each with its own link.
+    let started = Instant::now();
+    let mut mails = Vec::new();
+    while mails.len() < 2 && started.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        mails = smtp.arrived();
+    }
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    let link_of = |title: &str| {
+        let m = mails.iter().find(|m| m.subject.contains(title)).unwrap_or_else(|| panic!("no mail about {title}: {mails:?}"));
+        assert_eq!(m.to, ["ada@example.com"]);
+        assert!(m.subject.starts_with("Waiting for you: "), "{m:?}");
+        let line = m.text.lines().find_map(|l| l.strip_prefix("Approve or reject: ")).expect("a decision link");
+        assert!(line.starts_with(&format!("{}/approvals/link/", s.base)), "{line}");
+        line.trim().to_owned()
+    };
+    let (link1, link2) = (link_of(WAITING[0].0), link_of(WAITING[1].0));
+
+    let browser = Driver::start().await;
+    browser.go(&link1).await;
+    browser.wait_for(&["Sign in to decide on the proposal this link names."]).await;
+    browser.type_into("#tenant", "local").await;
+    browser.type_into("#email", "ada@example.com").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("#sign-in-user").await;
+    let page = browser.wait_for(&["Decide", WAITING[0].0, "this link decides once", "confidence"]).await;
+    assert!(!page.contains(WAITING[1].0), "one proposal only");
+    common::browser::keep("decision-link.png", &browser.screenshot().await);
+    browser.type_into(&format!("#ar-{first}"), "Agreed with the account team").await;
+    browser.click(&format!("#p-{first} button.approve")).await;
+    browser.wait_for(&["Approved:"]).await;
+
+    // The same link again: used.
+    browser.go(&link1).await;
+    let page = browser.wait_for(&["used already"]).await;
+    assert!(page.contains("Nothing was decided"), "{page}");
+    // Forged: the signature changed.
+    let mut forged = link2.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    browser.go(&forged).await;
+    browser.wait_for(&["expired or not valid"]).await;
+    // Bob opens Ada's link: refused.
+    browser.go(&format!("{}/approvals", s.base)).await;
+    browser.click("header form button").await;
+    browser.go(&link2).await;
+    browser.wait_for(&["Sign in to decide"]).await;
+    browser.type_into("#tenant", "local").await;
+    browser.type_into("#email", "bob@example.com").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("#sign-in-user").await;
+    browser.wait_for(&["sent to another person"]).await;
+    common::browser::keep("decision-link-refused.png", &browser.screenshot().await);
+
+    assert_eq!(status(&s, &first).await["decision_reason"], "Agreed with the account team");
+    assert_eq!(status(&s, &second).await["state"], "awaiting_approval", "nothing decided through the refused links");
+}
+
 // ------------------------------------------------------------------ gates (issue #18)
 
 /// `continuity gate …` with its exit status and both outputs.

@@ -28,9 +28,15 @@ impl Drop for Server {
 }
 
 pub fn spawn(home: &Path) -> Server {
+    spawn_with_env(home, &[])
+}
+
+/// [`spawn`] with more environment (e-mail settings).
+pub fn spawn_with_env(home: &Path, env: &[(&str, &str)]) -> Server {
     let mut child = Command::new(BIN)
         .args(["serve", "--embedder", "hashing", "--addr", "127.0.0.1:0", "--home"])
         .arg(home)
+        .envs(env.iter().copied())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -91,7 +97,19 @@ pub fn run(home: &Path, args: &[&str]) -> (bool, String, String) {
 }
 
 pub fn cli(home: &Path, args: &[&str]) -> String {
-    let out = Command::new(BIN).arg("--home").arg(home).args(args).env("RUST_LOG", "warn").output().expect("run cli");
+    cli_with_env(home, args, &[])
+}
+
+/// [`cli`] with more environment.
+pub fn cli_with_env(home: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = Command::new(BIN)
+        .arg("--home")
+        .arg(home)
+        .args(args)
+        .envs(env.iter().copied())
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run cli");
     assert!(out.status.success(), "continuity {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).expect("utf8")
 }
