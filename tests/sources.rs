@@ -528,6 +528,20 @@ async fn limits(backend: Backend) {
         );
     }
 
+    // The interval: 5 minutes by default (the enterprise plan allows 1); set per
+    // connector within the plan's range, the next pull moved to it.
+    let zendesk = ConnectorSource::new("zendesk").unwrap();
+    assert_eq!(r.s.backend.records.get_sync(&r.t, &zendesk).await.unwrap().unwrap().interval_secs, 300);
+    for bad in [0, 1441] {
+        let e = r.s.sources.set_interval(&r.t, "zendesk", bad).await.unwrap_err();
+        assert!(e.message.contains("1 to 1440 on the enterprise plan"), "{e}");
+    }
+    assert_eq!(r.s.sources.set_interval(&r.t, "stripe", 30).await.unwrap_err().code, ErrorCode::NotFound);
+    assert_eq!(r.s.sources.set_interval(&r.t, "zendesk", 30).await.unwrap(), 1800);
+    let sync = r.s.backend.records.get_sync(&r.t, &zendesk).await.unwrap().unwrap();
+    assert_eq!(sync.interval_secs, 1800);
+    assert_eq!(sync.next_at.0, sync.last_synced_at.unwrap().0 + 1_800_000, "due 30 minutes after the last pull");
+
     r.world.set(|st| st.limit_headers.clear());
     r.connect("hubspot").await;
     r.settled("hubspot").await;

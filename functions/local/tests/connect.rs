@@ -92,8 +92,20 @@ async fn a_person_connects_hubspot_and_its_companies_arrive() {
     assert_eq!(status["connectable"].as_array().unwrap().len(), 5);
     let searches = fake.take().into_iter().filter(|s| s.path == "/crm/v3/objects/companies/search").count();
     assert_eq!(searches, 3, "250 companies in pages of 100");
+    // Its interval over HTTP (the local tenant's plan allows 1 minute) and the CLI.
+    let interval = format!("{}/v1/connectors/hubspot/interval", server.base);
+    let r = client().put(&interval).bearer_auth(&server.key).json(&serde_json::json!({"minutes": 10})).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.json::<Value>().await.unwrap()["interval_secs"], 600);
+    let r = client().put(&interval).bearer_auth(&server.key).json(&serde_json::json!({"minutes": 0})).send().await.unwrap();
+    assert_eq!(r.status(), 400, "below the plan's shortest");
+    let r = client().put(&interval).bearer_auth(&server.key).json(&serde_json::json!({"every": 5})).send().await.unwrap();
+    assert_eq!(r.status(), 400, "unknown fields refused");
+    let out = cli(&home, &["connector", "interval", "hubspot", "--tenant", "local", "--minutes", "15"]);
+    assert!(out.contains("pulled every 15 minutes"), "{out}");
     let out = cli(&home, &["connector", "status", "--tenant", "local"]);
     assert!(out.contains("hubspot") && out.contains("sync_complete") && out.contains("last pull"), "{out}");
+    assert!(out.contains("(every 15 min)"), "{out}");
     let e = common::call_tool(
         &server.base,
         &server.key,

@@ -220,6 +220,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/connectors/{source}", post(crate::ingest::register).delete(crate::sources::disconnect))
         .route("/v1/connectors/{source}/connect", post(crate::sources::connect))
         .route("/v1/connectors/{source}/sync", post(crate::sources::sync_now))
+        .route("/v1/connectors/{source}/interval", put(crate::sources::set_interval))
         .route("/v1/admin/source-apps", get(crate::sources::list_apps))
         .route("/v1/admin/source-apps/{source}", put(crate::sources::put_app).delete(crate::sources::delete_app))
         .route("/v1/ingest/failures", get(crate::ingest::failures))

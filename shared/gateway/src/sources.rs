@@ -115,6 +115,24 @@ pub async fn sync_now(
     Ok((StatusCode::ACCEPTED, Json(json!({ "queued": true }))).into_response())
 }
 
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalBody {
+    minutes: u64,
+}
+
+/// `PUT /v1/connectors/{source}/interval` (`{"minutes": N}`): how often the delta pull runs.
+pub async fn set_interval(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path(source): Path<String>,
+    crate::body::StrictJson(body): crate::body::StrictJson<IntervalBody>,
+) -> Result<Response, ApiError> {
+    caller.scopes.require(Scope::TenantWrite)?;
+    let secs = state.services.sources.set_interval(&caller.tenant, &source, body.minutes).await?;
+    Ok(Json(json!({ "source": source, "interval_secs": secs })).into_response())
+}
+
 pub async fn disconnect(
     State(state): State<AppState>,
     Extension(caller): Extension<CallerContext>,

@@ -322,6 +322,15 @@ pub(super) enum ConnectorCommand {
         #[arg(long)]
         here: bool,
     },
+    /// How often a connector's delta pull runs (default 5 minutes; from the plan's
+    /// shortest — free 60, starter 15, pro 5, enterprise 1 — to a day).
+    Interval {
+        source: String,
+        #[arg(long)]
+        tenant: TenantId,
+        #[arg(long)]
+        minutes: u64,
+    },
     /// Each connector's state and pull: records so far (of the total where the source
     /// says), the last and next pull, the last error.
     Status {

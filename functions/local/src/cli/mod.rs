@@ -782,6 +782,11 @@ async fn connector(
             }
             return pull_here(s, &tenant, &source).await;
         }
+        ConnectorCommand::Interval { source, tenant, minutes } => {
+            let secs = s.sources.set_interval(&tenant, &source, minutes).await.map_err(domain_err)?;
+            println!("{source} of tenant {tenant} is pulled every {} minutes", secs / 60);
+            return Ok(());
+        }
         ConnectorCommand::Status { tenant } => {
             let v = s.sources.overview(&tenant).await.map_err(domain_err)?;
             print_status(&v);
@@ -866,7 +871,11 @@ fn print_status(v: &serde_json::Value) {
             if let Some(l) = p["last_synced_at"].as_str() {
                 line.push_str(&format!(", last pull {l}"));
             }
-            line.push_str(&format!(", next {}", p["next_at"].as_str().unwrap_or("?")));
+            line.push_str(&format!(
+                ", next {} (every {} min)",
+                p["next_at"].as_str().unwrap_or("?"),
+                p["interval_secs"].as_u64().unwrap_or(300) / 60
+            ));
             if p["needs_reconnect"] == true {
                 line.push_str(", NEEDS RECONNECT");
             }

@@ -11,7 +11,7 @@ use serde_json::Value as Json;
 
 use super::catalog::Source;
 use super::client::{self, Failure};
-use super::{CONNECT_TTL_MS, SourceService, connector, interval_secs, pkce_pair, query, random_state};
+use super::{CONNECT_TTL_MS, SourceService, connector, default_interval_secs, min_interval_secs, pkce_pair, query, random_state};
 
 impl SourceService {
     // ---- connect ---------------------------------------------------------------------
@@ -216,10 +216,15 @@ impl SourceService {
         let status = self.move_to(tenant, s, ConnectorState::OauthComplete, None).await?;
         let plan = self.backend.records.get_tenant(tenant).await?.map_or(PlanTier::Pro, |t| t.plan);
         let src = connector(s);
-        let fresh = SyncState::fresh(tenant.clone(), src.clone(), interval_secs(plan), self.now());
+        let fresh = SyncState::fresh(tenant.clone(), src.clone(), default_interval_secs(plan), self.now());
         match self.backend.records.get_sync(tenant, &src).await? {
             Some(old) => {
-                self.backend.records.put_sync(&SyncState { version: old.version, ..fresh }, Expect::Version(old.version)).await?
+                // A connection made again keeps its interval (within the plan's range now).
+                let interval_secs = old.interval_secs.max(min_interval_secs(plan));
+                self.backend
+                    .records
+                    .put_sync(&SyncState { version: old.version, interval_secs, ..fresh }, Expect::Version(old.version))
+                    .await?
             }
             None => self.backend.records.put_sync(&fresh, Expect::Absent).await?,
         };

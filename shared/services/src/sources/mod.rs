@@ -57,8 +57,8 @@ const LEASE_MARGIN_MS: i64 = 60 * 1000;
 /// A token this close to expiry is refreshed before use.
 const REFRESH_MARGIN_MS: i64 = 60 * 1000;
 
-/// Seconds between delta pulls by default, and the shortest a plan allows.
-pub fn interval_secs(plan: PlanTier) -> u64 {
+/// The shortest time between a connector's delta pulls a plan allows (seconds).
+pub fn min_interval_secs(plan: PlanTier) -> u64 {
     match plan {
         PlanTier::Free => 3600,
         PlanTier::Starter => 900,
@@ -66,6 +66,15 @@ pub fn interval_secs(plan: PlanTier) -> u64 {
         PlanTier::Enterprise => 60,
     }
 }
+
+/// Seconds between a connector's delta pulls until someone sets its own: 5 minutes, or
+/// the plan's shortest when that is longer.
+pub fn default_interval_secs(plan: PlanTier) -> u64 {
+    min_interval_secs(plan).max(300)
+}
+
+/// The longest interval a connector may be given (a day).
+pub const MAX_INTERVAL_SECS: u64 = 86_400;
 
 /// How much one run may read before it queues its continuation.
 #[derive(Debug, Clone, Copy)]
@@ -252,6 +261,44 @@ impl SourceService {
         state.next_at = self.now();
         self.backend.records.put_sync(&state, expect).await?;
         self.queue(tenant, s).await
+    }
+
+    /// Sets how often `source`'s delta pull runs for `tenant` (`minutes`, from the plan's
+    /// shortest to a day); the next pull moves to the new interval after the last one.
+    /// Returns the interval in seconds.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` naming `minutes` outside the plan's range; `NOT_FOUND` when the
+    /// source is not connected; `CONFLICT` when the pull state kept changing;
+    /// `UNAVAILABLE`.
+    pub async fn set_interval(&self, tenant: &TenantId, source: &str, minutes: u64) -> Result<u64> {
+        let s = Source::parse(source)?;
+        let src = connector(s);
+        let plan = self.backend.records.get_tenant(tenant).await?.map_or(PlanTier::Pro, |t| t.plan);
+        let (min, secs) = (min_interval_secs(plan), minutes.saturating_mul(60));
+        if secs < min || secs > MAX_INTERVAL_SECS {
+            return Err(Error::invalid_field(
+                "minutes",
+                format!("{} to {} on the {} plan", min / 60, MAX_INTERVAL_SECS / 60, plan.as_str()),
+            ));
+        }
+        for _ in 0..3 {
+            let Some(mut state) = self.backend.records.get_sync(tenant, &src).await? else {
+                return Err(Error::not_found(format!("a {} connection of tenant {tenant} (connect it first)", s.title())));
+            };
+            let expect = Expect::Version(state.version);
+            state.interval_secs = secs;
+            if let Some(last) = state.last_synced_at {
+                let due = last.plus_millis(i64::try_from(secs).unwrap_or(300).saturating_mul(1000));
+                state.next_at = if due.0 < self.now().0 { self.now() } else { due };
+            }
+            match self.backend.records.put_sync(&state, expect).await {
+                Ok(_) => return Ok(secs),
+                Err(e) if e.code == ErrorCode::Conflict => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::conflict(format!("{}'s pull kept changing; try again", s.title())))
     }
 
     /// Queues a run for every connector whose pull is due; how many were queued.
