@@ -85,12 +85,15 @@ async fn notifications(backend: Backend) {
             assert_eq!(event["kind"], "proposal.waiting");
             assert!(event["title"].as_str().unwrap().contains("Acme escalation path"), "{event}");
             assert!(!h.body.contains("jane.doe@acme-corp.example"), "personal data masked: {}", h.body);
-            assert_eq!(event["link"], "https://continuity.example/approvals");
+            // The decision link of this proposal (not bound to one person: a channel).
+            let link = event["link"].as_str().unwrap();
+            assert!(link.starts_with("https://continuity.example/approvals/link/"), "{event}");
             let slack = by_path(&seen, "/slack");
             assert_eq!(slack.len(), 1, "{seen:?}");
             let msg = slack[0].json();
             assert!(msg["text"].as_str().unwrap().contains("Waiting for you"), "{msg}");
-            assert_eq!(msg["blocks"][1]["elements"][0]["url"], "https://continuity.example/approvals");
+            let button = msg["blocks"][1]["elements"][0]["url"].as_str().unwrap();
+            assert!(button.starts_with("https://continuity.example/approvals/link/"), "{msg}");
             assert!(slack[0].header("x-continuity-signature").is_none(), "Slack has no secret of ours");
             waiting = true;
             break;
@@ -358,4 +361,119 @@ async fn decision_links_embedded() {
 async fn decision_links_aws() {
     let clock = Arc::new(ports::clock::ManualClock::new(continuity_tests::sources::now_ms()));
     links(continuity_tests::aws::backend_in_own_table("link").await, clock).await;
+}
+
+/// What else needs a person: a proposal less than a day from its deadline is told once
+/// (`proposal.expiring`, with a decision link); records newly in the review queue
+/// (`review.failed`) and work newly dead-lettered (`health.alarm`) are told by the
+/// hourly maintenance run, once each, and nothing when nothing is new.
+async fn watched(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
+    use ports::Clock as _;
+    use ports::records::{ProposalStore, ReviewStore};
+    let s = Services::new(Backend { clock: clock.clone(), ..backend });
+    let base = "https://continuity.example";
+    s.notify.set_public_url(base);
+    let t = contract::fresh_tenant("watch");
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Sales, Industry::Saas).await.unwrap();
+    let receiver = FakeSource::start().await;
+    receiver.always(Answer::empty(204));
+    let kinds = vec![EventKind::ProposalExpiring, EventKind::ReviewFailed, EventKind::HealthAlarm];
+    s.notify.add(&t, ChannelKind::Webhook, &format!("{}/hook", receiver.base_url), kinds).await.unwrap();
+    let told = |receiver: &FakeSource| -> Vec<Value> { by_path(&receiver.take(), "/hook").iter().map(|h| h.json()).collect() };
+
+    // A proposal waits (it names a person: never auto-approved); nothing is told yet.
+    let agent = caller(&s, &t, "mcp:tools tenant:read tenant:write memory:read memory:write").await;
+    let body = "Escalations for Acme go to jane.doe@acme-corp.example first, then to the account owner; agreed on 2 December.";
+    s.capabilities
+        .execute(&agent, "memory.propose", json!({"title": "Acme escalation path", "body": body, "kind": "decision"}))
+        .await
+        .unwrap();
+    let mut deadline = None;
+    for _ in 0..50 {
+        drain(&s).await;
+        let waiting = s.backend.records.list_proposals(&t, None, &PageRequest::first(10)).await.unwrap().items;
+        deadline = waiting.iter().find_map(|p| p.wait.as_ref().map(|w| w.deadline.0));
+        if deadline.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let deadline = deadline.expect("the proposal waits for a person");
+    s.maintenance.workflow(std::time::Duration::from_secs(300)).await.unwrap();
+    drain(&s).await;
+    assert!(told(&receiver).is_empty(), "days from its deadline: nothing to tell");
+    // Twenty hours before its deadline: told once, with a decision link and the time left.
+    clock.advance(deadline - clock.now().0 - 20 * 3600 * 1000);
+    s.maintenance.workflow(std::time::Duration::from_secs(300)).await.unwrap();
+    s.maintenance.workflow(std::time::Duration::from_secs(300)).await.unwrap();
+    drain(&s).await;
+    let events = told(&receiver);
+    assert_eq!(events.len(), 1, "told once: {events:?}");
+    assert_eq!(events[0]["kind"], "proposal.expiring");
+    assert!(events[0]["title"].as_str().unwrap().contains("Expires soon: Acme escalation path"), "{}", events[0]);
+    assert!(events[0]["text"].as_str().unwrap().contains("in 20 h 0 min"), "{}", events[0]);
+    assert!(events[0]["link"].as_str().unwrap().starts_with(&format!("{base}/approvals/link/")), "{}", events[0]);
+
+    // A record fails its readback: the next run tells, the one after does not.
+    let failed = domain::memory::Verification {
+        tenant: t.clone(),
+        kind: "kb".into(),
+        doc: domain::Id::new("kb-pager").unwrap(),
+        scope: domain::memory::MemoryScope::Org,
+        title: "Pager policy".into(),
+        verified: false,
+        confidence: 0.3,
+        fresh_at: None,
+        reason: "the index write failed; the reindex job retries".into(),
+        entities: Vec::new(),
+        related: Vec::new(),
+        at: clock.now(),
+    };
+    s.backend.records.put_verification(&failed).await.unwrap();
+    // Work that fails for good: a message no handler takes, received until dead-lettered.
+    s.backend
+        .queue
+        .send(&ports::queue::QueueMessage {
+            tenant: t.clone(),
+            kind: "bogus.kind".into(),
+            idempotency_key: "watch-dead-1".into(),
+            body: b"{}".to_vec(),
+        })
+        .await
+        .unwrap();
+    for _ in 0..20 {
+        for d in s.backend.queue.receive(10, std::time::Duration::from_secs(60)).await.unwrap() {
+            s.backend.queue.release(&d.receipt, std::time::Duration::ZERO).await.unwrap();
+        }
+        if !s.backend.queue.dead_letters(10).await.unwrap().is_empty() {
+            break;
+        }
+    }
+    let report = s.maintenance.run().await.unwrap();
+    assert_eq!(report.watch_told, 2, "{report:?}");
+    drain(&s).await;
+    let events: BTreeMap<String, Value> =
+        told(&receiver).into_iter().map(|e| (e["kind"].as_str().unwrap().to_owned(), e)).collect();
+    assert_eq!(events.keys().cloned().collect::<Vec<_>>(), ["health.alarm", "review.failed"], "{events:?}");
+    assert_eq!(events["review.failed"]["title"], "1 record failed readback");
+    assert_eq!(events["review.failed"]["link"], format!("{base}/dashboard/review"));
+    assert!(events["health.alarm"]["text"].as_str().unwrap().contains("bogus.kind"), "{}", events["health.alarm"]);
+    assert_eq!(s.maintenance.run().await.unwrap().watch_told, 0, "nothing new");
+    drain(&s).await;
+    assert!(told(&receiver).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watched_events_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ports::clock::ManualClock::new(continuity_tests::sources::now_ms()));
+    let backend =
+        store_embedded::open_backend_with(dir.path(), clock.clone(), Arc::new(ports::search::HashingEmbedder::new(384))).unwrap();
+    watched(backend, clock).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watched_events_aws() {
+    let clock = Arc::new(ports::clock::ManualClock::new(continuity_tests::sources::now_ms()));
+    watched(continuity_tests::aws::backend_in_own_table("watch").await, clock).await;
 }

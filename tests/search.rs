@@ -16,7 +16,7 @@ use domain::principal::CallerContext;
 use domain::spine::KbDocument;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{ErrorCode, Id, Result, TenantId, Timestamp};
-use ports::records::{LibraryStore, ReviewStore};
+use ports::records::{AuditLog, LibraryStore, ReviewStore};
 use ports::search::{DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery};
 use ports::{Backend, SystemClock};
 use rand::{Rng, SeedableRng};
@@ -385,6 +385,76 @@ async fn a_lost_index_write_goes_to_review_not_verified() {
     assert_eq!((report.indexed, report.verified, report.kept), (1, 1, 1));
     assert!(good.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items.is_empty());
     assert!(good.backend.records.get_verification(&t, "kb", &doc.id).await.unwrap().unwrap().verified);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_review_queue_is_retried_and_forgotten_by_an_approver() {
+    let home = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap();
+    let bad = Services::new(Backend { search: Arc::new(LosesWrites(backend.search.clone())), ..backend.clone() });
+    let good = Services::new(backend);
+    let t = tenant(&good, "review").await;
+    let w = caller(&good, &t, "tenant:read tenant:write approvals:decide mcp:tools").await;
+    for (id, title) in [("kb-a", "Pager policy"), ("kb-b", "Holiday rota")] {
+        let (_, v) =
+            bad.search.put_kb_document(&w, input(id, "org", title, "The pager rotates weekly on Monday.")).await.unwrap();
+        assert!(!v.unwrap().verified);
+    }
+    // An index entry whose record is gone: the reindex flags it.
+    let e = &good.backend.embedder;
+    good.backend
+        .search
+        .upsert(&[SearchDoc {
+            tenant: t.clone(),
+            scope: MemoryScope::Org,
+            id: Id::new("kb-ghost~0").unwrap(),
+            doc: Id::new("kb-ghost").unwrap(),
+            kind: DocKind::Kb,
+            title: "Ghost".into(),
+            text: "No record behind this.".into(),
+            vector: e.embed(&["Ghost".into()]).await.unwrap().remove(0),
+            embedder: e.name().into(),
+            updated_at: Timestamp(1),
+            occurred_at: None,
+        }])
+        .await
+        .unwrap();
+    good.search.reindex(&t, false, &|_| {}).await.unwrap();
+    let queued = |s: &Services| {
+        let (s, w) = (s.clone(), w.clone());
+        async move {
+            let items = s.search.review_queue(&w, &PageRequest::first(10)).await.unwrap().items;
+            items.iter().map(|v| format!("{}/{}", v.kind, v.doc)).collect::<Vec<_>>()
+        }
+    };
+    // The reindex healed the two records that were missing from the index; lose them again.
+    for (id, title) in [("kb-a", "Pager policy"), ("kb-b", "Holiday rota")] {
+        bad.search.put_kb_document(&w, input(id, "org", title, "The pager rotates weekly on Monday.")).await.unwrap();
+    }
+    assert_eq!(queued(&good).await, ["index/kb-ghost", "kb/kb-a", "kb/kb-b"]);
+
+    // Retry: indexed again with readback, verified, off the queue.
+    let v = good.search.retry_review(&w, "kb", &Id::new("kb-a").unwrap()).await.unwrap();
+    assert!(v.verified, "{v:?}");
+    // Forget: off the queue, the record stored and still marked unverified.
+    good.search.forget_review(&w, "kb", &Id::new("kb-b").unwrap()).await.unwrap();
+    assert!(good.backend.records.get_kb_document(&t, &Id::new("kb-b").unwrap()).await.unwrap().is_some());
+    assert!(!good.backend.records.get_verification(&t, "kb", &Id::new("kb-b").unwrap()).await.unwrap().unwrap().verified);
+    // An orphan cannot be retried; forgetting it takes its chunks out of the index.
+    let ghost = Id::new("kb-ghost").unwrap();
+    assert_eq!(good.search.retry_review(&w, "index", &ghost).await.unwrap_err().code, ErrorCode::InvalidRequest);
+    good.search.forget_review(&w, "index", &ghost).await.unwrap();
+    assert!(!good.backend.search.doc_ids(&t, &MemoryScope::Org, 100).await.unwrap().contains(&ghost));
+    assert!(queued(&good).await.is_empty());
+    // Not queued, or not an approver: refused.
+    assert_eq!(good.search.retry_review(&w, "kb", &Id::new("kb-a").unwrap()).await.unwrap_err().code, ErrorCode::NotFound);
+    let reader = caller(&good, &t, "tenant:read tenant:write mcp:tools").await;
+    let err = good.search.forget_review(&reader, "kb", &Id::new("kb-a").unwrap()).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Forbidden);
+    // Both are in the audit ledger.
+    let audit = good.backend.records.list_audit(&t, &PageRequest::first(50)).await.unwrap().items;
+    let actions: BTreeSet<&str> = audit.iter().map(|a| a.action.as_str()).collect();
+    assert!(actions.contains("review.retry") && actions.contains("review.forget"), "{actions:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

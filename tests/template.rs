@@ -866,6 +866,21 @@ fn functions_that_notify_may_queue_the_deliveries() {
     }
 }
 
+/// The hourly watch (`health.alarm`) peeks at the work queue's dead letters: the
+/// maintenance function may receive from that queue, and no other queue's.
+#[test]
+fn the_watch_may_peek_at_the_dead_letters() {
+    let t = Template::load();
+    let e = evaluate(&t, &eu());
+    let g = grants(&e, "MaintenanceFunction");
+    let receives: Vec<&(String, String)> = g.iter().filter(|(action, _)| action == "sqs:ReceiveMessage").collect();
+    assert!(!receives.is_empty(), "the watch cannot read the dead letters: {g:?}");
+    assert!(
+        receives.iter().all(|(_, r)| r.contains("DeadLetterQueue") && !r.contains("Scheduler") && !r.contains("ApprovalWaits")),
+        "{receives:?}"
+    );
+}
+
 #[test]
 fn functions_that_open_sealed_records_may_use_the_vault_key() {
     let t = Template::load();

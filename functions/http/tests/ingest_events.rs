@@ -78,3 +78,33 @@ async fn a_kb_document_from_its_event_is_stored_indexed_and_verified() {
     let (status, v) = invoke(&s, ev).await;
     assert_eq!(status, 400, "{v}");
 }
+
+#[tokio::test]
+async fn a_record_in_the_review_queue_is_retried_from_its_event() {
+    use ports::records::ReviewStore;
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let (status, _) = invoke(&s, continuity_tests::event("kb-put-document.json")).await;
+    assert_eq!(status, 201);
+    // Verified at once: not in the queue, so nothing to retry.
+    let (status, v) = invoke(&s, continuity_tests::event("kb-review-retry.json")).await;
+    assert_eq!(status, 404, "{v}");
+    // Its readback failed (an index outage, say): the retry indexes it again and
+    // verifies it, which takes it off the queue.
+    let demo = TenantId::new("demo").unwrap();
+    let doc = domain::Id::new("runbook-ingest").unwrap();
+    let mut failed = s.backend.records.get_verification(&demo, "kb", &doc).await.unwrap().unwrap();
+    failed.verified = false;
+    failed.reason = "the index write failed; the reindex job retries".into();
+    s.backend.records.put_verification(&failed).await.unwrap();
+    let (status, v) = invoke(&s, continuity_tests::event("kb-review-retry.json")).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["verification"]["verified"], true, "{v}");
+    assert!(s.backend.records.list_review(&demo, &domain::PageRequest::first(10)).await.unwrap().items.is_empty());
+    // Without approvals:decide: refused.
+    s.backend.records.put_verification(&failed).await.unwrap();
+    let mut ev = continuity_tests::event("kb-review-retry.json");
+    ev["requestContext"]["authorizer"]["scopes"] = "tenant:read tenant:write".into();
+    let (status, v) = invoke(&s, ev).await;
+    assert_eq!(status, 403, "{v}");
+}

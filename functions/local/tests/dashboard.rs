@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::browser::{Driver, keep};
-use common::{call_tool, spawn};
+use common::{call_tool, client, spawn};
 use serde_json::json;
 
 #[tokio::test]
@@ -145,7 +145,8 @@ async fn a_browser_connects_a_source_from_the_connectors_page() {
 
 /// Every dashboard page at 1280 px and at a phone's 390 px: nothing wider than the
 /// viewport (no element's right edge past it, no horizontal scroll), times relative with
-/// the exact time on hover; a screenshot of each kept (`dashboard-{page}-{width}.png`).
+/// the exact time on hover; no two graph labels overlapping; a screenshot of each kept
+/// (`dashboard-{page}-{width}.png`).
 #[tokio::test]
 async fn every_page_fits_a_desktop_and_a_phone() {
     let dir = tempfile::tempdir().unwrap();
@@ -155,6 +156,33 @@ async fn every_page_fits_a_desktop_and_a_phone() {
     let r = call_tool(&s.base, &s.key, "memory.propose", json!({"title": long, "body": body, "kind": "decision"})).await;
     assert_ne!(r["isError"], true, "{r}");
     call_tool(&s.base, &s.key, "memory.remember", json!({"text": "Prefers answers with the code first"})).await;
+    // A graph of two pages: a key with the graph toolset fills the owner's personal graph
+    // with 45 entities of four types, a hub and chains among them.
+    let graph_key = client()
+        .post(format!("{}/v1/admin/tenants/local/keys", s.base))
+        .bearer_auth(&s.key)
+        .json(&json!({"scopes": "mcp:tools memory:read memory:write", "principal": "owner", "toolsets": "canonical,graph"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(graph_key.status(), 201);
+    let graph_key = graph_key.json::<serde_json::Value>().await.unwrap()["token"].as_str().unwrap().to_owned();
+    let names: Vec<String> =
+        (0..45).map(|i| format!("{} {i}", ["Customer account", "Renewal deal", "Account manager", "Region"][i % 4])).collect();
+    let entities: Vec<_> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let kind = ["company", "deal", "person", "place"][i % 4];
+            json!({"name": n, "entityType": kind, "observations": []})
+        })
+        .collect();
+    let r = call_tool(&s.base, &graph_key, "create_entities", json!({"entities": entities})).await;
+    assert_ne!(r["isError"], true, "{r}");
+    let mut relations: Vec<_> = (1..12).map(|i| json!({"from": names[0], "to": names[i], "relationType": "owns"})).collect();
+    relations.extend((12..44).map(|i| json!({"from": names[i], "to": names[i + 1], "relationType": "works with"})));
+    let r = call_tool(&s.base, &graph_key, "create_relations", json!({"relations": relations})).await;
+    assert_ne!(r["isError"], true, "{r}");
 
     let browser = Driver::start().await;
     browser.go(&format!("{}/dashboard", s.base)).await;
@@ -172,14 +200,32 @@ async fn every_page_fits_a_desktop_and_a_phone() {
             ("/dashboard", "Overview"),
             ("/dashboard/memory?scope=org", "id=\"results\""),
             ("/dashboard/memory?q=renewal%20discount", "id=\"results\""),
-            ("/dashboard/graph?scope=personal", "Graph"),
+            ("/dashboard/graph?scope=personal", "id=\"legend\""),
             ("/dashboard/connectors", "Connect a source"),
+            ("/dashboard/review", "id=\"review-empty\""),
+            ("/dashboard/notifications", "Add a channel"),
             ("/dashboard/audit", "id=\"audit\""),
         ] {
             browser.go(&format!("{}{page}", s.base)).await;
             let html = browser.wait_for(&[needle]).await;
             let fit = browser.eval(check).await;
             assert!(fit["worst"].is_null() && fit["scroll"].as_u64() <= fit["width"].as_u64(), "{page} at {width} px: {fit}");
+            if page.starts_with("/dashboard/graph") {
+                // Every label drawn, none overlapping another, in either width; a legend of
+                // the four types; 40 of the 45 entities on the first page, a link to the next.
+                let labels = browser
+                    .eval(
+                        "const r = [...document.querySelectorAll('#graph text')].map(t => t.getBoundingClientRect()); \
+                         let hit = null; for (let i = 0; i < r.length; i++) for (let j = i + 1; j < r.length; j++) \
+                           if (r[i].left < r[j].right && r[j].left < r[i].right && r[i].top < r[j].bottom && r[j].top < r[i].bottom) hit = [i, j]; \
+                         return {count: r.length, overlap: hit, legend: document.querySelectorAll('#legend li').length};",
+                    )
+                    .await;
+                assert_eq!(labels["count"], 40, "{labels}");
+                assert_eq!(labels["legend"], 4, "{labels}");
+                assert!(labels["overlap"].is_null(), "overlapping graph labels at {width} px: {labels}");
+                assert!(html.contains("page 1 of 2") && html.contains("id=\"next-page\""), "{html}");
+            }
             if page == "/dashboard/audit" {
                 assert!(
                     html.contains("<time datetime=") && (html.contains("just now") || html.contains(" ago")),

@@ -414,8 +414,20 @@ pub async fn verifications_and_review_queue(r: Records) {
     let ok = Verification { verified: true, confidence: 0.96, fresh_at: Some(Timestamp(2)), at: Timestamp(2), ..failed };
     r.put_verification(&ok).await.unwrap();
     assert!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items.is_empty());
-    assert_eq!(r.get_verification(&t, "kb", &id("kb1")).await.unwrap(), Some(ok));
+    assert_eq!(r.get_verification(&t, "kb", &id("kb1")).await.unwrap(), Some(ok.clone()));
     assert_eq!(r.get_verification(&t, "memory", &id("kb1")).await.unwrap(), None);
+    // A person dismisses a failed one: off the queue, its verification kept as it was;
+    // twice is no error.
+    let again = Verification { doc: id("kb2"), verified: false, confidence: 0.3, fresh_at: None, ..ok };
+    r.put_verification(&again).await.unwrap();
+    assert_eq!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items.len(), 1);
+    assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), Some(again.clone()));
+    assert_eq!(r.in_review(&t, "kb", &id("kb1")).await.unwrap(), None, "verified: not in the queue");
+    r.dismiss_review(&t, "kb", &id("kb2")).await.unwrap();
+    r.dismiss_review(&t, "kb", &id("kb2")).await.unwrap();
+    assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), None);
+    assert!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items.is_empty());
+    assert_eq!(r.get_verification(&t, "kb", &id("kb2")).await.unwrap(), Some(again));
 }
 
 pub async fn proposals_lifecycle(r: Records) {

@@ -17,17 +17,23 @@ string_enum! {
 }
 
 string_enum! {
-    /// What happened: a proposal waits for a person (`proposal.waiting`); nobody decided
-    /// in time, so it expired and is escalated (`proposal.escalated`); an agent asks a
-    /// person to authorize a gated action (`gate.requested`); a task was dispatched to
-    /// its assignee (`task.assigned`); a connected source's pull failed or its grant
-    /// needs a reconnect (`connector.error`).
+    /// What happened: a proposal waits for a person (`proposal.waiting`); a waiting
+    /// proposal is less than a day from its deadline (`proposal.expiring`, once);
+    /// nobody decided in time, so it expired and is escalated (`proposal.escalated`); an
+    /// agent asks a person to authorize a gated action (`gate.requested`); a task was
+    /// dispatched to its assignee (`task.assigned`); a connected source's pull failed or
+    /// its grant needs a reconnect (`connector.error`); records failed their readback
+    /// and wait in the review queue (`review.failed`, hourly at most); background work
+    /// failed for good and was dead-lettered (`health.alarm`, hourly at most).
     EventKind, "event" {
         ProposalWaiting = "proposal.waiting",
+        ProposalExpiring = "proposal.expiring",
         ProposalEscalated = "proposal.escalated",
         GateRequested = "gate.requested",
         TaskAssigned = "task.assigned",
         ConnectorError = "connector.error",
+        ReviewFailed = "review.failed",
+        HealthAlarm = "health.alarm",
     }
 }
 

@@ -9,8 +9,10 @@
 //!   write, with reasons (`?cursor=`).
 //! - `POST /v1/kb/documents` (`tenant:write`) stores a knowledge-base document in org,
 //!   a team or a project, indexes it and answers 201 with its readback verification.
-//! - `GET /v1/kb/review` (`approvals:decide`) lists the review queue: records whose
-//!   readback failed.
+//! - `GET /v1/kb/review` (`approvals:decide` or `admin`) lists the review queue: records whose
+//!   readback failed; `POST /v1/kb/review/{kind}/{doc}/retry` indexes one again now
+//!   (200 with its new verification); `DELETE /v1/kb/review/{kind}/{doc}` takes one off
+//!   the queue (204; an orphan's leftover index entries go too).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -69,7 +71,7 @@ pub async fn put_kb(
     Ok((StatusCode::CREATED, Json(json!({"document": doc, "verification": v}))).into_response())
 }
 
-/// `GET /v1/kb/review`: records whose readback failed (`approvals:decide`).
+/// `GET /v1/kb/review`: records whose readback failed (`approvals:decide` or `admin`).
 pub async fn review(
     State(state): State<AppState>,
     Extension(caller): Extension<CallerContext>,
@@ -77,4 +79,26 @@ pub async fn review(
 ) -> Result<Response, ApiError> {
     let p = state.services.search.review_queue(&caller, &q.page(100)).await?;
     Ok(Json(json!({ "review": p.items, "next_cursor": p.next_cursor })).into_response())
+}
+
+/// `POST /v1/kb/review/{kind}/{doc}/retry`: index a queued record again, with readback
+/// (`approvals:decide` or `admin`); 200 with its new verification.
+pub async fn retry_review(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((kind, doc)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let v = state.services.search.retry_review(&caller, &kind, &domain::Id::new(doc)?).await?;
+    Ok(Json(json!({ "verification": v })).into_response())
+}
+
+/// `DELETE /v1/kb/review/{kind}/{doc}`: take a record off the review queue
+/// (`approvals:decide` or `admin`); 204.
+pub async fn forget_review(
+    State(state): State<AppState>,
+    Extension(caller): Extension<CallerContext>,
+    Path((kind, doc)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    state.services.search.forget_review(&caller, &kind, &domain::Id::new(doc)?).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }

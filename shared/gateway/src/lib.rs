@@ -29,7 +29,8 @@
 //!   and the review queue; [`approvals`]: the approver API; [`gates`]: the gate API
 //!   (set, verify with 200/403/404, request, list); [`console`]: the approvals console
 //!   (its own sign-in, signed session, CSRF on every form; proposals and gate requests);
-//!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph, audit;
+//!   [`dashboard`]: the dashboard (`/dashboard…`: overview, memory browser, graph,
+//!   connectors, review queue, notifications, audit;
 //!   `GET /api/stats`), signed in like the console, and a browser's `GET /` sent to it.
 //! - [`web`]: what those pages share: the request's [`web::BaseUrl`] as an extractor, the
 //!   sign-in, sign-out and signed form ([`web::SignedForm`]) of the console and the

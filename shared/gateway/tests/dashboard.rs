@@ -329,3 +329,112 @@ async fn one_sign_in_for_both_pages_and_a_sign_out_that_ends_them() {
     let after = send(&app, get("/approvals", Some(&format!("ctn_console={console}")))).await;
     assert!(after.body.contains("Sign in"), "nor the console's");
 }
+
+/// The review queue page: an admin sees each record whose readback failed with why,
+/// retries one (indexed again and verified: it leaves the queue) and forgets another
+/// (off the queue, the record kept); a form without the session's CSRF token changes
+/// nothing, and a signed-in reader without `approvals:decide` is refused the page.
+#[tokio::test]
+async fn the_review_page_retries_and_forgets() {
+    use ports::records::{LibraryStore as _, ReviewStore as _};
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::services(dir.path());
+    let app = common::app(&s, "http://localhost");
+    let t = TenantId::new("rev").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let writer = continuity_tests::caller(&s, &t, "tenant:read tenant:write mcp:tools").await;
+    for (id, title) in [("kb-pager", "Pager policy"), ("kb-rota", "Holiday rota")] {
+        let input = services::search::KbInput {
+            id: Some(id.into()),
+            scope: Some("org".into()),
+            title: title.into(),
+            body: "The pager rotates weekly on Monday at nine.".into(),
+            source: None,
+        };
+        let (_, v) = s.search.put_kb_document(&writer, input).await.unwrap();
+        // As if the index had lost the write.
+        let failed =
+            domain::memory::Verification { verified: false, reason: "not retrieved by its readback query".into(), ..v.unwrap() };
+        s.backend.records.put_verification(&failed).await.unwrap();
+    }
+    let admin = common::key(&s, &t, "tenant:read admin").await;
+    let (cookie, csrf) = sign_in(&app, &admin).await.map_err(|r| r.body).unwrap();
+    let page = send(&app, get("/dashboard/review", Some(&cookie))).await;
+    assert_eq!(page.status, 200, "{}", page.body);
+    for needle in [
+        "Pager policy",
+        "Holiday rota",
+        "not retrieved by its readback query",
+        "id=\"retry-kb-kb-pager\"",
+        "id=\"forget-kb-kb-rota\"",
+    ] {
+        assert!(page.body.contains(needle), "{needle}: {}", page.body);
+    }
+    // Without the CSRF token: nothing changes.
+    let forged = send(&app, post("/dashboard/review/kb/kb-pager/retry", &cookie, &[("csrf", "nope")])).await;
+    assert_ne!(forged.status, 303, "{}", forged.body);
+    assert_eq!(s.backend.records.list_review(&t, &domain::PageRequest::first(10)).await.unwrap().items.len(), 2);
+    // Retry: verified, off the queue.
+    let r = send(&app, post("/dashboard/review/kb/kb-pager/retry", &cookie, &[("csrf", &csrf)])).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert!(r.headers.get("location").unwrap().to_str().unwrap().ends_with("/dashboard/review?done=verified"));
+    // Forget: off the queue, the document still there.
+    let r = send(&app, post("/dashboard/review/kb/kb-rota/forget", &cookie, &[("csrf", &csrf)])).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    let page = send(&app, get("/dashboard/review?done=forgotten", Some(&cookie))).await;
+    assert!(page.body.contains("Taken off the queue") && page.body.contains("id=\"review-empty\""), "{}", page.body);
+    assert!(s.backend.records.get_kb_document(&t, &Id::new("kb-rota").unwrap()).await.unwrap().is_some());
+    // Again: not in the queue any more.
+    let r = send(&app, post("/dashboard/review/kb/kb-rota/forget", &cookie, &[("csrf", &csrf)])).await;
+    assert!(r.status == 404 && r.body.contains("not in the review queue"), "{} {}", r.status, r.body);
+    // A reader without approvals:decide or admin: refused.
+    let reader = common::key(&s, &t, "tenant:read").await;
+    let (cookie, _) = sign_in(&app, &reader).await.map_err(|r| r.body).unwrap();
+    let page = send(&app, get("/dashboard/review", Some(&cookie))).await;
+    assert_eq!(page.status, 403, "{}", page.body);
+}
+
+/// The Notifications page: an admin adds a webhook (its secret shown once, on that
+/// answer only, never listed), sees it listed by host with its events, is refused a
+/// channel with no events, and removes it; a `tenant:read` key is refused the page.
+#[tokio::test]
+async fn the_notifications_page_adds_lists_and_removes_channels() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = common::services(dir.path());
+    let app = common::app(&s, "http://localhost");
+    let t = TenantId::new("ntfy").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.unwrap();
+    let admin = common::key(&s, &t, "tenant:read admin").await;
+    let (cookie, csrf) = sign_in(&app, &admin).await.map_err(|r| r.body).unwrap();
+    let page = send(&app, get("/dashboard/notifications", Some(&cookie))).await;
+    assert!(page.status == 200 && page.body.contains("id=\"channels-empty\""), "{}", page.body);
+    assert!(page.body.contains("name=\"event.proposal.expiring\"") && page.body.contains("name=\"event.health.alarm\""));
+    let form = [
+        ("csrf", csrf.as_str()),
+        ("kind", "webhook"),
+        ("url", "http://127.0.0.1:9/hooks/continuity"),
+        ("event.proposal.waiting", "on"),
+        ("event.review.failed", "on"),
+    ];
+    let added = send(&app, post("/dashboard/notifications/add", &cookie, &form)).await;
+    assert_eq!(added.status, 200, "{}", added.body);
+    let secret = added.body.split("whsec_").nth(1).map(|r| r.split('<').next().unwrap().to_owned()).expect("the secret, once");
+    assert!(added.body.contains("id=\"channels\"") && added.body.contains("proposal.waiting, review.failed"), "{}", added.body);
+    let listed = send(&app, get("/dashboard/notifications", Some(&cookie))).await;
+    assert!(listed.body.contains("127.0.0.1") && !listed.body.contains("/hooks/continuity"), "the host only: {}", listed.body);
+    assert!(!listed.body.contains(&secret), "the secret is shown once");
+    // No event checked: refused with the reason, nothing added.
+    let none = send(&app, post("/dashboard/notifications/add", &cookie, &form[..3])).await;
+    assert!(none.status == 400 && none.body.contains("at least one event kind"), "{} {}", none.status, none.body);
+    let channels = s.notify.list(&t).await.unwrap();
+    assert_eq!(channels.len(), 1);
+    let id = channels[0]["id"].as_str().unwrap().to_owned();
+    let r = send(&app, post(&format!("/dashboard/notifications/{id}/remove"), &cookie, &[("csrf", &csrf)])).await;
+    assert_eq!(r.status, 303, "{}", r.body);
+    assert!(s.notify.list(&t).await.unwrap().is_empty());
+    // A reader: refused.
+    let reader = common::key(&s, &t, "tenant:read").await;
+    let (cookie, _) = sign_in(&app, &reader).await.map_err(|r| r.body).unwrap();
+    let page = send(&app, get("/dashboard/notifications", Some(&cookie))).await;
+    assert_eq!(page.status, 403, "{}", page.body);
+}

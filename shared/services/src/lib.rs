@@ -169,6 +169,7 @@ impl Services {
                 search: search.clone(),
                 backup: backup.clone(),
                 governance: governance.clone(),
+                notify: notify.clone(),
             },
         );
         let capabilities = capabilities::CapabilityService::new(

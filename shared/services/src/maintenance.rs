@@ -6,12 +6,14 @@
 //! Lambda on an hourly schedule, `continuity maintenance` on demand. The daily jobs
 //! ([`MaintenanceService::daily`]: reindex, backup compaction) run beside it.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
+use domain::notify::EventKind;
 use domain::{Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::oauth::OAuthStore;
-use ports::records::{IdempotencyStore as _, RetentionStore, TenantStore};
+use ports::records::{IdempotencyStore as _, RetentionStore, ReviewStore as _, TenantStore};
 use serde::Serialize;
 
 /// Audit records are kept this long by default (SPEC §9: 7 days).
@@ -65,6 +67,9 @@ pub struct MaintenanceReport {
     pub tenants_failed: usize,
     /// Whether the authorization server's pruning failed this run (logged; retried next run).
     pub oauth_failed: bool,
+    /// Events the watch emitted: `review.failed` and `health.alarm`, at most one of each
+    /// a tenant.
+    pub watch_told: usize,
 }
 
 /// What one tenant's pruning removed.
@@ -76,6 +81,13 @@ struct Pruned {
     gates: usize,
     notes: usize,
 }
+
+/// Dead letters the watch peeks at each run (all tenants').
+const WATCHED_DEAD_LETTERS: u32 = 100;
+/// Dead-letter keys the watch remembers a tenant as told.
+const WATCH_MEMORY: usize = 1000;
+/// Review-queue entries the watch reads a tenant at most.
+const WATCHED_REVIEW: usize = 10_000;
 
 /// The queue message kind of one tenant's governance upkeep.
 pub const KIND_RESUME: &str = "governance.resume";
@@ -96,6 +108,7 @@ pub struct MaintenanceService {
     search: crate::search::SearchService,
     backup: crate::backup::BackupService,
     governance: crate::governance::GovernanceService,
+    notify: crate::notify::NotifyService,
 }
 
 /// What the jobs work through, built once by [`crate::Services`].
@@ -105,11 +118,20 @@ pub struct Upkept {
     pub search: crate::search::SearchService,
     pub backup: crate::backup::BackupService,
     pub governance: crate::governance::GovernanceService,
+    pub notify: crate::notify::NotifyService,
 }
 
 impl MaintenanceService {
     pub(crate) fn new(backend: Backend, u: Upkept) -> Self {
-        Self { backend, gates: u.gates, engineering: u.engineering, search: u.search, backup: u.backup, governance: u.governance }
+        Self {
+            backend,
+            gates: u.gates,
+            engineering: u.engineering,
+            search: u.search,
+            backup: u.backup,
+            governance: u.governance,
+            notify: u.notify,
+        }
     }
 
     /// Runs the job once. The governance upkeep (the approval waits' heartbeats) is
@@ -126,8 +148,17 @@ impl MaintenanceService {
         let (queued, not_queued) = self.queue_resume(WORKFLOW_IDLE).await?;
         report.resume_queued = queued;
         report.resume_not_queued = not_queued;
+        // Work that failed for good, peeked once for every tenant's watch.
+        let dead = self.backend.queue.dead_letters(WATCHED_DEAD_LETTERS).await.unwrap_or_else(|e| {
+            tracing::warn!(code = %e.code, "the dead-letter queue was not read; the next run looks again");
+            Vec::new()
+        });
         for tenant in self.tenants().await? {
             report.tenants += 1;
+            match self.watch(&tenant, &dead).await {
+                Ok(told) => report.watch_told += told,
+                Err(e) => tenant_failed(&tenant, &e, "watching"),
+            }
             match self.prune(&tenant, now).await {
                 Ok(p) => {
                     report.audit_pruned += p.audit;
@@ -162,6 +193,7 @@ impl MaintenanceService {
             resume_not_queued = report.resume_not_queued,
             tenants_failed = report.tenants_failed,
             oauth_failed = report.oauth_failed,
+            watch_told = report.watch_told,
             "maintenance run"
         );
         Ok(report)
@@ -293,6 +325,61 @@ impl MaintenanceService {
         metrics::add(metrics::Counter::ApprovalWaitsNearTimeout, r.near_timeout as u64);
         tracing::info!(tenant = %message.tenant, ?r, "governance upkeep");
         Ok(r)
+    }
+
+    /// Tells the tenant's channels what needs a person besides proposals: records newly
+    /// in the review queue (`review.failed`) and its work newly dead-lettered
+    /// (`health.alarm`) since the last run — each at most once a run, and nothing when
+    /// nothing is new. How many events were emitted.
+    async fn watch(&self, tenant: &TenantId, dead: &[ports::queue::DeadLetter]) -> Result<usize> {
+        let mut told = 0;
+        // The review queue: what is newer than the newest seen at the last run.
+        let (queue, _) =
+            crate::all_pages(WATCHED_REVIEW, |p| async move { self.backend.records.list_review(tenant, &p).await }).await?;
+        let seen = self.notify.seen(tenant, "review").await?;
+        let since = seen.first().and_then(|s| s.parse::<i64>().ok()).unwrap_or(0);
+        let new: Vec<&domain::memory::Verification> = queue.iter().filter(|v| v.at.0 > since).collect();
+        if let Some(newest) = new.iter().max_by_key(|v| v.at.0) {
+            let text = format!(
+                "{} wait in the review queue: stored, but search may miss them until they are retried or forgotten. \
+                 The newest: {}.",
+                queue.len(),
+                newest.reason
+            );
+            let title = format!("{} record{} failed readback", new.len(), if new.len() == 1 { "" } else { "s" });
+            self.notify.emit(tenant, EventKind::ReviewFailed, "review queue", &title, &text, Some("/dashboard/review")).await;
+            self.notify.set_seen(tenant, "review", &[newest.at.0.to_string()]).await?;
+            told += 1;
+        }
+        // Dead letters: by their message's idempotency key, as SQS keeps no time of death
+        // (and shows a sample of at most 10 a peek).
+        let mine: Vec<&ports::queue::DeadLetter> = dead.iter().filter(|d| d.message.tenant == *tenant).collect();
+        let keys: Vec<String> = mine.iter().map(|d| d.message.idempotency_key.clone()).collect();
+        let seen: BTreeSet<String> = self.notify.seen(tenant, "dead").await?.into_iter().collect();
+        let new: Vec<&&ports::queue::DeadLetter> = mine.iter().filter(|d| !seen.contains(&d.message.idempotency_key)).collect();
+        if !new.is_empty() {
+            let mut kinds: Vec<&str> = new.iter().map(|d| d.message.kind.as_str()).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            let title = format!("{} background job{} failed for good", new.len(), if new.len() == 1 { "" } else { "s" });
+            let text = format!(
+                "Work of kind {} kept failing ({}) and was set aside in the dead-letter queue. Nothing else is retried \
+                 until an operator looks: see the overview's work queue and the logs.",
+                kinds.join(", "),
+                new[0].reason
+            );
+            self.notify.emit(tenant, EventKind::HealthAlarm, "work queue", &title, &text, Some("/dashboard")).await;
+            told += 1;
+        }
+        if !new.is_empty() {
+            // Kept as a union (SQS shows a sample of at most 10 a peek): what was told
+            // stays told, the newest first, at most [`WATCH_MEMORY`] keys.
+            let mut remembered = keys;
+            remembered.extend(seen.into_iter().filter(|k| !remembered.contains(k)).collect::<Vec<_>>());
+            remembered.truncate(WATCH_MEMORY);
+            self.notify.set_seen(tenant, "dead", &remembered).await?;
+        }
+        Ok(told)
     }
 
     /// Every tenant's id, from the tenant registry.

@@ -63,6 +63,8 @@ pub const DIGEST_WINDOW: Duration = Duration::from_secs(10 * 60);
 /// Proposals a digest names (more are counted).
 const DIGEST_NAMES: usize = 20;
 const DIGEST: &str = "notify_digest";
+/// Markers of what was told once (`{event}#{subject}`) and the watch's watermarks.
+const TOLD: &str = "notify_told";
 
 /// Per channel: how many waiting proposals were told one by one in the current window,
 /// and those held for the digest.
@@ -291,6 +293,92 @@ impl NotifyService {
         }
     }
 
+    /// [`Self::emit`], once per `subject` of `kind` (a proposal near its deadline): a
+    /// marker records that it was told, so later passes stay quiet. `true` when told now.
+    pub async fn emit_once(
+        &self,
+        tenant: &TenantId,
+        kind: EventKind,
+        subject: &str,
+        title: &str,
+        text: &str,
+        link: &str,
+    ) -> bool {
+        let now = self.backend.clock.now().0;
+        let item = Item {
+            tenant: tenant.to_string(),
+            part: TOLD.into(),
+            sk: format!("{}#{subject}", kind.as_str()),
+            version: 1,
+            body: now.to_string().into_bytes(),
+        };
+        match self.backend.records.items().write(vec![Write::Put { item, condition: Condition::Absent }]).await {
+            Ok(()) => {
+                self.emit(tenant, kind, subject, title, text, Some(link)).await;
+                true
+            }
+            Err(e) if e.code == ErrorCode::Conflict => false,
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, event = kind.as_str(), error = %e, "not told (the marker was not written); the next pass tries again");
+                false
+            }
+        }
+    }
+
+    /// Drops the once-markers of `kind` whose subject is not in `current` (proposals
+    /// decided since), so they stay as few as what is current; how many were dropped.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn forget_told(
+        &self,
+        tenant: &TenantId,
+        kind: EventKind,
+        current: &std::collections::BTreeSet<String>,
+    ) -> Result<usize> {
+        let items = self.backend.records.items();
+        let prefix = format!("{}#", kind.as_str());
+        let (found, _) = items
+            .query(ports::items::Query {
+                tenant: tenant.as_str(),
+                part: TOLD,
+                prefix: &prefix,
+                after: None,
+                limit: 1000,
+                descending: false,
+            })
+            .await?;
+        let gone: Vec<Write> = found
+            .into_iter()
+            .filter(|i| !i.sk.strip_prefix(&prefix).is_some_and(|subject| current.contains(subject)))
+            .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+            .collect();
+        let n = gone.len();
+        for batch in gone.chunks(ports::items::MAX_WRITES_PER_BATCH) {
+            items.write(batch.to_vec()).await?;
+        }
+        Ok(n)
+    }
+
+    /// What the watch `name` saw at its last look (empty when never).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn seen(&self, tenant: &TenantId, name: &str) -> Result<Vec<String>> {
+        let item = self.backend.records.items().get(tenant.as_str(), TOLD, &format!("watch#{name}")).await?;
+        Ok(item.and_then(|i| serde_json::from_slice(&i.body).ok()).unwrap_or_default())
+    }
+
+    /// Records what the watch `name` saw now.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn set_seen(&self, tenant: &TenantId, name: &str, seen: &[String]) -> Result<()> {
+        let body = serde_json::to_vec(seen).map_err(Error::internal)?;
+        let item = Item { tenant: tenant.to_string(), part: TOLD.into(), sk: format!("watch#{name}"), version: 1, body };
+        self.backend.records.items().write(vec![Write::Put { item, condition: Condition::None }]).await
+    }
+
     /// Counts a waiting proposal against the channel's window; `true` when it is held for
     /// the digest rather than told now.
     async fn hold_for_digest(&self, tenant: &TenantId, channel: &Id, event: &Event) -> Result<bool> {
@@ -412,8 +500,9 @@ impl NotifyService {
         let mut text = e.text.clone();
         if let Some(link) = &e.link {
             let label = match e.kind {
-                EventKind::ProposalWaiting | EventKind::GateRequested => "Approve or reject",
+                EventKind::ProposalWaiting | EventKind::ProposalExpiring | EventKind::GateRequested => "Approve or reject",
                 EventKind::ConnectorError => "Open Connectors",
+                EventKind::ReviewFailed => "Open the review queue",
                 _ => "Open",
             };
             text.push_str(&format!("\n\n{label}: {link}"));
@@ -435,8 +524,11 @@ impl NotifyService {
                     vec![json!({"type": "section", "text": {"type": "mrkdwn", "text": format!("*{}*\n{}", e.title, e.text)}})];
                 if let Some(link) = &e.link {
                     let label = match e.kind {
-                        EventKind::ProposalWaiting | EventKind::GateRequested => "Approve or reject",
+                        EventKind::ProposalWaiting | EventKind::ProposalExpiring | EventKind::GateRequested => {
+                            "Approve or reject"
+                        }
                         EventKind::ConnectorError => "Open Connectors",
+                        EventKind::ReviewFailed => "Open the review queue",
                         _ => "Open",
                     };
                     blocks.push(json!({"type": "actions", "elements": [
@@ -521,7 +613,7 @@ impl NotifyService {
     /// The decision link of a waiting proposal for channel `c`, if it still waits and the
     /// deployment's public URL is known; `None` keeps the console's link.
     async fn decision_link(&self, tenant: &TenantId, c: &Channel, e: &Event) -> Option<String> {
-        if e.kind != EventKind::ProposalWaiting {
+        if !matches!(e.kind, EventKind::ProposalWaiting | EventKind::ProposalExpiring) {
             return None;
         }
         let id = Id::new(e.subject.strip_prefix("proposal ")?).ok()?;

@@ -22,6 +22,9 @@ use sha2::{Digest, Sha256};
 pub const CHUNK_CHARS: usize = 1_200;
 /// Most chunks one record is cut into (a 16 KiB memory body or a long KB document).
 pub const MAX_CHUNKS: usize = 64;
+/// The review-queue kind of an index entry whose record is gone.
+pub const ORPHAN_KIND: &str = "index";
+
 /// How deep a readback query looks for the new chunk.
 pub const READBACK_K: usize = 10;
 /// Similarity above which an existing record is linked as related.
@@ -635,7 +638,7 @@ impl SearchService {
             for orphan in indexed.difference(&known) {
                 let v = Verification {
                     tenant: tenant.clone(),
-                    kind: "index".into(),
+                    kind: ORPHAN_KIND.into(),
                     doc: orphan.clone(),
                     scope: scope.clone(),
                     title: String::new(),
@@ -663,13 +666,127 @@ impl SearchService {
         self.backend.search.warm_up().await
     }
 
-    /// The review queue: records whose readback failed. For approvers.
+    /// The review queue: records whose readback failed. For approvers and admins.
     ///
     /// # Errors
-    /// `FORBIDDEN` without `approvals:decide`; `INVALID_REQUEST` for a bad cursor.
+    /// `FORBIDDEN` without `approvals:decide` or `admin`; `INVALID_REQUEST` for a bad cursor.
     pub async fn review_queue(&self, caller: &CallerContext, page: &PageRequest) -> Result<Page<Verification>> {
-        caller.scopes.require(Scope::ApprovalsDecide)?;
+        may_review(caller)?;
         self.backend.records.list_review(&caller.tenant, page).await
+    }
+
+    /// Indexes a record of the review queue again now, with readback (after an outage
+    /// has passed, say); its new verification — off the queue when it passed.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `approvals:decide` or `admin`; `NOT_FOUND` when it is not in
+    /// the queue; `INVALID_REQUEST` when its record is gone or no longer searchable (forget it
+    /// instead); `UNAVAILABLE` when the store, the index or the embedder is unreachable.
+    pub async fn retry_review(&self, caller: &CallerContext, kind: &str, doc: &Id) -> Result<Verification> {
+        let target = format!("{kind}/{doc}");
+        let result = async {
+            let v = self.queued(caller, kind, doc).await?;
+            let source = self.source_of(&v).await?.ok_or_else(|| {
+                Error::invalid("its record is gone or no longer searchable (forgotten, superseded, expired): forget it instead")
+            })?;
+            self.index(IndexRequest {
+                tenant: &caller.tenant,
+                scope: &v.scope,
+                kind: source.kind,
+                doc: &source.id,
+                title: &source.title,
+                body: &source.body,
+                at: source.at,
+                occurred: source.occurred,
+            })
+            .await?
+            .ok_or_else(|| Error::unavailable("no search index is configured"))
+        }
+        .await;
+        self.audit.outcome(caller, "review.retry", &target, &result).await;
+        result
+    }
+
+    /// Takes a record off the review queue: an orphan's leftover chunks leave the index;
+    /// a record stays as it is (searchable, marked unverified, at low confidence) until a
+    /// later readback verifies it. A person's call, kept in the audit ledger.
+    ///
+    /// # Errors
+    /// `FORBIDDEN` without `approvals:decide` or `admin`; `NOT_FOUND` when it is not in
+    /// the queue; `UNAVAILABLE`.
+    pub async fn forget_review(&self, caller: &CallerContext, kind: &str, doc: &Id) -> Result<()> {
+        let target = format!("{kind}/{doc}");
+        let result = async {
+            let v = self.queued(caller, kind, doc).await?;
+            if v.kind == ORPHAN_KIND {
+                self.backend.search.remove(&caller.tenant, &v.scope, doc).await?;
+            }
+            self.backend.records.dismiss_review(&caller.tenant, kind, doc).await
+        }
+        .await;
+        self.audit.outcome(caller, "review.forget", &target, &result).await;
+        result
+    }
+
+    /// The failed verification of a record in `caller`'s review queue.
+    async fn queued(&self, caller: &CallerContext, kind: &str, doc: &Id) -> Result<Verification> {
+        may_review(caller)?;
+        self.backend
+            .records
+            .in_review(&caller.tenant, kind, doc)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("{kind} {doc} is not in the review queue")))
+    }
+
+    /// The searchable record behind a verification, if it still exists and belongs in
+    /// the index.
+    async fn source_of(&self, v: &Verification) -> Result<Option<Source>> {
+        let (records, t, now) = (&self.backend.records, &v.tenant, self.backend.clock.now());
+        let source = match (v.kind.as_str(), &v.scope) {
+            ("memory", _) => records.get_memory(t, &v.doc).await?.filter(|m| m.live_at(now)).map(|m| Source {
+                occurred: Some(m.happened_at()),
+                id: m.id,
+                title: m.title,
+                body: m.body,
+                kind: DocKind::Memory,
+                live: true,
+                at: m.updated_at,
+            }),
+            ("kb", _) => records.get_kb_document(t, &v.doc).await?.map(|d| Source {
+                id: d.id,
+                title: d.title,
+                body: d.body,
+                kind: DocKind::Kb,
+                live: true,
+                at: d.created_at,
+                occurred: None,
+            }),
+            ("engineering", MemoryScope::Project(p)) => {
+                records.get_eng_record(t, p, &v.doc).await?.filter(|r| !r.expired(now)).map(|r| Source {
+                    title: r.body.title(),
+                    body: r.body.text(),
+                    live: true,
+                    at: r.updated_at,
+                    occurred: Some(r.created_at),
+                    kind: DocKind::Engineering,
+                    id: r.id,
+                })
+            }
+            ("turn", MemoryScope::Session(session)) => {
+                let (turns, _) = crate::all_pages(100_000, |p| async move { records.list_turns(t, session, &p).await }).await?;
+                turns.into_iter().find(|x| x.id == v.doc).map(|x| Source {
+                    title: turn_title(&x),
+                    id: x.id,
+                    body: x.content,
+                    kind: DocKind::Turn,
+                    live: true,
+                    at: x.at,
+                    occurred: Some(x.at),
+                })
+            }
+            _ => None,
+        };
+        Ok(source)
     }
 
     /// Every scope `caller` may read among global, org, its teams and its projects.
@@ -679,6 +796,12 @@ impl SearchService {
         s.extend(caller.projects.iter().map(|p| MemoryScope::Project(p.clone())));
         s
     }
+}
+
+/// Approvers (`approvals:decide`) and admins (`admin`: the dashboard's owners and
+/// admins, whose dashboard session leaves deciding to the console) work the review queue.
+fn may_review(caller: &CallerContext) -> Result<()> {
+    if caller.scopes.contains(Scope::Admin) { Ok(()) } else { caller.scopes.require(Scope::ApprovalsDecide) }
 }
 
 /// How a conversation turn is titled in the index: its role and time.

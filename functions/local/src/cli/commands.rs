@@ -353,8 +353,9 @@ pub(super) enum NotifyCommand {
         /// Where to deliver: an https URL, or the e-mail address.
         #[arg(long)]
         url: String,
-        /// Comma-separated: proposal.waiting, proposal.escalated, gate.requested,
-        /// task.assigned, connector.error (default: all).
+        /// Comma-separated: proposal.waiting, proposal.expiring, proposal.escalated,
+        /// gate.requested, task.assigned, connector.error, review.failed, health.alarm
+        /// (default: all).
         #[arg(long)]
         events: Option<String>,
     },

@@ -11,9 +11,17 @@
 //!   it superseded) and readback verification; `POST …/{id}/forget` forgets a personal
 //!   memory of one's own (`memory.forget`); `POST …/{id}/propose` proposes a change to an
 //!   org entry (`memory.propose` superseding it — governance decides).
-//! - `GET /dashboard/graph?scope=`: a knowledge graph drawn as SVG on the server.
+//! - `GET /dashboard/graph?scope=&page=`: a knowledge graph laid out and drawn as SVG on
+//!   the server, 40 entities a page (most connected first), with a legend of entity types.
 //! - `GET /dashboard/connectors`: each source's state and pull, Connect (the sign-in
 //!   link, or Stripe's key), Sync now and Disconnect (`tenant:write`).
+//! - `GET /dashboard/review`: the review queue — records whose readback failed, with why;
+//!   `POST …/review/{kind}/{doc}/retry` indexes one again, `…/forget` takes it off the
+//!   queue (`approvals:decide` or `admin`).
+//! - `GET /dashboard/notifications`: the workspace's notification channels, the form
+//!   that adds one (`POST …/notifications/add`; a webhook's secret shown once on its
+//!   answer), `POST …/notifications/{id}/remove`, and the deliveries that kept failing
+//!   (`admin`).
 //! - `GET /dashboard/audit?principal=&action=&outcome=`: the audit ledger, filtered.
 //! - `GET /api/stats`: the overview's figures as JSON (a bearer credential with
 //!   `tenant:read` or `admin`, or the dashboard's session).
@@ -27,7 +35,8 @@
 //! framing, and everything shown escaped. Actions run the typed capabilities through the
 //! capability service, so the ADK's gating and the audit ledger apply as for any client.
 //!
-//! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `connectors.rs`, `audit.rs`); this module holds the
+//! One file per page (`overview.rs`, `memory.rs`, `graph.rs`, `connectors.rs`, `review.rs`,
+//! `notifications.rs`, `audit.rs`); this module holds the
 //! sign-in, the shell every signed-in page is drawn in, and what the pages share.
 
 use axum::extract::State;
@@ -46,7 +55,9 @@ mod audit;
 mod connectors;
 mod graph;
 mod memory;
+mod notifications;
 mod overview;
+mod review;
 
 pub use audit::{AuditQuery, audit};
 pub use connectors::{
@@ -54,7 +65,9 @@ pub use connectors::{
 };
 pub use graph::{GraphQuery, graph, graph_svg};
 pub use memory::{MemoryQuery, entry, forget, memory, propose};
+pub use notifications::{NotificationsQuery, add as add_channel, notifications, remove as remove_channel};
 pub use overview::{overview, stats_json};
+pub use review::{ReviewQuery, forget as forget_review, retry as retry_review, review};
 
 pub(crate) const SESSION_COOKIE: &str = "ctn_dashboard";
 const LOGIN_COOKIE: &str = "ctn_dashboard_login";
@@ -63,7 +76,11 @@ const LOGIN_COOKIE: &str = "ctn_dashboard_login";
 const STYLE: &str = "nav a{margin-right:.8rem}nav a.on{font-weight:700}\
     .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(11rem,1fr));gap:.6rem}\
     .fig{border:1px solid #ddd;border-radius:6px;padding:.5rem .8rem}.fig b{display:block;font-size:1.5rem}\
-    .muted{color:#666}svg{border:1px solid #ddd;border-radius:6px;max-width:100%;height:auto}";
+    .muted{color:#666}svg{border:1px solid #ddd;border-radius:6px;max-width:100%;height:auto}\
+    svg text{paint-order:stroke;stroke:#fff;stroke-width:3px;font-family:system-ui,sans-serif}\
+    .legend{list-style:none;display:flex;flex-wrap:wrap;gap:.2rem 1rem;padding:0;margin:.4rem 0}\
+    .swatch{display:inline-block;width:.7rem;height:.7rem;border-radius:50%;margin-right:.3rem}.pager{margin:.5rem 0}\
+    fieldset{border:1px solid #ddd;border-radius:6px;margin:.5rem 0}label.check{display:inline-block;margin:.1rem .8rem .1rem 0}label.check input{width:auto;display:inline;margin:0 .3rem 0 0}";
 
 /// A signed-in page: `head` (e.g. a refresh), the navigation with `active` marked, then
 /// `body`.
@@ -73,6 +90,8 @@ fn shell(base: &str, caller: &CallerContext, csrf: &str, title: &str, active: &s
         ("/dashboard/memory", "Memory"),
         ("/dashboard/graph", "Graph"),
         ("/dashboard/connectors", "Connectors"),
+        ("/dashboard/review", "Review"),
+        ("/dashboard/notifications", "Notifications"),
         ("/dashboard/audit", "Audit"),
     ];
     let html = html! {

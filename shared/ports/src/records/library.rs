@@ -86,6 +86,17 @@ pub trait ReviewStore: Send + Sync {
     /// # Errors
     /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
     async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>>;
+    /// Takes a record off the review queue, keeping its verification as it is (a person
+    /// looked at it and let it be). Idempotent.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn dismiss_review(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<()>;
+    /// The record's entry in the review queue, if it is there.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn in_review(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>>;
 }
 
 #[async_trait]
@@ -108,5 +119,14 @@ impl ReviewStore for Records {
 
     async fn list_review(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<Verification>> {
         self.page(tenant.as_str(), "review", "", page, false).await
+    }
+
+    async fn in_review(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>> {
+        self.get_one(tenant.as_str(), "review", &format!("{kind}#{doc}")).await
+    }
+
+    async fn dismiss_review(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<()> {
+        let (tenant, sk) = (tenant.as_str().to_owned(), format!("{kind}#{doc}"));
+        self.items.write(vec![Write::Delete { tenant, part: "review".into(), sk, condition: Condition::None }]).await
     }
 }

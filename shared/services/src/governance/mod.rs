@@ -277,6 +277,7 @@ impl GovernanceService {
         .0;
         let soon = self.backend.clock.now().0.saturating_add(i64::try_from(NEAR_TIMEOUT.as_millis()).unwrap_or(i64::MAX));
         out.near_timeout = waiting.iter().filter_map(|p| p.wait.as_ref()).filter(|w| w.deadline.0 <= soon).count();
+        self.tasks.warn_expiring(tenant, &waiting, soon).await;
         match &self.runner {
             Some(r) => out.escalated = r.expire(tenant).await?,
             None => {

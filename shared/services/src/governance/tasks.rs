@@ -371,6 +371,35 @@ impl Tasks {
         Ok(waiting)
     }
 
+    /// Tells approvers, once per proposal, that a waiting proposal is near its deadline
+    /// (`proposal.expiring`), and drops the markers of proposals no longer waiting.
+    /// Never fails: a channel not told now is told on a later pass.
+    pub(crate) async fn warn_expiring(&self, tenant: &TenantId, waiting: &[Proposal], soon: i64) {
+        for p in waiting {
+            let Some(w) = p.wait.as_ref().filter(|w| w.deadline.0 <= soon) else { continue };
+            let left = (w.deadline.0 - self.backend.clock.now().0).max(0) / 60_000;
+            let text = format!(
+                "Nobody has decided yet; in {} h {} min it escalates to the workspace's admins (never auto-approved).",
+                left / 60,
+                left % 60
+            );
+            self.notify
+                .emit_once(
+                    tenant,
+                    domain::notify::EventKind::ProposalExpiring,
+                    &format!("proposal {}", p.id),
+                    &format!("Expires soon: {}", p.title),
+                    &text,
+                    "/approvals",
+                )
+                .await;
+        }
+        let current: BTreeSet<String> = waiting.iter().map(|p| format!("proposal {}", p.id)).collect();
+        if let Err(e) = self.notify.forget_told(tenant, domain::notify::EventKind::ProposalExpiring, &current).await {
+            tracing::warn!(tenant = %tenant, error = %e, "expiry markers not pruned; the next pass tries again");
+        }
+    }
+
     /// `Write`: the single writer. An approved (or auto-approved) memory proposal becomes
     /// an active org entry — superseding the entry it names, or the one triage found it
     /// contradicts, with lineage both ways — in one atomic commit with the proposal's
