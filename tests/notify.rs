@@ -72,7 +72,7 @@ async fn notifications(backend: Backend) {
         .unwrap()
         .data;
     let mut waiting = false;
-    for _ in 0..50 {
+    for _ in 0..200 {
         drain(&s).await;
         let seen = receiver.take();
         let hooks = by_path(&seen, "/hook");
@@ -301,7 +301,7 @@ async fn links(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
             .await
             .unwrap();
     }
-    for _ in 0..50 {
+    for _ in 0..200 {
         drain(&s).await;
         for h in receiver.take() {
             let link = h.json()["link"].as_str().unwrap().to_owned();
@@ -389,7 +389,7 @@ async fn watched(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
         .await
         .unwrap();
     let mut deadline = None;
-    for _ in 0..50 {
+    for _ in 0..200 {
         drain(&s).await;
         let waiting = s.backend.records.list_proposals(&t, None, &PageRequest::first(10)).await.unwrap().items;
         deadline = waiting.iter().find_map(|p| p.wait.as_ref().map(|w| w.deadline.0));

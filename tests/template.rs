@@ -980,7 +980,7 @@ fn functions_that_serve_the_tools_or_write_the_spine_have_every_grant_they_use()
     let admin = route(&routes, "ANY", "/v1/admin/{proxy+}").function.clone();
     let machine = e.properties("TriageStateMachine").unwrap();
     let task = machine["DefinitionSubstitutions"]["TriageFunctionArn"].as_str().unwrap().to_owned();
-    let task = task.trim_start_matches("<GetAtt:").trim_end_matches(".Arn>").to_owned();
+    let task = task.trim_start_matches("<GetAtt:").trim_start_matches("<Ref:").split('.').next().unwrap().to_owned();
     let consumers: Vec<String> = t.queue_consumers().into_iter().filter(|c| c.queue == "WorkQueue").map(|c| c.function).collect();
     assert!(!consumers.is_empty(), "the work queue has a consumer");
     let writers: BTreeSet<String> = toolset.iter().cloned().chain([admin.clone(), task]).chain(consumers).collect();
@@ -1047,4 +1047,185 @@ fn only_the_pipeline_may_send_mail_and_only_from_mail_from() {
         .find(|s| s["Action"] == "ses:SendEmail")
         .unwrap();
     assert_eq!(statement["Condition"]["StringEquals"]["ses:FromAddress"], "continuity@acme.example", "{statement}");
+}
+
+fn output(e: &Evaluated<'_>, name: &str) -> Value {
+    let raw = e.template().doc.pointer(&format!("/Outputs/{name}/Value")).unwrap_or_else(|| panic!("no output {name}")).clone();
+    e.eval(&raw).unwrap()
+}
+
+#[test]
+fn a_custom_domain_maps_the_stage_at_its_root_and_becomes_the_public_url() {
+    let t = Template::load();
+    let cert = "arn:aws:acm:eu-west-1:123456789012:certificate/0f1e2d3c-aaaa-bbbb-cccc-0123456789ab";
+    let unauthorized = |e: &Evaluated<'_>| {
+        e.properties("Api").unwrap()["GatewayResponses"]["UNAUTHORIZED"]["ResponseParameters"]["Headers"]["WWW-Authenticate"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    // None: the execute-api URL, no discovery hint, no domain resources.
+    let plain = evaluate(&t, &eu());
+    for id in ["ApiDomain", "ApiBasePathMapping", "ApiDomainRecord"] {
+        assert!(!plain.has_resource(id), "{id} without DomainName");
+    }
+    assert_eq!(plain.properties("McpFunction").unwrap()["Environment"]["Variables"]["CONTINUITY_PUBLIC_URL"], "");
+    assert_eq!(unauthorized(&plain), "'Bearer realm=\"continuity\"'");
+    assert_eq!(output(&plain, "McpUrl"), "https://<Ref:Api>.execute-api.eu-west-1.amazonaws.com/prod/mcp");
+
+    // A domain: mapped at its root to the stage SAM creates, and the public URL.
+    let domain =
+        evaluate(&t, &eu().with_parameter("DomainName", "eu.continuity.example.com").with_parameter("CertificateArn", cert));
+    let d = domain.properties("ApiDomain").unwrap();
+    assert_eq!(domain.resource_type("ApiDomain").as_deref(), Some("AWS::ApiGateway::DomainName"));
+    assert_eq!((d["DomainName"].as_str(), d["RegionalCertificateArn"].as_str()), (Some("eu.continuity.example.com"), Some(cert)));
+    assert_eq!(d["EndpointConfiguration"]["Types"], json!(["REGIONAL"]), "the API is regional, so is its domain");
+    assert_eq!(d["SecurityPolicy"], "TLS_1_2");
+    let m = domain.properties("ApiBasePathMapping").unwrap();
+    assert_eq!((m["DomainName"].as_str(), m["RestApiId"].as_str()), (Some("<Ref:ApiDomain>"), Some("<Ref:Api>")));
+    assert_eq!(m["Stage"], "<Ref:Api.Stage>", "the stage SAM creates, so the mapping waits for it");
+    assert!(m.get("BasePath").is_none(), "mapped at the root: /.well-known/… sits at the host root");
+    assert!(!domain.has_resource("ApiDomainRecord"), "no zone given: the operator points the name");
+    assert_eq!(output(&domain, "ApiDomainTarget"), "<GetAtt:ApiDomain.RegionalDomainName>");
+    for f in domain.functions() {
+        let env = &domain.properties(&f).unwrap()["Environment"]["Variables"];
+        assert_eq!(env["CONTINUITY_PUBLIC_URL"], "https://eu.continuity.example.com", "{f}");
+    }
+    assert!(
+        unauthorized(&domain)
+            .contains("resource_metadata=\"https://eu.continuity.example.com/.well-known/oauth-protected-resource/mcp\""),
+        "a client without a token discovers the authorization server: {}",
+        unauthorized(&domain)
+    );
+    assert_eq!(output(&domain, "McpUrl"), "https://eu.continuity.example.com/mcp");
+    assert_eq!(output(&domain, "ApprovalsConsoleUrl"), "https://eu.continuity.example.com/approvals");
+
+    // With its hosted zone: the alias record to the regional domain name.
+    let zoned = evaluate(
+        &t,
+        &eu()
+            .with_parameter("DomainName", "eu.continuity.example.com")
+            .with_parameter("CertificateArn", cert)
+            .with_parameter("HostedZoneId", "Z0123456789ABCDEFGHIJ"),
+    );
+    let r = zoned.properties("ApiDomainRecord").unwrap();
+    assert_eq!((r["Type"].as_str(), r["Name"].as_str()), (Some("A"), Some("eu.continuity.example.com")));
+    assert_eq!(r["AliasTarget"]["DNSName"], "<GetAtt:ApiDomain.RegionalDomainName>");
+    assert_eq!(r["AliasTarget"]["HostedZoneId"], "<GetAtt:ApiDomain.RegionalHostedZoneId>");
+
+    // PublicBaseUrl, when given, stays what clients are told (a CDN in front, say).
+    let both = evaluate(
+        &t,
+        &eu()
+            .with_parameter("DomainName", "eu.continuity.example.com")
+            .with_parameter("CertificateArn", cert)
+            .with_parameter("PublicBaseUrl", "https://memory.example.com"),
+    );
+    assert_eq!(
+        both.properties("McpFunction").unwrap()["Environment"]["Variables"]["CONTINUITY_PUBLIC_URL"],
+        "https://memory.example.com"
+    );
+    assert_eq!(output(&both, "McpUrl"), "https://memory.example.com/mcp");
+
+    // A domain without its certificate is refused before anything is created.
+    let rule = &t.doc["Rules"]["DomainNeedsCertificate"];
+    assert_eq!(rule["RuleCondition"], json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "DomainName"}, ""]}]}));
+    assert_eq!(rule["Assertions"][0]["Assert"], json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "CertificateArn"}, ""]}]}));
+}
+
+#[test]
+fn the_managed_services_have_alarms_and_access_logs_are_a_choice() {
+    let t = Template::load();
+    let own = evaluate(&t, &eu());
+    let watched = |namespace: &str, metric: &str| -> Vec<Value> {
+        own.resources_of_type("AWS::CloudWatch::Alarm")
+            .iter()
+            .map(|a| own.properties(a).unwrap())
+            .filter(|p| p["Namespace"] == namespace && p["MetricName"] == metric)
+            .collect()
+    };
+    let dims = |p: &Value| -> BTreeMap<String, Value> {
+        p["Dimensions"].as_array().unwrap().iter().map(|d| (d["Name"].as_str().unwrap().to_owned(), d["Value"].clone())).collect()
+    };
+    for (ns, metric, dimension, value) in [
+        ("AWS/DynamoDB", "ReadThrottleEvents", "TableName", json!("<Ref:Table>")),
+        ("AWS/DynamoDB", "WriteThrottleEvents", "TableName", json!("<Ref:Table>")),
+        ("AWS/ElastiCache", "ThrottledCmds", "clusterId", json!("<Ref:Cache>")),
+        ("AWS/ElastiCache", "BytesUsedForCache", "clusterId", json!("<Ref:Cache>")),
+        ("AWS/ElastiCache", "ElastiCacheProcessingUnits", "clusterId", json!("<Ref:Cache>")),
+        ("AWS/AOSS", "SearchRequestErrors", "CollectionId", json!("<GetAtt:SearchCollection.Id>")),
+        ("AWS/AOSS", "IngestionRequestErrors", "CollectionId", json!("<GetAtt:SearchCollection.Id>")),
+        ("AWS/AOSS", "SearchOCU", "ClientId", json!(own.stack().account)),
+        ("AWS/AOSS", "IndexingOCU", "ClientId", json!(own.stack().account)),
+        ("AWS/Bedrock", "InvocationThrottles", "ModelId", json!("amazon.titan-embed-text-v2:0")),
+        ("AWS/Lambda", "Duration", "FunctionName", json!("<Ref:AuthorizerFunction>")),
+        ("AWS/SQS", "ApproximateAgeOfOldestMessage", "QueueName", json!("<GetAtt:ApprovalWaitsQueue.QueueName>")),
+    ] {
+        let found = watched(ns, metric);
+        assert!(
+            found.iter().any(|p| dims(p).get(dimension) == Some(&value)),
+            "no alarm on {ns} {metric} with {dimension}={value}"
+        );
+    }
+    let latency = &watched("AWS/Lambda", "Duration")[0];
+    assert_eq!((latency["ExtendedStatistic"].as_str(), latency["Threshold"].as_f64()), (Some("p99"), Some(1000.0)));
+    // The cache alarms sit below the cache's own limits, so they fire before it evicts or throttles.
+    let limits = own.properties("Cache").unwrap()["CacheUsageLimits"].clone();
+    let storage = &watched("AWS/ElastiCache", "BytesUsedForCache")[0];
+    assert!(storage["Threshold"].as_f64().unwrap() < limits["DataStorage"]["Maximum"].as_f64().unwrap() * 1e9);
+    let ecpu = &watched("AWS/ElastiCache", "ElastiCacheProcessingUnits")[0];
+    let per_period = limits["ECPUPerSecond"]["Maximum"].as_f64().unwrap() * ecpu["Period"].as_f64().unwrap();
+    assert!(ecpu["Threshold"].as_f64().unwrap() < per_period, "{ecpu}");
+    // The OCU alarms follow the account's maximum; the hashing embedder calls no Bedrock.
+    let raised = evaluate(&t, &eu().with_parameter("SearchOcuMax", 40));
+    assert_eq!(raised.properties("SearchOcuAtMaxAlarm").unwrap()["Threshold"], 40);
+    let hashing = evaluate(&t, &eu().with_parameter("Embedder", "hashing"));
+    assert!(!hashing.has_resource("BedrockThrottlesAlarm"));
+
+    // Access logs: off by default (they need the account's API Gateway logging role).
+    assert!(own.properties("Api").unwrap().get("AccessLogSetting").is_none());
+    assert!(!own.has_resource("ApiAccessLogGroup"));
+    let logged = evaluate(&t, &eu().with_parameter("ApiAccessLogs", "on"));
+    let setting = logged.properties("Api").unwrap()["AccessLogSetting"].clone();
+    assert_eq!(setting["DestinationArn"], "<GetAtt:ApiAccessLogGroup.Arn>");
+    let format: Value = serde_json::from_str(setting["Format"].as_str().unwrap()).expect("one JSON object per line");
+    for field in ["requestId", "ip", "method", "path", "status", "latencyMs", "tenant"] {
+        assert!(format.get(field).is_some(), "the access log lacks {field}");
+    }
+    let text = format.to_string().to_ascii_lowercase();
+    assert!(!text.contains("header") && !text.contains("authorization"), "no credential in an access log: {text}");
+    assert_eq!(logged.properties("ApiAccessLogGroup").unwrap()["RetentionInDays"], 30);
+}
+
+#[test]
+fn the_api_functions_deploy_gradually_and_roll_back_on_their_alarms() {
+    let t = Template::load();
+    let own = evaluate(&t, &eu());
+    let behind_api: BTreeSet<String> = own.routes().unwrap().into_iter().map(|r| r.function).collect();
+    assert!(behind_api.len() >= 6, "{behind_api:?}");
+    for f in behind_api.iter().map(String::as_str).chain(["AuthorizerFunction"]) {
+        let p = own.properties(f).unwrap();
+        assert_eq!(p["AutoPublishAlias"], "live", "{f}");
+        let pref = &p["DeploymentPreference"];
+        assert_eq!(pref["Type"], "Canary10Percent5Minutes", "{f}");
+        let alarms = pref["Alarms"].as_array().unwrap_or_else(|| panic!("{f}: no rollback alarms"));
+        assert!(alarms.contains(&json!(format!("<Ref:{f}ErrorsAlarm>"))), "{f}: its own errors roll it back");
+        assert!(alarms.contains(&json!("<Ref:Api5xxRateAlarm>")), "{f}: the API's 5xx rate rolls it back");
+        for a in alarms {
+            let id = a.as_str().unwrap().trim_start_matches("<Ref:").trim_end_matches('>');
+            assert_eq!(own.resource_type(id).as_deref(), Some("AWS::CloudWatch::Alarm"), "{f}: {id}");
+        }
+    }
+    // API Gateway calls the authorizer's alias, and the state machine the triage alias.
+    let api = own.properties("Api").unwrap();
+    assert_eq!(api["Auth"]["Authorizers"]["ContinuityAuthorizer"]["FunctionArn"], "<Ref:AuthorizerFunction.Alias>");
+    assert_eq!(own.properties("TriageFunction").unwrap()["AutoPublishAlias"], "live");
+    assert_eq!(
+        own.properties("TriageStateMachine").unwrap()["DefinitionSubstitutions"]["TriageFunctionArn"],
+        "<Ref:TriageFunction.Alias>"
+    );
+    // A development stack shifts at once.
+    let dev = evaluate(&t, &eu().with_parameter("DeploymentStrategy", "AllAtOnce"));
+    assert_eq!(dev.properties("McpFunction").unwrap()["DeploymentPreference"]["Type"], "AllAtOnce");
 }

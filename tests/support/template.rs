@@ -483,6 +483,14 @@ impl<'t> Evaluated<'t> {
             _ => match self.parameters.get(name) {
                 Some(v) => v.clone(),
                 None if self.template.declares(name) => format!("<Ref:{name}>").into(),
+                // SAM's references to what it generates for a resource: `Api.Stage`,
+                // `Function.Alias`, `Function.Version`.
+                None if name
+                    .split_once('.')
+                    .is_some_and(|(r, what)| self.template.declares(r) && matches!(what, "Stage" | "Alias" | "Version")) =>
+                {
+                    format!("<Ref:{name}>").into()
+                }
                 None => return Err(format!("Ref {name}: no such parameter or resource")),
             },
         }))

@@ -61,8 +61,14 @@ impl Gateway {
         let mut authorizers = HashMap::new();
         for (name, a) in api.pointer("/Auth/Authorizers").and_then(Value::as_object).into_iter().flatten() {
             let function = a["FunctionArn"].as_str().unwrap_or_default();
-            // `<GetAtt:AuthorizerFunction.Arn>` → the logical id.
-            let function = function.trim_start_matches("<GetAtt:").split('.').next().unwrap_or_default().to_owned();
+            // `<GetAtt:AuthorizerFunction.Arn>` or `<Ref:AuthorizerFunction.Alias>` → the logical id.
+            let function = function
+                .trim_start_matches("<GetAtt:")
+                .trim_start_matches("<Ref:")
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
             assert_eq!(a["FunctionPayloadType"], "REQUEST", "{name}: only REQUEST authorizers are emulated");
             let header = a.pointer("/Identity/Headers/0").and_then(Value::as_str).unwrap_or("Authorization").to_ascii_lowercase();
             let ttl = a

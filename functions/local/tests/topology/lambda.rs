@@ -236,7 +236,14 @@ async fn proxied(State(p): State<Arc<MotoProxy>>, method: Method, uri: Uri, head
         && let Some(name) = path.strip_prefix("/2015-03-31/functions/").and_then(|r| r.strip_suffix("/invocations"))
     {
         let name = percent_decode(name);
-        let short = name.rsplit(':').next().unwrap_or(&name).to_owned();
+        // A name, or an ARN with or without a qualifier (an alias: `…:function:{name}:live`).
+        let short = name
+            .split_once(":function:")
+            .map_or(name.as_str(), |(_, rest)| rest)
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         let Some(id) = p.names.get(&short) else {
             return (StatusCode::NOT_FOUND, format!("{{\"Type\":\"User\",\"message\":\"Function not found: {name}\"}}"))
                 .into_response();

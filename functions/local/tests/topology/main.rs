@@ -195,6 +195,8 @@ async fn journey() {
     let function_arn = |id: &str| format!("arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}-{id}");
     for id in ev.functions() {
         physical.insert(format!("<GetAtt:{id}.Arn>"), function_arn(&id));
+        // AutoPublishAlias: live (the functions deployed gradually, the pinned task).
+        physical.insert(format!("<Ref:{id}.Alias>"), format!("{}:live", function_arn(&id)));
         physical.insert(format!("<Ref:{id}>"), format!("{name}-{id}"));
     }
     // The queues, with the template's settings (dead-letter queues first).
@@ -655,6 +657,21 @@ async fn journey() {
     let (status, _, body) =
         call(&http, reqwest::Method::POST, &format!("{pruned_base}/mcp"), Some(&operator), Some(json!({}))).await;
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("NOT_FOUND")), "{body}");
+
+    // The same stack deployed without PublicBaseUrl or DomainName: a client arriving
+    // without a token learns nothing about where to sign in (API Gateway answers
+    // before any function runs and the template cannot name its own URL there), so
+    // OAuth discovery needs a custom domain (docs/aws.md); a configured token still works.
+    let bare_ev = template.evaluate(&Stack::new(&name, "0a1b2c3d").with_parameter("Embedder", "hashing")).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let bare_base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(apigw::serve(listener, Arc::new(apigw::Gateway::new(&bare_ev, functions.clone()))));
+    let (status, headers, _) = call(&http, reqwest::Method::POST, &format!("{bare_base}/mcp"), None, Some(json!({}))).await;
+    assert_eq!(status, 401);
+    assert_eq!(headers["www-authenticate"].to_str().unwrap(), "Bearer realm=\"continuity\"", "no resource metadata to discover");
+    let (status, _, body) =
+        call(&http, reqwest::Method::POST, &format!("{bare_base}/mcp"), Some(&operator), Some(json!({}))).await;
+    assert_ne!(status, 401, "a configured credential is accepted without a custom domain: {body}");
     for p in pollers {
         p.abort();
     }
