@@ -218,6 +218,23 @@ async fn email(backend: Backend, inbox: contract::mail::Inbox, refused_to: Optio
     );
     assert!(m.text.contains("continuity notify"), "says how to change it: {m:?}");
 
+    // Every kind reaches an e-mail channel subscribed to it, one message each.
+    let every = format!("all-{n:016x}@example.com");
+    s.notify.add(&t, ChannelKind::Email, &every, EventKind::ALL.to_vec()).await.unwrap();
+    for kind in EventKind::ALL {
+        s.notify
+            .emit(&t, *kind, &format!("subject-{}", kind.as_str()), &format!("About {}", kind.as_str()), "Details.", None)
+            .await;
+    }
+    drain(&s).await;
+    let arrived: Vec<contract::mail::Arrived> = inbox().await.into_iter().filter(|m| m.to.contains(&every)).collect();
+    assert_eq!(arrived.len(), EventKind::ALL.len(), "{arrived:?}");
+    for kind in EventKind::ALL {
+        let m = arrived.iter().find(|m| m.subject == format!("About {}", kind.as_str()));
+        let m = m.unwrap_or_else(|| panic!("no mail for {kind:?}: {arrived:?}"));
+        assert!(m.text.contains(&format!("({}, ", kind.as_str())), "the footer names the kind: {m:?}");
+    }
+
     if let Some(refused_to) = refused_to {
         let bad = s.notify.add(&t, ChannelKind::Email, refused_to, vec![EventKind::GateRequested]).await.unwrap();
         s.gates.request(&agent, "env:prod", "rollback", None, None).await.unwrap();
@@ -315,6 +332,14 @@ async fn links(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(tokens.len(), 2, "one link per waiting proposal");
+    // The deliveries may arrive in either order: Acme's link first (opening one uses nothing).
+    let mut titled = Vec::new();
+    for token in tokens {
+        let id = s.notify.open_link(&approver, &token, base).await.unwrap();
+        titled.push((s.governance.waiting_one(&approver, &id).await.unwrap().proposal.title, token));
+    }
+    titled.sort();
+    let tokens: Vec<String> = titled.into_iter().map(|(_, token)| token).collect();
     let id = s.notify.open_link(&approver, &tokens[0], base).await.unwrap();
     let shown = s.governance.waiting_one(&approver, &id).await.unwrap();
     assert_eq!(shown.proposal.title, "Acme escalation path");

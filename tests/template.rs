@@ -1229,3 +1229,29 @@ fn the_api_functions_deploy_gradually_and_roll_back_on_their_alarms() {
     let dev = evaluate(&t, &eu().with_parameter("DeploymentStrategy", "AllAtOnce"));
     assert_eq!(dev.properties("McpFunction").unwrap()["DeploymentPreference"]["Type"], "AllAtOnce");
 }
+
+#[test]
+fn the_fortress_is_encrypted_with_its_own_key_usable_only_through_dynamodb() {
+    let t = Template::load();
+    let own = evaluate(&t, &eu());
+    let sse = own.properties("FortressTable").unwrap()["SSESpecification"].clone();
+    assert_eq!(sse, json!({"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": "<GetAtt:FortressKey.Arn>"}));
+    assert_ne!(own.properties("Table").unwrap()["SSESpecification"].get("KMSMasterKeyId"), sse.get("KMSMasterKeyId"));
+    let key = own.properties("FortressKey").unwrap();
+    assert_eq!(key["EnableKeyRotation"], true);
+    assert_eq!(
+        t.raw_resources()["FortressKey"]["DeletionPolicy"],
+        "Retain",
+        "the key outlives the stack with the table it opens"
+    );
+    let statements = key["KeyPolicy"]["Statement"].as_array().unwrap();
+    for s in statements {
+        if s["Principal"]["AWS"] == "*" {
+            assert_eq!(s["Condition"]["StringEquals"]["kms:ViaService"], "dynamodb.eu-west-1.amazonaws.com", "{s}");
+            assert_eq!(s["Condition"]["StringEquals"]["kms:CallerAccount"], own.stack().account, "{s}");
+        } else {
+            assert_eq!(s["Principal"]["AWS"], format!("arn:aws:iam::{}:root", own.stack().account), "{s}");
+        }
+    }
+    assert!(statements.iter().any(|s| s["Principal"]["AWS"] == "*"), "DynamoDB may use it for the account");
+}

@@ -4,7 +4,8 @@
 //! tenant and an owner key that the stack's own services then accept; a second
 //! bootstrap is refused; the admin commands (tenant, key, user) run with `--stack` from
 //! outside the VPC (no cache, no search); `doctor` checks each dependency and reports the
-//! API it cannot reach and a dead-lettered message, with what to do.
+//! API it cannot reach, a dead-lettered message and an alarm topic nobody subscribed to,
+//! with what to do.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -57,6 +58,8 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
     let vault = aws::vault_key().await;
     let signing = store_aws::KmsSigner::create_key(&kms_client(&sdk), "stack signing").await.unwrap();
     let stack = format!("cty-{}", name.as_str().replace('_', "-"));
+    let sns = aws_sdk_sns::Client::new(&sdk);
+    let topic = sns.create_topic().name(format!("{stack}-alarms")).send().await.unwrap().topic_arn().unwrap().to_owned();
     let outputs: BTreeMap<String, String> = [
         ("TableName", table.clone()),
         ("QueueUrl", q.queue_url().to_owned()),
@@ -65,6 +68,7 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
         ("VaultKeyId", vault.clone()),
         ("TokenSigningKeyId", signing.clone()),
         ("Embedder", "hashing".to_owned()),
+        ("AlarmTopicArn", topic.clone()),
         // Nothing listens here: doctor must say so.
         ("ApiUrl", "http://127.0.0.1:9/prod".to_owned()),
     ]
@@ -156,7 +160,17 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
     );
     assert!(stdout.contains("FAILED  API http://127.0.0.1:9/prod/healthz: unreachable"), "{stdout}");
     assert!(stdout.contains("embedder: hashing (no Bedrock)"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "WARNING alarm topic {topic}: no subscription: alarms reach nobody; subscribe, e.g. aws sns subscribe"
+        )),
+        "{stdout}"
+    );
     assert!(stderr.contains("check(s) failed"), "{stderr}");
+    // Subscribed (moto confirms at once): the topic reaches someone.
+    sns.subscribe().topic_arn(&topic).protocol("email").endpoint("oncall@example.com").send().await.unwrap();
+    let (stdout, _) = text(&run(&stack, &["doctor"], None));
+    assert!(stdout.contains(&format!("ok      alarm topic {topic}: 1 confirmed subscription(s)")), "{stdout}");
     // An unknown stack: said plainly.
     let out = run("no-such-stack", &["doctor"], None);
     let (stdout, stderr) = text(&out);

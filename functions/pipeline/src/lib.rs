@@ -2,15 +2,19 @@
 //! (`ingest.batch` or `ingest.record`), handed to the service its kind names by `services::consumer::Consumer`. Failures
 //! are answered as **partial batch failures** (`ReportBatchItemFailures`): SQS retries
 //! only those messages and, after the redrive policy's `maxReceiveCount`, moves them to
-//! the dead-letter queue; the rest of the batch is deleted.
+//! the dead-letter queue; the rest of the batch is deleted. The messages of a batch are
+//! processed concurrently.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use ports::queue::Delivery;
 use services::Services;
 
-/// Processes an SQS event; returns the messages to retry.
+/// Processes an SQS event; returns the messages to retry. The messages run at once,
+/// each on its own task (a batch of 10 takes as long as its slowest message, not the
+/// sum), and a message whose task panics is retried like one that failed.
 pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
     let mut failures = Vec::new();
+    let mut running = Vec::new();
     for record in event.records {
         let id = record.message_id.clone().unwrap_or_default();
         let receive_count = record.attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1);
@@ -31,16 +35,36 @@ pub async fn handle(services: &Services, event: SqsEvent) -> SqsBatchResponse {
             continue;
         }
         let delivery = Delivery { message, receipt: id.clone(), receive_count };
-        match services.consumer.process(&delivery).await {
-            Ok(()) => tracing::info!(message_id = %id, %kind, "processed"),
+        let services = services.clone();
+        running.push((id, tokio::spawn(async move { process(&services, &delivery).await })));
+    }
+    for (id, task) in running {
+        match task.await {
+            Ok(true) => {}
+            Ok(false) => failures.push(id),
             Err(e) => {
-                if matches!(e.code, domain::ErrorCode::Unavailable | domain::ErrorCode::Internal) {
-                    services.consumer.failed(&delivery, &e).await;
-                }
-                tracing::warn!(message_id = %id, code = e.code.as_str(), error = %e.message, "failed; SQS will retry it");
+                tracing::error!(message_id = %id, error = %e, "the message's task failed; SQS will retry it");
                 failures.push(id);
             }
         }
     }
     lambda_support::batch_response(failures)
+}
+
+/// One message: whether it was processed (else SQS retries it).
+async fn process(services: &Services, delivery: &Delivery) -> bool {
+    let (id, kind) = (&delivery.receipt, &delivery.message.kind);
+    match services.consumer.process(delivery).await {
+        Ok(()) => {
+            tracing::info!(message_id = %id, %kind, "processed");
+            true
+        }
+        Err(e) => {
+            if matches!(e.code, domain::ErrorCode::Unavailable | domain::ErrorCode::Internal) {
+                services.consumer.failed(delivery, &e).await;
+            }
+            tracing::warn!(message_id = %id, code = e.code.as_str(), error = %e.message, "failed; SQS will retry it");
+            false
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! The pipeline Lambda driven with `events/pipeline-sqs-ingest.json` (an SQS event of two
 //! messages), over an embedded backend: the batch is written, the poison record is
-//! reported as a partial batch failure so SQS retries only it.
+//! reported as a partial batch failure so SQS retries only it. A batch's messages run at
+//! once: two webhook deliveries whose receiver answers only when both have arrived.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -122,4 +123,57 @@ async fn a_queued_pull_runs_in_the_pipeline_function() {
     assert_eq!(s.backend.records.get_connector(&demo, &src).await.unwrap().unwrap().state, ConnectorState::SyncingInitial);
     continuity_tests::drain(&s).await;
     assert_eq!(s.backend.records.get_connector(&demo, &src).await.unwrap().unwrap().state, ConnectorState::SyncComplete);
+}
+
+/// Two notification deliveries in one batch, to a receiver that answers each only once
+/// both have arrived (else 503 after 5 s): processed one after the other, the first
+/// would wait for a second that never comes and fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_runs_its_messages_at_once() {
+    use axum::http::StatusCode;
+    use domain::notify::{ChannelKind, EventKind};
+
+    let both = std::sync::Arc::new(tokio::sync::Barrier::new(2));
+    let arrived = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let app = axum::Router::new().route(
+        "/hook/{n}",
+        axum::routing::post({
+            let (both, arrived) = (both.clone(), arrived.clone());
+            move || async move {
+                arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match tokio::time::timeout(std::time::Duration::from_secs(5), both.wait()).await {
+                    Ok(_) => StatusCode::NO_CONTENT,
+                    Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+                }
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    for n in 1..=2 {
+        s.notify.add(&demo, ChannelKind::Webhook, &format!("{base}/hook/{n}"), vec![EventKind::TaskAssigned]).await.unwrap();
+    }
+    s.notify.emit(&demo, EventKind::TaskAssigned, "task-1", "Call Acme", "A task for you", None).await;
+    let deliveries = s.backend.queue.receive(10, std::time::Duration::from_secs(60)).await.unwrap();
+    assert_eq!(deliveries.len(), 2, "one delivery per channel");
+    let records: Vec<serde_json::Value> = deliveries
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            assert_eq!(d.message.kind, services::notify::KIND_DELIVER);
+            serde_json::json!({"messageId": format!("m-{i}"), "body": store_aws::sqs::encode(&d.message).unwrap(),
+                "attributes": {"ApproximateReceiveCount": "1"}})
+        })
+        .collect();
+    let event: SqsEvent = serde_json::from_value(serde_json::json!({ "Records": records })).unwrap();
+
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert!(resp.batch_item_failures.is_empty(), "both delivered together: {resp:?}");
+    assert_eq!(arrived.load(std::sync::atomic::Ordering::SeqCst), 2, "each delivered once");
+    assert!(s.notify.failures(&demo, &domain::PageRequest::first(10)).await.unwrap().items.is_empty());
 }

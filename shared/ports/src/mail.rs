@@ -43,7 +43,7 @@ pub fn check_address(field: &str, address: &str) -> Result<()> {
         && !domain.ends_with('.')
         && address.len() <= 254
         && !address.chars().any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';' | '"' | '(' | ')'))
-        && !domain.contains('@');
+        && address.matches('@').count() == 1;
     if ok { Ok(()) } else { Err(bad()) }
 }
 

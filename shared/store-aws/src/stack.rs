@@ -294,6 +294,14 @@ pub async fn doctor(sdk: &SdkConfig, outputs: &StackOutputs, region: &str) -> Ve
         out.push(Finding::ok("embedder", format!("{embedder} (no Bedrock)")));
     }
 
+    // The alarm topic: an alarm that notifies a topic nobody subscribed to reaches nobody.
+    let topic = get("AlarmTopicArn");
+    if topic.is_empty() {
+        out.push(Finding::warn("alarm topic", "no AlarmTopicArn output; deploy this version's template"));
+    } else {
+        out.push(alarm_topic(sdk, &topic).await);
+    }
+
     // Inside the VPC: the API's readiness (cache, store, vault as the functions see them).
     let api = get("ApiUrl");
     if api.is_empty() {
@@ -306,6 +314,43 @@ pub async fn doctor(sdk: &SdkConfig, outputs: &StackOutputs, region: &str) -> Ve
         "not reachable from outside the VPC; the functions log a failed index write or query (and searches fall back to a keyword scan)",
     ));
     out
+}
+
+/// Whether the alarm topic has a confirmed subscription (a pending one, waiting for
+/// its e-mail's link to be followed, receives nothing yet). Reads at most 10 pages.
+async fn alarm_topic(sdk: &SdkConfig, topic: &str) -> Finding {
+    let sns = aws_sdk_sns::Client::new(sdk);
+    let what = format!("alarm topic {topic}");
+    let (mut confirmed, mut pending) = (0_usize, 0_usize);
+    let mut next: Option<String> = None;
+    for _ in 0..10 {
+        let page = match sns.list_subscriptions_by_topic().topic_arn(topic).set_next_token(next.take()).send().await {
+            Ok(p) => p,
+            Err(e) => return Finding::failed(what, format!("{}; check sns:ListSubscriptionsByTopic", cause(&e))),
+        };
+        for s in page.subscriptions() {
+            if s.subscription_arn().is_some_and(|arn| arn.starts_with("arn:")) {
+                confirmed += 1;
+            } else {
+                pending += 1;
+            }
+        }
+        next = page.next_token().map(str::to_owned);
+        if confirmed > 0 || next.is_none() {
+            break;
+        }
+    }
+    let subscribe = format!("aws sns subscribe --topic-arn {topic} --protocol email --notification-endpoint you@example.com");
+    match (confirmed, pending) {
+        (0, 0) => Finding::warn(what, format!("no subscription: alarms reach nobody; subscribe, e.g. {subscribe}")),
+        (0, p) => Finding::warn(
+            what,
+            format!(
+                "{p} subscription(s) pending confirmation: alarms reach nobody until the link in the confirmation e-mail is followed"
+            ),
+        ),
+        (c, _) => Finding::ok(what, format!("{c} confirmed subscription(s)")),
+    }
 }
 
 /// `GET {api}/healthz`: the stack's own readiness checks, from inside the VPC.

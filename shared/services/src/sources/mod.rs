@@ -86,7 +86,7 @@ pub struct Budget {
 impl Budget {
     /// `continuity serve`: long runs, in process.
     pub const SERVE: Self = Self { pages: 200, time: Duration::from_secs(120) };
-    /// A Lambda invocation: inside the pipeline function's 20 s timeout (a page that
+    /// A Lambda invocation: inside the pipeline function's 60 s timeout (a page that
     /// started before the budget ran out may take up to the client's 10 s timeout).
     pub const LAMBDA: Self = Self { pages: 10, time: Duration::from_secs(8) };
 }
