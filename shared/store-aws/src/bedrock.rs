@@ -1,5 +1,6 @@
 //! [`BedrockEmbedder`]: Amazon Titan Text Embeddings V2 on Bedrock runtime
-//! (`InvokeModel`), one text per request (the model takes no batches), a few in flight.
+//! (`InvokeModel`), one text per request (the model takes no batches), a few in flight;
+//! a throttled or unavailable answer is tried again after a backoff, 4 tries in all.
 
 use async_trait::async_trait;
 use domain::{Error, Result};
@@ -12,6 +13,13 @@ use crate::signed::SignedHttp;
 const CONCURRENCY: usize = 8;
 /// Titan V2 accepts up to 8 192 tokens; longer texts are cut (by characters) first.
 const MAX_CHARS: usize = 20_000;
+/// Answers retried: throttling (`ThrottlingException`, 429) and the service or model
+/// not ready (5xx).
+const RETRIED: [u16; 5] = [429, 500, 502, 503, 504];
+/// The waits between tries (then the failure is `UNAVAILABLE`): a daily reindex of a
+/// large tenant meets the account's per-minute quota, and a short backoff rides it out.
+const BACKOFF: [std::time::Duration; 3] =
+    [std::time::Duration::from_millis(250), std::time::Duration::from_millis(1000), std::time::Duration::from_millis(3000)];
 
 /// Embeddings from a Bedrock model (Titan Text Embeddings V2 request shape).
 #[derive(Debug, Clone)]
@@ -44,7 +52,23 @@ impl BedrockEmbedder {
         let body = serde_json::to_vec(&self.request(text)).map_err(|e| Error::internal(e.to_string()))?;
         let model: String =
             self.model.bytes().map(|b| if b == b':' { "%3A".to_owned() } else { char::from(b).to_string() }).collect();
-        let (_, answer) = self.http.send("POST", &format!("/model/{model}/invoke"), "application/json", body, &[]).await?;
+        let path = format!("/model/{model}/invoke");
+        let mut tries = 0;
+        let answer = loop {
+            tries += 1;
+            let (status, answer) = self.http.send("POST", &path, "application/json", body.clone(), &RETRIED).await?;
+            if !RETRIED.contains(&status) {
+                break answer;
+            }
+            let Some(wait) = BACKOFF.get(tries - 1) else {
+                return Err(Error::unavailable(format!(
+                    "bedrock answered {status} {tries} times ({}); try again later or ask for a higher quota",
+                    if status == 429 { "throttled" } else { "unavailable" }
+                )));
+            };
+            tracing::warn!(status, tries, "bedrock throttled or unavailable; retrying");
+            tokio::time::sleep(*wait).await;
+        };
         #[allow(clippy::cast_possible_truncation)]
         let mut v: Vec<f32> = answer
             .get("embedding")

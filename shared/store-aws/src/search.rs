@@ -36,6 +36,8 @@ use crate::signed::SignedHttp;
 
 /// How deep each retriever's list goes before fusion (as on embedded).
 const DEPTH: usize = 50;
+/// Chunks per page when listing a partition's documents.
+const DOC_ID_PAGE: usize = 1000;
 const SOURCE: [&str; 7] = ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"];
 
 /// The OpenSearch adapter of the search port.
@@ -286,21 +288,42 @@ impl SearchIndex for OpenSearchIndex {
         Ok(fuse(q.mode, keyword, vector, q.k.clamp(1, ports::search::MAX_HITS), Fusion::for_embedder(&q.embedder)))
     }
 
+    /// Every document of the partition, in pages of [`DOC_ID_PAGE`] chunks sorted by
+    /// `(doc, chunk)` and continued with `search_after` (no 10,000-result window).
     async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>> {
         self.ensure().await?;
-        let hits = self
-            .query(json!({
-                "size": max.min(10_000), "_source": ["doc"], "sort": [{"doc": "asc"}],
-                "query": {"bool": {"filter": [{"term": {"partition": partition(tenant, scope)}}]}}
-            }))
-            .await?;
         let mut seen = HashSet::new();
-        Ok(hits
-            .iter()
-            .filter_map(|h| h.pointer("/_source/doc")?.as_str())
-            .filter(|d| seen.insert((*d).to_owned()))
-            .filter_map(|d| Id::new(d).ok())
-            .collect())
+        let mut out = Vec::new();
+        let mut after: Option<Value> = None;
+        loop {
+            let mut body = json!({
+                "size": DOC_ID_PAGE, "_source": ["doc", "chunk"], "sort": [{"doc": "asc"}, {"chunk": "asc"}],
+                "query": {"bool": {"filter": [{"term": {"partition": partition(tenant, scope)}}]}}
+            });
+            if let Some(a) = after.take() {
+                body["search_after"] = a;
+            }
+            let hits = self.query(body).await?;
+            let field = |h: &Value, k: &str| h.pointer(&format!("/_source/{k}")).and_then(Value::as_str).map(str::to_owned);
+            for d in hits.iter().filter_map(|h| field(h, "doc")) {
+                if seen.insert(d.clone())
+                    && let Ok(id) = Id::new(d)
+                {
+                    out.push(id);
+                    if out.len() >= max {
+                        return Ok(out);
+                    }
+                }
+            }
+            if hits.len() < DOC_ID_PAGE {
+                return Ok(out);
+            }
+            let last = hits.last().and_then(|h| Some(json!([field(h, "doc")?, field(h, "chunk")?])));
+            match last {
+                Some(a) => after = Some(a),
+                None => return Err(Error::internal("opensearch answered a chunk without its doc or chunk key")),
+            }
+        }
     }
 
     /// The collection holds the index: nothing is kept in this process.

@@ -36,6 +36,8 @@ struct Server {
     searches: Mutex<Vec<Value>>,
     /// Status to answer everything with, when set.
     fail: Mutex<Option<(u16, Value)>>,
+    /// Statuses to answer the next requests with, one each, before answering normally.
+    fail_next: Mutex<std::collections::VecDeque<u16>>,
 }
 
 async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
@@ -46,6 +48,10 @@ async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers:
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
     });
+    if let Some(status) = s.fail_next.lock().unwrap().pop_front() {
+        let body = json!({"message": "Too many requests, please wait before trying again."});
+        return (StatusCode::from_u16(status).unwrap(), body.to_string());
+    }
     if let Some((status, body)) = s.fail.lock().unwrap().clone() {
         return (StatusCode::from_u16(status).unwrap(), body.to_string());
     }
@@ -395,4 +401,59 @@ async fn bedrock_titan_requests_and_answers() {
     let auth = seen[0].headers["authorization"].to_str().unwrap();
     assert!(auth.contains("/eu-west-1/bedrock/aws4_request"), "{auth}");
     assert!(BedrockEmbedder::new(http(&url, "bedrock").await, "m", 384).is_err(), "Titan V2 has no 384-dimension output");
+}
+
+#[tokio::test]
+async fn bedrock_throttling_is_retried_with_backoff_then_reported() {
+    let (srv, url) = server().await;
+    let e = BedrockEmbedder::new(http(&url, "bedrock").await, "amazon.titan-embed-text-v2:0", 256).unwrap();
+    srv.fail_next.lock().unwrap().extend([429, 503]);
+    let v = e.embed(&["after a throttle".into()]).await.unwrap();
+    assert_eq!(v[0].len(), 256, "the third try answered");
+    assert_eq!(srv.seen.lock().unwrap().len(), 3, "429, 503, then 200");
+
+    srv.seen.lock().unwrap().clear();
+    srv.fail_next.lock().unwrap().extend([429, 429, 429, 429]);
+    let err = e.embed(&["still throttled".into()]).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unavailable, "{err}");
+    let why = err.internal.clone().unwrap_or_default();
+    assert!(why.contains("429 4 times (throttled)") && why.contains("quota"), "{why}");
+    assert_eq!(srv.seen.lock().unwrap().len(), 4, "four tries, then the failure");
+    let bad = srv.seen.lock().unwrap().iter().filter(|s| s.path.contains("/invoke")).count();
+    assert_eq!(bad, 4);
+}
+
+#[tokio::test]
+async fn a_partitions_documents_are_listed_past_any_result_window() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "e", 4);
+    // 1,000 chunks (500 documents of two chunks), then a last page of three.
+    let chunk = |d: usize, c: usize| hit("p", &format!("d{d:04}~{c}"), &format!("d{d:04}"), 0.0, "");
+    let first: Vec<Value> = (0..500).flat_map(|d| [chunk(d, 0), chunk(d, 1)]).collect();
+    let last = vec![chunk(500, 0), chunk(500, 1), chunk(501, 0)];
+    srv.searches.lock().unwrap().extend([Value::Array(first), Value::Array(last)]);
+    let ids = index.doc_ids(&t("acme"), &MemoryScope::Org, usize::MAX).await.unwrap();
+    assert_eq!(ids.len(), 502, "every document once");
+    assert_eq!((ids[0].as_str(), ids[501].as_str()), ("d0000", "d0501"));
+    let searches: Vec<Value> = srv
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.path.ends_with("/_search"))
+        .map(|s| serde_json::from_str(&s.body).unwrap())
+        .collect();
+    assert_eq!(searches.len(), 2, "a full page asks for the next");
+    assert_eq!(searches[0]["size"], 1000);
+    assert_eq!(searches[0]["sort"], json!([{"doc": "asc"}, {"chunk": "asc"}]), "a total order, so pages neither skip nor repeat");
+    assert!(searches[0].get("search_after").is_none());
+    assert_eq!(searches[1]["search_after"], json!(["d0499", "d0499~1"]), "continued after the page's last chunk");
+    assert_eq!(searches[1]["query"], searches[0]["query"], "the same partition filter on every page");
+
+    // At most `max` documents: a full page is not followed when it already has them.
+    srv.seen.lock().unwrap().clear();
+    let first: Vec<Value> = (0..500).flat_map(|d| [chunk(d, 0), chunk(d, 1)]).collect();
+    srv.searches.lock().unwrap().push(Value::Array(first));
+    assert_eq!(index.doc_ids(&t("acme"), &MemoryScope::Org, 10).await.unwrap().len(), 10);
+    assert_eq!(srv.seen.lock().unwrap().iter().filter(|s| s.path.ends_with("/_search")).count(), 1);
 }
