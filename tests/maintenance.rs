@@ -156,6 +156,26 @@ async fn run(backend: Backend) {
 
     let again = s.maintenance.run().await.unwrap();
     assert_eq!((again.audit_pruned, again.sessions_expired), (0, 0), "{again:?}");
+
+    // The daily jobs fanned out (as on AWS): one message per tenant, run by the work
+    // queue's consumer — a KB document written straight to the store gets indexed.
+    let kb = domain::spine::KbDocument {
+        tenant: t.clone(),
+        id: Id::new("kb-restored").unwrap(),
+        scope: MemoryScope::Org,
+        title: "Escalation matrix".into(),
+        body: "Page the duty manager after 30 minutes.".into(),
+        source: None,
+        created_at: Timestamp(1),
+    };
+    ports::records::LibraryStore::put_kb_document(r, &kb).await.unwrap();
+    let (queued, not_queued) = s.maintenance.queue_daily().await.unwrap();
+    assert!(queued >= 1 && not_queued == 0, "{queued} {not_queued}");
+    continuity_tests::drain(&s).await;
+    if indexed.is_some() {
+        let docs = backend.search.doc_ids(&t, &MemoryScope::Org, 10).await.unwrap();
+        assert!(docs.iter().any(|d| d.as_str() == "kb-restored"), "the queued daily run reindexed it: {docs:?}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

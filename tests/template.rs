@@ -265,9 +265,13 @@ fn s3_and_step_functions_grants_are_scoped() {
                 }
             }
         }
-        // Compaction lists backup files: the maintenance function (and the endpoint) only.
-        assert!(listers.contains("MaintenanceFunction"), "{listers:?}");
-        assert!(listers.iter().all(|l| l == "MaintenanceFunction" || l == "S3Endpoint"), "{listers:?}");
+        // Compaction lists backup files: the functions that run it (maintenance on
+        // `serve`-style runs, the pipeline for queued daily jobs) and the endpoint only.
+        assert!(listers.contains("MaintenanceFunction") && listers.contains("PipelineFunction"), "{listers:?}");
+        assert!(
+            listers.iter().all(|l| ["MaintenanceFunction", "PipelineFunction", "S3Endpoint"].contains(&l.as_str())),
+            "{listers:?}"
+        );
     }
 }
 
@@ -305,6 +309,9 @@ fn the_pipeline_and_maintenance_are_wired_for_the_resume_fan_out() {
         .iter()
         .any(|p| p.pointer("/SQSSendMessagePolicy/QueueName") == Some(&json!("<GetAtt:WorkQueue.QueueName>")));
     assert!(sends, "MaintenanceFunction cannot send resume messages to the work queue");
+    // The pipeline runs each tenant's daily jobs: it searches, embeds and lists backups.
+    let policies = pipeline["Policies"].as_array().unwrap();
+    assert!(policies.contains(&json!("<Ref:SearchClientPolicy>")), "the reindex needs the search collection");
 }
 
 #[test]

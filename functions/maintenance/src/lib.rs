@@ -2,8 +2,9 @@
 //! governance heartbeat fan-out when its input says `{"job": "heartbeat"}` (every 30
 //! minutes, on a schedule of its own), the connectors' pull fan-out for `{"job": "pulls"}`
 //! (every 5 minutes: one `connector.sync` message per due connector on the work queue,
-//! which the pipeline function runs, and the notification digests a minute old), the daily jobs (reindex, backup compaction) for
-//! `{"job": "daily"}`, the maintenance job otherwise (the hourly schedule) — and answer
+//! which the pipeline function runs, and the notification digests a minute old), the daily jobs for
+//! `{"job": "daily"}` (one `maintenance.daily` message per tenant, whose reindex and
+//! backup compaction the pipeline function runs), the maintenance job otherwise (the hourly schedule) — and answer
 //! its report (EventBridge ignores it; `cargo lambda invoke` shows it).
 
 use services::Services;
@@ -11,9 +12,8 @@ use services::Services;
 /// Runs the job the event names.
 ///
 /// # Errors
-/// The job's error (`UNAVAILABLE`); also when a heartbeat could not be queued for a
-/// tenant, or a tenant's daily jobs failed (after every other tenant's ran): the
-/// invocation fails, Lambda retries it once, then its event goes to the schedules'
+/// The job's error (`UNAVAILABLE`); also when a heartbeat or a tenant's daily jobs
+/// could not be queued (after every other tenant's were): the invocation fails, Lambda retries it once, then its event goes to the schedules'
 /// dead-letter queue, which alarms. (A tenant's hourly pruning failing is counted and
 /// alarmed on instead: `MaintenanceFailures`.)
 pub async fn handle(services: &Services, event: &serde_json::Value) -> Result<serde_json::Value, domain::Error> {
@@ -33,25 +33,18 @@ pub async fn handle(services: &Services, event: &serde_json::Value) -> Result<se
             let digests = services.notify.flush_digests(std::time::Duration::from_secs(60)).await?;
             Ok(serde_json::json!({ "pulls_queued": pulls, "digests_queued": digests }))
         }
-        Some("daily") => daily_answer(&services.maintenance.daily().await?),
+        Some("daily") => {
+            let (queued, not_queued) = services.maintenance.queue_daily().await?;
+            if not_queued > 0 {
+                return Err(domain::Error::unavailable(format!(
+                    "the daily jobs of {not_queued} tenant(s) could not be queued ({queued} queued)"
+                )));
+            }
+            Ok(serde_json::json!({ "daily_queued": queued }))
+        }
         _ => {
             let report = services.maintenance.run().await?;
             serde_json::to_value(report).map_err(domain::Error::internal)
         }
     }
-}
-
-/// The daily run's answer: its report, or — when a tenant's jobs failed (the others
-/// ran) — an error, so the invocation fails and reaches the dead-letter queue.
-///
-/// # Errors
-/// `UNAVAILABLE` naming how many tenants failed.
-pub fn daily_answer(report: &services::maintenance::DailyReport) -> Result<serde_json::Value, domain::Error> {
-    if report.tenants_failed > 0 {
-        return Err(domain::Error::unavailable(format!(
-            "the daily jobs failed for {} of {} tenant(s); the log names them",
-            report.tenants_failed, report.tenants
-        )));
-    }
-    serde_json::to_value(report).map_err(domain::Error::internal)
 }

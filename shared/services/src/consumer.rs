@@ -61,6 +61,7 @@ impl Consumer {
             || kind == crate::ingest::KIND_RECORD
             || kind == crate::entities::KIND_SPINE_WRITE
             || kind == crate::maintenance::KIND_RESUME
+            || kind == crate::maintenance::KIND_DAILY
             || kind == crate::work::KIND_TASK
             || kind == crate::sources::KIND_SYNC
             || kind == crate::notify::KIND_DELIVER
@@ -78,6 +79,7 @@ impl Consumer {
             crate::notify::KIND_DELIVER => self.notify.deliver(delivery).await,
             crate::sources::KIND_SYNC => self.sources.run_message(&delivery.message, self.pull_budget).await.map(|_| ()),
             crate::maintenance::KIND_RESUME => self.maintenance.resume_from_queue(&delivery.message).await.map(|_| ()),
+            crate::maintenance::KIND_DAILY => self.maintenance.daily_from_queue(&delivery.message).await.map(|_| ()),
             _ => self.ingest.process(delivery).await.map(|_| ()),
         }
     }

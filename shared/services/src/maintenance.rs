@@ -44,6 +44,19 @@ pub struct DailyReport {
     pub tenants_failed: usize,
 }
 
+impl DailyReport {
+    /// Adds one tenant's work (not its count) to this sum.
+    fn add(&mut self, one: &Self) {
+        self.indexed += one.indexed;
+        self.verified += one.verified;
+        self.kept += one.kept;
+        self.removed += one.removed;
+        self.orphaned += one.orphaned;
+        self.backup_files_merged += one.backup_files_merged;
+        self.backup_files_written += one.backup_files_written;
+    }
+}
+
 /// What one run did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct MaintenanceReport {
@@ -91,6 +104,8 @@ const WATCHED_REVIEW: usize = 10_000;
 
 /// The queue message kind of one tenant's governance upkeep.
 pub const KIND_RESUME: &str = "governance.resume";
+/// The work-queue message of one tenant's daily jobs (reindex, compaction).
+pub const KIND_DAILY: &str = "maintenance.daily";
 
 /// A proposal idle this long on its way through triage is moved along by the hourly
 /// run (a crash or an outage stopped it).
@@ -210,25 +225,11 @@ impl MaintenanceService {
     /// # Errors
     /// `UNAVAILABLE` when the tenant registry cannot be read.
     pub async fn daily(&self) -> Result<DailyReport> {
-        let (search, backup) = (&self.search, &self.backup);
         let mut total = DailyReport::default();
         for tenant in self.tenants().await? {
             total.tenants += 1;
-            let one = async {
-                let r = search.reindex(&tenant, false, &|_| {}).await?;
-                let c = backup.compact(&tenant, COMPACT_AFTER_FILES).await?;
-                Ok::<_, domain::Error>((r, c))
-            };
-            match one.await {
-                Ok((r, c)) => {
-                    total.indexed += r.indexed;
-                    total.verified += r.verified;
-                    total.kept += r.kept;
-                    total.removed += r.removed;
-                    total.orphaned += r.orphaned;
-                    total.backup_files_merged += c.merged;
-                    total.backup_files_written += c.written;
-                }
+            match self.daily_one(&tenant).await {
+                Ok(one) => total.add(&one),
                 Err(e) => {
                     total.tenants_failed += 1;
                     tenant_failed(&tenant, &e, "daily jobs");
@@ -244,6 +245,69 @@ impl MaintenanceService {
             "daily run"
         );
         Ok(total)
+    }
+
+    /// One tenant's daily jobs: its reindex, then the compaction of its backups.
+    ///
+    /// # Errors
+    /// The reindex's or the compaction's (`UNAVAILABLE`).
+    pub async fn daily_one(&self, tenant: &TenantId) -> Result<DailyReport> {
+        let r = self.search.reindex(tenant, false, &|_| {}).await?;
+        let c = self.backup.compact(tenant, COMPACT_AFTER_FILES).await?;
+        Ok(DailyReport {
+            tenants: 1,
+            indexed: r.indexed,
+            verified: r.verified,
+            kept: r.kept,
+            removed: r.removed,
+            orphaned: r.orphaned,
+            backup_files_merged: c.merged,
+            backup_files_written: c.written,
+            ..DailyReport::default()
+        })
+    }
+
+    /// The daily jobs fanned out (AWS): one [`KIND_DAILY`] message per tenant on the
+    /// work queue, so each tenant's reindex and compaction run in an invocation of their
+    /// own, are retried on their own and dead-lettered on their own — no invocation
+    /// walks the region, and one large or failing tenant delays nobody. Returns
+    /// (queued, not queued).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the tenant registry cannot be read.
+    pub async fn queue_daily(&self) -> Result<(usize, usize)> {
+        let now = self.backend.clock.now();
+        let day = now.0.div_euclid(86_400_000);
+        let (mut queued, mut failed) = (0, 0);
+        for tenant in self.tenants().await? {
+            let message = ports::QueueMessage {
+                tenant: tenant.clone(),
+                kind: KIND_DAILY.to_owned(),
+                // One run per tenant and day, however often the schedule fires.
+                idempotency_key: format!("{KIND_DAILY}/{tenant}/{day}"),
+                body: b"{}".to_vec(),
+            };
+            match self.backend.queue.send(&message).await {
+                Ok(()) => queued += 1,
+                Err(e) => {
+                    failed += 1;
+                    metrics::add(metrics::Counter::MaintenanceFailures, 1);
+                    tracing::warn!(tenant = %tenant, code = %e.code, "daily jobs not queued; the schedule's retry queues them");
+                }
+            }
+        }
+        Ok((queued, failed))
+    }
+
+    /// Runs one tenant's queued daily jobs ([`KIND_DAILY`]).
+    ///
+    /// # Errors
+    /// The jobs' (`UNAVAILABLE`: the message is retried, then dead-lettered, which
+    /// alarms); a failure is also counted (`MaintenanceFailures`).
+    pub async fn daily_from_queue(&self, message: &ports::QueueMessage) -> Result<DailyReport> {
+        let report = self.daily_one(&message.tenant).await.inspect_err(|e| tenant_failed(&message.tenant, e, "daily jobs"))?;
+        tracing::info!(tenant = %message.tenant, indexed = report.indexed, orphaned = report.orphaned, "daily jobs");
+        Ok(report)
     }
 
     /// The governance workflow's upkeep over every tenant
