@@ -143,6 +143,28 @@ async fn run(backend: Backend) {
     assert!(ids.contains(&"new1") && ids.contains(&"new2"));
     assert!(ledger.iter().any(|a| a.action == "admin:tenant.create"), "{ids:?}");
     assert!(ledger.iter().any(|a| a.action == "audit.prune" && a.target.as_deref().unwrap_or("").starts_with("30 records")));
+    // What was pruned was archived first, to the tenant's blobs: the 30 records, oldest first.
+    let archives = backend.blobs.list(&t, "audit-archive/", None, 10).await.unwrap();
+    assert_eq!(archives.len(), 1, "{archives:?}");
+    let lines: Vec<AuditRecord> = String::from_utf8(backend.blobs.get(&archives[0]).await.unwrap().unwrap())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut expected = old.clone();
+    expected.sort_by_key(|a| a.at);
+    assert_eq!(lines, expected, "exactly the pruned records");
+    let prune = ledger.iter().find(|a| a.action == "audit.prune").unwrap();
+    assert!(prune.target.as_deref().unwrap().ends_with(&format!("archived to {}", archives[0].path())), "{prune:?}");
+    // The retention is the deployment's: whole days, 1 to 3 650.
+    assert_eq!(s.maintenance.audit_retention().as_secs(), 7 * 86_400);
+    for bad in [0, 3651] {
+        assert_eq!(s.maintenance.set_audit_retention_days(bad).unwrap_err().code, domain::ErrorCode::InvalidRequest);
+    }
+    for bad in ["", "seven", "0", "-1", "1.5"] {
+        assert!(services::maintenance::parse_audit_retention_days(bad).is_err(), "{bad:?}");
+    }
+    assert_eq!(services::maintenance::parse_audit_retention_days(" 90 ").unwrap(), 90);
     assert!(r.get_memory(&t, &Id::new("s-old").unwrap()).await.unwrap().is_none());
     assert!(r.get_memory(&t, &Id::new("s-new").unwrap()).await.unwrap().is_some());
     assert!(r.get_memory(&t, &Id::new("p-old").unwrap()).await.unwrap().is_some(), "only session scope expires");

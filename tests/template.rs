@@ -1262,3 +1262,15 @@ fn the_fortress_is_encrypted_with_its_own_key_usable_only_through_dynamodb() {
     }
     assert!(statements.iter().any(|s| s["Principal"]["AWS"] == "*"), "DynamoDB may use it for the account");
 }
+
+#[test]
+fn the_audit_retention_is_a_parameter_every_function_is_told() {
+    let t = Template::load();
+    for (stack, days) in [(eu(), json!(7)), (eu().with_parameter("AuditRetentionDays", 90), json!(90))] {
+        let e = evaluate(&t, &stack);
+        let env = &e.properties("MaintenanceFunction").unwrap()["Environment"]["Variables"];
+        assert_eq!(env["CONTINUITY_AUDIT_RETENTION_DAYS"], days);
+    }
+    let p = &t.doc["Parameters"]["AuditRetentionDays"];
+    assert_eq!((p["MinValue"].as_u64(), p["MaxValue"].as_u64()), (Some(1), Some(3650)), "the range the service accepts");
+}

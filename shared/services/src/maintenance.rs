@@ -124,6 +124,21 @@ pub struct MaintenanceService {
     backup: crate::backup::BackupService,
     governance: crate::governance::GovernanceService,
     notify: crate::notify::NotifyService,
+    /// Days audit records are kept before they are archived and pruned.
+    audit_retention_days: std::sync::Arc<std::sync::atomic::AtomicU32>,
+}
+
+/// The audit retention a deployment chose (`CONTINUITY_AUDIT_RETENTION_DAYS`; the stack's
+/// `AuditRetentionDays`): whole days, 1 to 3 650.
+///
+/// # Errors
+/// `INVALID_REQUEST` naming the variable for anything else.
+pub fn parse_audit_retention_days(text: &str) -> Result<u32> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|d| (1..=3650).contains(d))
+        .ok_or_else(|| domain::Error::invalid_field("CONTINUITY_AUDIT_RETENTION_DAYS", "whole days, 1 to 3650"))
 }
 
 /// What the jobs work through, built once by [`crate::Services`].
@@ -146,7 +161,39 @@ impl MaintenanceService {
             backup: u.backup,
             governance: u.governance,
             notify: u.notify,
+            audit_retention_days: std::sync::Arc::new(std::sync::atomic::AtomicU32::new(retention_from_env())),
         }
+    }
+
+    /// How long audit records are kept before they are archived and pruned.
+    pub fn audit_retention(&self) -> Duration {
+        Duration::from_secs(u64::from(self.audit_retention_days.load(std::sync::atomic::Ordering::Relaxed)) * 86_400)
+    }
+
+    /// Keeps audit records `days` days (1 to 3 650) from the next run on.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` outside that range.
+    pub fn set_audit_retention_days(&self, days: u32) -> Result<()> {
+        let days = parse_audit_retention_days(&days.to_string())?;
+        self.audit_retention_days.store(days, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Writes audit records about to be pruned to the tenant's blobs as one JSON-lines
+    /// file, `audit-archive/{first}-{last}.jsonl` (epoch milliseconds of the first and
+    /// last record): written again with the same name and content if a run is cut
+    /// between the archive and the prune. Returns its path.
+    async fn archive_audit(&self, tenant: &TenantId, old: &[domain::audit::AuditRecord]) -> Result<String> {
+        let (Some(first), Some(last)) = (old.first(), old.last()) else { return Ok(String::new()) };
+        let mut lines = Vec::new();
+        for r in old {
+            serde_json::to_writer(&mut lines, r).map_err(|e| domain::Error::internal(e.to_string()))?;
+            lines.push(b'\n');
+        }
+        let path = format!("audit-archive/{}-{}.jsonl", first.at.0, last.at.0);
+        self.backend.blobs.put(&ports::blob::BlobKey::new(tenant, &path)?, &lines).await?;
+        Ok(path)
     }
 
     /// Runs the job once. The governance upkeep (the approval waits' heartbeats) is
@@ -456,7 +503,16 @@ impl MaintenanceService {
     /// personal memory, gates and sticky notes.
     async fn prune(&self, tenant: &TenantId, now: Timestamp) -> Result<Pruned> {
         let records = &self.backend.records;
-        let audit = records.prune_audit(tenant, before(now, AUDIT_RETENTION), MAX_PER_TENANT).await?;
+        // The ledger past its retention: archived to the tenant's blobs, then pruned (the
+        // same records: the oldest first, as many as were archived).
+        let cutoff = before(now, self.audit_retention());
+        let old = records.old_audit(tenant, cutoff, MAX_PER_TENANT).await?;
+        let (audit, archive) = if old.is_empty() {
+            (0, String::new())
+        } else {
+            let archive = self.archive_audit(tenant, &old).await?;
+            (records.prune_audit(tenant, cutoff, old.len()).await?, archive)
+        };
         // Kept outcomes of idempotent tool calls (the stdio bridge's replays) last a week.
         records.prune_calls(tenant, Timestamp(now.0 - crate::calls::RETENTION_MS), MAX_PER_TENANT).await?;
         // Session-scope memory past its time is deleted, and leaves the index with it.
@@ -474,7 +530,8 @@ impl MaintenanceService {
         }
         if audit > 0 {
             // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).
-            let target = format!("{audit} records older than {} days", AUDIT_RETENTION.as_secs() / 86_400);
+            let days = self.audit_retention().as_secs() / 86_400;
+            let target = format!("{audit} records older than {days} days, archived to {archive}");
             let record = crate::audit::record(&self.backend, tenant, "maintenance", "audit.prune", Some(target), "ok");
             ports::records::AuditLog::append_audit(records, &record).await?;
         }
@@ -489,6 +546,19 @@ impl MaintenanceService {
         )
         .await?;
         Ok(Pruned { audit, sessions, forgotten, gates, notes })
+    }
+}
+
+/// `CONTINUITY_AUDIT_RETENTION_DAYS`, or the default ([`AUDIT_RETENTION`]) when unset; a
+/// value out of range is logged as an error and the default kept.
+fn retention_from_env() -> u32 {
+    let default = u32::try_from(AUDIT_RETENTION.as_secs() / 86_400).unwrap_or(7);
+    match std::env::var("CONTINUITY_AUDIT_RETENTION_DAYS") {
+        Ok(v) if !v.trim().is_empty() => parse_audit_retention_days(&v).unwrap_or_else(|e| {
+            tracing::error!(value = %v, error = %e, "CONTINUITY_AUDIT_RETENTION_DAYS ignored; audit records are kept {default} days");
+            default
+        }),
+        _ => default,
     }
 }
 

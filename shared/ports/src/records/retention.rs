@@ -17,6 +17,13 @@ pub trait RetentionStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn prune_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<usize>;
+    /// The tenant's oldest audit records older than `before`, at most `max`, oldest
+    /// first: exactly those [`Self::prune_audit`] with the same arguments deletes (the
+    /// maintenance job archives them first).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn old_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<Vec<domain::audit::AuditRecord>>;
     /// Deletes the tenant's session-scope memory entries last updated before `before`, at
     /// most `max`, and returns them (their index entries are the caller's to remove).
     ///
@@ -53,6 +60,29 @@ impl RetentionStore for Records {
             self.items.write(old).await?;
         }
         Ok(deleted)
+    }
+
+    async fn old_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<Vec<domain::audit::AuditRecord>> {
+        let cutoff = pad(before.0);
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        while out.len() < max {
+            let limit = u32::try_from((max - out.len()).min(self.items.max_batch())).unwrap_or(25);
+            let q =
+                Query { tenant: tenant.as_str(), part: "audit", prefix: "", after: after.as_deref(), limit, descending: false };
+            let (items, _) = self.items.query(q).await?;
+            let n = items.len();
+            let old: Vec<Item> = items.into_iter().take_while(|i| i.sk < cutoff).collect();
+            let done = old.len() < n || n < limit as usize;
+            after = old.last().map(|i| i.sk.clone());
+            for i in &old {
+                out.push(decode(i)?);
+            }
+            if done || old.is_empty() {
+                break;
+            }
+        }
+        Ok(out)
     }
 
     async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
