@@ -143,7 +143,15 @@ async fn a_person_connects_hubspot_and_its_companies_arrive() {
     // Sync now over HTTP, then disconnect: revoked at HubSpot, the pull forgotten.
     let r = client().post(format!("{}/v1/connectors/hubspot/sync", server.base)).bearer_auth(&server.key).send().await.unwrap();
     assert_eq!(r.status(), 202);
-    let r = client().delete(format!("{}/v1/connectors/hubspot", server.base)).bearer_auth(&server.key).send().await.unwrap();
+    // The pull just asked for may still hold the connector: disconnect waits for it (409 meanwhile).
+    let mut r = client().delete(format!("{}/v1/connectors/hubspot", server.base)).bearer_auth(&server.key).send().await.unwrap();
+    for _ in 0..100 {
+        if r.status() != 409 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        r = client().delete(format!("{}/v1/connectors/hubspot", server.base)).bearer_auth(&server.key).send().await.unwrap();
+    }
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["revocation"], "revoked at HubSpot");

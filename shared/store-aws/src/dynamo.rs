@@ -24,8 +24,8 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put, ScalarAttributeType,
-    TransactWriteItem,
+    AttributeDefinition, AttributeValue, BillingMode, Delete, KeySchemaElement, KeyType, Put,
+    ReturnValuesOnConditionCheckFailure, ScalarAttributeType, TransactWriteItem,
 };
 use domain::{Error, Result};
 use ports::items::{Condition, Item, ItemStore, MAX_WRITES_PER_BATCH, Query, Write};
@@ -135,6 +135,10 @@ fn check_key(tenant: &str, part: &str, sk: &str) -> Result<()> {
 fn key(tenant: &str, part: &str, sk: &str) -> Attrs {
     HashMap::from([(PK.to_owned(), AttributeValue::S(pk(tenant, part))), (SK.to_owned(), AttributeValue::S(sk.to_owned()))])
 }
+
+/// The attribute a single conditional put carries with its own random id (readers
+/// ignore it): see [`DynamoItems::write_one`].
+const WRITE_ID: &str = "wid";
 
 fn to_attrs(item: &Item) -> Attrs {
     let mut attrs = key(&item.tenant, &item.part, &item.sk);
@@ -399,20 +403,33 @@ impl DynamoItems {
         match write {
             Write::Put { item, condition } => {
                 let (expr, values) = condition_expr(*condition);
-                self.client
+                let mut attrs = to_attrs(item);
+                // This write's own id, so that its retry is recognised below by the item
+                // alone (two writes of the same content are still two writes).
+                attrs.insert(WRITE_ID.to_owned(), AttributeValue::S(format!("{:016x}", rand::random::<u64>())));
+                let sent = self
+                    .client
                     .put_item()
                     .table_name(&self.table)
-                    .set_item(Some(to_attrs(item)))
+                    .set_item(Some(attrs.clone()))
                     .set_condition_expression(expr.map(str::to_owned))
                     .set_expression_attribute_values(values)
+                    .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
                     .send()
-                    .await
-                    .map_err(|e| match e.as_service_error() {
+                    .await;
+                if let Err(e) = sent {
+                    return match e.as_service_error() {
+                        // The SDK retries an attempt that timed out, and that attempt may
+                        // have committed: when the item the condition found is exactly
+                        // the one written, write id included, the write is done (else a
+                        // retried create would answer "already exists" to its own success).
+                        Some(PutItemError::ConditionalCheckFailedException(c)) if c.item() == Some(&attrs) => Ok(()),
                         Some(s) if put_conflict(s) => {
-                            Error::conflict(format!("{} changed concurrently or already exists", item.part))
+                            Err(Error::conflict(format!("{} changed concurrently or already exists", item.part)))
                         }
-                        _ => unavailable("dynamodb PutItem", &e),
-                    })?;
+                        _ => Err(unavailable("dynamodb PutItem", &e)),
+                    };
+                }
             }
             Write::Delete { tenant, part, sk, condition } => {
                 let (expr, values) = condition_expr(*condition);

@@ -252,7 +252,22 @@ impl SourceService {
         };
         self.backend.records.delete_grant(tenant, &src).await?;
         self.backend.records.delete_sync(tenant, &src).await?;
-        self.move_to(tenant, s, ConnectorState::NotConnected, None).await?;
+        // A pull running now updates the connector's status too: its write and ours
+        // may meet, so a conflict is tried again (the grant and the pull are gone by now,
+        // so that pull stops at its next page).
+        let mut tries = 0;
+        loop {
+            match self.move_to(tenant, s, ConnectorState::NotConnected, None).await {
+                Err(e) if e.code == domain::ErrorCode::Conflict && tries < 10 => {
+                    tries += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                other => {
+                    other?;
+                    break;
+                }
+            }
+        }
         self.audit.record(tenant, "system:connectors", "connector.disconnect", Some(s.name().to_owned()), "ok").await;
         Ok(revoked)
     }
