@@ -381,6 +381,9 @@ async fn a_decision_link_from_an_email_decides_once_for_its_approver() {
     // Bob opens Ada's link: refused.
     browser.go(&format!("{}/approvals", s.base)).await;
     browser.click("header form button").await;
+    // Signed out (the sign-in page), before the next navigation: else the sign-out's
+    // answer can land after it and replace the link's page.
+    browser.wait_for(&["Sign in as a user whose role may decide approvals"]).await;
     browser.go(&link2).await;
     browser.wait_for(&["Sign in to decide"]).await;
     browser.type_into("#tenant", "local").await;
