@@ -198,6 +198,35 @@ struct Source {
     occurred: Option<Timestamp>,
 }
 
+/// The searchable form of each kind of record, shared by the reindex and the review
+/// queue's retry.
+impl Source {
+    fn memory(m: domain::memory::MemoryEntry, now: Timestamp) -> Self {
+        let (live, occurred) = (m.live_at(now), Some(m.happened_at()));
+        Self { id: m.id, title: m.title, body: m.body, kind: DocKind::Memory, live, at: m.updated_at, occurred }
+    }
+
+    fn kb(d: KbDocument) -> Self {
+        Self { id: d.id, title: d.title, body: d.body, kind: DocKind::Kb, live: true, at: d.created_at, occurred: None }
+    }
+
+    fn turn(t: domain::memory::ConversationTurn) -> Self {
+        Self { title: turn_title(&t), id: t.id, body: t.content, kind: DocKind::Turn, live: true, at: t.at, occurred: Some(t.at) }
+    }
+
+    fn engineering(r: domain::engineering::EngRecord, now: Timestamp) -> Self {
+        Self {
+            title: r.body.title(),
+            body: r.body.text(),
+            live: !r.expired(now),
+            at: r.updated_at,
+            occurred: Some(r.created_at),
+            kind: DocKind::Engineering,
+            id: r.id,
+        }
+    }
+}
+
 /// A time window on when things happened: `since` inclusive, `until` exclusive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Window {
@@ -557,49 +586,20 @@ impl SearchService {
         by_scope.entry(MemoryScope::Org).or_default();
         let (memory, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_memory(tenant, &p).await }).await?;
         for m in memory {
-            let (live, occurred) = (m.live_at(now), Some(m.happened_at()));
-            let source =
-                Source { id: m.id, title: m.title, body: m.body, kind: DocKind::Memory, live, at: m.updated_at, occurred };
-            by_scope.entry(m.scope).or_default().push(source);
+            let scope = m.scope.clone();
+            by_scope.entry(scope).or_default().push(Source::memory(m, now));
         }
         let (kb, _) = crate::all_pages(usize::MAX, |p| async move { records.list_kb_documents(tenant, &p).await }).await?;
         for d in kb {
-            let source = Source {
-                id: d.id,
-                title: d.title,
-                body: d.body,
-                kind: DocKind::Kb,
-                live: true,
-                at: d.created_at,
-                occurred: None,
-            };
-            by_scope.entry(d.scope).or_default().push(source);
+            by_scope.entry(d.scope.clone()).or_default().push(Source::kb(d));
         }
         let (turns, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_turns(tenant, &p).await }).await?;
         for t in turns {
-            let source = Source {
-                title: turn_title(&t),
-                id: t.id,
-                body: t.content,
-                kind: DocKind::Turn,
-                live: true,
-                at: t.at,
-                occurred: Some(t.at),
-            };
-            by_scope.entry(MemoryScope::Session(t.session)).or_default().push(source);
+            by_scope.entry(MemoryScope::Session(t.session.clone())).or_default().push(Source::turn(t));
         }
         let (eng, _) = crate::all_pages(usize::MAX, |p| async move { records.list_all_eng_records(tenant, &p).await }).await?;
         for r in eng {
-            let source = Source {
-                title: r.body.title(),
-                body: r.body.text(),
-                live: !r.expired(now),
-                at: r.updated_at,
-                occurred: Some(r.created_at),
-                kind: DocKind::Engineering,
-                id: r.id,
-            };
-            by_scope.entry(MemoryScope::Project(r.project)).or_default().push(source);
+            by_scope.entry(MemoryScope::Project(r.project.clone())).or_default().push(Source::engineering(r, now));
         }
         for (scope, docs) in by_scope {
             let indexed: BTreeSet<Id> = self.backend.search.doc_ids(tenant, &scope, 1_000_000).await?.into_iter().collect();
@@ -743,50 +743,18 @@ impl SearchService {
     async fn source_of(&self, v: &Verification) -> Result<Option<Source>> {
         let (records, t, now) = (&self.backend.records, &v.tenant, self.backend.clock.now());
         let source = match (v.kind.as_str(), &v.scope) {
-            ("memory", _) => records.get_memory(t, &v.doc).await?.filter(|m| m.live_at(now)).map(|m| Source {
-                occurred: Some(m.happened_at()),
-                id: m.id,
-                title: m.title,
-                body: m.body,
-                kind: DocKind::Memory,
-                live: true,
-                at: m.updated_at,
-            }),
-            ("kb", _) => records.get_kb_document(t, &v.doc).await?.map(|d| Source {
-                id: d.id,
-                title: d.title,
-                body: d.body,
-                kind: DocKind::Kb,
-                live: true,
-                at: d.created_at,
-                occurred: None,
-            }),
+            ("memory", _) => records.get_memory(t, &v.doc).await?.map(|m| Source::memory(m, now)),
+            ("kb", _) => records.get_kb_document(t, &v.doc).await?.map(Source::kb),
             ("engineering", MemoryScope::Project(p)) => {
-                records.get_eng_record(t, p, &v.doc).await?.filter(|r| !r.expired(now)).map(|r| Source {
-                    title: r.body.title(),
-                    body: r.body.text(),
-                    live: true,
-                    at: r.updated_at,
-                    occurred: Some(r.created_at),
-                    kind: DocKind::Engineering,
-                    id: r.id,
-                })
+                records.get_eng_record(t, p, &v.doc).await?.map(|r| Source::engineering(r, now))
             }
             ("turn", MemoryScope::Session(session)) => {
                 let (turns, _) = crate::all_pages(100_000, |p| async move { records.list_turns(t, session, &p).await }).await?;
-                turns.into_iter().find(|x| x.id == v.doc).map(|x| Source {
-                    title: turn_title(&x),
-                    id: x.id,
-                    body: x.content,
-                    kind: DocKind::Turn,
-                    live: true,
-                    at: x.at,
-                    occurred: Some(x.at),
-                })
+                turns.into_iter().find(|x| x.id == v.doc).map(Source::turn)
             }
             _ => None,
         };
-        Ok(source)
+        Ok(source.filter(|s| s.live))
     }
 
     /// Every scope `caller` may read among global, org, its teams and its projects.
