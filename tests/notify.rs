@@ -447,6 +447,7 @@ async fn watched(backend: Backend, clock: Arc<ports::clock::ManualClock>) {
         scope: domain::memory::MemoryScope::Org,
         title: "Pager policy".into(),
         verified: false,
+        pending: false,
         confidence: 0.3,
         fresh_at: None,
         reason: "the index write failed; the reindex job retries".into(),

@@ -343,6 +343,15 @@ impl SearchIndex for LosesWrites {
     async fn doc_ids(&self, t: &TenantId, s: &MemoryScope, max: usize) -> Result<Vec<Id>> {
         self.0.doc_ids(t, s, max).await
     }
+    fn visible_after(&self) -> std::time::Duration {
+        self.0.visible_after()
+    }
+    async fn chunks(&self, t: &TenantId, s: &MemoryScope, d: &Id) -> Result<Vec<SearchDoc>> {
+        self.0.chunks(t, s, d).await
+    }
+    async fn remove_older(&self, t: &TenantId, s: &MemoryScope, d: &Id, than: domain::Timestamp) -> Result<usize> {
+        self.0.remove_older(t, s, d, than).await
+    }
     async fn warm_up(&self) -> Result<usize> {
         self.0.warm_up().await
     }
@@ -611,4 +620,64 @@ async fn reindex_heals_both_directions_and_is_idempotent() {
     assert_eq!(found.data["documents"][0]["id"], "kb-restored");
     let again = s.search.reindex(&t, false, &|_| {}).await.unwrap();
     assert_eq!((again.indexed, again.kept, again.orphaned), (0, 1, 1), "{again:?}");
+}
+
+/// The deferred readback's two index reads, on the embedded index (the OpenSearch
+/// adapter's requests for them are asserted in `store-aws::opensearch`): a record's
+/// chunks by key, and the removal of what an older version left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_are_read_by_key_and_older_versions_removed_embedded() {
+    let home = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap();
+    let index = backend.search.clone();
+    assert!(index.visible_after().is_zero(), "the embedded index is consistent at once");
+    let (t, doc) = (TenantId::new("acme").unwrap(), Id::new("kb-1").unwrap());
+    let embedder = backend.embedder.clone();
+    let chunk = |i: usize, at: i64, text: &str| {
+        let embedder = embedder.clone();
+        let (t, doc, text) = (t.clone(), doc.clone(), text.to_owned());
+        async move {
+            SearchDoc {
+                tenant: t,
+                scope: MemoryScope::Org,
+                id: Id::new(format!("kb-1~{i}")).unwrap(),
+                doc,
+                kind: DocKind::Kb,
+                title: "Runbook".into(),
+                vector: embedder.embed(std::slice::from_ref(&text)).await.unwrap().remove(0),
+                text,
+                embedder: embedder.name().to_owned(),
+                updated_at: domain::Timestamp(at),
+                occurred_at: None,
+            }
+        }
+    };
+    // Version 1 had two chunks; version 2 rewrote the first only.
+    let v1 = [chunk(0, 1, "old first").await, chunk(1, 1, "old second").await];
+    index.upsert(&v1).await.unwrap();
+    index.upsert(&[chunk(0, 2, "new first").await]).await.unwrap();
+    let stored = index.chunks(&t, &MemoryScope::Org, &doc).await.unwrap();
+    let seen: Vec<(&str, &str, i64)> = stored.iter().map(|d| (d.id.as_str(), d.text.as_str(), d.updated_at.0)).collect();
+    assert_eq!(seen, [("kb-1~0", "new first", 2), ("kb-1~1", "old second", 1)]);
+    let expected = backend.embedder.embed(&["new first".to_owned()]).await.unwrap().remove(0);
+    assert_eq!(stored[0].vector, expected, "the vector comes back as written");
+    // The sweep: only what version 1 left; twice removes nothing more.
+    assert_eq!(index.remove_older(&t, &MemoryScope::Org, &doc, domain::Timestamp(2)).await.unwrap(), 1);
+    assert_eq!(index.remove_older(&t, &MemoryScope::Org, &doc, domain::Timestamp(2)).await.unwrap(), 0);
+    let left = index.chunks(&t, &MemoryScope::Org, &doc).await.unwrap();
+    assert_eq!(left.iter().map(|d| d.text.as_str()).collect::<Vec<_>>(), ["new first"]);
+    // And search no longer finds the removed chunk.
+    let q = SearchQuery {
+        tenant: t.clone(),
+        scopes: vec![MemoryScope::Org],
+        kind: None,
+        text: "old second".into(),
+        vector: None,
+        embedder: backend.embedder.name().to_owned(),
+        mode: SearchMode::Keyword,
+        k: 10,
+        since: None,
+        until: None,
+    };
+    assert!(index.search(&q).await.unwrap().iter().all(|h| h.id.as_str() != "kb-1~1"));
 }

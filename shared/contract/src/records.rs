@@ -399,6 +399,7 @@ pub async fn verifications_and_review_queue(r: Records) {
         scope: MemoryScope::Project("apollo".into()),
         title: "Runbook".into(),
         verified: false,
+        pending: false,
         confidence: 0.3,
         fresh_at: None,
         reason: "not retrieved".into(),
@@ -427,7 +428,16 @@ pub async fn verifications_and_review_queue(r: Records) {
     r.dismiss_review(&t, "kb", &id("kb2")).await.unwrap();
     assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), None);
     assert!(r.list_review(&t, &PageRequest::first(10)).await.unwrap().items.is_empty());
-    assert_eq!(r.get_verification(&t, "kb", &id("kb2")).await.unwrap(), Some(again));
+    assert_eq!(r.get_verification(&t, "kb", &id("kb2")).await.unwrap(), Some(again.clone()));
+    // A pending verification (readback deferred past the refresh window) is recorded
+    // but neither enters the queue nor takes a record off it.
+    let pending = Verification { doc: id("kb3"), pending: true, reason: "readback queued".into(), ..again.clone() };
+    r.put_verification(&pending).await.unwrap();
+    assert_eq!(r.get_verification(&t, "kb", &id("kb3")).await.unwrap(), Some(pending.clone()));
+    assert_eq!(r.in_review(&t, "kb", &id("kb3")).await.unwrap(), None, "pending: not in the queue");
+    r.put_verification(&again).await.unwrap();
+    r.put_verification(&Verification { pending: true, ..again.clone() }).await.unwrap();
+    assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), Some(again), "pending: a queued record stays queued");
 }
 
 pub async fn proposals_lifecycle(r: Records) {

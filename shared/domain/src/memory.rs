@@ -197,6 +197,11 @@ pub struct Verification {
     pub scope: MemoryScope,
     pub title: String,
     pub verified: bool,
+    /// Written, its readback not run yet: the index makes writes searchable after a
+    /// refresh window and the readback runs once it has passed (off the request path).
+    /// A pending verification does not enter the review queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pending: bool,
     /// 0.96 when verified, 0.30 when the readback failed.
     pub confidence: f64,
     /// The freshness lock: when the content was proven retrievable (verified only).

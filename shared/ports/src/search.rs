@@ -271,6 +271,27 @@ pub trait SearchIndex: Send + Sync {
     /// `UNAVAILABLE` when the index cannot be read.
     async fn doc_ids(&self, tenant: &TenantId, scope: &MemoryScope, max: usize) -> Result<Vec<Id>>;
 
+    /// How long after a write returns until every search sees it: zero for an index
+    /// that is consistent at once (embedded), the refresh window for OpenSearch. The
+    /// services verify writes off the request path after this long, and sweep again
+    /// what a removal inside the window could not see.
+    fn visible_after(&self) -> std::time::Duration;
+
+    /// The stored chunks of record `doc` in `(tenant, scope)`, with their vectors, by
+    /// their keys (no ranking): what the deferred readback compares with what was written.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be read.
+    async fn chunks(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<Vec<SearchDoc>>;
+
+    /// Removes the chunks of record `doc` written before `than` (their `updated_at`):
+    /// the twins a re-index inside the refresh window could not see to remove, or what a
+    /// removal inside it missed. Returns how many it removed.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be written.
+    async fn remove_older(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id, than: Timestamp) -> Result<usize>;
+
     /// Loads what the index keeps in memory ahead of the first search after a start, so
     /// no query waits for it; returns how many partitions it loaded. An index that keeps
     /// nothing in this process (OpenSearch, none) has nothing to load.
@@ -301,6 +322,15 @@ impl SearchIndex for NoIndex {
     }
     async fn doc_ids(&self, _: &TenantId, _: &MemoryScope, _: usize) -> Result<Vec<Id>> {
         Ok(Vec::new())
+    }
+    fn visible_after(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+    async fn chunks(&self, _: &TenantId, _: &MemoryScope, _: &Id) -> Result<Vec<SearchDoc>> {
+        Ok(Vec::new())
+    }
+    async fn remove_older(&self, _: &TenantId, _: &MemoryScope, _: &Id, _: Timestamp) -> Result<usize> {
+        Ok(0)
     }
     async fn warm_up(&self) -> Result<usize> {
         Ok(0)

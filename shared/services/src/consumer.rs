@@ -3,7 +3,8 @@
 //! Spine write queued while the store was down to [`EntityService`], a dispatched task
 //! to [`TaskService`], a tenant's governance upkeep to [`MaintenanceService`], a
 //! connector's pull run to [`SourceService`] (a Lambda's run reads less per message
-//! than `continuity serve`'s: [`crate::sources::Budget`]). No
+//! than `continuity serve`'s: [`crate::sources::Budget`]), a deferred readback (after
+//! the search index's refresh window) to [`crate::search::SearchService`]. No
 //! service reaches another through the queue; this is the one place that knows them all.
 //! `continuity serve` drains the queue in a loop ([`Consumer::drain_once`]); the pipeline
 //! Lambda hands it each SQS record ([`Consumer::process`]).
@@ -26,6 +27,7 @@ pub(crate) struct Handlers {
     pub maintenance: MaintenanceService,
     pub sources: SourceService,
     pub notify: crate::notify::NotifyService,
+    pub search: crate::search::SearchService,
 }
 
 #[derive(Clone)]
@@ -37,6 +39,7 @@ pub struct Consumer {
     maintenance: MaintenanceService,
     sources: SourceService,
     notify: crate::notify::NotifyService,
+    search: crate::search::SearchService,
     pull_budget: Budget,
 }
 
@@ -51,6 +54,7 @@ impl Consumer {
             maintenance: h.maintenance,
             sources: h.sources,
             notify: h.notify,
+            search: h.search,
             pull_budget: if in_lambda { Budget::LAMBDA } else { Budget::SERVE },
         }
     }
@@ -65,6 +69,7 @@ impl Consumer {
             || kind == crate::work::KIND_TASK
             || kind == crate::sources::KIND_SYNC
             || kind == crate::notify::KIND_DELIVER
+            || kind == crate::search::KIND_READBACK
     }
 
     /// Processes one delivery with the service its kind names.
@@ -80,6 +85,7 @@ impl Consumer {
             crate::sources::KIND_SYNC => self.sources.run_message(&delivery.message, self.pull_budget).await.map(|_| ()),
             crate::maintenance::KIND_RESUME => self.maintenance.resume_from_queue(&delivery.message).await.map(|_| ()),
             crate::maintenance::KIND_DAILY => self.maintenance.daily_from_queue(&delivery.message).await.map(|_| ()),
+            crate::search::KIND_READBACK => self.search.readback_from_queue(&delivery.message).await,
             _ => self.ingest.process(delivery).await.map(|_| ()),
         }
     }

@@ -196,6 +196,7 @@ impl Services {
                 maintenance: maintenance.clone(),
                 sources: sources.clone(),
                 notify: notify.clone(),
+                search: search.clone(),
             },
         );
         Self(std::sync::Arc::new(ServiceSet {

@@ -27,6 +27,12 @@ pub const ORPHAN_KIND: &str = "index";
 
 /// How deep a readback query looks for the new chunk.
 pub const READBACK_K: usize = 10;
+/// The work-queue kind of a deferred readback (or of a removal's second sweep), run
+/// once the index's refresh window has passed.
+pub const KIND_READBACK: &str = "search.readback";
+/// The waits (ms) between tries of a readback on an index that makes writes visible
+/// after a refresh: on the request path only when the deferred one cannot be queued.
+const REFRESH_RETRIES: [u64; 4] = [0, 1_000, 2_000, 4_000];
 /// Similarity above which an existing record is linked as related.
 pub const LINK_SIMILARITY: f32 = 0.80;
 pub const VERIFIED_CONFIDENCE: f64 = 0.96;
@@ -141,6 +147,11 @@ pub fn extract(text: &str) -> Vec<Extracted> {
     found.into_iter().take(64).map(|(class, text)| Extracted { class, text }).collect()
 }
 
+/// [`sha`] in lowercase hex (in queue messages).
+fn hex_sha(s: &str) -> String {
+    sha(s).iter().map(|b| format!("{b:02x}")).collect()
+}
+
 fn sha(s: &str) -> [u8; 32] {
     Sha256::digest(s.as_bytes()).into()
 }
@@ -241,12 +252,51 @@ impl Window {
     }
 }
 
+/// A deferred readback, or (without a kind) a removal's second sweep: the body of a
+/// [`KIND_READBACK`] message.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Readback {
+    /// The record's kind (`memory`, `kb`, `turn`, `engineering`); none for a sweep.
+    kind: Option<String>,
+    doc: Id,
+    /// The scope's storage key.
+    scope: String,
+    /// The version written (its chunks' `updated_at`); for a sweep, chunks written
+    /// before this are removed.
+    at: i64,
+    /// SHA-256 of each chunk's text, in chunk order (`{doc}~{i}`).
+    chunks: Vec<String>,
+    /// When the write or the removal returned.
+    written: i64,
+}
+
+impl Readback {
+    /// Whether `stored` (the version written, by key) holds exactly the chunks written,
+    /// byte for byte.
+    fn check(&self, stored: &[SearchDoc]) -> std::result::Result<(), String> {
+        if stored.len() != self.chunks.len() {
+            return Err(format!("{} of {} chunks are stored", stored.len().min(self.chunks.len()), self.chunks.len()));
+        }
+        for (i, digest) in self.chunks.iter().enumerate() {
+            let key = format!("{}~{i}", self.doc);
+            match stored.iter().find(|d| d.id.as_str() == key) {
+                Some(d) if hex_sha(&d.text) == *digest => {}
+                Some(_) => return Err(format!("chunk {key} came back different from what was written")),
+                None => return Err(format!("chunk {key} is not stored")),
+            }
+        }
+        Ok(())
+    }
+}
+
 /// What a reindex did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReindexReport {
-    /// Records (re)indexed, and how many of them passed readback.
+    /// Records (re)indexed, how many of them passed readback, and how many wait for a
+    /// readback after the index's refresh window (queued, off this run).
     pub indexed: usize,
     pub verified: usize,
+    pub pending: usize,
     /// Records already indexed and left alone.
     pub kept: usize,
     /// Superseded entries taken out of the index.
@@ -284,6 +334,7 @@ impl SearchService {
         if !self.enabled() {
             return Ok(None);
         }
+        let mut pending = false;
         let (verified, reason, related) = match self.chunks_of(&r).await {
             Err(e) => {
                 // Nothing reached the index: the reindex job finds the record missing and
@@ -305,7 +356,12 @@ impl SearchService {
                         tracing::warn!(code = ?e.code, "search index write failed; the record goes to review");
                         (false, "the index write failed; the reindex job retries".to_owned())
                     }
-                    Ok(()) => self.readback(&r, &docs).await,
+                    Ok(()) if self.defer_readback(&r, &docs).await => {
+                        pending = true;
+                        let secs = self.backend.search.visible_after().as_secs();
+                        (false, format!("written; its readback runs once the index has refreshed (within {secs} s)"))
+                    }
+                    Ok(()) => self.readback(r.tenant, r.scope, r.kind, &docs).await,
                 };
                 (verified, reason, related)
             }
@@ -321,6 +377,7 @@ impl SearchService {
             scope: r.scope.clone(),
             title: if private { String::new() } else { r.title.chars().take(200).collect() },
             verified,
+            pending,
             confidence: if verified { VERIFIED_CONFIDENCE } else { UNVERIFIED_CONFIDENCE },
             fresh_at: verified.then(|| self.backend.clock.now()),
             reason,
@@ -388,14 +445,14 @@ impl SearchService {
     /// comes back is byte-identical (SHA-256) to the chunk written. OpenSearch makes
     /// writes searchable after a refresh (about a second), so a miss there is retried a
     /// few times before it counts.
-    async fn readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> (bool, String) {
-        let tries: &[u64] = if self.backend.search.name() == "opensearch" { &[0, 1_000, 2_000, 4_000] } else { &[0] };
+    async fn readback(&self, tenant: &TenantId, scope: &MemoryScope, kind: DocKind, docs: &[SearchDoc]) -> (bool, String) {
+        let tries: &[u64] = if self.backend.search.visible_after().is_zero() { &[0] } else { &REFRESH_RETRIES };
         let mut last = String::new();
         for &wait in tries {
             if wait > 0 {
-                tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+                self.backend.clock.sleep(std::time::Duration::from_millis(wait)).await;
             }
-            match self.readback_once(r, docs).await {
+            match self.readback_once(tenant, scope, kind, docs).await {
                 Ok(()) => return (true, format!("all {} chunks retrieved by a synthetic query", docs.len())),
                 Err(reason) => last = reason,
             }
@@ -403,14 +460,20 @@ impl SearchService {
         (false, last)
     }
 
-    async fn readback_once(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> std::result::Result<(), String> {
+    async fn readback_once(
+        &self,
+        tenant: &TenantId,
+        scope: &MemoryScope,
+        kind: DocKind,
+        docs: &[SearchDoc],
+    ) -> std::result::Result<(), String> {
         for d in docs {
-            let text = synthetic_query(r.title, &d.text);
+            let text = synthetic_query(&d.title, &d.text);
             let vector = (!d.vector.is_empty()).then(|| d.vector.clone());
             let q = SearchQuery {
-                tenant: r.tenant.clone(),
-                scopes: vec![r.scope.clone()],
-                kind: Some(r.kind),
+                tenant: tenant.clone(),
+                scopes: vec![scope.clone()],
+                kind: Some(kind),
                 text,
                 vector,
                 embedder: d.embedder.clone(),
@@ -433,12 +496,129 @@ impl SearchService {
         Ok(())
     }
 
+    /// Whether this write's readback runs later, off the request path: on an index
+    /// that makes writes visible after a refresh window, once a readback message is
+    /// queued (when it cannot be, the readback runs here, waiting for the refresh).
+    async fn defer_readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> bool {
+        if self.backend.search.visible_after().is_zero() {
+            return false;
+        }
+        let readback = Readback {
+            kind: Some(r.kind.as_str().to_owned()),
+            doc: r.doc.clone(),
+            scope: r.scope.storage_key(),
+            at: r.at.0,
+            chunks: docs.iter().map(|d| hex_sha(&d.text)).collect(),
+            written: self.backend.clock.now().0,
+        };
+        match self.queue_readback(r.tenant, &readback).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(code = ?e.code, "the deferred readback could not be queued; it runs now");
+                false
+            }
+        }
+    }
+
+    async fn queue_readback(&self, tenant: &TenantId, r: &Readback) -> Result<()> {
+        let body = serde_json::to_vec(r).map_err(|e| Error::internal(e.to_string()))?;
+        let key = format!("readback:{}:{}:{}:{}:{}", tenant, r.scope, r.doc, r.at, r.kind.as_deref().unwrap_or("sweep"));
+        self.backend
+            .queue
+            .send(&ports::QueueMessage { tenant: tenant.clone(), kind: KIND_READBACK.to_owned(), idempotency_key: key, body })
+            .await
+    }
+
+    /// Runs a deferred readback (a [`KIND_READBACK`] message) once the index's refresh
+    /// window has passed since the write: the record's chunks of the version written
+    /// must be stored byte for byte (by their keys) and each retrieved by its synthetic
+    /// query; older versions' chunks (twins of a re-index inside the window) are removed.
+    /// Its verification replaces the pending one, entering the review queue when it
+    /// failed. A newer version of the record is left to its own readback; a message
+    /// without a kind is a removal's second sweep.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` for a malformed message (dead-lettered); `UNAVAILABLE` when the
+    /// index or the store cannot be reached (retried).
+    pub async fn readback_from_queue(&self, m: &ports::QueueMessage) -> Result<()> {
+        let r: Readback =
+            serde_json::from_slice(&m.body).map_err(|e| Error::invalid(format!("a readback message is malformed: {e}")))?;
+        let (tenant, scope) = (&m.tenant, MemoryScope::parse(&r.scope)?);
+        let window = self.backend.search.visible_after();
+        let due = r.written.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
+        let wait = due.saturating_sub(self.backend.clock.now().0).clamp(0, i64::try_from(window.as_millis()).unwrap_or(0));
+        if wait > 0 {
+            self.backend.clock.sleep(std::time::Duration::from_millis(wait.unsigned_abs())).await;
+        }
+        let Some(kind) = r.kind.as_deref() else {
+            let swept = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
+            if swept > 0 {
+                tracing::info!(swept, "a removal's second sweep took out chunks written inside the refresh window");
+            }
+            return Ok(());
+        };
+        let kind = DocKind::parse(kind)?;
+        let Some(pending) = self.backend.records.get_verification(tenant, kind.as_str(), &r.doc).await? else {
+            // Forgotten meanwhile: its removal swept the index.
+            return Ok(());
+        };
+        let mut last = String::new();
+        for &wait in &REFRESH_RETRIES {
+            if wait > 0 {
+                self.backend.clock.sleep(std::time::Duration::from_millis(wait)).await;
+            }
+            let stored = self.backend.search.chunks(tenant, &scope, &r.doc).await?;
+            if stored.iter().any(|d| d.updated_at.0 > r.at) {
+                // A newer version was written since: its own readback decides.
+                return Ok(());
+            }
+            let twins = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
+            if twins > 0 {
+                tracing::info!(twins, "chunks of an older version (a re-index inside the refresh window) removed");
+            }
+            let current: Vec<SearchDoc> = stored.into_iter().filter(|d| d.updated_at.0 == r.at).collect();
+            let outcome = match Readback::check(&r, &current) {
+                Ok(()) => self.readback_once(tenant, &scope, kind, &current).await,
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(()) => {
+                    last.clear();
+                    break;
+                }
+                Err(reason) => last = reason,
+            }
+        }
+        let verified = last.is_empty();
+        let now = self.backend.clock.now();
+        let v = Verification {
+            verified,
+            pending: false,
+            confidence: if verified { VERIFIED_CONFIDENCE } else { UNVERIFIED_CONFIDENCE },
+            fresh_at: verified.then_some(now),
+            reason: if verified { format!("all {} chunks retrieved by a synthetic query", r.chunks.len()) } else { last },
+            at: now,
+            ..pending
+        };
+        self.backend.records.put_verification(&v).await
+    }
+
     /// Removes a record from the index (superseded org memory, replaced documents).
     ///
     /// # Errors
     /// `UNAVAILABLE` when the index cannot be written.
     pub async fn unindex(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
-        self.backend.search.remove(tenant, scope, doc).await
+        self.backend.search.remove(tenant, scope, doc).await?;
+        if !self.backend.search.visible_after().is_zero() {
+            // A chunk written inside the refresh window was not found to remove: sweep
+            // again once the window has passed (everything written before now).
+            let now = self.backend.clock.now();
+            let sweep = Readback { kind: None, doc: doc.clone(), scope: scope.storage_key(), at: now.0 + 1, chunks: Vec::new(), written: now.0 };
+            if let Err(e) = self.queue_readback(tenant, &sweep).await {
+                tracing::warn!(code = ?e.code, "the removal's second sweep could not be queued; the daily reindex finds what is left");
+            }
+        }
+        Ok(())
     }
 
     /// Hybrid search of `scopes` for `caller`. Every scope must be readable by the
@@ -630,8 +810,10 @@ impl SearchService {
                     })
                     .await?;
                 report.indexed += 1;
-                if v.is_some_and(|v| v.verified) {
-                    report.verified += 1;
+                match v {
+                    Some(v) if v.verified => report.verified += 1,
+                    Some(v) if v.pending => report.pending += 1,
+                    _ => {}
                 }
                 progress(report.indexed);
             }
@@ -643,6 +825,7 @@ impl SearchService {
                     scope: scope.clone(),
                     title: String::new(),
                     verified: false,
+                    pending: false,
                     confidence: 0.0,
                     fresh_at: None,
                     reason: "orphaned — content unrecoverable: indexed, but its record is gone".into(),

@@ -48,6 +48,16 @@ impl Vars<'_> {
     }
 }
 
+/// `CONTINUITY_OPENSEARCH_VISIBLE_SECONDS`: whole seconds, 0 to 30; unset: 10.
+fn visible_after(raw: Option<String>) -> Result<std::time::Duration> {
+    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else { return Ok(crate::settings::DEFAULT_VISIBLE_AFTER) };
+    let max = crate::settings::MAX_VISIBLE_AFTER.as_secs();
+    match raw.trim().parse::<u64>() {
+        Ok(n) if n <= max => Ok(std::time::Duration::from_secs(n)),
+        _ => Err(Error::invalid_field("CONTINUITY_OPENSEARCH_VISIBLE_SECONDS", format!("whole seconds from 0 to {max}"))),
+    }
+}
+
 impl LambdaEnv {
     /// Reads `AWS_REGION`, `CONTINUITY_TABLE`, `CONTINUITY_QUEUE_URL`,
     /// `CONTINUITY_DLQ_URL`, `CONTINUITY_BUCKET`, optional `CONTINUITY_FORTRESS_TABLE`, `CONTINUITY_REDIS_URLS` (comma-separated;
@@ -115,6 +125,7 @@ impl LambdaEnv {
                     index: optional("CONTINUITY_OPENSEARCH_INDEX").unwrap_or_else(|| "continuity".into()),
                     embedder: optional("CONTINUITY_EMBEDDER").unwrap_or_else(|| "hashing".into()),
                     bedrock_endpoint: optional("CONTINUITY_BEDROCK_ENDPOINT"),
+                    visible_after: visible_after(optional("CONTINUITY_OPENSEARCH_VISIBLE_SECONDS"))?,
                 },
                 triage_state_machine: optional("CONTINUITY_TRIAGE_STATE_MACHINE").filter(|s| !s.trim().is_empty()),
                 mail_from: optional("CONTINUITY_MAIL_FROM").filter(|s| !s.trim().is_empty()),

@@ -126,7 +126,8 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
                 &settings.search.index,
                 embedder.name(),
                 embedder.dim(),
-            ))
+            )
+            .with_visible_after(settings.search.visible_after))
         }
         None => Arc::new(ports::search::NoIndex),
     };

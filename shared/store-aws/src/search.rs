@@ -21,10 +21,11 @@
 //! in-process HTTP server answering recorded OpenSearch responses.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::memory::MemoryScope;
-use domain::{Error, Id, Result, TenantId};
+use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
     Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
     identifiers, query_text,
@@ -38,7 +39,9 @@ use crate::signed::SignedHttp;
 const DEPTH: usize = 50;
 /// Chunks per page when listing a partition's documents.
 const DOC_ID_PAGE: usize = 1000;
-const SOURCE: [&str; 7] = ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"];
+const SOURCE: [&str; 8] = ["partition", "chunk", "doc", "kind", "title", "text", "updated_at", "occurred_at"];
+/// Most chunks one record's key lookup returns: [`MAX_CHUNKS`] and as many twins.
+const DOC_CHUNKS: usize = 1000;
 
 /// The OpenSearch adapter of the search port.
 #[derive(Debug, Clone)]
@@ -47,6 +50,7 @@ pub struct OpenSearchIndex {
     index: String,
     embedder: String,
     dim: usize,
+    visible_after: Duration,
     ready: std::sync::Arc<OnceCell<()>>,
 }
 
@@ -68,7 +72,40 @@ impl OpenSearchIndex {
     /// The adapter for index `index` behind `http`, holding `dim`-dimension vectors of
     /// `embedder`.
     pub fn new(http: SignedHttp, index: &str, embedder: &str, dim: usize) -> Self {
-        Self { http, index: index.to_owned(), embedder: embedder.to_owned(), dim, ready: std::sync::Arc::default() }
+        Self {
+            http,
+            index: index.to_owned(),
+            embedder: embedder.to_owned(),
+            dim,
+            visible_after: crate::settings::DEFAULT_VISIBLE_AFTER,
+            ready: std::sync::Arc::default(),
+        }
+    }
+
+    /// The same adapter, assuming writes are seen by every search `after` they return
+    /// (the collection's refresh window).
+    #[must_use]
+    pub fn with_visible_after(mut self, after: Duration) -> Self {
+        self.visible_after = after;
+        self
+    }
+
+    /// The `_id`s (as OpenSearch assigned them) of the chunks of `doc` in `part`
+    /// matching the `extra` filter too.
+    async fn ids_of(&self, part: &str, doc: &Id, extra: Option<Value>) -> Result<Vec<String>> {
+        let mut filter = vec![json!({"term": {"partition": part}}), json!({"term": {"doc": doc.as_str()}})];
+        filter.extend(extra);
+        let hits = self
+            .query(json!({"size": DOC_CHUNKS, "_source": ["chunk"], "query": {"bool": {"filter": filter}}}))
+            .await?;
+        Ok(hits.iter().filter_map(|h| h.get("_id")?.as_str().map(str::to_owned)).collect())
+    }
+
+    async fn delete_ids(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        self.bulk(ids.iter().map(|id| json!({"delete": {"_index": self.index, "_id": id}})).collect()).await
     }
 
     /// The index mapping: keywords for filters, text for BM25, a `knn_vector` (HNSW,
@@ -137,7 +174,24 @@ impl OpenSearchIndex {
     }
 
     /// The hits of one retriever as candidates, dropping anything outside `parts`.
+    ///
+    /// Inside the refresh window a re-indexed record can have twins (the removal before
+    /// the write could not see the previous write yet): of the chunks of one record only
+    /// those of its newest version (`updated_at`) count, each chunk key once. The
+    /// deferred readback then removes the older ones for good.
     fn candidates(&self, hits: Vec<Value>, parts: &[(String, MemoryScope)], ids: &[String], vector: bool) -> Vec<Candidate> {
+        let version = |h: &Value| h.pointer("/_source/updated_at").and_then(Value::as_i64).unwrap_or(0);
+        let key = |h: &Value, k: &str| h.pointer(&format!("/_source/{k}")).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let mut newest: std::collections::HashMap<String, i64> = std::collections::HashMap::new();
+        for h in &hits {
+            let v = newest.entry(key(h, "doc")).or_insert(i64::MIN);
+            *v = (*v).max(version(h));
+        }
+        let mut chunks_seen = HashSet::new();
+        let hits: Vec<Value> = hits
+            .into_iter()
+            .filter(|h| newest.get(&key(h, "doc")) == Some(&version(h)) && chunks_seen.insert(key(h, "chunk")))
+            .collect();
         hits.into_iter()
             .filter_map(|h| {
                 let src = h.get("_source")?;
@@ -232,21 +286,59 @@ impl SearchIndex for OpenSearchIndex {
         self.bulk(lines).await
     }
 
+    /// Serverless collections have no delete-by-query: the chunks are found by their
+    /// keys (`partition`, `doc`) and deleted by the ids the collection assigned. A chunk
+    /// written inside the refresh window is not found yet: the services sweep again with
+    /// [`SearchIndex::remove_older`] once [`SearchIndex::visible_after`] has passed.
     async fn remove(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
         self.ensure().await?;
-        // Serverless collections have no delete-by-query: find the chunks, delete each.
-        let part = partition(tenant, scope);
+        let ids = self.ids_of(&partition(tenant, scope), doc, None).await?;
+        self.delete_ids(&ids).await
+    }
+
+    fn visible_after(&self) -> Duration {
+        self.visible_after
+    }
+
+    async fn chunks(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<Vec<SearchDoc>> {
+        self.ensure().await?;
         let hits = self
             .query(json!({
-                "size": 1000, "_source": ["chunk"],
-                "query": {"bool": {"filter": [{"term": {"partition": part}}, {"term": {"doc": doc.as_str()}}]}}
+                "size": DOC_CHUNKS, "sort": [{"chunk": "asc"}],
+                "_source": ["chunk", "doc", "kind", "embedder", "title", "text", "updated_at", "occurred_at", "vector"],
+                "query": {"bool": {"filter": [{"term": {"partition": partition(tenant, scope)}}, {"term": {"doc": doc.as_str()}}]}}
             }))
             .await?;
-        let lines: Vec<Value> = hits
-            .iter()
-            .filter_map(|h| h.get("_id")?.as_str().map(|id| json!({"delete": {"_index": self.index, "_id": id}})))
-            .collect();
-        if lines.is_empty() { Ok(()) } else { self.bulk(lines).await }
+        let doc_of = |h: &Value| -> Option<SearchDoc> {
+            let src = h.get("_source")?;
+            let s = |k: &str| src.get(k).and_then(Value::as_str).map(str::to_owned);
+            #[allow(clippy::cast_possible_truncation)]
+            let vector = src.get("vector")?.as_array()?.iter().filter_map(Value::as_f64).map(|x| x as f32).collect();
+            Some(SearchDoc {
+                tenant: tenant.clone(),
+                scope: scope.clone(),
+                id: Id::new(s("chunk")?).ok()?,
+                doc: Id::new(s("doc")?).ok()?,
+                kind: DocKind::parse(&s("kind")?).ok()?,
+                title: s("title").unwrap_or_default(),
+                text: s("text").unwrap_or_default(),
+                vector,
+                embedder: s("embedder").unwrap_or_default(),
+                updated_at: domain::Timestamp(src.get("updated_at")?.as_i64()?),
+                occurred_at: src.get("occurred_at").and_then(Value::as_i64).map(domain::Timestamp),
+            })
+        };
+        hits.iter()
+            .map(|h| doc_of(h).ok_or_else(|| Error::internal("opensearch answered a chunk without its keys")))
+            .collect()
+    }
+
+    async fn remove_older(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id, than: Timestamp) -> Result<usize> {
+        self.ensure().await?;
+        let older = json!({"range": {"updated_at": {"lt": than.0}}});
+        let ids = self.ids_of(&partition(tenant, scope), doc, Some(older)).await?;
+        self.delete_ids(&ids).await?;
+        Ok(ids.len())
     }
 
     async fn search(&self, q: &SearchQuery) -> Result<Vec<SearchHit>> {

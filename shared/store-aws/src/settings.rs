@@ -64,7 +64,17 @@ pub struct SearchSettings {
     pub embedder: String,
     /// A Bedrock runtime endpoint other than AWS's (a local stand-in in tests).
     pub bedrock_endpoint: Option<String>,
+    /// How long after a write every search sees it (the collection's refresh window):
+    /// writes are verified, and removals swept again, this long after they return.
+    pub visible_after: std::time::Duration,
 }
+
+/// The refresh window assumed for a Serverless collection when none is configured
+/// (`CONTINUITY_OPENSEARCH_VISIBLE_SECONDS`, the stack's `SearchVisibleSeconds`).
+pub const DEFAULT_VISIBLE_AFTER: std::time::Duration = std::time::Duration::from_secs(10);
+/// The longest refresh window accepted: the deferred readback waits it out inside the
+/// pipeline function's 60 s.
+pub const MAX_VISIBLE_AFTER: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for SearchSettings {
     fn default() -> Self {
@@ -74,6 +84,7 @@ impl Default for SearchSettings {
             index: "continuity".into(),
             embedder: "hashing".into(),
             bedrock_endpoint: None,
+            visible_after: DEFAULT_VISIBLE_AFTER,
         }
     }
 }

@@ -87,6 +87,7 @@ impl StackOutputs {
                 index: "continuity".into(),
                 embedder: "hashing".into(),
                 bedrock_endpoint: None,
+                visible_after: crate::settings::DEFAULT_VISIBLE_AFTER,
             },
             triage_state_machine: optional("TriageStateMachineArn"),
             mail_from: None,

@@ -215,14 +215,14 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     assert_eq!(seen[0].path, "/continuity/_search");
     assert_eq!(
         serde_json::from_str::<Value>(&seen[0].body).unwrap(),
-        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"],
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "updated_at", "occurred_at"],
                "query": {"bool": {"filter": filter, "must": [{"multi_match": {"query": "restart drain_ingest", "fields": ["title^2", "text"]}}]}}})
     );
     let mut knn_filter = filter.as_array().unwrap().clone();
     knn_filter.push(json!({"term": {"embedder": "hashing-4 (lexical)"}}));
     assert_eq!(
         serde_json::from_str::<Value>(&seen[1].body).unwrap(),
-        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "occurred_at"],
+        json!({"size": 50, "_source": ["partition", "chunk", "doc", "kind", "title", "text", "updated_at", "occurred_at"],
                "query": {"knn": {"vector": {"vector": [0.6, 0.8, 0.0, 0.0], "k": 50, "filter": {"bool": {"filter": knn_filter}}}}}})
     );
     let ids: Vec<&str> = hits.iter().map(|h| h.doc.as_str()).collect();
@@ -456,4 +456,82 @@ async fn a_partitions_documents_are_listed_past_any_result_window() {
     srv.searches.lock().unwrap().push(Value::Array(first));
     assert_eq!(index.doc_ids(&t("acme"), &MemoryScope::Org, 10).await.unwrap().len(), 10);
     assert_eq!(srv.seen.lock().unwrap().iter().filter(|s| s.path.ends_with("/_search")).count(), 1);
+}
+
+#[tokio::test]
+async fn inside_the_refresh_window_twins_are_not_shown_and_older_versions_are_swept() {
+    let (srv, url) = server().await;
+    let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "e", 4)
+        .with_visible_after(std::time::Duration::from_secs(3));
+    assert_eq!(index.visible_after(), std::time::Duration::from_secs(3));
+    // A record re-indexed inside the window: the removal before the second write could
+    // not see the first, so both versions are stored, and an older chunk ~1 the new
+    // version no longer has.
+    let versioned = |chunk: &str, at: i64, text: &str, score: f64| {
+        let mut h = hit("acme/org", chunk, "kb-1", score, text);
+        h["_source"]["updated_at"] = json!(at);
+        h
+    };
+    *srv.searches.lock().unwrap() = vec![json!([
+        versioned("kb-1~0", 1, "old refund text", 3.0),
+        versioned("kb-1~0", 2, "new refund text", 2.0),
+        versioned("kb-1~0", 2, "new refund text", 2.0),
+        versioned("kb-1~1", 1, "old second chunk", 1.5),
+        hit("acme/org", "kb-2~0", "kb-2", 1.0, "refund elsewhere"),
+    ])];
+    let q = SearchQuery {
+        tenant: t("acme"),
+        scopes: vec![MemoryScope::Org],
+        kind: None,
+        text: "refund".into(),
+        vector: None,
+        embedder: "e".into(),
+        mode: SearchMode::Keyword,
+        k: 10,
+        since: None,
+        until: None,
+    };
+    let hits = index.search(&q).await.unwrap();
+    let shown: Vec<(&str, &str)> = hits.iter().map(|h| (h.id.as_str(), h.text.as_str())).collect();
+    assert_eq!(shown, [("kb-1~0", "new refund text"), ("kb-2~0", "refund elsewhere")], "the newest version once");
+    let search_body = |n: usize| serde_json::from_str::<Value>(&srv.seen.lock().unwrap()[n].body).unwrap();
+    assert_eq!(
+        search_body(1)["_source"],
+        json!(["partition", "chunk", "doc", "kind", "title", "text", "updated_at", "occurred_at"])
+    );
+
+    // The stored chunks of a record, by key, with their vectors.
+    let mut stored = hit("acme/org", "kb-1~0", "kb-1", 0.0, "new refund text");
+    stored["_source"]["updated_at"] = json!(2);
+    stored["_source"]["occurred_at"] = json!(2);
+    stored["_source"]["embedder"] = json!("e");
+    stored["_source"]["vector"] = json!([0.6, 0.8, 0.0, 0.0]);
+    *srv.searches.lock().unwrap() = vec![json!([stored])];
+    let chunks = index.chunks(&t("acme"), &MemoryScope::Org, &Id::new("kb-1").unwrap()).await.unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!((chunks[0].id.as_str(), chunks[0].text.as_str(), chunks[0].updated_at), ("kb-1~0", "new refund text", Timestamp(2)));
+    assert_eq!(chunks[0].vector, [0.6, 0.8, 0.0, 0.0]);
+    let n = srv.seen.lock().unwrap().len();
+    assert_eq!(
+        search_body(n - 1),
+        json!({"size": 1000, "sort": [{"chunk": "asc"}],
+               "_source": ["chunk", "doc", "kind", "embedder", "title", "text", "updated_at", "occurred_at", "vector"],
+               "query": {"bool": {"filter": [{"term": {"partition": "acme/org"}}, {"term": {"doc": "kb-1"}}]}}})
+    );
+
+    // The sweep: what was written before the version kept, by the ids assigned.
+    let mut old = hit("acme/org", "kb-1~0", "kb-1", 0.0, "");
+    old["_id"] = json!("1%3A0%3AoldOne");
+    *srv.searches.lock().unwrap() = vec![json!([old])];
+    let removed = index.remove_older(&t("acme"), &MemoryScope::Org, &Id::new("kb-1").unwrap(), Timestamp(2)).await.unwrap();
+    assert_eq!(removed, 1);
+    let seen = srv.seen.lock().unwrap();
+    let (find, bulk) = (&seen[seen.len() - 2], &seen[seen.len() - 1]);
+    assert_eq!(
+        serde_json::from_str::<Value>(&find.body).unwrap(),
+        json!({"size": 1000, "_source": ["chunk"], "query": {"bool": {"filter": [
+            {"term": {"partition": "acme/org"}}, {"term": {"doc": "kb-1"}}, {"range": {"updated_at": {"lt": 2}}}]}}})
+    );
+    assert_eq!(bulk.path, "/_bulk");
+    assert_eq!(serde_json::from_str::<Value>(bulk.body.trim()).unwrap(), json!({"delete": {"_index": "continuity", "_id": "1%3A0%3AoldOne"}}));
 }

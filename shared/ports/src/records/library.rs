@@ -73,7 +73,8 @@ impl LibraryStore for Records {
 #[async_trait]
 pub trait ReviewStore: Send + Sync {
     /// Records `v` (replacing the previous verification of the same record) and adds it
-    /// to, or takes it off, the review queue — in one atomic write.
+    /// to, or takes it off, the review queue — in one atomic write. A pending one leaves
+    /// the queue as it is.
     ///
     /// # Errors
     /// `UNAVAILABLE`.
@@ -105,12 +106,17 @@ impl ReviewStore for Records {
         let tenant = v.tenant.as_str();
         let sk = format!("{}#{}", v.kind, v.doc);
         let body = encode(v)?;
-        let queue = if v.verified {
-            Write::Delete { tenant: tenant.to_owned(), part: "review".into(), sk: sk.clone(), condition: Condition::None }
+        let queue = if v.pending {
+            // Not decided yet: a record already in the queue stays there until it is.
+            None
+        } else if v.verified {
+            Some(Write::Delete { tenant: tenant.to_owned(), part: "review".into(), sk: sk.clone(), condition: Condition::None })
         } else {
-            put(tenant, "review", sk.clone(), 1, body.clone(), Condition::None)
+            Some(put(tenant, "review", sk.clone(), 1, body.clone(), Condition::None))
         };
-        self.items.write(vec![put(tenant, "verify", sk, 1, body, Condition::None), queue]).await
+        let mut writes = vec![put(tenant, "verify", sk, 1, body, Condition::None)];
+        writes.extend(queue);
+        self.items.write(writes).await
     }
 
     async fn get_verification(&self, tenant: &TenantId, kind: &str, doc: &Id) -> Result<Option<Verification>> {

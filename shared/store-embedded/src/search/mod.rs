@@ -681,6 +681,70 @@ impl SearchIndex for SqliteSearch {
         raw.into_iter().map(Id::new).collect()
     }
 
+    /// Consistent at once: a search after `upsert` returns sees it.
+    fn visible_after(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+
+    async fn chunks(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<Vec<SearchDoc>> {
+        let (t, s) = key(tenant, scope);
+        let (tenant, scope, d) = (tenant.clone(), scope.clone(), doc.as_str().to_owned());
+        self.db
+            .read(move |c| {
+                let mut st = c
+                    .prepare_cached(
+                        "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
+                         WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 ORDER BY id",
+                    )
+                    .map_err(sql_err)?;
+                let mut rows = st.query(params![t, s, d]).map_err(sql_err)?;
+                let mut out = Vec::new();
+                while let Some(r) = rows.next().map_err(sql_err)? {
+                    out.push(row_doc(r, &tenant, &scope)?);
+                }
+                Ok(out)
+            })
+            .await
+    }
+
+    async fn remove_older(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id, than: Timestamp) -> Result<usize> {
+        let part = self.partition(tenant, scope).await?;
+        let _writing = part.writer.lock().await;
+        let (t, s) = key(tenant, scope);
+        let d = doc.as_str().to_owned();
+        let writer = self.writer.clone();
+        let gone: Vec<String> = self
+            .db
+            .run(move |c| {
+                let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
+                let ids = {
+                    let mut st = tx
+                        .prepare_cached("SELECT id FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 AND updated_at < ?4")
+                        .map_err(sql_err)?;
+                    let rows = st.query_map(params![t, s, d, than.0], |r| r.get::<_, String>(0)).map_err(sql_err)?;
+                    rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?
+                };
+                if !ids.is_empty() {
+                    tx.execute(
+                        "DELETE FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 AND updated_at < ?4",
+                        params![t, s, d, than.0],
+                    )
+                    .map_err(sql_err)?;
+                    log_changes(&tx, &writer, &t, &s, std::slice::from_ref(&d))?;
+                }
+                tx.commit().map_err(sql_err)?;
+                Ok(ids)
+            })
+            .await?;
+        let mut p = part.index.write().await;
+        for id in &gone {
+            if let Some(&slot) = p.by_id.get(id.as_str()) {
+                p.remove_slot(slot);
+            }
+        }
+        Ok(gone.len())
+    }
+
     async fn warm_up(&self) -> Result<usize> {
         let keys = self
             .db
