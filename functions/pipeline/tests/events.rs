@@ -177,3 +177,38 @@ async fn a_batch_runs_its_messages_at_once() {
     assert_eq!(arrived.load(std::sync::atomic::Ordering::SeqCst), 2, "each delivered once");
     assert!(s.notify.failures(&demo, &domain::PageRequest::first(10)).await.unwrap().items.is_empty());
 }
+
+/// `events/pipeline-sqs-readback.json`: a removal's second sweep, run by the pipeline
+/// function once the refresh window has passed — the record's chunks written before
+/// the sweep's time leave the index; again, nothing changes.
+#[tokio::test]
+async fn a_removals_second_sweep_runs_in_the_pipeline_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let doc = domain::Id::new("kb-demo-1").unwrap();
+    let org = domain::memory::MemoryScope::Org;
+    let v = s
+        .search
+        .index(services::search::IndexRequest {
+            tenant: &demo,
+            scope: &org,
+            kind: ports::search::DocKind::Kb,
+            doc: &doc,
+            title: "Escalation runbook",
+            body: "Page the on-call lead, then open an incident channel.",
+            at: s.backend.clock.now(),
+            occurred: None,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(v.verified && !v.pending, "the embedded index is consistent at once: verified inline: {v:?}");
+    assert_eq!(s.backend.search.chunks(&demo, &org, &doc).await.unwrap().len(), 1);
+    let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-readback.json")).unwrap();
+    let resp = continuity_pipeline::handle(&s, event.clone()).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    assert!(s.backend.search.chunks(&demo, &org, &doc).await.unwrap().is_empty(), "swept");
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+}

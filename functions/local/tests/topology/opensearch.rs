@@ -3,10 +3,17 @@
 //! a client `_id` on index as Serverless does), and answers `_search` with the stored
 //! documents that pass every `term`/`terms` filter of the query — `multi_match` keeps
 //! those sharing a word with the query, scored by how many; `knn` scores by cosine
-//! ((1 + cos) / 2, like `cosinesimil`). No analysers, no BM25: only the shapes and the
-//! filtering the adapter relies on. Every request is recorded for the test to check.
+//! ((1 + cos) / 2, like `cosinesimil`); `range` filters (`gte`, `lt`) on numbers. No
+//! analysers, no BM25: only the shapes and the filtering the adapter relies on. Every
+//! request is recorded for the test to check.
+//!
+//! Like a Serverless collection it is **eventually consistent**: an indexed document is
+//! searchable, and a deleted one gone from searches, only [`REFRESH`] after the write —
+//! so a removal-by-search right after a write misses it, and a re-index inside the
+//! window leaves twins, as on AWS.
 
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -14,12 +21,37 @@ use axum::extract::State;
 use axum::http::{Method, StatusCode, Uri};
 use serde_json::{Value, json};
 
+/// How long after a write the stand-in's searches see it.
+pub const REFRESH: Duration = Duration::from_millis(800);
+
+/// A stored document: its assigned id, its source, when it was indexed and (once
+/// deleted) when it was deleted.
+struct Stored {
+    id: String,
+    source: Value,
+    indexed: Instant,
+    deleted: Option<Instant>,
+}
+
+impl Stored {
+    fn visible(&self, now: Instant) -> bool {
+        now >= self.indexed + REFRESH && self.deleted.is_none_or(|d| now < d + REFRESH)
+    }
+}
+
 #[derive(Default)]
 pub struct Stand {
-    docs: Mutex<Vec<(String, Value)>>,
+    docs: Mutex<Vec<Stored>>,
     next: Mutex<u64>,
     /// `(method, path, body)` of every request.
     pub seen: Mutex<Vec<(String, String, String)>>,
+}
+
+impl Stand {
+    /// The sources of every document not deleted, searchable yet or not.
+    pub fn stored(&self) -> Vec<Value> {
+        self.docs.lock().unwrap().iter().filter(|d| d.deleted.is_none()).map(|d| d.source.clone()).collect()
+    }
 }
 
 pub async fn start() -> (String, Arc<Stand>) {
@@ -50,6 +82,24 @@ fn filters(v: &Value, out: &mut Vec<(String, Vec<Value>)>) {
             }
         }
         Value::Array(items) => items.iter().for_each(|i| filters(i, out)),
+        _ => {}
+    }
+}
+
+/// Every `range` filter anywhere in the query, as (field, gte, lt).
+fn ranges(v: &Value, out: &mut Vec<(String, Option<f64>, Option<f64>)>) {
+    match v {
+        Value::Object(map) => {
+            for (k, inner) in map {
+                match (k.as_str(), inner.as_object()) {
+                    ("range", Some(r)) => {
+                        out.extend(r.iter().map(|(f, b)| (f.clone(), b["gte"].as_f64(), b["lt"].as_f64())));
+                    }
+                    _ => ranges(inner, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|i| ranges(i, out)),
         _ => {}
     }
 }
@@ -87,13 +137,16 @@ async fn handle(State(s): State<Arc<Stand>>, method: Method, uri: Uri, body: Byt
                     let mut next = s.next.lock().unwrap();
                     *next += 1;
                     let id = format!("1%3A0%3A{:08}", *next);
-                    docs.push((id.clone(), lines.get(i + 1).cloned().unwrap_or(Value::Null)));
+                    let source = lines.get(i + 1).cloned().unwrap_or(Value::Null);
+                    docs.push(Stored { id: id.clone(), source, indexed: Instant::now(), deleted: None });
                     items.push(json!({"index": {"_index": meta["_index"], "_id": id, "result": "created", "status": 201}}));
                 }
                 i += 2;
             } else if let Some(meta) = lines[i].get("delete") {
                 let id = meta["_id"].as_str().unwrap_or_default();
-                docs.retain(|(d, _)| d != id);
+                for d in docs.iter_mut().filter(|d| d.id == id && d.deleted.is_none()) {
+                    d.deleted = Some(Instant::now());
+                }
                 items.push(json!({"delete": {"_index": meta["_index"], "_id": id, "result": "deleted", "status": 200}}));
                 i += 1;
             } else {
@@ -106,16 +159,24 @@ async fn handle(State(s): State<Arc<Stand>>, method: Method, uri: Uri, body: Byt
     }
     if method == Method::POST && path.ends_with("/_search") {
         let q: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        let mut constraints = Vec::new();
+        let (mut constraints, mut bounds) = (Vec::new(), Vec::new());
         filters(&q["query"], &mut constraints);
+        ranges(&q["query"], &mut bounds);
         let size = q["size"].as_u64().unwrap_or(10) as usize;
-        let matching = |doc: &Value| constraints.iter().all(|(field, accepted)| accepted.contains(&doc[field]));
+        let matching = |doc: &Value| {
+            constraints.iter().all(|(field, accepted)| accepted.contains(&doc[field]))
+                && bounds.iter().all(|(field, gte, lt)| {
+                    doc[field].as_f64().is_some_and(|x| gte.is_none_or(|g| x >= g) && lt.is_none_or(|l| x < l))
+                })
+        };
+        let now = Instant::now();
         let query_words = q.pointer("/query/bool/must/0/multi_match/query").and_then(Value::as_str).map(words);
         let knn = q.pointer("/query/knn/vector/vector").map(floats);
         let docs = s.docs.lock().unwrap();
         let mut hits: Vec<(f64, &String, &Value)> = docs
             .iter()
-            .filter(|(_, d)| matching(d))
+            .filter(|d| d.visible(now) && matching(&d.source))
+            .map(|d| (&d.id, &d.source))
             .filter_map(|(id, d)| {
                 let score = match (&query_words, &knn) {
                     (Some(qw), _) => {
