@@ -157,7 +157,9 @@ async fn recall_and_personal_memory(s: Services, clock: Arc<ManualClock>) {
     assert_eq!(moved["stored_at"], Timestamp(START).to_rfc3339());
     assert!(!moved["why"]["matched_terms"].as_array().unwrap().is_empty());
     // Their readback verifications (which approvers read in the review queue) carry no
-    // private text: no title, no extracted entities.
+    // private text: no title, no extracted entities. A turn's is written once its vector
+    // is (after the answer, on `serve`).
+    s.search.settle().await;
     if s.search.enabled() {
         for (kind, doc) in [("memory", &moved["id"]), ("turn", &turn["id"])] {
             let v = s.backend.records.get_verification(&t, kind, &Id::new(doc.as_str().unwrap()).unwrap()).await.unwrap();

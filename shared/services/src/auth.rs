@@ -9,6 +9,8 @@
 //! The same [`Authenticator`] serves the local gateway middleware and the API Gateway
 //! Lambda authorizer.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use domain::principal::{ApiKeyRecord, CallerContext};
@@ -117,11 +119,58 @@ const SIGNED_OUT: &str = "continuity:page-session";
 pub struct Authenticator {
     backend: Backend,
     tokens: TokenService,
+    keys: KeyCache,
+}
+
+/// API key records read earlier, each with the credentials' change signal's value read
+/// before it ([`ports::records::Records::credential_epoch`]): used while the signal still
+/// has that value, so a revocation by any process holds for the next request. Empty on a
+/// backend without the signal (AWS).
+#[derive(Clone, Default)]
+struct KeyCache(Arc<std::sync::Mutex<KeyRecords>>);
+
+/// `(tenant, key id)` → the signal's value read before the record, and the record.
+type KeyRecords = HashMap<(TenantId, Id), (u64, ApiKeyRecord)>;
+
+/// Most key records kept; past it the cache starts again empty.
+const KEY_CACHE_MAX: usize = 10_000;
+
+impl KeyCache {
+    fn get(&self, tenant: &TenantId, key_id: &Id, epoch: u64) -> Option<ApiKeyRecord> {
+        let keys = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        keys.get(&(tenant.clone(), key_id.clone())).filter(|(e, _)| *e == epoch).map(|(_, r)| r.clone())
+    }
+
+    fn put(&self, tenant: &TenantId, key_id: &Id, epoch: u64, record: &ApiKeyRecord) {
+        let mut keys = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if keys.len() >= KEY_CACHE_MAX {
+            keys.clear();
+        }
+        keys.insert((tenant.clone(), key_id.clone()), (epoch, record.clone()));
+    }
 }
 
 impl Authenticator {
     pub(crate) fn new(backend: Backend, tokens: TokenService) -> Self {
-        Self { backend, tokens }
+        Self { backend, tokens, keys: KeyCache::default() }
+    }
+
+    /// An API key's record: from memory while the credentials' change signal holds the
+    /// value it was read under, else from the store.
+    async fn key_record(&self, tenant: &TenantId, key_id: &Id) -> Result<Option<ApiKeyRecord>> {
+        // The signal is read before the record: a revocation committed after this read
+        // changes the value the next request sees.
+        let epoch = self.backend.records.credential_epoch();
+        if let Some(e) = epoch
+            && let Some(r) = self.keys.get(tenant, key_id, e)
+        {
+            return Ok(Some(r));
+        }
+        let record = self.backend.records.get_api_key(tenant, key_id).await?;
+        if let (Some(e), Some(r)) = (epoch, &record) {
+            self.keys.put(tenant, key_id, e, r);
+        }
+        Ok(record)
     }
 
     /// Verifies an `Authorization` header value (`Bearer …`) and returns the caller.
@@ -157,7 +206,7 @@ impl Authenticator {
             return Err(invalid());
         }
         let (tenant, key_id, secret) = parse_key(token).ok_or_else(invalid)?;
-        let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+        let record: ApiKeyRecord = self.key_record(&tenant, &key_id).await?.ok_or_else(invalid)?;
         let presented = crate::sha256_hex(secret);
         let matches: bool = presented.as_bytes().ct_eq(record.secret_sha256.as_bytes()).into();
         if !matches || record.revoked_at.is_some() {
@@ -277,7 +326,7 @@ impl Authenticator {
         let via = c.via.strip_prefix(page.prefix).ok_or_else(invalid)?;
         let caller = if let Some(key_id) = via.strip_prefix("key:") {
             let key_id = Id::new(key_id).map_err(|_| invalid())?;
-            let record: ApiKeyRecord = self.backend.records.get_api_key(&tenant, &key_id).await?.ok_or_else(invalid)?;
+            let record: ApiKeyRecord = self.key_record(&tenant, &key_id).await?.ok_or_else(invalid)?;
             if record.revoked_at.is_some() || record.principal.as_str() != c.sub || !(page.key_may)(&record.scopes) {
                 return Err(invalid());
             }

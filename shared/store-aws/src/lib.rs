@@ -121,13 +121,15 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
     let search: Arc<dyn ports::SearchIndex> = match &settings.search.endpoint {
         Some(url) => {
             let service = if settings.search.service == "es" { "es" } else { "aoss" };
-            Arc::new(OpenSearchIndex::new(
-                SignedHttp::new(&sdk, url, service)?,
-                &settings.search.index,
-                embedder.name(),
-                embedder.dim(),
+            Arc::new(
+                OpenSearchIndex::new(
+                    SignedHttp::new(&sdk, url, service)?,
+                    &settings.search.index,
+                    embedder.name(),
+                    embedder.dim(),
+                )
+                .with_visible_after(settings.search.visible_after),
             )
-            .with_visible_after(settings.search.visible_after))
         }
         None => Arc::new(ports::search::NoIndex),
     };

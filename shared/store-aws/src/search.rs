@@ -95,9 +95,7 @@ impl OpenSearchIndex {
     async fn ids_of(&self, part: &str, doc: &Id, extra: Option<Value>) -> Result<Vec<String>> {
         let mut filter = vec![json!({"term": {"partition": part}}), json!({"term": {"doc": doc.as_str()}})];
         filter.extend(extra);
-        let hits = self
-            .query(json!({"size": DOC_CHUNKS, "_source": ["chunk"], "query": {"bool": {"filter": filter}}}))
-            .await?;
+        let hits = self.query(json!({"size": DOC_CHUNKS, "_source": ["chunk"], "query": {"bool": {"filter": filter}}})).await?;
         Ok(hits.iter().filter_map(|h| h.get("_id")?.as_str().map(str::to_owned)).collect())
     }
 
@@ -328,9 +326,7 @@ impl SearchIndex for OpenSearchIndex {
                 occurred_at: src.get("occurred_at").and_then(Value::as_i64).map(domain::Timestamp),
             })
         };
-        hits.iter()
-            .map(|h| doc_of(h).ok_or_else(|| Error::internal("opensearch answered a chunk without its keys")))
-            .collect()
+        hits.iter().map(|h| doc_of(h).ok_or_else(|| Error::internal("opensearch answered a chunk without its keys"))).collect()
     }
 
     async fn remove_older(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id, than: Timestamp) -> Result<usize> {

@@ -509,7 +509,10 @@ async fn inside_the_refresh_window_twins_are_not_shown_and_older_versions_are_sw
     *srv.searches.lock().unwrap() = vec![json!([stored])];
     let chunks = index.chunks(&t("acme"), &MemoryScope::Org, &Id::new("kb-1").unwrap()).await.unwrap();
     assert_eq!(chunks.len(), 1);
-    assert_eq!((chunks[0].id.as_str(), chunks[0].text.as_str(), chunks[0].updated_at), ("kb-1~0", "new refund text", Timestamp(2)));
+    assert_eq!(
+        (chunks[0].id.as_str(), chunks[0].text.as_str(), chunks[0].updated_at),
+        ("kb-1~0", "new refund text", Timestamp(2))
+    );
     assert_eq!(chunks[0].vector, [0.6, 0.8, 0.0, 0.0]);
     let n = srv.seen.lock().unwrap().len();
     assert_eq!(
@@ -533,5 +536,8 @@ async fn inside_the_refresh_window_twins_are_not_shown_and_older_versions_are_sw
             {"term": {"partition": "acme/org"}}, {"term": {"doc": "kb-1"}}, {"range": {"updated_at": {"lt": 2}}}]}}})
     );
     assert_eq!(bulk.path, "/_bulk");
-    assert_eq!(serde_json::from_str::<Value>(bulk.body.trim()).unwrap(), json!({"delete": {"_index": "continuity", "_id": "1%3A0%3AoldOne"}}));
+    assert_eq!(
+        serde_json::from_str::<Value>(bulk.body.trim()).unwrap(),
+        json!({"delete": {"_index": "continuity", "_id": "1%3A0%3AoldOne"}})
+    );
 }

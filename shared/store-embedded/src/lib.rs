@@ -10,12 +10,15 @@
 //!   signing keys and the vault's master key as files, the search index.
 //! - [`health`]: readiness — free disk space and whether the database file is damaged.
 //! - [`mail`]: [`SmtpMailer`], e-mail over SMTP when `CONTINUITY_SMTP_URL` is set.
+//! - [`epoch`]: [`epoch::FileEpoch`], the credentials' change signal every process on the
+//!   home reads per request (a file replaced by every API key revocation).
 //!
 //! Architecture Invariant: this is the only crate that names SQLite.
 
 pub mod blobs;
 pub mod cache;
 pub mod db;
+pub mod epoch;
 pub mod health;
 pub mod items;
 pub mod limiter;
@@ -139,7 +142,7 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     let vault = || Arc::new(ports::vault::Vault::new(wrapper.clone()));
     let fortress = Records::new(fortress_items).with_vault(vault());
     Ok(Backend {
-        records: Records::new(items).with_vault(vault()),
+        records: Records::new(items).with_vault(vault()).with_credential_epoch(Arc::new(epoch::FileEpoch::new(home))),
         cache,
         queue,
         blobs,

@@ -456,7 +456,9 @@ async fn journey() {
     })
     .await;
     assert!(
-        search.seen.lock().unwrap()[requests_before..].iter().any(|(_, path, body)| path == "/_bulk" && body.contains("\"delete\"")),
+        search.seen.lock().unwrap()[requests_before..]
+            .iter()
+            .any(|(_, path, body)| path == "/_bulk" && body.contains("\"delete\"")),
         "the sweep deleted by the ids the collection assigned"
     );
     let review = mcp_services.backend.records.list_review(&globex, &domain::PageRequest::first(10)).await.unwrap();

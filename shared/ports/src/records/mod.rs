@@ -269,6 +269,24 @@ pub struct Records {
     items: Arc<dyn ItemStore>,
     /// Encrypts entity payloads at rest (SPEC §4.2), when configured.
     vault: Option<Arc<crate::vault::Vault>>,
+    /// Raised by every API key revocation, where the backend has a cheap signal every
+    /// process sharing the store can read.
+    epoch: Option<Arc<dyn CredentialEpoch>>,
+}
+
+/// A signal that credentials changed (an API key was revoked), cheap enough to read on
+/// every request and seen by every process sharing the store: while it holds, an
+/// authenticator may keep key records in memory. The embedded backend has one (a file
+/// replaced on every revocation, compared by `stat`); AWS has none, so its functions
+/// read the key on every request (the authorizer's own cache bounds that).
+pub trait CredentialEpoch: Send + Sync {
+    /// The current value: it differs after any process called [`CredentialEpoch::bump`].
+    fn current(&self) -> u64;
+    /// Changes the value, for every process.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the signal cannot be written.
+    fn bump(&self) -> Result<()>;
 }
 
 fn pad(n: i64) -> String {
@@ -314,7 +332,20 @@ fn decode_cursor(raw: &str) -> Result<String> {
 
 impl Records {
     pub fn new(items: Arc<dyn ItemStore>) -> Self {
-        Self { items, vault: None }
+        Self { items, vault: None, epoch: None }
+    }
+
+    /// The same store, raising `epoch` on every API key revocation.
+    #[must_use]
+    pub fn with_credential_epoch(mut self, epoch: Arc<dyn CredentialEpoch>) -> Self {
+        self.epoch = Some(epoch);
+        self
+    }
+
+    /// The credentials' change signal's current value, when the backend has one: an
+    /// API key record read after this value was read stays valid while it holds.
+    pub fn credential_epoch(&self) -> Option<u64> {
+        self.epoch.as_ref().map(|e| e.current())
     }
 
     /// The same store with entity payloads encrypted by `vault`.
@@ -518,7 +549,12 @@ impl PrincipalStore for Records {
                 encode(&key)?,
                 Condition::Version(item.version),
             )])
-            .await
+            .await?;
+        // After the commit: a process that reads the new value reads the revoked record.
+        match &self.epoch {
+            Some(e) => e.bump(),
+            None => Ok(()),
+        }
     }
 }
 

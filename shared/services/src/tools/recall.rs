@@ -400,7 +400,7 @@ impl Tools<'_> {
         let scope = MemoryScope::Session(turn.session.clone());
         let title = crate::search::turn_title(turn);
         let r = search
-            .index(IndexRequest {
+            .index_turn(IndexRequest {
                 tenant: &turn.tenant,
                 scope: &scope,
                 kind: DocKind::Turn,

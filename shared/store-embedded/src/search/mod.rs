@@ -719,7 +719,9 @@ impl SearchIndex for SqliteSearch {
                 let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
                 let ids = {
                     let mut st = tx
-                        .prepare_cached("SELECT id FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 AND updated_at < ?4")
+                        .prepare_cached(
+                            "SELECT id FROM search_docs WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 AND updated_at < ?4",
+                        )
                         .map_err(sql_err)?;
                     let rows = st.query_map(params![t, s, d, than.0], |r| r.get::<_, String>(0)).map_err(sql_err)?;
                     rows.collect::<std::result::Result<Vec<_>, _>>().map_err(sql_err)?

@@ -9,14 +9,13 @@
 
 use std::collections::BTreeSet;
 
-use domain::memory::{Extracted, MemoryScope, Verification};
+use domain::memory::{MemoryScope, Verification};
 use domain::principal::{CallerContext, Scope};
 use domain::spine::KbDocument;
 use domain::{Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::records::{EngineeringStore, LibraryStore, MemoryStore, ReviewStore};
-use ports::search::{DocKind, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query, identifiers};
-use sha2::{Digest, Sha256};
+use ports::search::{DocKind, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query};
 
 /// Longest chunk, in characters; paragraphs are kept whole when they fit.
 pub const CHUNK_CHARS: usize = 1_200;
@@ -33,138 +32,18 @@ pub const KIND_READBACK: &str = "search.readback";
 /// The waits (ms) between tries of a readback on an index that makes writes visible
 /// after a refresh: on the request path only when the deferred one cannot be queued.
 const REFRESH_RETRIES: [u64; 4] = [0, 1_000, 2_000, 4_000];
+mod readback;
+mod text;
+pub mod vectors;
+
+use readback::Readback;
+pub(crate) use readback::synthetic_query;
+pub use text::{chunks, extract};
+
 /// Similarity above which an existing record is linked as related.
 pub const LINK_SIMILARITY: f32 = 0.80;
 pub const VERIFIED_CONFIDENCE: f64 = 0.96;
 pub const UNVERIFIED_CONFIDENCE: f64 = 0.30;
-
-/// Cuts `body` into chunks of at most [`CHUNK_CHARS`] characters: paragraphs merged
-/// while they fit, long paragraphs split at sentence ends, long sentences at spaces.
-pub fn chunks(body: &str) -> Vec<String> {
-    let mut pieces: Vec<String> = Vec::new();
-    for para in body.split("\n\n").map(str::trim).filter(|p| !p.is_empty()) {
-        if para.chars().count() <= CHUNK_CHARS {
-            pieces.push(para.to_owned());
-            continue;
-        }
-        let mut current = String::new();
-        for word in para.split_inclusive(char::is_whitespace) {
-            if current.chars().count() + word.chars().count() > CHUNK_CHARS && !current.is_empty() {
-                pieces.push(current.trim().to_owned());
-                current.clear();
-            }
-            current.push_str(word);
-            let ends = current.trim_end().ends_with(['.', '!', '?']);
-            if ends && current.chars().count() > CHUNK_CHARS * 3 / 4 {
-                pieces.push(current.trim().to_owned());
-                current.clear();
-            }
-        }
-        if !current.trim().is_empty() {
-            pieces.push(current.trim().to_owned());
-        }
-    }
-    let mut out: Vec<String> = Vec::new();
-    for p in pieces {
-        match out.last_mut() {
-            Some(last) if last.chars().count() + p.chars().count() + 2 <= CHUNK_CHARS => {
-                last.push_str("\n\n");
-                last.push_str(&p);
-            }
-            _ => out.push(p),
-        }
-    }
-    if out.is_empty() {
-        out.push(body.trim().to_owned());
-    }
-    out.truncate(MAX_CHUNKS);
-    out
-}
-
-const ORG_SUFFIXES: [&str; 12] =
-    ["Inc", "Corp", "Corporation", "Ltd", "LLC", "GmbH", "AG", "SA", "Group", "Labs", "Bank", "University"];
-const EVENT_WORDS: [&str; 10] =
-    ["meeting", "launch", "incident", "outage", "release", "conference", "review", "kickoff", "migration", "renewal"];
-const PLACE_WORDS: [&str; 4] = ["in", "at", "from", "near"];
-
-/// Rule-based POLE+O extraction: organisations (capitalised names ending in Inc, Ltd,
-/// GmbH…), people (e-mail addresses; Mr/Ms/Dr + name), locations (a capitalised name
-/// after in/at/from/near), events (ISO dates; a capitalised name before meeting,
-/// launch, incident…), objects (identifiers: ticket keys, function names, versions).
-pub fn extract(text: &str) -> Vec<Extracted> {
-    let mut found: BTreeSet<(String, String)> = BTreeSet::new();
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let clean = |w: &str| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '@' && c != '.' && c != '-').to_owned();
-    let capital = |w: &str| w.chars().next().is_some_and(char::is_uppercase) && w.chars().skip(1).any(char::is_lowercase);
-    for (i, raw) in words.iter().enumerate() {
-        let w = clean(raw);
-        let bare = w.trim_end_matches('.');
-        if w.contains('@') && w.contains('.') && w.len() <= 100 {
-            found.insert(("person".into(), w.trim_end_matches('.').to_lowercase()));
-        }
-        if matches!(bare, "Mr" | "Ms" | "Mrs" | "Dr") && i + 1 < words.len() {
-            let name: Vec<String> = words[i + 1..].iter().take(2).map(|x| clean(x)).take_while(|x| capital(x)).collect();
-            if !name.is_empty() {
-                found.insert(("person".into(), name.join(" ")));
-            }
-        }
-        if ORG_SUFFIXES.contains(&bare) && i > 0 {
-            let mut name: Vec<String> = Vec::new();
-            for x in words[..i].iter().rev().take(3) {
-                let c = clean(x);
-                if !capital(&c) {
-                    break;
-                }
-                name.insert(0, c);
-            }
-            if !name.is_empty() {
-                found.insert(("organization".into(), format!("{} {bare}", name.join(" "))));
-            }
-        }
-        if PLACE_WORDS.contains(&w.to_lowercase().as_str()) && i + 1 < words.len() {
-            let next = clean(words[i + 1]);
-            if capital(&next) && !ORG_SUFFIXES.contains(&next.as_str()) {
-                found.insert(("location".into(), next.trim_end_matches('.').to_owned()));
-            }
-        }
-        if EVENT_WORDS.contains(&w.to_lowercase().as_str()) && i > 0 {
-            let prev = clean(words[i - 1]);
-            if capital(&prev) {
-                found.insert(("event".into(), format!("{prev} {}", w.to_lowercase())));
-            }
-        }
-        let b = bare.as_bytes();
-        if b.len() == 10 && b[4] == b'-' && b[7] == b'-' && bare.chars().filter(char::is_ascii_digit).count() == 8 {
-            found.insert(("event".into(), bare.to_owned()));
-        }
-    }
-    for id in identifiers(text) {
-        let date = id.len() == 10 && id.as_bytes()[4] == b'-';
-        if !(id.contains('@') || date) {
-            found.insert(("object".into(), id));
-        }
-    }
-    found.into_iter().take(64).map(|(class, text)| Extracted { class, text }).collect()
-}
-
-/// [`sha`] in lowercase hex (in queue messages).
-fn hex_sha(s: &str) -> String {
-    sha(s).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn sha(s: &str) -> [u8; 32] {
-    Sha256::digest(s.as_bytes()).into()
-}
-
-/// A synthetic query for a chunk: its first sentence (or first 24 words), the way an
-/// agent would ask for it.
-fn synthetic_query(title: &str, chunk: &str) -> String {
-    let first = chunk.split_inclusive(['.', '?', '!', '\n']).next().unwrap_or(chunk);
-    let words: Vec<&str> = first.split_whitespace().take(24).collect();
-    let q = if words.len() >= 4 { words.join(" ") } else { format!("{title} {}", words.join(" ")) };
-    let q: String = q.chars().filter(|c| !c.is_control()).collect();
-    q.chars().take(ports::search::MAX_QUERY_CHARS).collect()
-}
 
 /// Largest knowledge-base document body (it is cut into at most [`MAX_CHUNKS`] chunks).
 pub const MAX_KB_BYTES: usize = 64 * 1024;
@@ -252,43 +131,6 @@ impl Window {
     }
 }
 
-/// A deferred readback, or (without a kind) a removal's second sweep: the body of a
-/// [`KIND_READBACK`] message.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
-struct Readback {
-    /// The record's kind (`memory`, `kb`, `turn`, `engineering`); none for a sweep.
-    kind: Option<String>,
-    doc: Id,
-    /// The scope's storage key.
-    scope: String,
-    /// The version written (its chunks' `updated_at`); for a sweep, chunks written
-    /// before this are removed.
-    at: i64,
-    /// SHA-256 of each chunk's text, in chunk order (`{doc}~{i}`).
-    chunks: Vec<String>,
-    /// When the write or the removal returned.
-    written: i64,
-}
-
-impl Readback {
-    /// Whether `stored` (the version written, by key) holds exactly the chunks written,
-    /// byte for byte.
-    fn check(&self, stored: &[SearchDoc]) -> std::result::Result<(), String> {
-        if stored.len() != self.chunks.len() {
-            return Err(format!("{} of {} chunks are stored", stored.len().min(self.chunks.len()), self.chunks.len()));
-        }
-        for (i, digest) in self.chunks.iter().enumerate() {
-            let key = format!("{}~{i}", self.doc);
-            match stored.iter().find(|d| d.id.as_str() == key) {
-                Some(d) if hex_sha(&d.text) == *digest => {}
-                Some(_) => return Err(format!("chunk {key} came back different from what was written")),
-                None => return Err(format!("chunk {key} is not stored")),
-            }
-        }
-        Ok(())
-    }
-}
-
 /// What a reindex did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ReindexReport {
@@ -310,11 +152,12 @@ pub struct ReindexReport {
 pub struct SearchService {
     backend: Backend,
     audit: crate::audit::AuditService,
+    filler: std::sync::Arc<vectors::Filler>,
 }
 
 impl SearchService {
     pub(crate) fn new(backend: Backend, audit: crate::audit::AuditService) -> Self {
-        Self { backend, audit }
+        Self { backend, audit, filler: std::sync::Arc::default() }
     }
 
     /// Whether a search index is configured (an AWS stack may have none: searches then
@@ -391,14 +234,25 @@ impl SearchService {
 
     /// The record's chunks, embedded.
     async fn chunks_of(&self, r: &IndexRequest<'_>) -> Result<Vec<SearchDoc>> {
-        let parts = chunks(r.body);
-        let texts: Vec<String> = parts.iter().map(|c| format!("{}\n{c}", r.title)).collect();
+        let mut docs = Self::unembedded(r)?;
+        let texts: Vec<String> = docs.iter().map(|d| format!("{}\n{}", d.title, d.text)).collect();
         let vectors = self.backend.embedder.embed(&texts).await?;
-        parts
-            .iter()
-            .zip(vectors)
+        if vectors.len() != docs.len() {
+            return Err(Error::unavailable("the embedder answered a different number of vectors"));
+        }
+        for (d, v) in docs.iter_mut().zip(vectors) {
+            d.vector = v;
+            d.embedder = self.backend.embedder.name().to_owned();
+        }
+        Ok(docs)
+    }
+
+    /// The record's chunks, without vectors yet ([`vectors::NO_VECTOR_YET`]).
+    fn unembedded(r: &IndexRequest<'_>) -> Result<Vec<SearchDoc>> {
+        chunks(r.body)
+            .into_iter()
             .enumerate()
-            .map(|(i, (text, vector))| {
+            .map(|(i, text)| {
                 Ok(SearchDoc {
                     tenant: r.tenant.clone(),
                     scope: r.scope.clone(),
@@ -406,14 +260,38 @@ impl SearchService {
                     doc: r.doc.clone(),
                     kind: r.kind,
                     title: r.title.to_owned(),
-                    text: text.clone(),
-                    vector,
-                    embedder: self.backend.embedder.name().to_owned(),
+                    text,
+                    vector: Vec::new(),
+                    embedder: vectors::NO_VECTOR_YET.to_owned(),
                     updated_at: r.at,
                     occurred_at: r.occurred,
                 })
             })
             .collect()
+    }
+
+    /// Indexes a new conversation turn. In a long-lived process on an index consistent
+    /// at once it answers once the turn is found by its words, and its vector follows
+    /// within moments, batched with others' ([`vectors`]); elsewhere, or when too many
+    /// wait, as [`Self::index`].
+    ///
+    /// # Errors
+    /// As [`Self::index`].
+    pub async fn index_turn(&self, r: IndexRequest<'_>) -> Result<()> {
+        if !self.enabled() || !self.vectors_later() {
+            return self.index(r).await.map(|_| ());
+        }
+        let docs = Self::unembedded(&r)?;
+        if let Err(e) = self.backend.search.upsert(&docs).await {
+            tracing::warn!(code = ?e.code, "a turn's words were not indexed; indexing it whole");
+            return self.index(r).await.map(|_| ());
+        }
+        let job = vectors::Job { tenant: r.tenant.clone(), scope: r.scope.clone(), kind: r.kind, docs };
+        match self.queue_vector(job) {
+            Ok(()) => Ok(()),
+            // Too many wait: this write embeds its own, which bounds the wait for all.
+            Err(_) => self.index(r).await.map(|_| ()),
+        }
     }
 
     async fn similar(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> Vec<Id> {
@@ -438,171 +316,6 @@ impl SearchService {
             .collect()
     }
 
-    /// Asks the index for each chunk with a synthetic query — its keyword leg the chunk's
-    /// first sentence, its vector leg the vector written (a second model run per chunk
-    /// would double the cost of every write and test the model, not the write); verified
-    /// when each query retrieves the record within [`READBACK_K`] and the chunk that
-    /// comes back is byte-identical (SHA-256) to the chunk written. OpenSearch makes
-    /// writes searchable after a refresh (about a second), so a miss there is retried a
-    /// few times before it counts.
-    async fn readback(&self, tenant: &TenantId, scope: &MemoryScope, kind: DocKind, docs: &[SearchDoc]) -> (bool, String) {
-        let tries: &[u64] = if self.backend.search.visible_after().is_zero() { &[0] } else { &REFRESH_RETRIES };
-        let mut last = String::new();
-        for &wait in tries {
-            if wait > 0 {
-                self.backend.clock.sleep(std::time::Duration::from_millis(wait)).await;
-            }
-            match self.readback_once(tenant, scope, kind, docs).await {
-                Ok(()) => return (true, format!("all {} chunks retrieved by a synthetic query", docs.len())),
-                Err(reason) => last = reason,
-            }
-        }
-        (false, last)
-    }
-
-    async fn readback_once(
-        &self,
-        tenant: &TenantId,
-        scope: &MemoryScope,
-        kind: DocKind,
-        docs: &[SearchDoc],
-    ) -> std::result::Result<(), String> {
-        for d in docs {
-            let text = synthetic_query(&d.title, &d.text);
-            let vector = (!d.vector.is_empty()).then(|| d.vector.clone());
-            let q = SearchQuery {
-                tenant: tenant.clone(),
-                scopes: vec![scope.clone()],
-                kind: Some(kind),
-                text,
-                vector,
-                embedder: d.embedder.clone(),
-                mode: SearchMode::Hybrid,
-                k: READBACK_K,
-                since: None,
-                until: None,
-            };
-            let hits = self.backend.search.search(&q).await.map_err(|e| format!("the readback query failed: {}", e.code))?;
-            // Hits are folded per record, so the record may answer with a sibling chunk:
-            // whichever chunk came back must be byte-identical to what was written.
-            let Some(hit) = hits.iter().find(|h| h.doc == d.doc) else {
-                return Err(format!("chunk {} was not retrieved by its synthetic query", d.id));
-            };
-            let written = docs.iter().find(|w| w.id == hit.id).map(|w| sha(&w.text));
-            if written != Some(sha(&hit.text)) {
-                return Err(format!("chunk {} came back different from what was written", hit.id));
-            }
-        }
-        Ok(())
-    }
-
-    /// Whether this write's readback runs later, off the request path: on an index
-    /// that makes writes visible after a refresh window, once a readback message is
-    /// queued (when it cannot be, the readback runs here, waiting for the refresh).
-    async fn defer_readback(&self, r: &IndexRequest<'_>, docs: &[SearchDoc]) -> bool {
-        if self.backend.search.visible_after().is_zero() {
-            return false;
-        }
-        let readback = Readback {
-            kind: Some(r.kind.as_str().to_owned()),
-            doc: r.doc.clone(),
-            scope: r.scope.storage_key(),
-            at: r.at.0,
-            chunks: docs.iter().map(|d| hex_sha(&d.text)).collect(),
-            written: self.backend.clock.now().0,
-        };
-        match self.queue_readback(r.tenant, &readback).await {
-            Ok(()) => true,
-            Err(e) => {
-                tracing::warn!(code = ?e.code, "the deferred readback could not be queued; it runs now");
-                false
-            }
-        }
-    }
-
-    async fn queue_readback(&self, tenant: &TenantId, r: &Readback) -> Result<()> {
-        let body = serde_json::to_vec(r).map_err(|e| Error::internal(e.to_string()))?;
-        let key = format!("readback:{}:{}:{}:{}:{}", tenant, r.scope, r.doc, r.at, r.kind.as_deref().unwrap_or("sweep"));
-        self.backend
-            .queue
-            .send(&ports::QueueMessage { tenant: tenant.clone(), kind: KIND_READBACK.to_owned(), idempotency_key: key, body })
-            .await
-    }
-
-    /// Runs a deferred readback (a [`KIND_READBACK`] message) once the index's refresh
-    /// window has passed since the write: the record's chunks of the version written
-    /// must be stored byte for byte (by their keys) and each retrieved by its synthetic
-    /// query; older versions' chunks (twins of a re-index inside the window) are removed.
-    /// Its verification replaces the pending one, entering the review queue when it
-    /// failed. A newer version of the record is left to its own readback; a message
-    /// without a kind is a removal's second sweep.
-    ///
-    /// # Errors
-    /// `INVALID_REQUEST` for a malformed message (dead-lettered); `UNAVAILABLE` when the
-    /// index or the store cannot be reached (retried).
-    pub async fn readback_from_queue(&self, m: &ports::QueueMessage) -> Result<()> {
-        let r: Readback =
-            serde_json::from_slice(&m.body).map_err(|e| Error::invalid(format!("a readback message is malformed: {e}")))?;
-        let (tenant, scope) = (&m.tenant, MemoryScope::parse(&r.scope)?);
-        let window = self.backend.search.visible_after();
-        let due = r.written.saturating_add(i64::try_from(window.as_millis()).unwrap_or(i64::MAX));
-        let wait = due.saturating_sub(self.backend.clock.now().0).clamp(0, i64::try_from(window.as_millis()).unwrap_or(0));
-        if wait > 0 {
-            self.backend.clock.sleep(std::time::Duration::from_millis(wait.unsigned_abs())).await;
-        }
-        let Some(kind) = r.kind.as_deref() else {
-            let swept = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
-            if swept > 0 {
-                tracing::info!(swept, "a removal's second sweep took out chunks written inside the refresh window");
-            }
-            return Ok(());
-        };
-        let kind = DocKind::parse(kind)?;
-        let Some(pending) = self.backend.records.get_verification(tenant, kind.as_str(), &r.doc).await? else {
-            // Forgotten meanwhile: its removal swept the index.
-            return Ok(());
-        };
-        let mut last = String::new();
-        for &wait in &REFRESH_RETRIES {
-            if wait > 0 {
-                self.backend.clock.sleep(std::time::Duration::from_millis(wait)).await;
-            }
-            let stored = self.backend.search.chunks(tenant, &scope, &r.doc).await?;
-            if stored.iter().any(|d| d.updated_at.0 > r.at) {
-                // A newer version was written since: its own readback decides.
-                return Ok(());
-            }
-            let twins = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
-            if twins > 0 {
-                tracing::info!(twins, "chunks of an older version (a re-index inside the refresh window) removed");
-            }
-            let current: Vec<SearchDoc> = stored.into_iter().filter(|d| d.updated_at.0 == r.at).collect();
-            let outcome = match Readback::check(&r, &current) {
-                Ok(()) => self.readback_once(tenant, &scope, kind, &current).await,
-                Err(e) => Err(e),
-            };
-            match outcome {
-                Ok(()) => {
-                    last.clear();
-                    break;
-                }
-                Err(reason) => last = reason,
-            }
-        }
-        let verified = last.is_empty();
-        let now = self.backend.clock.now();
-        let v = Verification {
-            verified,
-            pending: false,
-            confidence: if verified { VERIFIED_CONFIDENCE } else { UNVERIFIED_CONFIDENCE },
-            fresh_at: verified.then_some(now),
-            reason: if verified { format!("all {} chunks retrieved by a synthetic query", r.chunks.len()) } else { last },
-            at: now,
-            ..pending
-        };
-        self.backend.records.put_verification(&v).await
-    }
-
     /// Removes a record from the index (superseded org memory, replaced documents).
     ///
     /// # Errors
@@ -613,7 +326,14 @@ impl SearchService {
             // A chunk written inside the refresh window was not found to remove: sweep
             // again once the window has passed (everything written before now).
             let now = self.backend.clock.now();
-            let sweep = Readback { kind: None, doc: doc.clone(), scope: scope.storage_key(), at: now.0 + 1, chunks: Vec::new(), written: now.0 };
+            let sweep = Readback {
+                kind: None,
+                doc: doc.clone(),
+                scope: scope.storage_key(),
+                at: now.0 + 1,
+                chunks: Vec::new(),
+                written: now.0,
+            };
             if let Err(e) = self.queue_readback(tenant, &sweep).await {
                 tracing::warn!(code = ?e.code, "the removal's second sweep could not be queued; the daily reindex finds what is left");
             }
