@@ -133,6 +133,11 @@ pub async fn run(
     let _ = maintenance.await;
     let _ = workflow.await;
     let _ = pulls.await;
+    // Turns acknowledged before the stop get their vectors (a few seconds at most: the
+    // backlog is bounded).
+    if tokio::time::timeout(std::time::Duration::from_secs(15), home.services.search.settle()).await.is_err() {
+        tracing::warn!("some turns' vectors were not written before the stop; `continuity reindex --full` adds them");
+    }
     crate::daemon::retire(&home.path);
     // Every acknowledged write into the database file itself (the WAL emptied).
     match store_embedded::checkpoint(&home.path) {

@@ -120,6 +120,30 @@ pub struct Authenticator {
     backend: Backend,
     tokens: TokenService,
     keys: KeyCache,
+    decoded: Decoded,
+}
+
+/// Each tenant's configuration as last decoded, with the cached bytes it came from:
+/// reused only while the cache answers exactly those bytes.
+#[derive(Clone, Default)]
+struct Decoded(Arc<std::sync::Mutex<DecodedTenants>>);
+
+/// Tenant → the cached bytes last decoded, and what they decoded to.
+type DecodedTenants = HashMap<TenantId, (Vec<u8>, Tenant)>;
+
+impl Decoded {
+    fn get(&self, tenant: &TenantId, bytes: &[u8]) -> Option<Tenant> {
+        let m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        m.get(tenant).filter(|(b, _)| b.as_slice() == bytes).map(|(_, t)| t.clone())
+    }
+
+    fn put(&self, t: &Tenant, bytes: Vec<u8>) {
+        let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if m.len() >= KEY_CACHE_MAX {
+            m.clear();
+        }
+        m.insert(t.id.clone(), (bytes, t.clone()));
+    }
 }
 
 /// API key records read earlier, each with the credentials' change signal's value read
@@ -152,7 +176,7 @@ impl KeyCache {
 
 impl Authenticator {
     pub(crate) fn new(backend: Backend, tokens: TokenService) -> Self {
-        Self { backend, tokens, keys: KeyCache::default() }
+        Self { backend, tokens, keys: KeyCache::default(), decoded: Decoded::default() }
     }
 
     /// An API key's record: from memory while the credentials' change signal holds the
@@ -482,10 +506,16 @@ impl Authenticator {
     /// `UNAVAILABLE` when the store cannot be reached.
     pub async fn tenant_config(&self, tenant: &TenantId) -> Result<Option<Tenant>> {
         let key = tenant_config_key(tenant);
-        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await
-            && let Ok(t) = serde_json::from_slice::<Tenant>(&bytes)
-        {
-            return Ok(Some(t));
+        if let Ok(Some(bytes)) = self.backend.cache.get(&key).await {
+            // The cache stays the truth (evictions, another process's changes); what is
+            // kept here only saves decoding the same bytes again, several times a request.
+            if let Some(t) = self.decoded.get(tenant, &bytes) {
+                return Ok(Some(t));
+            }
+            if let Ok(t) = serde_json::from_slice::<Tenant>(&bytes) {
+                self.decoded.put(&t, bytes);
+                return Ok(Some(t));
+            }
         }
         let found = self.backend.records.get_tenant(tenant).await?;
         if let Some(t) = &found

@@ -47,5 +47,10 @@ pub(super) async fn stdio(s: &services::Services, caller: domain::principal::Cal
         .await
         .map_err(|e| anyhow!("starting the stdio session: {e}"))?;
     server.waiting().await.map_err(|e| anyhow!("stdio session: {e}"))?;
+    // The client closed the session: the turns it wrote get their vectors before the
+    // process ends (the backlog is bounded, so this is seconds at most).
+    if tokio::time::timeout(std::time::Duration::from_secs(15), s.search.settle()).await.is_err() {
+        tracing::warn!("some turns' vectors were not written before the end; `continuity reindex --full` adds them");
+    }
     Ok(())
 }

@@ -272,8 +272,8 @@ impl SearchService {
 
     /// Indexes a new conversation turn. In a long-lived process on an index consistent
     /// at once it answers once the turn is found by its words, and its vector follows
-    /// within moments, batched with others' ([`vectors`]); elsewhere, or when too many
-    /// wait, as [`Self::index`].
+    /// within moments, batched with others' ([`vectors`]; when [`vectors::MAX_PENDING`]
+    /// wait, the write waits for room); elsewhere as [`Self::index`].
     ///
     /// # Errors
     /// As [`Self::index`].
@@ -286,11 +286,20 @@ impl SearchService {
             tracing::warn!(code = ?e.code, "a turn's words were not indexed; indexing it whole");
             return self.index(r).await.map(|_| ());
         }
-        let job = vectors::Job { tenant: r.tenant.clone(), scope: r.scope.clone(), kind: r.kind, docs };
-        match self.queue_vector(job) {
-            Ok(()) => Ok(()),
-            // Too many wait: this write embeds its own, which bounds the wait for all.
-            Err(_) => self.index(r).await.map(|_| ()),
+        let mut job = vectors::Job { tenant: r.tenant.clone(), scope: r.scope.clone(), kind: r.kind, docs };
+        // Too many wait: this write waits for room (the writers then go at the batches'
+        // pace, which bounds every turn's wait for its vector); past a long wait it
+        // embeds its own.
+        let deadline = self.backend.clock.now().0 + i64::try_from(vectors::MAX_ROOM_WAIT.as_millis()).unwrap_or(i64::MAX);
+        loop {
+            match self.queue_vector(job) {
+                Ok(()) => return Ok(()),
+                Err(back) if self.backend.clock.now().0 < deadline => {
+                    job = back;
+                    self.backend.clock.sleep(std::time::Duration::from_millis(2)).await;
+                }
+                Err(_) => return self.index(r).await.map(|_| ()),
+            }
         }
     }
 

@@ -5,8 +5,8 @@
 //! company, at most [`MAX_BATCH`] chunks), then written, read back and verified. Batches
 //! are filled round-robin over tenants, so one tenant's burst never holds another's
 //! turn back by more than one batch. At most [`MAX_PENDING`] records wait; past it a
-//! write embeds its own before answering (backpressure), which bounds the delay before
-//! a turn is found by meaning. A Lambda (no work after the answer) and OpenSearch
+//! write waits for room before answering (backpressure: the writers then go at the
+//! batches' pace), which bounds the delay before a turn is found by meaning. A Lambda (no work after the answer) and OpenSearch
 //! (already verified off the request path) embed before answering, as every other
 //! record does.
 
@@ -24,8 +24,10 @@ use super::SearchService;
 pub const LINGER: Duration = Duration::from_millis(2);
 /// Most chunks embedded in one model run.
 pub const MAX_BATCH: usize = 32;
-/// Most records waiting for their vector; past it a write embeds its own.
-pub const MAX_PENDING: usize = 1024;
+/// Most records waiting for their vector; past it a write waits for room.
+pub const MAX_PENDING: usize = 256;
+/// Longest a write waits for room before it embeds its own.
+pub const MAX_ROOM_WAIT: Duration = Duration::from_secs(10);
 /// A worker idle this long stops; the next write starts another.
 const IDLE: Duration = Duration::from_millis(500);
 /// The embedder name a chunk carries until its vector is written: no embedder's, so the
