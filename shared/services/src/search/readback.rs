@@ -210,8 +210,10 @@ impl SearchService {
                 // A newer version was written since: its own readback decides.
                 return Ok(());
             }
-            let twins = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
-            if twins > 0 {
+            // Twins of an older version (a re-index inside the refresh window) are seen in
+            // what was just read: the sweep's own lookup and delete run only then.
+            if stored.iter().any(|d| d.updated_at.0 < r.at) {
+                let twins = self.backend.search.remove_older(tenant, &scope, &r.doc, Timestamp(r.at)).await?;
                 tracing::info!(twins, "chunks of an older version (a re-index inside the refresh window) removed");
             }
             let current: Vec<SearchDoc> = stored.into_iter().filter(|d| d.updated_at.0 == r.at).collect();
