@@ -628,9 +628,137 @@ async fn reindex_heals_both_directions_and_is_idempotent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunks_are_read_by_key_and_older_versions_removed_embedded() {
     let home = tempfile::tempdir().unwrap();
-    let backend = store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap();
+    chunks_by_key_and_sweeps(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap()).await;
+}
+
+/// The same on the `small` profile's index (DynamoDB on moto, the S3 Vectors stand-in).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chunks_are_read_by_key_and_older_versions_removed_s3vectors() {
+    let (backend, _) = continuity_tests::aws::backend_with_s3vectors("s3v-chunks", None).await;
+    chunks_by_key_and_sweeps(backend).await;
+}
+
+/// The `small` profile's index request by request: each tenant's vectors in a vector
+/// index of its own (made on first write), the scope, kind and time window inside the
+/// query, signed for `s3vectors`; a removal deletes by key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn s3vectors_index_sends_each_tenant_to_its_own_vector_index() {
+    let (backend, standin) = continuity_tests::aws::backend_with_s3vectors("s3v-req", None).await;
+    let (index, e) = (backend.search.clone(), backend.embedder.clone());
+    let bucket = continuity_tests::aws::VECTOR_BUCKET;
+    let doc = |t: &str, scope: MemoryScope, doc: &str, kind: DocKind, text: &str, at: i64| SearchDoc {
+        tenant: TenantId::new(t).unwrap(),
+        scope,
+        id: Id::new(format!("{doc}~0")).unwrap(),
+        doc: Id::new(doc).unwrap(),
+        kind,
+        title: "Note".into(),
+        text: text.into(),
+        vector: ports::search::HashingEmbedder::new(384).vector(&format!("Note {text}")),
+        embedder: e.name().to_owned(),
+        updated_at: domain::Timestamp(at),
+        occurred_at: None,
+    };
+    let ops = |seen: &[continuity_tests::s3vectors::Seen]| seen.iter().map(|r| r.op.clone()).collect::<Vec<_>>();
+    index
+        .upsert(&[
+            doc("acme", MemoryScope::Org, "kb-1", DocKind::Kb, "refund policy is thirty days", 1000),
+            doc("acme", MemoryScope::Org, "m-1", DocKind::Memory, "canary deploys on fridays", 2000),
+        ])
+        .await
+        .unwrap();
+    let seen = standin.take();
+    assert_eq!(ops(&seen), ["PutVectors", "CreateIndex", "PutVectors"], "the index is made on first write");
+    assert_eq!(
+        seen[1].body,
+        json!({"vectorBucketName": bucket, "indexName": "t-acme-384", "dataType": "float32", "dimension": 384, "distanceMetric": "cosine"})
+    );
+    assert!(seen.iter().all(|r| r.authorization.contains("/eu-west-1/s3vectors/aws4_request")), "SigV4 for s3vectors");
+    let put = &seen[2].body;
+    assert_eq!((put["vectorBucketName"].as_str(), put["indexName"].as_str()), (Some(bucket), Some("t-acme-384")));
+    assert_eq!(put["vectors"][0]["key"], "org#kb-1/kb-1~0");
+    assert_eq!(put["vectors"][0]["metadata"], json!({"p": "org", "k": "kb", "at": 1000, "c": "kb-1/kb-1~0"}));
+    assert_eq!(put["vectors"][0]["data"]["float32"].as_array().unwrap().len(), 384);
+    index.upsert(&[doc("beta", MemoryScope::Org, "kb-9", DocKind::Kb, "refund policy of beta", 1000)]).await.unwrap();
+    index.upsert(&[doc("acme", MemoryScope::Global, "g-1", DocKind::Kb, "refund regulations everywhere", 1000)]).await.unwrap();
+    assert_eq!(standin.indexes(bucket), ["g-384", "t-acme-384", "t-beta-384"], "one index per tenant, one shared");
+    index.upsert(&[doc("acme", MemoryScope::Org, "m-2", DocKind::Memory, "pager rotation weekly", 3000)]).await.unwrap();
+    assert_eq!(
+        ops(&standin.take()),
+        ["PutVectors", "CreateIndex", "PutVectors", "PutVectors", "CreateIndex", "PutVectors", "PutVectors"]
+    );
+
+    let query = |t: &str, text: &str, scopes: Vec<MemoryScope>| SearchQuery {
+        tenant: TenantId::new(t).unwrap(),
+        scopes,
+        kind: None,
+        text: text.into(),
+        vector: Some(ports::search::HashingEmbedder::new(384).vector(text)),
+        embedder: e.name().to_owned(),
+        mode: SearchMode::Hybrid,
+        k: 10,
+        since: None,
+        until: None,
+    };
+    let found = |hits: &[SearchHit]| hits.iter().map(|h| h.id.as_str().to_owned()).collect::<Vec<_>>();
+    let hits = index.search(&query("acme", "refund policy", vec![MemoryScope::Org, MemoryScope::Global])).await.unwrap();
+    assert_eq!(found(&hits)[0], "kb-1~0");
+    assert!(found(&hits).contains(&"g-1~0".to_owned()) && !found(&hits).contains(&"kb-9~0".to_owned()), "{hits:?}");
+    let mut queries: Vec<Value> = standin.take().into_iter().filter(|r| r.op == "QueryVectors").map(|r| r.body).collect();
+    queries.sort_by_key(|b| b["indexName"].as_str().unwrap().to_owned());
+    assert_eq!(queries.len(), 2, "the tenant's index and the shared one, nothing else");
+    for (q, (name, scope)) in queries.iter().zip([("g-384", "global"), ("t-acme-384", "org")]) {
+        assert_eq!(q["indexName"], name);
+        assert_eq!(q["filter"], json!({"p": {"$in": [scope]}}));
+        assert_eq!(
+            (q["topK"].as_u64(), q["returnMetadata"].as_bool(), q["returnDistance"].as_bool()),
+            (Some(50), Some(true), Some(true))
+        );
+        assert_eq!(q["queryVector"]["float32"].as_array().unwrap().len(), 384);
+    }
+    // Kind and time window go into the filter.
+    let mut q = query("acme", "canary deploys pager", vec![MemoryScope::Org]);
+    (q.kind, q.since, q.until) = (Some(DocKind::Memory), Some(domain::Timestamp(1500)), Some(domain::Timestamp(2500)));
+    assert_eq!(found(&index.search(&q).await.unwrap()), ["m-1~0"]);
+    let sent = standin.take().into_iter().find(|r| r.op == "QueryVectors").unwrap().body;
+    assert_eq!(
+        sent["filter"],
+        json!({"$and": [{"p": {"$in": ["org"]}}, {"k": {"$eq": "memory"}}, {"at": {"$gte": 1500}}, {"at": {"$lt": 2500}}]})
+    );
+    // Another tenant's search reads its own index; keyword mode reads no vectors.
+    assert_eq!(found(&index.search(&query("beta", "refund policy", vec![MemoryScope::Org])).await.unwrap()), ["kb-9~0"]);
+    assert!(standin.take().iter().filter(|r| r.op == "QueryVectors").all(|r| r.body["indexName"] == "t-beta-384"));
+    let mut kw = query("acme", "refund", vec![MemoryScope::Org]);
+    kw.mode = SearchMode::Keyword;
+    assert_eq!(found(&index.search(&kw).await.unwrap()), ["kb-1~0"]);
+    assert!(standin.take().is_empty(), "keyword search is DynamoDB alone");
+    // Removal deletes the vectors by key.
+    index.remove(&TenantId::new("acme").unwrap(), &MemoryScope::Org, &Id::new("kb-1").unwrap()).await.unwrap();
+    let deletes: Vec<Value> = standin.take().into_iter().filter(|r| r.op == "DeleteVectors").map(|r| r.body).collect();
+    assert_eq!(deletes, [json!({"vectorBucketName": bucket, "indexName": "t-acme-384", "keys": ["org#kb-1/kb-1~0"]})]);
+    assert_eq!(standin.count(bucket, "t-acme-384"), 2);
+    assert!(
+        !found(&index.search(&query("acme", "refund policy", vec![MemoryScope::Org])).await.unwrap())
+            .contains(&"kb-1~0".to_owned())
+    );
+    // A slug too long for an index name gets a hashed one the service accepts.
+    let long = format!("l{}", "x".repeat(62));
+    index.upsert(&[doc(&long, MemoryScope::Org, "kb-2", DocKind::Kb, "long tenant", 1000)]).await.unwrap();
+    let made = standin.take().into_iter().find(|r| r.op == "CreateIndex").unwrap().body;
+    let name = made["indexName"].as_str().unwrap();
+    assert!(name.starts_with("h-") && name.ends_with("-384") && name.len() <= 63, "{name}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn isolation_under_random_queries_s3vectors() {
+    // 800 queries over the `small` profile's index: keywords on moto, vectors in the stand-in.
+    let (backend, _) = continuity_tests::aws::backend_with_s3vectors("s3v-iso", None).await;
+    isolation(Services::new(backend), 100).await;
+}
+
+async fn chunks_by_key_and_sweeps(backend: ports::Backend) {
     let index = backend.search.clone();
-    assert!(index.visible_after().is_zero(), "the embedded index is consistent at once");
+    assert!(index.visible_after().is_zero(), "{} is consistent at once", index.name());
     let (t, doc) = (TenantId::new("acme").unwrap(), Id::new("kb-1").unwrap());
     let embedder = backend.embedder.clone();
     let chunk = |i: usize, at: i64, text: &str| {

@@ -64,6 +64,53 @@ pub async fn backend_in_own_table(label: &str) -> Backend {
 
 /// [`backend`] whose vault wraps data keys with the KMS key `vault_key`.
 pub async fn backend_with_vault_key(vault_key: String) -> Backend {
+    backend_with(vault_key, store_aws::SearchSettings::default()).await
+}
+
+/// The vector bucket the S3 Vectors stand-in's tests use.
+pub const VECTOR_BUCKET: &str = "continuity-it-vectors";
+
+/// [`backend_in_own_table`] with the `small` profile's search index, as the functions
+/// wire it from their environment: a keyword table of its own on moto, and vectors in
+/// the S3 Vectors stand-in (`crate::s3vectors`, returned beside it). The embedder is
+/// the stack's `hashing` one, or `embedder` (a local model, for recall measurements).
+pub async fn backend_with_s3vectors(
+    label: &str,
+    embedder: Option<Arc<dyn ports::Embedder>>,
+) -> (Backend, Arc<crate::s3vectors::S3Vectors>) {
+    let (standin, url) = crate::s3vectors::S3Vectors::start().await;
+    let (keywords, _) = fresh_table(&format!("{label}-kw")).await;
+    let search = store_aws::SearchSettings {
+        vector_bucket: Some(VECTOR_BUCKET.into()),
+        keyword_table: Some(keywords.clone()),
+        s3vectors_endpoint: Some(url.clone()),
+        ..store_aws::SearchSettings::default()
+    };
+    let (table, _) = fresh_table(label).await;
+    let records = sealed_records(&table, &vault_key().await).await;
+    let b = backend_with(vault_key().await, search).await;
+    assert_eq!(b.search.name(), "s3vectors", "the vector bucket setting selects the S3 Vectors index");
+    let b = match embedder {
+        None => b,
+        Some(e) => {
+            let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+            let index = store_aws::S3VectorsIndex::new(
+                store_aws::s3vectors::Keywords::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), &keywords))),
+                store_aws::s3vectors::VectorStore::new(
+                    store_aws::SignedHttp::new(&sdk, &url, "s3vectors").unwrap(),
+                    VECTOR_BUCKET,
+                    e.dim(),
+                ),
+                e.name(),
+            );
+            Backend { search: Arc::new(index), embedder: e, ..b }
+        }
+    };
+    (Backend { records, fortress: None, ..b }, standin)
+}
+
+/// [`backend`] with `vault_key` and these search settings.
+pub async fn backend_with(vault_key: String, search: store_aws::SearchSettings) -> Backend {
     let moto = env("CONTINUITY_TEST_MOTO_URL");
     let sdk = aws_config_for(Some(&moto), REGION).await;
     for t in [TABLE, FORTRESS_TABLE] {
@@ -83,7 +130,7 @@ pub async fn backend_with_vault_key(vault_key: String) -> Backend {
         redis: RedisSettings::single(env("CONTINUITY_TEST_REDIS_URL")),
         jwt_kms_keys: vec![signing_key().await],
         vault_kms_key: Some(vault_key),
-        search: store_aws::SearchSettings::default(),
+        search,
         triage_state_machine: None,
         mail_from: None,
     };

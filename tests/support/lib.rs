@@ -11,6 +11,7 @@ pub mod aws;
 pub mod demo;
 pub mod embedded;
 pub mod recall;
+pub mod s3vectors;
 pub mod smtp;
 pub mod source;
 pub mod sources;

@@ -495,6 +495,34 @@ pub fn has_identifiers(ids: &[String], id: &str, title: &str, text: &str) -> boo
     ids.iter().all(|i| have.contains(i))
 }
 
+/// Okapi BM25 (k1 = 1.2, b = 0.75) as both keyword legs without an analyser of their own
+/// score it: the embedded index in memory, and the DynamoDB postings of the S3 Vectors
+/// index.
+pub mod bm25 {
+    pub const K1: f64 = 1.2;
+    pub const B: f64 = 0.75;
+
+    /// The idf of a term held by `df` of `docs` documents; a term no document holds
+    /// (`df` 0) counts as the rarest possible.
+    pub fn idf(docs: f64, df: f64) -> f64 {
+        if df <= 0.0 { (1.0 + (docs + 0.5) / 0.5).ln() } else { (1.0 + (docs - df + 0.5) / (df + 0.5)).ln() }
+    }
+
+    /// One term's share of a document's score: `tf` occurrences in a document of `len`
+    /// terms, `avg` the partition's average length.
+    pub fn term(idf: f64, tf: f64, len: f64, avg: f64) -> f64 {
+        let per_len = K1 * B / avg.max(1.0);
+        idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B) + per_len * len)
+    }
+
+    /// Whether a term held by `df` of `docs` documents is common (in more than half):
+    /// its idf is under ln 2, so when the query has a rarer term it is skipped and the
+    /// rarer terms decide the ranking.
+    pub fn common(df: usize, docs: usize) -> bool {
+        df * 2 > docs
+    }
+}
+
 /// One candidate of a retriever's list: the chunk and its raw score (BM25, or cosine
 /// similarity), and for a keyword candidate its coverage of the query — the raw score
 /// over the sum of the query terms' idf — when the adapter knows it.

@@ -65,7 +65,9 @@ impl LambdaEnv {
     /// optional `CONTINUITY_JWT_KMS_KEYS` (comma-separated KMS keys, the signing key first),
     /// optional `CONTINUITY_VAULT_KMS_KEY` (the symmetric key of the Spine vault),
     /// optional `CONTINUITY_OPENSEARCH_ENDPOINT`, `CONTINUITY_OPENSEARCH_SERVICE` (`aoss`),
-    /// `CONTINUITY_OPENSEARCH_INDEX` (`continuity`), `CONTINUITY_EMBEDDER` (`hashing` or
+    /// `CONTINUITY_OPENSEARCH_INDEX` (`continuity`), or instead (the `small` profile)
+    /// `CONTINUITY_VECTOR_BUCKET` and `CONTINUITY_SEARCH_TABLE` (optional
+    /// `CONTINUITY_S3VECTORS_ENDPOINT`), `CONTINUITY_EMBEDDER` (`hashing` or
     /// `bedrock:{model}:{dimensions}`), `CONTINUITY_BEDROCK_ENDPOINT`, optional
     /// `CONTINUITY_TRIAGE_STATE_MACHINE` (the triage state machine's ARN),
     /// optional `CONTINUITY_REDIS_IAM_USER` and `CONTINUITY_REDIS_CACHE_NAME` (ElastiCache
@@ -126,6 +128,9 @@ impl LambdaEnv {
                     embedder: optional("CONTINUITY_EMBEDDER").unwrap_or_else(|| "hashing".into()),
                     bedrock_endpoint: optional("CONTINUITY_BEDROCK_ENDPOINT"),
                     visible_after: visible_after(optional("CONTINUITY_OPENSEARCH_VISIBLE_SECONDS"))?,
+                    vector_bucket: optional("CONTINUITY_VECTOR_BUCKET"),
+                    keyword_table: optional("CONTINUITY_SEARCH_TABLE"),
+                    s3vectors_endpoint: optional("CONTINUITY_S3VECTORS_ENDPOINT"),
                 },
                 triage_state_machine: optional("CONTINUITY_TRIAGE_STATE_MACHINE").filter(|s| !s.trim().is_empty()),
                 mail_from: optional("CONTINUITY_MAIL_FROM").filter(|s| !s.trim().is_empty()),

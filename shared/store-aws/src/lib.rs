@@ -13,7 +13,9 @@
 //!   IAM user ([`IamAuth`], the SigV4-presigned token).
 //!
 //! - [`kms`]: [`KmsSigner`] (RS256 through KMS `Sign`) and the vault's `KmsKeyWrapper`.
-//! - [`search`]: `OpenSearchIndex`, hybrid search on an OpenSearch Serverless collection;
+//! - [`search`]: `OpenSearchIndex`, hybrid search on an OpenSearch Serverless collection
+//!   (the `production` profile); [`s3vectors`]: `S3VectorsIndex`, hybrid search on S3
+//!   Vectors and a DynamoDB keyword table (the `small` profile, nothing running at rest);
 //!   [`bedrock`]: `BedrockEmbedder` (Titan Text Embeddings V2); [`signed`]: `SignedHttp`,
 //!   SigV4-signed JSON over reqwest for those two and for [`ses`]: `SesMailer`, e-mail
 //!   through SES v2 `SendEmail`.
@@ -37,6 +39,7 @@ pub mod cache_iam;
 pub mod dynamo;
 pub mod kms;
 pub mod s3;
+pub mod s3vectors;
 pub mod search;
 pub mod ses;
 pub mod settings;
@@ -53,6 +56,7 @@ pub use cache_iam::{IamAuth, IamUser};
 pub use dynamo::DynamoItems;
 pub use kms::KmsSigner;
 pub use s3::S3Blobs;
+pub use s3vectors::S3VectorsIndex;
 pub use search::OpenSearchIndex;
 pub use ses::SesMailer;
 pub use settings::{AwsSettings, SearchSettings, aws_config_for};
@@ -118,8 +122,23 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         None => records,
     };
     let embedder = embedder(&settings.search, &sdk)?;
-    let search: Arc<dyn ports::SearchIndex> = match &settings.search.endpoint {
-        Some(url) => {
+    let search: Arc<dyn ports::SearchIndex> = match (&settings.search.vector_bucket, &settings.search.endpoint) {
+        (Some(bucket), _) => {
+            let table = settings.search.keyword_table.as_deref().ok_or_else(|| {
+                domain::Error::invalid_field("CONTINUITY_SEARCH_TABLE", "the S3 Vectors index needs its keyword table too")
+            })?;
+            let endpoint = settings
+                .search
+                .s3vectors_endpoint
+                .clone()
+                .unwrap_or_else(|| format!("https://s3vectors.{}.api.aws", settings.region));
+            Arc::new(S3VectorsIndex::new(
+                s3vectors::Keywords::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), table))),
+                s3vectors::VectorStore::new(SignedHttp::new(&sdk, &endpoint, "s3vectors")?, bucket, embedder.dim()),
+                embedder.name(),
+            ))
+        }
+        (None, Some(url)) => {
             let service = if settings.search.service == "es" { "es" } else { "aoss" };
             Arc::new(
                 OpenSearchIndex::new(
@@ -131,7 +150,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
                 .with_visible_after(settings.search.visible_after),
             )
         }
-        None => Arc::new(ports::search::NoIndex),
+        (None, None) => Arc::new(ports::search::NoIndex),
     };
     let main: Arc<dyn ports::ItemStore> = Arc::new(items);
     let fortress_items: Option<Arc<dyn ports::ItemStore>> = settings

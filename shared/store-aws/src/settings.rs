@@ -67,6 +67,14 @@ pub struct SearchSettings {
     /// How long after a write every search sees it (the collection's refresh window):
     /// writes are verified, and removals swept again, this long after they return.
     pub visible_after: std::time::Duration,
+    /// The S3 vector bucket of the `small` profile's index ([`crate::S3VectorsIndex`]);
+    /// when set, it is the index (with [`SearchSettings::keyword_table`]) and the
+    /// OpenSearch endpoint is not used.
+    pub vector_bucket: Option<String>,
+    /// The DynamoDB table of that index's chunks and keyword postings.
+    pub keyword_table: Option<String>,
+    /// An S3 Vectors endpoint other than AWS's (a local stand-in in tests).
+    pub s3vectors_endpoint: Option<String>,
 }
 
 /// The refresh window assumed for a Serverless collection when none is configured
@@ -85,6 +93,9 @@ impl Default for SearchSettings {
             embedder: "hashing".into(),
             bedrock_endpoint: None,
             visible_after: DEFAULT_VISIBLE_AFTER,
+            vector_bucket: None,
+            keyword_table: None,
+            s3vectors_endpoint: None,
         }
     }
 }

@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
+use ports::search::bm25;
 
 #[derive(Default)]
 pub struct Bm25 {
@@ -73,7 +72,7 @@ impl Bm25 {
         // idf < ln 2 — and cost the most (they touch most slots): when the query has a
         // rarer term they are skipped, and the rarer terms decide the ranking.
         let df = |t: &str| self.postings.get(t).map_or(0, Vec::len);
-        let common = |t: &str| df(t) * 2 > self.docs;
+        let common = |t: &str| bm25::common(df(t), self.docs);
         if terms.iter().any(|t| df(t) > 0 && !common(t)) {
             terms.retain(|t| !common(t));
         }
@@ -83,23 +82,19 @@ impl Bm25 {
         let mut idf_sum = 0.0;
         for t in terms {
             let Some(list) = self.postings.get(t) else {
-                idf_sum += (1.0 + (docs + 0.5) / 0.5).ln();
+                idf_sum += bm25::idf(docs, 0.0);
                 continue;
             };
             #[allow(clippy::cast_precision_loss)]
-            let df = list.len() as f64;
-            let idf = (1.0 + (docs - df + 0.5) / (df + 0.5)).ln();
+            let idf = bm25::idf(docs, list.len() as f64);
             idf_sum += idf;
-            let norm = K1 * (1.0 - B);
-            let per_len = K1 * B / avg.max(1.0);
             for &(slot, tf) in list {
-                let tf = f64::from(tf);
                 let len = f64::from(self.lengths[slot as usize]);
                 let s = &mut scores[slot as usize];
                 if *s == 0.0 {
                     touched.push(slot);
                 }
-                *s += idf * tf * (K1 + 1.0) / (tf + norm + per_len * len);
+                *s += bm25::term(idf, f64::from(tf), len, avg);
             }
         }
         let mut out: Vec<(u32, f64)> = touched.into_iter().map(|slot| (slot, scores[slot as usize])).collect();
