@@ -46,6 +46,8 @@ fn limit(resource_type: &str, property: &str) -> Option<usize> {
         // and access policies, VPC endpoints alike.
         (t, _) if t.starts_with("AWS::OpenSearchServerless::") => 32,
         ("AWS::ElastiCache::ServerlessCache", "ServerlessCacheName") => 40,
+        // 3-63 lower-case letters, digits and hyphens, unique in the account and region.
+        ("AWS::S3Vectors::VectorBucket", "VectorBucketName") => 63,
         // Lower-case letters, digits and single hyphens, starting with a letter.
         ("AWS::ElastiCache::User", "UserId") | ("AWS::ElastiCache::UserGroup", "UserGroupId") => 40,
         ("AWS::KMS::Alias", "AliasName") => 256,
@@ -93,7 +95,9 @@ fn two_stacks_share_no_physical_name() {
 #[test]
 fn every_name_fits_its_service_for_a_fifty_character_stack_name() {
     let t = Template::load();
-    for stack in [long(), long().with_parameter("SearchCollectionName", "a".repeat(27))] {
+    for stack in
+        [long(), long().with_parameter("SearchCollectionName", "a".repeat(27)), long().with_parameter("Profile", "small")]
+    {
         for n in names(&t, &stack) {
             let max = limit(&n.resource_type, &n.property)
                 .unwrap_or_else(|| panic!("no known length limit for {} {}: add it to limit()", n.resource_type, n.property));
@@ -562,7 +566,7 @@ fn the_bedrock_grant_follows_the_embedder() {
 
     // The dropped branch would evaluate too: the padding keeps Fn::Select in range.
     let e = evaluate(&t, &eu().with_parameter("Embedder", "hashing"));
-    let raw = t.doc.pointer("/Resources/SearchClientPolicy/Properties/PolicyDocument/Statement/1/Fn::If/1/Resource").unwrap();
+    let raw = t.doc.pointer("/Resources/SearchClientPolicy/Properties/PolicyDocument/Statement/2/Fn::If/1/Resource").unwrap();
     assert_eq!(e.eval(raw).unwrap(), "arn:aws:bedrock:eu-west-1::foundation-model/:");
 }
 
@@ -1273,4 +1277,146 @@ fn the_audit_retention_is_a_parameter_every_function_is_told() {
     }
     let p = &t.doc["Parameters"]["AuditRetentionDays"];
     assert_eq!((p["MinValue"].as_u64(), p["MaxValue"].as_u64()), (Some(1), Some(3650)), "the range the service accepts");
+}
+
+/// The `small` profile (#37 §3): search on S3 Vectors and a DynamoDB keyword table
+/// instead of the collection; every search client told where they are and granted
+/// exactly the S3 Vectors calls the adapter makes; interface endpoints in one subnet.
+#[test]
+fn the_small_profile_searches_on_s3_vectors_and_keeps_endpoints_in_one_subnet() {
+    let t = Template::load();
+    let small = evaluate(&t, &eu().with_parameter("Profile", "small"));
+    let production = evaluate(&t, &eu());
+    for kind in ["AWS::OpenSearchServerless::Collection", "AWS::OpenSearchServerless::VpcEndpoint"] {
+        assert!(small.resources_of_type(kind).is_empty(), "the small profile keeps no {kind}");
+        assert_eq!(production.resources_of_type(kind).len(), 1, "{kind}");
+    }
+    for id in ["VectorBucket", "SearchTable", "S3VectorsEndpoint"] {
+        assert!(small.has_resource(id) && !production.has_resource(id), "{id} belongs to the small profile only");
+    }
+    for (id, _) in small.resources() {
+        assert!(!small.properties(&id).unwrap().to_string().contains("SearchCollection"), "{id} refers to the collection");
+    }
+    // The S3 Vectors operations the adapter sends (each `self.call("Op"` of its client).
+    let client = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/store-aws/src/s3vectors/client.rs"),
+    )
+    .unwrap();
+    let called: BTreeSet<String> =
+        client.split("self.call(\"").skip(1).map(|rest| format!("s3vectors:{}", rest.split('"').next().unwrap())).collect();
+    assert_eq!(called.len(), 5, "{called:?}");
+    let bucket = "cty-5d2f7a10-vectors";
+    let clients: Vec<String> = small
+        .functions()
+        .into_iter()
+        .filter(|f| grants(&small, f).contains(&("policy".to_owned(), "<Ref:SearchClientPolicy>".to_owned())))
+        .collect();
+    assert!(clients.len() >= 6, "{clients:?}");
+    let statements = allow_statements(&small);
+    for f in &clients {
+        let env = &small.properties(f).unwrap()["Environment"]["Variables"];
+        assert_eq!(env["CONTINUITY_VECTOR_BUCKET"], bucket, "{f}");
+        assert_eq!(env["CONTINUITY_SEARCH_TABLE"], "<Ref:SearchTable>", "{f}");
+        assert!(env.get("CONTINUITY_OPENSEARCH_ENDPOINT").is_none(), "{f}");
+        // What the function reads at cold start selects the S3 Vectors index.
+        let vars = env.clone();
+        let aws = store_aws::LambdaEnv::from_vars(&|n| match vars.get(n) {
+            Some(Value::String(v)) => Some(v.clone()),
+            Some(Value::Number(v)) => Some(v.to_string()),
+            _ => Some("x".to_owned()),
+        })
+        .unwrap()
+        .aws;
+        assert_eq!(aws.search.vector_bucket.as_deref(), Some(bucket), "{f}");
+        let granted: BTreeSet<String> = statements
+            .iter()
+            .filter(|(owner, s)| {
+                owner == "SearchClientPolicy" && strings(&s["Action"]).iter().any(|a| a.starts_with("s3vectors:"))
+            })
+            .flat_map(|(_, s)| strings(&s["Action"]))
+            .collect();
+        assert!(called.is_subset(&granted), "{f} may not call {:?}", called.difference(&granted).collect::<Vec<_>>());
+        let penv = &production.properties(f).unwrap()["Environment"]["Variables"];
+        assert!(penv.get("CONTINUITY_VECTOR_BUCKET").is_none() && penv["CONTINUITY_OPENSEARCH_ENDPOINT"].is_string(), "{f}");
+    }
+    let s3v: Vec<&Value> = statements
+        .iter()
+        .filter(|(owner, s)| owner == "SearchClientPolicy" && strings(&s["Action"]).iter().any(|a| a.starts_with("s3vectors:")))
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(s3v.len(), 1);
+    assert_eq!(
+        strings(&s3v[0]["Resource"]),
+        ["<GetAtt:VectorBucket.VectorBucketArn>", "<GetAtt:VectorBucket.VectorBucketArn>/index/*"]
+    );
+    let table: Vec<String> = statements
+        .iter()
+        .filter(|(owner, s)| owner == "SearchClientPolicy" && strings(&s["Resource"]) == ["<GetAtt:SearchTable.Arn>"])
+        .flat_map(|(_, s)| strings(&s["Action"]))
+        .collect();
+    for a in ["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"] {
+        assert!(table.iter().any(|g| g == a), "the keyword table needs {a}: {table:?}");
+    }
+    // The data perimeter admits the keyword table on the DynamoDB endpoint.
+    let dynamo = small.properties("DynamoDbEndpoint").unwrap();
+    assert!(strings(&dynamo["PolicyDocument"]["Statement"][0]["Resource"]).contains(&"<GetAtt:SearchTable.Arn>".to_owned()));
+    // Interface endpoints: one subnet on small, two on production.
+    for (e, subnets) in [(&small, 1), (&production, 2)] {
+        for id in e.resources_of_type("AWS::EC2::VPCEndpoint") {
+            let p = e.properties(&id).unwrap();
+            if p["VpcEndpointType"] == "Interface" {
+                assert_eq!(p["SubnetIds"].as_array().unwrap().len(), subnets, "{id}");
+            }
+        }
+    }
+}
+
+/// docs/aws.md's cost table lists every resource each profile bills for while idle,
+/// the alarms by count, and adds up; the small profile stays under $100 a month.
+#[test]
+fn the_cost_table_lists_every_idle_resource_of_each_profile() {
+    let t = Template::load();
+    let docs = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/aws.md")).unwrap();
+    let section = docs.split("## Deployment profiles").nth(1).expect("docs/aws.md has a Deployment profiles section");
+    let section = section.split("\n## ").next().unwrap();
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .filter(|l| l.starts_with('|') && !l.starts_with("|---"))
+        .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_owned()).collect())
+        .collect();
+    let money = |c: &str| -> Option<f64> { c.trim_matches('*').trim_start_matches('+').trim_start_matches('$').parse().ok() };
+    let billed = [
+        "AWS::OpenSearchServerless::Collection",
+        "AWS::OpenSearchServerless::VpcEndpoint",
+        "AWS::EC2::VPCEndpoint",
+        "AWS::ElastiCache::ServerlessCache",
+        "AWS::KMS::Key",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::EIP",
+    ];
+    for (column, profile) in [(1, "production"), (2, "small")] {
+        let e = evaluate(&t, &eu().with_parameter("Profile", profile).with_parameter("ConnectorEgress", "nat"));
+        for kind in billed {
+            for id in e.resources_of_type(kind) {
+                if kind == "AWS::EC2::VPCEndpoint" && e.properties(&id).unwrap()["VpcEndpointType"] != "Interface" {
+                    continue; // gateway endpoints cost nothing
+                }
+                let row =
+                    rows.iter().find(|r| r[0].contains(&format!("`{id}`"))).unwrap_or_else(|| panic!("no cost row names {id}"));
+                assert!(money(&row[column]).is_some(), "{id} bills on {profile} but its row says {:?}", row[column]);
+            }
+        }
+        let alarms = e.resources_of_type("AWS::CloudWatch::Alarm").len();
+        let row = rows.iter().find(|r| r[0].starts_with("CloudWatch alarms")).expect("an alarms row");
+        assert!(row[0].contains(&format!("{alarms} on {profile}")), "{profile} has {alarms} alarms: {:?}", row[0]);
+        let total = rows.iter().find(|r| r[0].contains("total")).expect("a total row");
+        let sum: f64 =
+            rows.iter().filter(|r| !r[0].contains("total") && !r[0].contains("NAT")).filter_map(|r| money(&r[column])).sum();
+        let stated = money(&total[column]).unwrap();
+        assert!((sum - stated).abs() < 0.01, "{profile}: the rows add up to {sum:.2}, the total says {stated:.2}");
+        if profile == "small" {
+            assert!(stated <= 100.0, "the small profile must idle under $100: {stated}");
+        }
+    }
 }

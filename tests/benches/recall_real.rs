@@ -2,7 +2,9 @@
 //! ten conversations between real people, indexed and asked as
 //! `continuity_tests::recall` does for the generated set, with one embedder — `hashing`
 //! or `minilm` (the first argument; `minilm` by default) — printing R@5, R@10 and
-//! MRR@10 per split, question category and system.
+//! MRR@10 per split, question category and system; with `s3vectors`, on the AWS
+//! `small` profile's index instead of the embedded one (a moto at
+//! `CONTINUITY_TEST_MOTO_URL`; `benches/recall_real.sh s3vectors` starts one).
 //!
 //! The data is not in the repository (its own has no licence): `benches/recall_real.sh`
 //! fetches it and runs this for both embedders. By hand:
@@ -23,7 +25,8 @@ async fn main() {
         corpus.questions.len()
     );
     // `cargo bench` passes `--bench`; the embedder is the first other argument.
-    let choice = std::env::args().skip(1).find(|a| !a.starts_with("--")).unwrap_or_else(|| "minilm".to_owned());
+    let choice =
+        std::env::args().skip(1).find(|a| !a.starts_with("--") && a != "s3vectors").unwrap_or_else(|| "minilm".to_owned());
     let embedder: Arc<dyn ports::Embedder> = match choice.as_str() {
         "hashing" => Arc::new(ports::search::HashingEmbedder::new(384)),
         "minilm" => {
@@ -32,5 +35,13 @@ async fn main() {
         }
         other => panic!("unknown embedder {other}: hashing or minilm"),
     };
-    continuity_tests::recall::recall_on(embedder, &corpus).await;
+    // `s3vectors` as another argument: the `small` profile's index (keywords in DynamoDB
+    // on the moto at CONTINUITY_TEST_MOTO_URL, vectors in the in-process S3 Vectors
+    // stand-in) instead of the embedded one.
+    let index = if std::env::args().skip(1).any(|a| a == "s3vectors") {
+        Some(continuity_tests::aws::fresh_s3vectors_index("recall", embedder.as_ref()).await.0)
+    } else {
+        None
+    };
+    continuity_tests::recall::recall_with_index(embedder, &corpus, index).await;
 }

@@ -92,21 +92,34 @@ pub async fn backend_with_s3vectors(
     assert_eq!(b.search.name(), "s3vectors", "the vector bucket setting selects the S3 Vectors index");
     let b = match embedder {
         None => b,
-        Some(e) => {
-            let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
-            let index = store_aws::S3VectorsIndex::new(
-                store_aws::s3vectors::Keywords::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), &keywords))),
-                store_aws::s3vectors::VectorStore::new(
-                    store_aws::SignedHttp::new(&sdk, &url, "s3vectors").unwrap(),
-                    VECTOR_BUCKET,
-                    e.dim(),
-                ),
-                e.name(),
-            );
-            Backend { search: Arc::new(index), embedder: e, ..b }
-        }
+        Some(e) => Backend { search: s3vectors_index(&keywords, &url, e.as_ref()).await, embedder: e, ..b },
     };
     (Backend { records, fortress: None, ..b }, standin)
+}
+
+/// The `small` profile's index over the keyword table `table` (on moto) and the S3
+/// Vectors stand-in at `url`, for vectors of `embedder`.
+pub async fn s3vectors_index(table: &str, url: &str, embedder: &dyn ports::Embedder) -> Arc<dyn ports::SearchIndex> {
+    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    Arc::new(store_aws::S3VectorsIndex::new(
+        store_aws::s3vectors::Keywords::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), table))),
+        store_aws::s3vectors::VectorStore::new(
+            store_aws::SignedHttp::new(&sdk, url, "s3vectors").unwrap(),
+            VECTOR_BUCKET,
+            embedder.dim(),
+        ),
+        embedder.name(),
+    ))
+}
+
+/// A fresh keyword table on moto and a fresh S3 Vectors stand-in, and the index over them.
+pub async fn fresh_s3vectors_index(
+    label: &str,
+    embedder: &dyn ports::Embedder,
+) -> (Arc<dyn ports::SearchIndex>, Arc<crate::s3vectors::S3Vectors>) {
+    let (standin, url) = crate::s3vectors::S3Vectors::start().await;
+    let (table, _) = fresh_table(label).await;
+    (s3vectors_index(&table, &url, embedder).await, standin)
 }
 
 /// [`backend`] with `vault_key` and these search settings.

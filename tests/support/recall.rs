@@ -336,9 +336,25 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
 /// Indexes `corpus` with `embedder` in a fresh embedded backend (each group in a tenant
 /// of its own), asks every question with every system, and prints the table.
 pub async fn recall_on(embedder: std::sync::Arc<dyn ports::Embedder>, corpus: &Corpus) -> Report {
+    recall_with_index(embedder, corpus, None).await
+}
+
+/// [`recall_on`] with another search index than the embedded one (the `small`
+/// profile's, in `benches/recall_real.sh s3vectors`): only the index differs.
+pub async fn recall_with_index(
+    embedder: std::sync::Arc<dyn ports::Embedder>,
+    corpus: &Corpus,
+    index: Option<std::sync::Arc<dyn ports::SearchIndex>>,
+) -> Report {
     let home = tempfile::tempdir().unwrap();
-    let name = embedder.name().to_owned();
-    let backend = store_embedded::open_backend_with(home.path(), std::sync::Arc::new(ports::SystemClock), embedder).unwrap();
+    let name = match &index {
+        Some(i) => format!("{}, {} index", embedder.name(), i.name()),
+        None => embedder.name().to_owned(),
+    };
+    let mut backend = store_embedded::open_backend_with(home.path(), std::sync::Arc::new(ports::SystemClock), embedder).unwrap();
+    if let Some(i) = index {
+        backend.search = i;
+    }
     let s = Services::new(backend);
     let mut callers = HashMap::new();
     let groups: std::collections::BTreeSet<&str> = corpus.turns.iter().map(|t| t.group.as_str()).collect();

@@ -27,8 +27,9 @@ pub const ACCOUNT: &str = "123456789012";
 
 /// Resource properties that hold a physical name (checked at the top level of a
 /// resource's properties; a tag called `Name` is not one).
-pub const NAME_PROPERTIES: [&str; 18] = [
+pub const NAME_PROPERTIES: [&str; 19] = [
     "Name",
+    "VectorBucketName",
     "ServerlessCacheName",
     "AliasName",
     "LogGroupName",
