@@ -526,7 +526,15 @@ async fn an_embedder_outage_stores_the_record_for_review_and_the_reindex_heals_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_queries_get_a_clear_error_or_a_result() {
     let home = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
+    hostile_queries(Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_queries_get_a_clear_error_or_a_result_s3vectors() {
+    hostile_queries(Services::new(continuity_tests::aws::backend_with_s3vectors("s3v-hostile", None).await.0)).await;
+}
+
+async fn hostile_queries(s: Services) {
     let t = tenant(&s, "hostile").await;
     let w = caller(&s, &t, "tenant:read tenant:write memory:read mcp:tools").await;
     s.search.put_kb_document(&w, input("kb-1", "org", "Quotes \"and\" (brackets)", "NEAR/3 AND OR NOT * title:x")).await.unwrap();
@@ -567,7 +575,15 @@ async fn hostile_queries_get_a_clear_error_or_a_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reindex_heals_both_directions_and_is_idempotent() {
     let home = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
+    reindex_heals(Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reindex_heals_both_directions_and_is_idempotent_s3vectors() {
+    reindex_heals(Services::new(continuity_tests::aws::backend_with_s3vectors("s3v-reindex", None).await.0)).await;
+}
+
+async fn reindex_heals(s: Services) {
     let t = tenant(&s, "reindex").await;
     let approver = caller(&s, &t, "tenant:read approvals:decide mcp:tools").await;
     // A record the index never saw (as after a restore)…

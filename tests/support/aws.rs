@@ -102,7 +102,7 @@ pub async fn backend_with_s3vectors(
 pub async fn s3vectors_index(table: &str, url: &str, embedder: &dyn ports::Embedder) -> Arc<dyn ports::SearchIndex> {
     let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
     Arc::new(store_aws::S3VectorsIndex::new(
-        store_aws::s3vectors::Keywords::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), table))),
+        store_aws::s3vectors::Keywords::new(dynamo_client(&sdk), table),
         store_aws::s3vectors::VectorStore::new(
             store_aws::SignedHttp::new(&sdk, url, "s3vectors").unwrap(),
             VECTOR_BUCKET,

@@ -110,7 +110,7 @@ impl DynamoItems {
 }
 
 /// The partition key of `(tenant, part)`.
-fn pk(tenant: &str, part: &str) -> String {
+pub(crate) fn pk(tenant: &str, part: &str) -> String {
     format!("{tenant}#{part}")
 }
 
@@ -132,7 +132,7 @@ fn check_key(tenant: &str, part: &str, sk: &str) -> Result<()> {
     Ok(())
 }
 
-fn key(tenant: &str, part: &str, sk: &str) -> Attrs {
+pub(crate) fn key(tenant: &str, part: &str, sk: &str) -> Attrs {
     HashMap::from([(PK.to_owned(), AttributeValue::S(pk(tenant, part))), (SK.to_owned(), AttributeValue::S(sk.to_owned()))])
 }
 
@@ -140,7 +140,7 @@ fn key(tenant: &str, part: &str, sk: &str) -> Attrs {
 /// ignore it): see [`DynamoItems::write_one`].
 const WRITE_ID: &str = "wid";
 
-fn to_attrs(item: &Item) -> Attrs {
+pub(crate) fn to_attrs(item: &Item) -> Attrs {
     let mut attrs = key(&item.tenant, &item.part, &item.sk);
     attrs.insert(VER.to_owned(), AttributeValue::N(item.version.to_string()));
     // An empty body is stored as no attribute: older DynamoDB (and some emulators)

@@ -133,7 +133,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
                 .clone()
                 .unwrap_or_else(|| format!("https://s3vectors.{}.api.aws", settings.region));
             Arc::new(S3VectorsIndex::new(
-                s3vectors::Keywords::new(Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), table))),
+                s3vectors::Keywords::new(settings::dynamo_client(&sdk), table),
                 s3vectors::VectorStore::new(SignedHttp::new(&sdk, &endpoint, "s3vectors")?, bucket, embedder.dim()),
                 embedder.name(),
             ))

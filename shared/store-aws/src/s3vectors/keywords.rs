@@ -11,21 +11,29 @@
 //! | `{scope}/t/{term}` | `{doc}/{id}` | a posting: term frequency, chunk length, kind, time, the chunk's version |
 //! | `{scope}/s` | `-` | the partition's statistics: chunks, total length |
 //!
-//! A write puts the chunk's postings, then the chunk and the statistics in one
-//! conditional transaction (the commit: retried on a concurrent change), then deletes
-//! the postings of terms the chunk no longer holds. A posting counts only while its
-//! version is the chunk's, so postings left by a write that failed half-way never match
-//! a chunk they no longer describe; the next write or removal of the chunk, or the
-//! reindex, clears them.
+//! A write puts the chunk's postings (`BatchWriteItem`, 25 at a time), then the chunk
+//! with a condition on the version it read (the commit: retried on a concurrent
+//! change), then adds to the partition's statistics (`UpdateItem … ADD`, atomic) and
+//! deletes the postings of terms the chunk no longer holds. No transaction: each costs
+//! twice the writes. A posting counts only while its version is the chunk's, so postings
+//! left by a write that failed half-way never match a chunk they no longer describe; the
+//! next write or removal of the chunk clears them. Statistics are counters: a write that
+//! fails between its commit and its count leaves them off by that chunk, which moves
+//! BM25's idf and average length by a fraction of a percent.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::time::Duration;
 
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
-use ports::items::{Condition, Item, ItemStore, MAX_WRITES_PER_BATCH, Query, Write};
+use ports::items::{Condition, Item, ItemStore, Query, Write};
 use ports::search::{DocKind, SearchDoc, SearchQuery, bm25, index_terms, query_terms};
 use serde::{Deserialize, Serialize};
+
+use crate::dynamo::{self, DynamoItems};
+use crate::unavailable;
 
 /// Postings read for one term at most: a term in more documents than this is common in
 /// any partition a small team has, and is skipped when the query has a rarer one.
@@ -33,7 +41,7 @@ pub const MAX_POSTINGS: usize = 20_000;
 /// Items per page when reading a part.
 const PAGE: u32 = 1000;
 /// Attempts at a commit that meets concurrent writers of the same partition.
-const COMMIT_ATTEMPTS: usize = 12;
+const COMMIT_ATTEMPTS: usize = 8;
 /// A term longer than this (bytes) is not indexed: DynamoDB's partition key holds 2 KB,
 /// and no one searches for a 200-byte word.
 const MAX_TERM_BYTES: usize = 200;
@@ -66,7 +74,8 @@ struct Posting {
     v: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+/// A partition's statistics: its chunks and their total length in terms.
+#[derive(Debug, Clone, Copy, Default)]
 struct Stats {
     docs: u64,
     total: u64,
@@ -89,6 +98,10 @@ pub fn partition(tenant: &TenantId, scope: &MemoryScope) -> (String, String) {
         MemoryScope::Global => ("_global".to_owned(), scope.storage_key()),
         _ => (tenant.as_str().to_owned(), scope.storage_key()),
     }
+}
+
+fn build(e: aws_sdk_dynamodb::error::BuildError) -> Error {
+    Error::internal(format!("dynamodb request: {e}"))
 }
 
 fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>> {
@@ -115,15 +128,33 @@ fn frequencies(title: &str, text: &str) -> (Vec<(String, u32)>, u32) {
     (terms, len)
 }
 
-/// The chunk store and keyword index over one item store (the stack's search table).
+/// The chunk store and keyword index over the stack's search table (the item layout of
+/// [`DynamoItems`], which reads it; postings and counters are written here directly).
 #[derive(Clone)]
 pub struct Keywords {
-    items: Arc<dyn ItemStore>,
+    items: DynamoItems,
+    client: Client,
+    table: String,
+}
+
+/// A posting write: put (with its body) or delete.
+enum PostingWrite {
+    Put(Item),
+    Delete { tenant: String, part: String, sk: String },
 }
 
 impl Keywords {
-    pub fn new(items: Arc<dyn ItemStore>) -> Self {
-        Self { items }
+    pub fn new(client: Client, table: &str) -> Self {
+        Self { items: DynamoItems::new(client.clone(), table), client, table: table.to_owned() }
+    }
+
+    /// Creates the table unless it exists (tests and local development; the stack's
+    /// template makes `SearchTable`).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when DynamoDB cannot be reached or refuses the table.
+    pub async fn create_table_if_missing(&self) -> Result<()> {
+        self.items.create_table_if_missing().await
     }
 
     /// Every item of a part, in pages, up to `max`; and whether more were left.
@@ -144,13 +175,61 @@ impl Keywords {
         }
     }
 
-    async fn writes(&self, writes: Vec<Write>) -> Result<()> {
-        let mut rest = writes;
-        while !rest.is_empty() {
-            let tail = rest.split_off(rest.len().min(MAX_WRITES_PER_BATCH));
-            self.items.write(rest).await?;
-            rest = tail;
+    /// Postings in batches of 25 (`BatchWriteItem`, no transaction), unprocessed items
+    /// retried with a growing pause.
+    async fn postings(&self, writes: Vec<PostingWrite>) -> Result<()> {
+        for batch in writes.chunks(25) {
+            let mut requests: Vec<WriteRequest> = batch
+                .iter()
+                .map(|w| {
+                    Ok(match w {
+                        PostingWrite::Put(item) => WriteRequest::builder()
+                            .put_request(PutRequest::builder().set_item(Some(dynamo::to_attrs(item))).build().map_err(build)?)
+                            .build(),
+                        PostingWrite::Delete { tenant, part, sk } => WriteRequest::builder()
+                            .delete_request(
+                                DeleteRequest::builder().set_key(Some(dynamo::key(tenant, part, sk))).build().map_err(build)?,
+                            )
+                            .build(),
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            for attempt in 0..8u32 {
+                let out = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, requests)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("dynamodb BatchWriteItem", &e))?;
+                requests = out.unprocessed_items().and_then(|u| u.get(&self.table)).cloned().unwrap_or_default();
+                if requests.is_empty() {
+                    break;
+                }
+                if attempt == 7 {
+                    return Err(Error::unavailable("dynamodb kept some postings unprocessed (throttled); try again"));
+                }
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+            }
         }
+        Ok(())
+    }
+
+    /// Adds to a partition's counters (atomic; no read first).
+    async fn count(&self, t: &str, s: &str, docs: i64, total: i64) -> Result<()> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(dynamo::key(t, &format!("{s}/s"), "-")))
+            // `total` is a reserved word: names go through placeholders.
+            .update_expression("ADD #d :d, #n :n")
+            .expression_attribute_names("#d", "docs")
+            .expression_attribute_names("#n", "total")
+            .expression_attribute_values(":d", AttributeValue::N(docs.to_string()))
+            .expression_attribute_values(":n", AttributeValue::N(total.to_string()))
+            .send()
+            .await
+            .map_err(|e| unavailable("dynamodb UpdateItem", &e))?;
         Ok(())
     }
 
@@ -193,26 +272,28 @@ impl Keywords {
             let postings = terms
                 .iter()
                 .map(|(term, tf)| {
-                    let body = encode(&Posting { tf: *tf, len, kind: d.kind, at, v: version })?;
-                    Ok(Write::Put {
-                        item: Item { tenant: t.clone(), part: format!("{s}/t/{term}"), sk: key.clone(), version: 1, body },
-                        condition: Condition::None,
-                    })
+                    Ok(PostingWrite::Put(Item {
+                        tenant: t.clone(),
+                        part: format!("{s}/t/{term}"),
+                        sk: key.clone(),
+                        version: 1,
+                        body: encode(&Posting { tf: *tf, len, kind: d.kind, at, v: version })?,
+                    }))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            self.writes(postings).await?;
-            let old_len = old.as_ref().map_or(0, |(_, c)| i64::from(c.len));
-            let committed = self
-                .commit(&t, &s, i64::from(old.is_none()), i64::from(len) - old_len)
-                .with(Write::Put {
-                    item: Item { tenant: t.clone(), part: format!("{s}/c"), sk: key.clone(), version, body: encode(&chunk)? },
-                    condition: old.as_ref().map_or(Condition::Absent, |(v, _)| Condition::Version(*v)),
-                })
-                .run()
-                .await?;
-            if !committed {
-                continue;
+            self.postings(postings).await?;
+            let commit = Write::Put {
+                item: Item { tenant: t.clone(), part: format!("{s}/c"), sk: key.clone(), version, body: encode(&chunk)? },
+                condition: old.as_ref().map_or(Condition::Absent, |(v, _)| Condition::Version(*v)),
+            };
+            match self.items.write(vec![commit]).await {
+                Ok(()) => {}
+                // A concurrent writer of this chunk: read again and retry.
+                Err(e) if e.code == domain::ErrorCode::Conflict => continue,
+                Err(e) => return Err(e),
             }
+            let old_len = old.as_ref().map_or(0, |(_, c)| i64::from(c.len));
+            self.count(&t, &s, i64::from(old.is_none()), i64::from(len) - old_len).await?;
             // Terms the chunk no longer holds.
             if let Some((_, before)) = old {
                 let now: HashSet<&str> = terms.iter().map(|(term, _)| term.as_str()).collect();
@@ -220,14 +301,9 @@ impl Keywords {
                     .terms
                     .iter()
                     .filter(|(term, _)| !now.contains(term.as_str()))
-                    .map(|(term, _)| Write::Delete {
-                        tenant: t.clone(),
-                        part: format!("{s}/t/{term}"),
-                        sk: key.clone(),
-                        condition: Condition::None,
-                    })
+                    .map(|(term, _)| PostingWrite::Delete { tenant: t.clone(), part: format!("{s}/t/{term}"), sk: key.clone() })
                     .collect();
-                self.writes(stale).await?;
+                self.postings(stale).await?;
             }
             return Ok(());
         }
@@ -248,66 +324,50 @@ impl Keywords {
             if !which(&chunk) {
                 continue;
             }
-            let mut done = false;
-            for _ in 0..COMMIT_ATTEMPTS {
-                let committed = self
-                    .commit(&t, &s, -1, -i64::from(chunk.len))
-                    .with(Write::Delete {
-                        tenant: t.clone(),
-                        part: format!("{s}/c"),
-                        sk: format!("{}/{}", doc.as_str(), chunk.id.as_str()),
-                        condition: Condition::Version(version),
-                    })
-                    .run()
-                    .await;
-                match committed {
-                    Ok(true) => {
-                        done = true;
-                        break;
-                    }
-                    Ok(false) => {
-                        // The chunk itself may have changed or gone: look again.
-                        if self
-                            .chunk(&t, &s, &format!("{}/{}", doc.as_str(), chunk.id.as_str()))
-                            .await?
-                            .is_none_or(|(v, _)| v != version)
-                        {
-                            break;
-                        }
-                    }
-                    Err(e) => return Err(e),
-                }
+            let key = format!("{}/{}", doc.as_str(), chunk.id.as_str());
+            let delete = Write::Delete {
+                tenant: t.clone(),
+                part: format!("{s}/c"),
+                sk: key.clone(),
+                condition: Condition::Version(version),
+            };
+            match self.items.write(vec![delete]).await {
+                Ok(()) => {}
+                // Rewritten (or removed) meanwhile: the newer write stands.
+                Err(e) if e.code == domain::ErrorCode::Conflict => continue,
+                Err(e) => return Err(e),
             }
-            if !done {
-                continue;
-            }
+            self.count(&t, &s, -1, -i64::from(chunk.len)).await?;
             let postings = chunk
                 .terms
                 .iter()
-                .map(|(term, _)| Write::Delete {
-                    tenant: t.clone(),
-                    part: format!("{s}/t/{term}"),
-                    sk: format!("{}/{}", doc.as_str(), chunk.id.as_str()),
-                    condition: Condition::None,
-                })
+                .map(|(term, _)| PostingWrite::Delete { tenant: t.clone(), part: format!("{s}/t/{term}"), sk: key.clone() })
                 .collect();
-            self.writes(postings).await?;
+            self.postings(postings).await?;
             removed.push(chunk);
         }
         Ok(removed)
     }
 
-    /// A commit of the partition's statistics, changed by these chunk and length
-    /// deltas, with other writes.
-    fn commit<'a>(&'a self, t: &'a str, s: &'a str, docs: i64, total: i64) -> Commit<'a> {
-        Commit { keywords: self, t, s, docs, total, with: Vec::new() }
-    }
-
-    async fn stats(&self, t: &str, s: &str) -> Result<(Option<u64>, Stats)> {
-        match self.items.get(t, &format!("{s}/s"), "-").await? {
-            Some(i) => Ok((Some(i.version), decode(&i)?)),
-            None => Ok((None, Stats::default())),
-        }
+    /// A partition's counters (zero when it has none).
+    async fn stats(&self, t: &str, s: &str) -> Result<Stats> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(dynamo::key(t, &format!("{s}/s"), "-")))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| unavailable("dynamodb GetItem", &e))?;
+        let n = |name: &str| -> u64 {
+            out.item()
+                .and_then(|i| i.get(name))
+                .and_then(|v| v.as_n().ok())
+                .and_then(|v| v.parse::<i64>().ok())
+                .map_or(0, |v| u64::try_from(v).unwrap_or(0))
+        };
+        Ok(Stats { docs: n("docs"), total: n("total") })
     }
 
     /// The record ids of a partition, at most `max`.
@@ -345,7 +405,7 @@ impl Keywords {
     /// window applied before ranking), with the query's idf sum in their coverage.
     pub async fn search(&self, q: &SearchQuery, scope: &MemoryScope, depth: usize) -> Result<Vec<Scored>> {
         let (t, s) = partition(&q.tenant, scope);
-        let (_, stats) = self.stats(&t, &s).await?;
+        let stats = self.stats(&t, &s).await?;
         if stats.docs == 0 {
             return Ok(Vec::new());
         }
@@ -427,46 +487,5 @@ impl Keywords {
         }
         found.sort_by_key(|(i, _)| *i);
         Ok(found.into_iter().map(|(_, c)| c).collect())
-    }
-}
-
-/// A conditional transaction: the partition's statistics (changed by the deltas, on
-/// the version read) and the chunk writes beside them.
-struct Commit<'a> {
-    keywords: &'a Keywords,
-    t: &'a str,
-    s: &'a str,
-    docs: i64,
-    total: i64,
-    with: Vec<Write>,
-}
-
-impl Commit<'_> {
-    fn with(mut self, w: Write) -> Self {
-        self.with.push(w);
-        self
-    }
-
-    /// `Ok(false)` when a condition failed (a concurrent writer): read again and retry.
-    async fn run(self) -> Result<bool> {
-        let (version, stats) = self.keywords.stats(self.t, self.s).await?;
-        let next =
-            Stats { docs: stats.docs.saturating_add_signed(self.docs), total: stats.total.saturating_add_signed(self.total) };
-        let mut writes = self.with;
-        writes.push(Write::Put {
-            item: Item {
-                tenant: self.t.to_owned(),
-                part: format!("{}/s", self.s),
-                sk: "-".to_owned(),
-                version: version.map_or(1, |v| v + 1),
-                body: encode(&next)?,
-            },
-            condition: version.map_or(Condition::Absent, Condition::Version),
-        });
-        match self.keywords.items.write(writes).await {
-            Ok(()) => Ok(true),
-            Err(e) if e.code == domain::ErrorCode::Conflict => Ok(false),
-            Err(e) => Err(e),
-        }
     }
 }
