@@ -5,7 +5,11 @@
 # (the hashing fallback and all-MiniLM-L6-v2), R@5, R@10 and MRR@10 of plain BM25, our
 # keyword leg, our vector leg and hybrid search, per question category and overall.
 #
-#   benches/recall_real.sh
+#   benches/recall_real.sh             the embedded index (both embedders, both sets)
+#   benches/recall_real.sh s3vectors   the same REALTALK runs on the AWS `small`
+#                                      profile's index: keywords in DynamoDB on a local
+#                                      moto this script starts (and stops), vectors in
+#                                      the in-process S3 Vectors stand-in
 #
 # REALTALK (Lee et al. 2025, arXiv:2502.13270: ten 21-day messaging-app conversations
 # between real people, with evidence-labelled memory questions) is fetched from GitHub at
@@ -46,6 +50,30 @@ cd "$ROOT"
 # The dev profile, as the tests: its dependencies (the model's arithmetic) are optimised,
 # and it builds in a minute where the release profile's link-time optimisation takes ten.
 cargo bench -q -p continuity-tests --profile dev --bench recall_real --no-run
+INDEX="${1:-}"
+if [ "$INDEX" = s3vectors ]; then
+  # moto from the tests' virtual environment (tests/run.sh makes it; this asks it to).
+  if ! "$CACHE/venv/bin/python" -c 'import moto' >/dev/null 2>&1; then
+    CONTINUITY_ONLY_SERVICES=1 "$ROOT/tests/run.sh" >/dev/null
+  fi
+  PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  LOG="$(mktemp)"
+  "$CACHE/venv/bin/python" "$ROOT/tests/moto_server.py" -H 127.0.0.1 -p "$PORT" >"$LOG" 2>&1 &
+  MOTO=$!
+  trap 'kill "$MOTO" 2>/dev/null || true; rm -f "$LOG"' EXIT
+  for _ in $(seq 1 300); do
+    python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)' \
+      "http://127.0.0.1:$PORT/moto-api/" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  export CONTINUITY_TEST_MOTO_URL="http://127.0.0.1:$PORT"
+  export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_REGION=eu-west-1 AWS_EC2_METADATA_DISABLED=true
+  for embedder in hashing minilm; do
+    echo "== REALTALK, $embedder, the small profile's index (S3 Vectors + DynamoDB)"
+    cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder" s3vectors
+  done
+  exit 0
+fi
 for embedder in hashing minilm; do
   echo "== REALTALK, $embedder"
   cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder"

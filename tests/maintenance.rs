@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use domain::audit::AuditRecord;
 use domain::memory::{GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType};
@@ -340,4 +341,60 @@ async fn a_tenant_whose_daily_jobs_fail_costs_no_other_tenant_its_reindex() {
     let report = s.maintenance.daily().await.expect("one tenant's failure does not fail the run");
     assert_eq!((report.tenants, report.tenants_failed), (2, 1), "{report:?}");
     assert_eq!(report.indexed, 2, "B's KB document and memory were indexed: {report:?}");
+}
+
+/// A tenant whose daily reindex does not fit one run (#37: the pipeline function stops
+/// at 60 s): each queued run stops at its budget — here none, so one record a run — and
+/// queues its continuation, which goes on where it stopped; the run that finishes
+/// compacts the backups. Every record ends up indexed, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_daily_reindex_too_long_for_one_run_goes_on_in_the_next() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = store_embedded::open_backend(dir.path(), Arc::new(SystemClock)).unwrap();
+    let s = Services::new(backend.clone());
+    let t = domain::TenantId::new("large").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Engineering, Industry::Saas).await.unwrap();
+    for i in 0..3 {
+        let kb = domain::spine::KbDocument {
+            tenant: t.clone(),
+            id: Id::new(format!("kb-{i}")).unwrap(),
+            scope: MemoryScope::Org,
+            title: format!("Runbook {i}"),
+            body: format!("Step {i}: page the duty manager."),
+            source: None,
+            created_at: Timestamp(1),
+        };
+        ports::records::LibraryStore::put_kb_document(&backend.records, &kb).await.unwrap();
+    }
+    let kind = services::maintenance::KIND_DAILY;
+    let mut message = ports::QueueMessage {
+        tenant: t.clone(),
+        kind: kind.to_owned(),
+        idempotency_key: format!("{kind}/{t}/20000"),
+        body: b"{}".to_vec(),
+    };
+    let mut runs = Vec::new();
+    loop {
+        let r = s.maintenance.daily_from_queue_within(&message, Duration::ZERO).await.unwrap();
+        runs.push((r.indexed, r.kept, r.unfinished, r.backup_files_merged + r.backup_files_written));
+        let queued = backend.queue.receive(10, Duration::from_secs(30)).await.unwrap();
+        if r.unfinished == 0 {
+            assert!(queued.is_empty(), "a finished run queues nothing: {queued:?}");
+            break;
+        }
+        assert_eq!(queued.len(), 1, "one continuation");
+        let next = queued.into_iter().next().unwrap();
+        backend.queue.ack(&next.receipt).await.unwrap();
+        assert_eq!(next.message.kind, kind);
+        let part = runs.len() + 1;
+        assert_eq!(next.message.idempotency_key, format!("{kind}/{t}/20000/part-{part}"));
+        assert_eq!(serde_json::from_slice::<serde_json::Value>(&next.message.body).unwrap(), serde_json::json!({"part": part}));
+        message = next.message;
+        assert!(runs.len() < 10, "the continuations must end: {runs:?}");
+    }
+    // One record a run, then a run with nothing left to do, which compacts.
+    let done: Vec<(usize, usize, usize)> = runs.iter().map(|r| (r.0, r.1, r.2)).collect();
+    assert_eq!(done, [(1, 0, 1), (1, 1, 1), (1, 2, 1), (0, 3, 0)], "{runs:?}");
+    let docs = backend.search.doc_ids(&t, &MemoryScope::Org, 10).await.unwrap();
+    assert_eq!(docs.iter().map(|d| d.as_str()).collect::<Vec<_>>(), ["kb-0", "kb-1", "kb-2"]);
 }

@@ -212,3 +212,30 @@ async fn a_removals_second_sweep_runs_in_the_pipeline_function() {
     let resp = continuity_pipeline::handle(&s, event).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
 }
+
+/// `events/pipeline-sqs-daily-part.json`: a continuation of a tenant's daily run (the
+/// run before it stopped at its time budget) goes on where it stopped — the demo
+/// tenant's unindexed document gets indexed — and, finishing, queues no further part.
+#[tokio::test]
+async fn a_daily_runs_continuation_goes_on_in_the_pipeline_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = continuity_tests::embedded::demo_services(dir.path()).await;
+    let demo = TenantId::new("demo").unwrap();
+    let kb = domain::spine::KbDocument {
+        tenant: demo.clone(),
+        id: domain::Id::new("kb-late").unwrap(),
+        scope: domain::memory::MemoryScope::Org,
+        title: "Late runbook".into(),
+        body: "Restart the ingest worker after a failover.".into(),
+        source: None,
+        created_at: domain::Timestamp(1),
+    };
+    ports::records::LibraryStore::put_kb_document(&s.backend.records, &kb).await.unwrap();
+    let event: SqsEvent = serde_json::from_value(continuity_tests::event("pipeline-sqs-daily-part.json")).unwrap();
+    let resp = continuity_pipeline::handle(&s, event).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    let docs = s.backend.search.doc_ids(&demo, &domain::memory::MemoryScope::Org, 1000).await.unwrap();
+    assert!(docs.iter().any(|d| d.as_str() == "kb-late"), "{docs:?}");
+    let queued = s.backend.queue.receive(10, std::time::Duration::from_secs(30)).await.unwrap();
+    assert!(queued.iter().all(|d| d.message.kind != services::maintenance::KIND_DAILY), "finished: no next part");
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use domain::notify::EventKind;
-use domain::{Result, TenantId, Timestamp};
+use domain::{Error, Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::oauth::OAuthStore;
 use ports::records::{IdempotencyStore as _, RetentionStore, ReviewStore as _, TenantStore};
@@ -42,6 +42,9 @@ pub struct DailyReport {
     pub backup_files_written: usize,
     /// Tenants whose reindex or compaction failed (logged; the others' went on).
     pub tenants_failed: usize,
+    /// Tenants whose reindex stopped at its time budget and goes on in a next run (a
+    /// continuation message on the queue).
+    pub unfinished: usize,
 }
 
 impl DailyReport {
@@ -54,6 +57,7 @@ impl DailyReport {
         self.orphaned += one.orphaned;
         self.backup_files_merged += one.backup_files_merged;
         self.backup_files_written += one.backup_files_written;
+        self.unfinished += one.unfinished;
     }
 }
 
@@ -106,6 +110,13 @@ const WATCHED_REVIEW: usize = 10_000;
 pub const KIND_RESUME: &str = "governance.resume";
 /// The work-queue message of one tenant's daily jobs (reindex, compaction).
 pub const KIND_DAILY: &str = "maintenance.daily";
+/// How long one queued daily run reindexes before it hands the rest to a continuation
+/// message: the pipeline function stops at 60 s, and the run also loads the tenant's
+/// records and, when done, compacts its backups.
+pub const DAILY_BUDGET: Duration = Duration::from_secs(40);
+/// Most continuations of one tenant's daily run (40 s each: over 5 hours of indexing);
+/// past it the run fails, is retried, then dead-lettered, which alarms.
+pub const MAX_DAILY_PARTS: u64 = 500;
 
 /// A proposal idle this long on its way through triage is moved along by the hourly
 /// run (a crash or an outage stopped it).
@@ -299,7 +310,25 @@ impl MaintenanceService {
     /// # Errors
     /// The reindex's or the compaction's (`UNAVAILABLE`).
     pub async fn daily_one(&self, tenant: &TenantId) -> Result<DailyReport> {
-        let r = self.search.reindex(tenant, false, &|_| {}).await?;
+        self.daily_one_within(tenant, None).await
+    }
+
+    /// [`Self::daily_one`] whose reindex stops once `budget` has passed; the compaction
+    /// then waits for the run that finishes it.
+    async fn daily_one_within(&self, tenant: &TenantId, budget: Option<Duration>) -> Result<DailyReport> {
+        let r = self.search.reindex_within(tenant, false, &|_| {}, budget).await?;
+        if r.unfinished {
+            return Ok(DailyReport {
+                tenants: 1,
+                indexed: r.indexed,
+                verified: r.verified,
+                kept: r.kept,
+                removed: r.removed,
+                orphaned: r.orphaned,
+                unfinished: 1,
+                ..DailyReport::default()
+            });
+        }
         let c = self.backup.compact(tenant, COMPACT_AFTER_FILES).await?;
         Ok(DailyReport {
             tenants: 1,
@@ -352,8 +381,48 @@ impl MaintenanceService {
     /// The jobs' (`UNAVAILABLE`: the message is retried, then dead-lettered, which
     /// alarms); a failure is also counted (`MaintenanceFailures`).
     pub async fn daily_from_queue(&self, message: &ports::QueueMessage) -> Result<DailyReport> {
-        let report = self.daily_one(&message.tenant).await.inspect_err(|e| tenant_failed(&message.tenant, e, "daily jobs"))?;
-        tracing::info!(tenant = %message.tenant, indexed = report.indexed, orphaned = report.orphaned, "daily jobs");
+        self.daily_from_queue_within(message, DAILY_BUDGET).await
+    }
+
+    /// [`Self::daily_from_queue`] with another budget than [`DAILY_BUDGET`]. A run that
+    /// stops at it queues its continuation (`{"part": n}`, keyed `…/part-{n}`), which
+    /// goes on where it stopped; the backups are compacted by the run that finishes.
+    ///
+    /// # Errors
+    /// As [`Self::daily_from_queue`]; `UNAVAILABLE` when the continuation cannot be
+    /// queued (the message is retried) or past [`MAX_DAILY_PARTS`].
+    pub async fn daily_from_queue_within(&self, message: &ports::QueueMessage, budget: Duration) -> Result<DailyReport> {
+        let part = serde_json::from_slice::<serde_json::Value>(&message.body)
+            .ok()
+            .and_then(|b| b.get("part").and_then(serde_json::Value::as_u64))
+            .unwrap_or(1);
+        let report = self
+            .daily_one_within(&message.tenant, Some(budget))
+            .await
+            .inspect_err(|e| tenant_failed(&message.tenant, e, "daily jobs"))?;
+        tracing::info!(
+            tenant = %message.tenant,
+            part,
+            indexed = report.indexed,
+            orphaned = report.orphaned,
+            unfinished = report.unfinished > 0,
+            "daily jobs"
+        );
+        if report.unfinished > 0 {
+            if part >= MAX_DAILY_PARTS {
+                let e = Error::unavailable(format!("the daily reindex did not finish in {MAX_DAILY_PARTS} runs"));
+                tenant_failed(&message.tenant, &e, "daily jobs");
+                return Err(e);
+            }
+            let base = message.idempotency_key.split("/part-").next().unwrap_or(&message.idempotency_key);
+            let next = ports::QueueMessage {
+                tenant: message.tenant.clone(),
+                kind: KIND_DAILY.to_owned(),
+                idempotency_key: format!("{base}/part-{}", part + 1),
+                body: serde_json::json!({"part": part + 1}).to_string().into_bytes(),
+            };
+            self.backend.queue.send(&next).await?;
+        }
         Ok(report)
     }
 

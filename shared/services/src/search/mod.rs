@@ -145,6 +145,9 @@ pub struct ReindexReport {
     pub removed: usize,
     /// Index entries without a record, flagged for review.
     pub orphaned: usize,
+    /// The run stopped at its time budget ([`SearchService::reindex_within`]): what it
+    /// did stays done, and a run after it goes on from there (it keeps what is indexed).
+    pub unfinished: bool,
 }
 
 /// Hybrid search and verified indexing, over the backend's index and embedder.
@@ -485,6 +488,27 @@ impl SearchService {
     /// # Errors
     /// `UNAVAILABLE` when the store, the index or the embedder is unreachable.
     pub async fn reindex(&self, tenant: &TenantId, full: bool, progress: &(dyn Fn(usize) + Sync)) -> Result<ReindexReport> {
+        self.reindex_within(tenant, full, progress, None).await
+    }
+
+    /// [`Self::reindex`] that stops once `budget` has passed (measured from its start,
+    /// after at least one record (re)indexed or removed), reporting itself
+    /// [`ReindexReport::unfinished`]: how a large tenant's daily reindex fits the
+    /// pipeline function's timeout, one run after another. Only a plain reindex goes on
+    /// where the last stopped (it keeps what is indexed); a `full` one starts over, so
+    /// give it no budget.
+    ///
+    /// # Errors
+    /// As [`Self::reindex`].
+    pub async fn reindex_within(
+        &self,
+        tenant: &TenantId,
+        full: bool,
+        progress: &(dyn Fn(usize) + Sync),
+        budget: Option<std::time::Duration>,
+    ) -> Result<ReindexReport> {
+        let started = std::time::Instant::now();
+        let spent = || budget.is_some_and(|b| started.elapsed() >= b);
         let mut report = ReindexReport::default();
         if !self.enabled() {
             return Ok(report);
@@ -519,6 +543,10 @@ impl SearchService {
                     if indexed.contains(&doc.id) {
                         self.unindex(tenant, &scope, &doc.id).await?;
                         report.removed += 1;
+                        if spent() {
+                            report.unfinished = true;
+                            return Ok(report);
+                        }
                     }
                     continue;
                 }
@@ -545,6 +573,10 @@ impl SearchService {
                     _ => {}
                 }
                 progress(report.indexed);
+                if spent() {
+                    report.unfinished = true;
+                    return Ok(report);
+                }
             }
             for orphan in indexed.difference(&known) {
                 let v = Verification {
