@@ -134,7 +134,6 @@ async fn round_trip(a: Backend, b: Backend) {
         "entity",
         "memory",
         "proposal",
-        "audit",
         "gate",
         "task",
         "connector_cred",
@@ -145,6 +144,7 @@ async fn round_trip(a: Backend, b: Backend) {
         assert!(before.contains_key(part), "the seed holds {part} records: {:?}", before.keys());
     }
     assert!(before.keys().any(|k| k.starts_with("eng")), "{:?}", before.keys());
+    assert!(before.keys().any(|k| k.starts_with("audit.")), "audit records, in their shards: {:?}", before.keys());
     assert!(before.keys().any(|k| k.starts_with("graph")), "{:?}", before.keys());
 
     let progress = std::sync::atomic::AtomicUsize::new(0);

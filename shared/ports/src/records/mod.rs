@@ -301,6 +301,33 @@ pub(crate) fn decode<T: DeserializeOwned>(item: &Item) -> Result<T> {
     serde_json::from_slice(&item.body).map_err(|e| Error::internal(format!("corrupt item {}/{}: {e}", item.part, item.sk)))
 }
 
+/// A tenant's audit records are spread over this many partitions (`audit.0` …
+/// `audit.7`, by a hash of the record's id): DynamoDB takes about 1 000 writes a second
+/// on one partition key, so one busy tenant's audit trail would throttle on a single
+/// key. Every shard sorts by `{time}#{id}`, so a listing merges them in order. Records
+/// written before the sharding stay in `audit` ([`AUDIT_LEGACY`]) and are listed,
+/// counted, archived and pruned with the rest.
+pub const AUDIT_SHARDS: u64 = 8;
+/// The single audit partition of earlier versions.
+pub const AUDIT_LEGACY: &str = "audit";
+
+/// The audit partition of the record `id`.
+pub(crate) fn audit_part(id: &Id) -> String {
+    // FNV-1a: stable across runs, platforms and versions.
+    let h = id.as_str().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    format!("{AUDIT_LEGACY}.{}", h % AUDIT_SHARDS)
+}
+
+/// Every partition audit records may be in: the shards and the legacy one.
+pub fn audit_parts() -> Vec<String> {
+    std::iter::once(AUDIT_LEGACY.to_owned()).chain((0..AUDIT_SHARDS).map(|i| format!("{AUDIT_LEGACY}.{i}"))).collect()
+}
+
+/// The write of one audit record (a create: an audit record is never overwritten).
+pub(crate) fn audit_put(r: &AuditRecord) -> Result<Write> {
+    Ok(put(r.tenant.as_str(), &audit_part(&r.id), format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent))
+}
+
 pub(crate) fn put(tenant: &str, part: &str, sk: String, version: u64, body: Vec<u8>, condition: Condition) -> Write {
     Write::Put { item: Item { tenant: tenant.to_owned(), part: part.to_owned(), sk, version, body }, condition }
 }
@@ -393,6 +420,21 @@ impl Records {
     ///
     /// # Errors
     /// `UNAVAILABLE`.
+    /// How many audit records `tenant` has in all its audit partitions, at most `max`.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    pub async fn count_audit(&self, tenant: &str, max: u64) -> Result<u64> {
+        let mut n = 0;
+        for part in audit_parts() {
+            if n >= max {
+                break;
+            }
+            n += self.count(tenant, &part, "", max - n).await?;
+        }
+        Ok(n)
+    }
+
     pub async fn count(&self, tenant: &str, part: &str, prefix: &str, max: u64) -> Result<u64> {
         let mut n = 0u64;
         let mut after: Option<String> = None;
@@ -737,26 +779,42 @@ impl SignalStore for Records {
 #[async_trait]
 impl AuditLog for Records {
     async fn append_audit(&self, r: &AuditRecord) -> Result<()> {
-        self.items
-            .write(vec![put(r.tenant.as_str(), "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent)])
-            .await
+        self.items.write(vec![audit_put(r)?]).await
     }
 
     async fn append_audits(&self, records: &[AuditRecord]) -> Result<()> {
         for group in records.chunks(self.items.max_batch()) {
-            let writes = group
-                .iter()
-                .map(|r| {
-                    Ok(put(r.tenant.as_str(), "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let writes = group.iter().map(audit_put).collect::<Result<Vec<_>>>()?;
             self.items.write(writes).await?;
         }
         Ok(())
     }
 
+    /// Newest first, merged from every audit partition ([`AUDIT_SHARDS`]): each is read
+    /// from the cursor on, and the page is the newest `size` of them.
     async fn list_audit(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<AuditRecord>> {
-        self.page(tenant.as_str(), "audit", "", page, true).await
+        let after = page.cursor.as_deref().map(decode_cursor).transpose()?;
+        let size = page.size();
+        let mut reads = tokio::task::JoinSet::new();
+        for part in audit_parts() {
+            let (items, t, after) = (self.items.clone(), tenant.as_str().to_owned(), after.clone());
+            reads.spawn(async move {
+                items
+                    .query(Query { tenant: &t, part: &part, prefix: "", after: after.as_deref(), limit: size, descending: true })
+                    .await
+            });
+        }
+        let (mut all, mut more) = (Vec::new(), false);
+        while let Some(read) = reads.join_next().await {
+            let (items, m) = read.map_err(|e| Error::internal(format!("audit read: {e}")))??;
+            more |= m;
+            all.extend(items);
+        }
+        all.sort_by(|a, b| b.sk.cmp(&a.sk));
+        more |= all.len() > size as usize;
+        all.truncate(size as usize);
+        let next_cursor = if more { all.last().map(|i| encode_cursor(&i.sk)) } else { None };
+        Ok(Page { items: all.iter().map(decode).collect::<Result<Vec<_>>>()?, next_cursor })
     }
 }
 

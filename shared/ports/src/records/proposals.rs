@@ -6,7 +6,7 @@ use domain::memory::MemoryEntry;
 use domain::proposal::{Proposal, ProposalState};
 use domain::{Error, Id, Page, PageRequest, Result, TenantId};
 
-use super::{Expect, Records, encode, pad, put, versioned};
+use super::{Expect, Records, encode, put, versioned};
 use crate::items::{Condition, Write};
 
 #[async_trait]
@@ -104,9 +104,7 @@ impl ProposalStore for Records {
         if audit.tenant != p.tenant {
             return Err(Error::invalid_field("tenant", "an audit record stays inside its tenant"));
         }
-        let record =
-            put(p.tenant.as_str(), "audit", format!("{}#{}", pad(audit.at.0), audit.id), 1, encode(audit)?, Condition::Absent);
-        self.write_proposal(p, vec![record]).await
+        self.write_proposal(p, vec![super::audit_put(audit)?]).await
     }
 
     async fn commit_governed_write(
@@ -153,7 +151,7 @@ impl ProposalStore for Records {
             if r.tenant != p.tenant {
                 return Err(Error::invalid_field("tenant", "a governed write stays inside one tenant"));
             }
-            writes.push(put(t, "audit", format!("{}#{}", pad(r.at.0), r.id), 1, encode(r)?, Condition::Absent));
+            writes.push(super::audit_put(r)?);
         }
         self.items.write(writes).await?;
         Ok(next)

@@ -44,45 +44,53 @@ impl RetentionStore for Records {
         let t = tenant.as_str();
         let cutoff = pad(before.0);
         let mut deleted = 0;
-        while deleted < max {
-            let limit = u32::try_from((max - deleted).min(self.items.max_batch())).unwrap_or(25);
-            let q = Query { tenant: t, part: "audit", prefix: "", after: None, limit, descending: false };
-            let (items, _) = self.items.query(q).await?;
-            let old: Vec<Write> = items
-                .into_iter()
-                .take_while(|i| i.sk < cutoff)
-                .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
-                .collect();
-            if old.is_empty() {
-                break;
+        for part in super::audit_parts() {
+            while deleted < max {
+                let limit = u32::try_from((max - deleted).min(self.items.max_batch())).unwrap_or(25);
+                let q = Query { tenant: t, part: &part, prefix: "", after: None, limit, descending: false };
+                let (items, _) = self.items.query(q).await?;
+                let old: Vec<Write> = items
+                    .into_iter()
+                    .take_while(|i| i.sk < cutoff)
+                    .map(|i| Write::Delete { tenant: i.tenant, part: i.part, sk: i.sk, condition: Condition::None })
+                    .collect();
+                if old.is_empty() {
+                    break;
+                }
+                deleted += old.len();
+                self.items.write(old).await?;
             }
-            deleted += old.len();
-            self.items.write(old).await?;
         }
         Ok(deleted)
     }
 
+    /// The oldest `max` records before `before` over every audit partition (each read
+    /// in order, then merged).
     async fn old_audit(&self, tenant: &TenantId, before: Timestamp, max: usize) -> Result<Vec<domain::audit::AuditRecord>> {
         let cutoff = pad(before.0);
-        let mut out = Vec::new();
-        let mut after: Option<String> = None;
-        while out.len() < max {
-            let limit = u32::try_from((max - out.len()).min(self.items.max_batch())).unwrap_or(25);
-            let q =
-                Query { tenant: tenant.as_str(), part: "audit", prefix: "", after: after.as_deref(), limit, descending: false };
-            let (items, _) = self.items.query(q).await?;
-            let n = items.len();
-            let old: Vec<Item> = items.into_iter().take_while(|i| i.sk < cutoff).collect();
-            let done = old.len() < n || n < limit as usize;
-            after = old.last().map(|i| i.sk.clone());
-            for i in &old {
-                out.push(decode(i)?);
-            }
-            if done || old.is_empty() {
-                break;
+        let mut all: Vec<Item> = Vec::new();
+        for part in super::audit_parts() {
+            let mut taken = 0;
+            let mut after: Option<String> = None;
+            while taken < max {
+                let limit = u32::try_from((max - taken).min(self.items.max_batch())).unwrap_or(25);
+                let q =
+                    Query { tenant: tenant.as_str(), part: &part, prefix: "", after: after.as_deref(), limit, descending: false };
+                let (items, _) = self.items.query(q).await?;
+                let n = items.len();
+                let old: Vec<Item> = items.into_iter().take_while(|i| i.sk < cutoff).collect();
+                let done = old.len() < n || n < limit as usize;
+                after = old.last().map(|i| i.sk.clone());
+                taken += old.len();
+                all.extend(old);
+                if done || after.is_none() {
+                    break;
+                }
             }
         }
-        Ok(out)
+        all.sort_by(|a, b| a.sk.cmp(&b.sk));
+        all.truncate(max);
+        all.iter().map(decode).collect()
     }
 
     async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>> {
