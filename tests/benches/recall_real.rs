@@ -39,7 +39,9 @@ async fn main() {
     // on the moto at CONTINUITY_TEST_MOTO_URL, vectors in the in-process S3 Vectors
     // stand-in) instead of the embedded one.
     let index = if std::env::args().skip(1).any(|a| a == "s3vectors") {
-        Some(continuity_tests::aws::fresh_s3vectors_index("recall", embedder.as_ref()).await.0)
+        let index: Arc<dyn ports::SearchIndex> =
+            Arc::new(continuity_tests::aws::PerTenantS3Vectors::start(embedder.clone()).await);
+        Some(index)
     } else {
         None
     };

@@ -112,16 +112,6 @@ pub async fn s3vectors_index(table: &str, url: &str, embedder: &dyn ports::Embed
     ))
 }
 
-/// A fresh keyword table on moto and a fresh S3 Vectors stand-in, and the index over them.
-pub async fn fresh_s3vectors_index(
-    label: &str,
-    embedder: &dyn ports::Embedder,
-) -> (Arc<dyn ports::SearchIndex>, Arc<crate::s3vectors::S3Vectors>) {
-    let (standin, url) = crate::s3vectors::S3Vectors::start().await;
-    let (table, _) = fresh_table(label).await;
-    (s3vectors_index(&table, &url, embedder).await, standin)
-}
-
 /// [`backend`] with `vault_key` and these search settings.
 pub async fn backend_with(vault_key: String, search: store_aws::SearchSettings) -> Backend {
     let moto = env("CONTINUITY_TEST_MOTO_URL");
@@ -245,5 +235,88 @@ pub async fn mail() -> contract::mail::MailFixture {
         from,
         inbox: Arc::new(|| Box::pin(sent_mail())),
         refused: (ses_mailer(&format!("notify@unverified-{n:016x}.example")).await, refused),
+    }
+}
+
+/// The `small` profile's index with a keyword table of its own per tenant, for the recall
+/// benchmark: moto answers a DynamoDB query by scanning the whole table, so REALTALK's
+/// 130 000 postings in one table make each posting query take seconds there (on
+/// DynamoDB a query reads its partition only). Each tenant's items are its own either
+/// way; only the table they sit in differs. Vectors share one S3 Vectors stand-in.
+pub struct PerTenantS3Vectors {
+    url: String,
+    embedder: Arc<dyn ports::Embedder>,
+    indexes: tokio::sync::Mutex<std::collections::HashMap<String, Arc<dyn ports::SearchIndex>>>,
+}
+
+impl PerTenantS3Vectors {
+    pub async fn start(embedder: Arc<dyn ports::Embedder>) -> Self {
+        let (_standin, url) = crate::s3vectors::S3Vectors::start().await;
+        Self { url, embedder, indexes: tokio::sync::Mutex::default() }
+    }
+
+    async fn of(&self, tenant: &domain::TenantId) -> Arc<dyn ports::SearchIndex> {
+        let mut map = self.indexes.lock().await;
+        if let Some(i) = map.get(tenant.as_str()) {
+            return i.clone();
+        }
+        let (table, _) = fresh_table("recall").await;
+        let index = s3vectors_index(&table, &self.url, self.embedder.as_ref()).await;
+        map.insert(tenant.as_str().to_owned(), index.clone());
+        index
+    }
+}
+
+#[async_trait::async_trait]
+impl ports::SearchIndex for PerTenantS3Vectors {
+    fn name(&self) -> &'static str {
+        "s3vectors"
+    }
+    async fn upsert(&self, docs: &[ports::search::SearchDoc]) -> domain::Result<()> {
+        let mut by: std::collections::BTreeMap<String, Vec<ports::search::SearchDoc>> = std::collections::BTreeMap::new();
+        for d in docs {
+            by.entry(d.tenant.as_str().to_owned()).or_default().push(d.clone());
+        }
+        for group in by.into_values() {
+            self.of(&group[0].tenant).await.upsert(&group).await?;
+        }
+        Ok(())
+    }
+    async fn remove(&self, t: &domain::TenantId, s: &domain::memory::MemoryScope, d: &domain::Id) -> domain::Result<()> {
+        self.of(t).await.remove(t, s, d).await
+    }
+    async fn search(&self, q: &ports::search::SearchQuery) -> domain::Result<Vec<ports::search::SearchHit>> {
+        self.of(&q.tenant).await.search(q).await
+    }
+    async fn doc_ids(
+        &self,
+        t: &domain::TenantId,
+        s: &domain::memory::MemoryScope,
+        max: usize,
+    ) -> domain::Result<Vec<domain::Id>> {
+        self.of(t).await.doc_ids(t, s, max).await
+    }
+    fn visible_after(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+    async fn chunks(
+        &self,
+        t: &domain::TenantId,
+        s: &domain::memory::MemoryScope,
+        d: &domain::Id,
+    ) -> domain::Result<Vec<ports::search::SearchDoc>> {
+        self.of(t).await.chunks(t, s, d).await
+    }
+    async fn remove_older(
+        &self,
+        t: &domain::TenantId,
+        s: &domain::memory::MemoryScope,
+        d: &domain::Id,
+        than: domain::Timestamp,
+    ) -> domain::Result<usize> {
+        self.of(t).await.remove_older(t, s, d, than).await
+    }
+    async fn warm_up(&self) -> domain::Result<usize> {
+        Ok(0)
     }
 }

@@ -317,30 +317,21 @@ impl MaintenanceService {
     /// then waits for the run that finishes it.
     async fn daily_one_within(&self, tenant: &TenantId, budget: Option<Duration>) -> Result<DailyReport> {
         let r = self.search.reindex_within(tenant, false, &|_| {}, budget).await?;
-        if r.unfinished {
-            return Ok(DailyReport {
-                tenants: 1,
-                indexed: r.indexed,
-                verified: r.verified,
-                kept: r.kept,
-                removed: r.removed,
-                orphaned: r.orphaned,
-                unfinished: 1,
-                ..DailyReport::default()
-            });
-        }
-        let c = self.backup.compact(tenant, COMPACT_AFTER_FILES).await?;
-        Ok(DailyReport {
+        let mut report = DailyReport {
             tenants: 1,
             indexed: r.indexed,
             verified: r.verified,
             kept: r.kept,
             removed: r.removed,
             orphaned: r.orphaned,
-            backup_files_merged: c.merged,
-            backup_files_written: c.written,
+            unfinished: usize::from(r.unfinished),
             ..DailyReport::default()
-        })
+        };
+        if !r.unfinished {
+            let c = self.backup.compact(tenant, COMPACT_AFTER_FILES).await?;
+            (report.backup_files_merged, report.backup_files_written) = (c.merged, c.written);
+        }
+        Ok(report)
     }
 
     /// The daily jobs fanned out (AWS): one [`KIND_DAILY`] message per tenant on the
