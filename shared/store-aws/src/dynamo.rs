@@ -153,7 +153,7 @@ pub(crate) fn to_attrs(item: &Item) -> Attrs {
 
 /// Rebuilds an item read from `(tenant, part)`. A row without `SK` or a numeric `ver`
 /// was not written by this adapter: that is corrupt data, not an outage.
-fn from_attrs(tenant: &str, part: &str, attrs: &Attrs) -> Result<Item> {
+pub(crate) fn from_attrs(tenant: &str, part: &str, attrs: &Attrs) -> Result<Item> {
     let sk = match attrs.get(SK) {
         Some(AttributeValue::S(s)) => s.clone(),
         _ => return Err(Error::internal(format!("dynamodb item in {} has no string SK", pk(tenant, part)))),

@@ -25,7 +25,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
+use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, KeysAndAttributes, PutRequest, WriteRequest};
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::items::{Condition, Item, ItemStore, Query, Write};
@@ -467,25 +467,46 @@ impl Keywords {
         Ok(out)
     }
 
-    /// The chunks with these keys (`{doc}/{id}`) in one partition, read at once, in
-    /// order; a chunk gone, or of another version than the one given, is left out.
+    /// The chunks with these keys (`{doc}/{id}`) in one partition, in order, read 100 at
+    /// a time (`BatchGetItem`, strongly consistent); a chunk gone, or of another version
+    /// than the one given, is left out.
     pub async fn read(&self, tenant: &TenantId, scope: &MemoryScope, wanted: Vec<(String, Option<u64>)>) -> Result<Vec<Chunk>> {
         let (t, s) = partition(tenant, scope);
-        let mut reads = tokio::task::JoinSet::new();
-        for (i, (key, version)) in wanted.into_iter().enumerate() {
-            let (me, t, s) = (self.clone(), t.clone(), s.clone());
-            reads.spawn(async move { (i, version, me.chunk(&t, &s, &key).await) });
-        }
-        let mut found = Vec::new();
-        while let Some(done) = reads.join_next().await {
-            let (i, version, res) = done.map_err(|e| Error::internal(format!("chunk read: {e}")))?;
-            if let Some((v, chunk)) = res?
-                && version.is_none_or(|want| want == v)
-            {
-                found.push((i, chunk));
+        let part = format!("{s}/c");
+        let mut found: HashMap<String, (u64, Chunk)> = HashMap::new();
+        for batch in wanted.chunks(100) {
+            // BatchGetItem refuses a key asked twice.
+            let unique: std::collections::BTreeSet<&str> = batch.iter().map(|(k, _)| k.as_str()).collect();
+            let mut keys: Vec<HashMap<String, AttributeValue>> = unique.into_iter().map(|k| dynamo::key(&t, &part, k)).collect();
+            for attempt in 0..8u32 {
+                let request = KeysAndAttributes::builder().set_keys(Some(keys)).consistent_read(true).build().map_err(build)?;
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.table, request)
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("dynamodb BatchGetItem", &e))?;
+                for attrs in out.responses().and_then(|r| r.get(&self.table)).into_iter().flatten() {
+                    let item = dynamo::from_attrs(&t, &part, attrs)?;
+                    found.insert(item.sk.clone(), (item.version, decode(&item)?));
+                }
+                keys = out.unprocessed_keys().and_then(|u| u.get(&self.table)).map(|k| k.keys().to_vec()).unwrap_or_default();
+                if keys.is_empty() {
+                    break;
+                }
+                if attempt == 7 {
+                    return Err(Error::unavailable("dynamodb kept some chunk reads unprocessed (throttled); try again"));
+                }
+                tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
             }
         }
-        found.sort_by_key(|(i, _)| *i);
-        Ok(found.into_iter().map(|(_, c)| c).collect())
+        Ok(wanted
+            .into_iter()
+            .filter_map(|(key, version)| {
+                let (v, chunk) = found.get(&key)?;
+                version.is_none_or(|want| want == *v).then(|| chunk.clone())
+            })
+            .collect())
     }
 }
