@@ -221,7 +221,7 @@ async fn complete_backup_round_trip_aws() {
     let a = continuity_tests::aws::backend_in_own_table("bka").await;
     let (table, _) = continuity_tests::aws::fresh_table("bkb").await;
     let records = continuity_tests::aws::sealed_records(&table, &continuity_tests::aws::vault_key().await).await;
-    let b = Backend { records, fortress: None, ..a.clone() };
+    let b = Backend { records, fortress: None, fortress_writer: None, ..a.clone() };
     round_trip(a, b).await;
 }
 

@@ -304,3 +304,34 @@ fn the_add_a_tool_steps_are_true() {
     assert!(checked >= 30, "the walk found the capabilities: {checked}");
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
+
+/// The fortress is its own trust domain (#37): only the mirror path writes it — the
+/// dual-write in `ports::fortress`, and a promotion's backfill and reconcile through
+/// `Backend::fortress_writer`. No other code of the product names the writer (the
+/// backends' wiring hands it over; tests may build backends with it).
+#[test]
+fn only_the_mirror_path_writes_the_fortress() {
+    let root = root();
+    let mut files = Vec::new();
+    for dir in ["shared", "functions"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    let allowed = [
+        "shared/ports/src/lib.rs",
+        "shared/ports/src/fortress.rs",
+        "shared/services/src/admin/promotion.rs",
+        "shared/store-embedded/src/lib.rs",
+        "shared/store-aws/src/lib.rs",
+    ];
+    let mut users = Vec::new();
+    for f in files {
+        let rel = f.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+        if rel.contains("/tests/") || rel.contains("/benches/") {
+            continue;
+        }
+        if std::fs::read_to_string(&f).unwrap().contains("fortress_writer") && !allowed.contains(&rel.as_str()) {
+            users.push(rel);
+        }
+    }
+    assert!(users.is_empty(), "only the promotion may take the fortress's writable store: {users:?}");
+}

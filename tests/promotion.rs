@@ -52,7 +52,15 @@ async fn promotion(backend: Backend) {
     for n in 0..12 {
         put(&format!("acct-{n:02}"), &format!("Account {n}")).await;
     }
-    let fortress = backend.fortress.as_ref().unwrap().items().clone();
+    // What the services see of the fortress refuses writes; the mirror path's store
+    // (the test plays a stray writer with it below) does not.
+    let read_only = backend.fortress.as_ref().unwrap().items().clone();
+    let probe =
+        Item { tenant: t.to_string(), part: "entity".into(), sk: "account#probe".into(), version: 1, body: b"{}".to_vec() };
+    let refused = read_only.write(vec![Write::Put { item: probe, condition: Condition::None }]).await.unwrap_err();
+    assert_eq!(refused.code, domain::ErrorCode::Internal, "{refused:?}");
+    assert!(read_only.get(t.as_str(), "entity", "account#probe").await.unwrap().is_none());
+    let fortress = backend.fortress_writer.clone().unwrap();
     let main = backend.records.items().clone();
 
     // Run 1, bounded: stops with its cursor saved.

@@ -59,7 +59,7 @@ pub async fn backend() -> Backend {
 pub async fn backend_in_own_table(label: &str) -> Backend {
     let (table, _) = fresh_table(label).await;
     let records = sealed_records(&table, &vault_key().await).await;
-    Backend { records, fortress: None, ..backend().await }
+    Backend { records, fortress: None, fortress_writer: None, ..backend().await }
 }
 
 /// [`backend`] whose vault wraps data keys with the KMS key `vault_key`.
@@ -94,7 +94,7 @@ pub async fn backend_with_s3vectors(
         None => b,
         Some(e) => Backend { search: s3vectors_index(&keywords, &url, e.as_ref()).await, embedder: e, ..b },
     };
-    (Backend { records, fortress: None, ..b }, standin)
+    (Backend { records, fortress: None, fortress_writer: None, ..b }, standin)
 }
 
 /// The `small` profile's index over the keyword table `table` (on moto) and the S3
@@ -178,7 +178,13 @@ pub async fn backend_with_own_fortress(label: &str, clock: Arc<dyn ports::Clock>
     let fortress: Arc<dyn ports::ItemStore> = Arc::new(DynamoItems::new(dynamo_client(&sdk), &fortress));
     let records =
         ports::Records::new(Arc::new(ports::fortress::Mirrored::new(main, fortress.clone(), clock.clone()))).with_vault(vault());
-    Backend { records, fortress: Some(ports::Records::new(fortress).with_vault(vault())), clock, ..backend().await }
+    Backend {
+        records,
+        fortress: Some(ports::Records::new(Arc::new(ports::fortress::ReadOnly::new(fortress.clone()))).with_vault(vault())),
+        fortress_writer: Some(fortress),
+        clock,
+        ..backend().await
+    }
 }
 
 /// Makes `domain` a verified SES identity on moto (`CreateEmailIdentity`): what a

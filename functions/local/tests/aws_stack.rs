@@ -87,7 +87,7 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
     // The stack's own services (as its functions build them) accept the key: admin and
     // the operator's powers.
     let records = aws::sealed_records(&table, &vault).await;
-    let backend = ports::Backend { records, fortress: None, ..aws::backend().await };
+    let backend = ports::Backend { records, fortress: None, fortress_writer: None, ..aws::backend().await };
     let s = services::Services::new(backend);
     let caller = s.auth.authenticate_header(Some(&format!("Bearer {key}")), "https://mcp.example.com").await.unwrap();
     assert!(caller.scopes.contains(domain::principal::Scope::Admin));

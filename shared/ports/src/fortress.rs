@@ -10,13 +10,19 @@
 //! promotion waits that long before its last pass (every process then mirrors).
 //! A fortress write that fails is logged; the promotion's next run reconciles and
 //! checks the fortress by hash.
+//!
+//! The fortress is its own trust domain: only this mirror path writes it — the
+//! dual-write here, and a promotion's backfill and reconcile
+//! (`Backend::fortress_writer`, used by `services::admin::promotion` alone; a layering
+//! test holds that). What every other use case sees, `Backend::fortress`, is
+//! [`ReadOnly`]: a write through it is refused.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use domain::{Result, Timestamp};
+use domain::{Error, Result, Timestamp};
 use serde::{Deserialize, Serialize};
 
 use crate::Clock;
@@ -153,5 +159,39 @@ impl ItemStore for Mirrored {
 
     fn max_batch(&self) -> usize {
         self.main.max_batch()
+    }
+}
+
+/// The fortress as the services read it: every read passes, every write is refused
+/// (`INTERNAL`: a program error, not bad input), so no use case can change the verified
+/// copy by mistake. The mirror path holds the writable store.
+pub struct ReadOnly(Arc<dyn ItemStore>);
+
+impl ReadOnly {
+    pub fn new(fortress: Arc<dyn ItemStore>) -> Self {
+        Self(fortress)
+    }
+}
+
+#[async_trait]
+impl ItemStore for ReadOnly {
+    async fn get(&self, tenant: &str, part: &str, sk: &str) -> Result<Option<Item>> {
+        self.0.get(tenant, part, sk).await
+    }
+
+    async fn query(&self, query: Query<'_>) -> Result<(Vec<Item>, bool)> {
+        self.0.query(query).await
+    }
+
+    async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)> {
+        self.0.scan_tenant(tenant, cursor, limit).await
+    }
+
+    async fn write(&self, _: Vec<Write>) -> Result<()> {
+        Err(Error::internal("the fortress is written only by the mirror path (ports::fortress): this write was refused"))
+    }
+
+    fn max_batch(&self) -> usize {
+        self.0.max_batch()
     }
 }

@@ -56,8 +56,13 @@ pub struct Backend {
     pub queue: Arc<dyn Queue>,
     pub blobs: Arc<dyn BlobStore>,
     /// The durable second copy of promoted tenants (SPEC §3.4), read by the fallback
-    /// chain as its last step. `None` where no fortress is configured.
+    /// chain as its last step; read-only ([`fortress::ReadOnly`]). `None` where no
+    /// fortress is configured.
     pub fortress: Option<Records>,
+    /// The fortress's writable store, for the mirror path alone: the dual-write holds
+    /// its own, and a promotion's backfill and reconcile take this one
+    /// (`services::admin::promotion` only; `tests/layering.rs` checks).
+    pub fortress_writer: Option<Arc<dyn ItemStore>>,
     /// The token-signing key store (a key file on embedded, KMS on AWS).
     pub signer: Arc<dyn TokenSigner>,
     /// Per-tenant request buckets (in process on embedded, Redis on AWS).

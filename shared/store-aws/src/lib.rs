@@ -172,7 +172,8 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
-        fortress: fortress_items.map(|f| vault(Records::new(f))),
+        fortress: fortress_items.clone().map(|f| vault(Records::new(Arc::new(ports::fortress::ReadOnly::new(f))))),
+        fortress_writer: fortress_items,
         mailer: match &settings.mail_from {
             Some(from) => {
                 ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;

@@ -140,13 +140,14 @@ pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn p
     // `keys/vault.key`. Each database keeps its own wrapped data keys, so each gets its
     // own vault (key cache) over the one master key.
     let vault = || Arc::new(ports::vault::Vault::new(wrapper.clone()));
-    let fortress = Records::new(fortress_items).with_vault(vault());
+    let fortress = Records::new(Arc::new(ports::fortress::ReadOnly::new(fortress_items.clone()))).with_vault(vault());
     Ok(Backend {
         records: Records::new(items).with_vault(vault()).with_credential_epoch(Arc::new(epoch::FileEpoch::new(home))),
         cache,
         queue,
         blobs,
         fortress: Some(fortress),
+        fortress_writer: Some(fortress_items),
         signer: Arc::new(FileSigner::open(&home.join("keys"), clock.now())?),
         limiter: Arc::new(MemoryLimiter::new()),
         search,

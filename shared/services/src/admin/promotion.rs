@@ -144,13 +144,13 @@ impl AdminService {
         max_records: Option<u64>,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<PromotionReport> {
-        let Some(fortress) = self.backend.fortress.as_ref() else {
+        let Some(fortress) = self.backend.fortress_writer.as_ref() else {
             return Err(Error::invalid_field(
                 "storage_tier",
                 "this deployment has no fortress (on AWS: the stack's FortressTable, CONTINUITY_FORTRESS_TABLE)",
             ));
         };
-        let fortress = fortress.items().clone();
+        let fortress = fortress.clone();
         self.show_tenant(tenant).await?;
         let now = self.backend.clock.now();
         let mut p = match self.promotion(tenant).await? {
