@@ -437,7 +437,27 @@ pub async fn verifications_and_review_queue(r: Records) {
     assert_eq!(r.in_review(&t, "kb", &id("kb3")).await.unwrap(), None, "pending: not in the queue");
     r.put_verification(&again).await.unwrap();
     r.put_verification(&Verification { pending: true, ..again.clone() }).await.unwrap();
-    assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), Some(again), "pending: a queued record stays queued");
+    assert_eq!(r.in_review(&t, "kb", &id("kb2")).await.unwrap(), Some(again.clone()), "pending: a queued record stays queued");
+    // Many at once (a batch of turns' vectors): each recorded as one would be, over
+    // more writes than one atomic group takes.
+    let many: Vec<Verification> = (0..40)
+        .map(|i| Verification {
+            doc: id(&format!("turn-{i:02}")),
+            kind: "turn".into(),
+            verified: i % 4 != 0,
+            pending: false,
+            ..again.clone()
+        })
+        .collect();
+    r.put_verifications(&many).await.unwrap();
+    for v in &many {
+        assert_eq!(r.get_verification(&t, "turn", &v.doc).await.unwrap().as_ref(), Some(v));
+        assert_eq!(r.in_review(&t, "turn", &v.doc).await.unwrap().is_some(), !v.verified, "{}", v.doc);
+    }
+    let passed: Vec<Verification> = many.iter().map(|v| Verification { verified: true, ..v.clone() }).collect();
+    r.put_verifications(&passed).await.unwrap();
+    assert!(r.list_review(&t, &PageRequest::first(100)).await.unwrap().items.iter().all(|v| v.kind != "turn"), "all passed now");
+    r.put_verifications(&[]).await.unwrap();
 }
 
 pub async fn proposals_lifecycle(r: Records) {

@@ -169,42 +169,51 @@ impl SearchService {
         }
     }
 
-    /// One model run for the batch's chunks; each record's vectors written, read back
-    /// and verified. A failed run leaves the records found by their words, in the review
-    /// queue with why (a retry there indexes them again).
+    /// One model run for the batch's chunks, one index write for all their vectors,
+    /// each record read back, and one write of all their verifications: a batch pays
+    /// one commit of each kind, not one per record. A failed run or index write leaves
+    /// the records found by their words, in the review queue with why (a retry there
+    /// indexes them again).
     async fn embed_batch(&self, batch: Vec<Job>) {
         let texts: Vec<String> = batch.iter().flat_map(|j| j.docs.iter().map(|d| format!("{}\n{}", d.title, d.text))).collect();
         let vectors = match self.backend.embedder.embed(&texts).await {
             Ok(v) if v.len() == texts.len() => v,
             Ok(_) | Err(_) => {
                 tracing::warn!(records = batch.len(), "embedding a batch of turns failed; they go to review");
-                for job in &batch {
-                    let reason = "the embedder failed; found by its words only until it is indexed again".to_owned();
-                    self.record_verification(job, false, reason).await;
-                }
+                let reason = "the embedder failed; found by its words only until it is indexed again";
+                let failed: Vec<_> = batch.iter().filter_map(|job| self.verification(job, false, reason.to_owned())).collect();
+                self.record_verifications(&failed).await;
                 return;
             }
         };
         let mut vectors = vectors.into_iter();
         let name = self.backend.embedder.name().to_owned();
-        for mut job in batch {
+        let mut batch = batch;
+        for job in &mut batch {
             for d in &mut job.docs {
                 d.vector = vectors.next().unwrap_or_default();
                 d.embedder.clone_from(&name);
             }
-            let (verified, reason) = match self.backend.search.upsert(&job.docs).await {
+        }
+        let all: Vec<SearchDoc> = batch.iter().flat_map(|j| j.docs.iter().cloned()).collect();
+        let written = self.backend.search.upsert(&all).await;
+        let mut verifications = Vec::with_capacity(batch.len());
+        for job in &batch {
+            let (verified, reason) = match &written {
                 Ok(()) => self.readback(&job.tenant, &job.scope, job.kind, &job.docs).await,
                 Err(e) => (false, format!("the index write of its vector failed ({})", e.code)),
             };
-            self.record_verification(&job, verified, reason).await;
+            verifications.extend(self.verification(job, verified, reason));
         }
+        self.record_verifications(&verifications).await;
     }
 
-    async fn record_verification(&self, job: &Job, verified: bool, reason: String) {
-        let Some(first) = job.docs.first() else { return };
+    /// A record's verification (none for a record without chunks).
+    fn verification(&self, job: &Job, verified: bool, reason: String) -> Option<domain::memory::Verification> {
+        let first = job.docs.first()?;
         let now = self.backend.clock.now();
         // A turn is its owner's alone: the review queue shows it by id and scope only.
-        let v = domain::memory::Verification {
+        Some(domain::memory::Verification {
             tenant: job.tenant.clone(),
             kind: job.kind.as_str().to_owned(),
             doc: first.doc.clone(),
@@ -218,9 +227,12 @@ impl SearchService {
             entities: Vec::new(),
             related: Vec::new(),
             at: now,
-        };
-        if let Err(e) = ports::records::ReviewStore::put_verification(&self.backend.records, &v).await {
-            tracing::warn!(code = ?e.code, "a turn's verification was not recorded");
+        })
+    }
+
+    async fn record_verifications(&self, vs: &[domain::memory::Verification]) {
+        if let Err(e) = ports::records::ReviewStore::put_verifications(&self.backend.records, vs).await {
+            tracing::warn!(code = ?e.code, records = vs.len(), "turns' verifications were not recorded");
         }
     }
 }
