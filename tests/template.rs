@@ -90,6 +90,14 @@ fn two_stacks_share_no_physical_name() {
     ] {
         assert!(kinds.contains(&expected), "{expected:?} missing from {kinds:#?}");
     }
+    // The small profile's vector bucket too (unique per account and region).
+    let small = |s: Stack| names(&t, &s.with_parameter("Profile", "small"));
+    let (a, b) = (small(eu()), small(eu_2()));
+    let bucket = |names: &[PhysicalName]| {
+        names.iter().find(|n| n.resource_type == "AWS::S3Vectors::VectorBucket").map(|n| n.value.clone()).unwrap()
+    };
+    assert_ne!(bucket(&a), bucket(&b));
+    assert!(bucket(&a).chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'), "{}", bucket(&a));
 }
 
 #[test]
