@@ -37,6 +37,8 @@ use keywords::Chunk;
 
 /// How deep each retriever's list goes before fusion (as on the other backends).
 const DEPTH: usize = 50;
+/// Chunks written to the keyword table at once.
+const PARALLEL_PUTS: usize = 8;
 
 /// A vector as JSON numbers in their shortest form (see the OpenSearch adapter).
 fn wire(v: &[f32]) -> Vec<f64> {
@@ -130,8 +132,19 @@ impl SearchIndex for S3VectorsIndex {
         }
         let mut puts: HashMap<String, Vec<Value>> = HashMap::new();
         let mut deletes: HashMap<String, Vec<String>> = HashMap::new();
+        // Chunks are committed each on its own (a conditional put, then an atomic add to
+        // the partition's counters), so several go at once.
+        for group in docs.chunks(PARALLEL_PUTS) {
+            let mut puts = tokio::task::JoinSet::new();
+            for d in group {
+                let (keywords, d) = (self.keywords.clone(), d.clone());
+                puts.spawn(async move { keywords.put(&d).await });
+            }
+            while let Some(done) = puts.join_next().await {
+                done.map_err(|e| Error::internal(format!("keyword write: {e}")))??;
+            }
+        }
         for d in docs {
-            self.keywords.put(d).await?;
             let index = index_of(&d.tenant, &d.scope, dim);
             let key = vector_key(&d.scope, &d.doc, &d.id);
             if d.embedder == self.embedder && !d.vector.is_empty() {
