@@ -60,6 +60,12 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
     let stack = format!("cty-{}", name.as_str().replace('_', "-"));
     let sns = aws_sdk_sns::Client::new(&sdk);
     let topic = sns.create_topic().name(format!("{stack}-alarms")).send().await.unwrap().topic_arn().unwrap().to_owned();
+    // The small profile's search stores (moto has S3 Vectors' bucket calls).
+    let (keywords, _) = aws::fresh_table("stack-kw").await;
+    let vectors = format!("{stack}-vectors");
+    let s3v = store_aws::SignedHttp::new(&sdk, &moto, "s3vectors").unwrap();
+    let made = serde_json::json!({"vectorBucketName": vectors}).to_string().into_bytes();
+    s3v.send("POST", "/CreateVectorBucket", "application/json", made, &[]).await.unwrap();
     let outputs: BTreeMap<String, String> = [
         ("TableName", table.clone()),
         ("QueueUrl", q.queue_url().to_owned()),
@@ -69,6 +75,8 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
         ("TokenSigningKeyId", signing.clone()),
         ("Embedder", "hashing".to_owned()),
         ("AlarmTopicArn", topic.clone()),
+        ("VectorBucketName", vectors.clone()),
+        ("SearchTableName", keywords.clone()),
         // Nothing listens here: doctor must say so.
         ("ApiUrl", "http://127.0.0.1:9/prod".to_owned()),
     ]
@@ -160,6 +168,10 @@ async fn bootstrap_admin_commands_and_doctor_on_a_stack() {
     );
     assert!(stdout.contains("FAILED  API http://127.0.0.1:9/prod/healthz: unreachable"), "{stdout}");
     assert!(stdout.contains("embedder: hashing (no Bedrock)"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("ok      search: vector bucket {vectors}, keyword table {keywords}: both reachable")),
+        "{stdout}"
+    );
     assert!(
         stdout.contains(&format!(
             "WARNING alarm topic {topic}: no subscription: alarms reach nobody; subscribe, e.g. aws sns subscribe"

@@ -3,8 +3,9 @@
 //! the functions run with, and the checks of `continuity --backend aws doctor`.
 //!
 //! The operator's machine cannot reach the stack's ElastiCache or the OpenSearch VPC
-//! endpoint: what it does goes to DynamoDB, KMS, S3, SQS and Step Functions only, and the
-//! rest is checked through the API's own `/healthz`, which runs inside the VPC.
+//! endpoint: what it does goes to DynamoDB, KMS, S3, SQS, Step Functions and (the small
+//! profile's search) S3 Vectors only, and the rest is checked through the API's own
+//! `/healthz`, which runs inside the VPC.
 
 use std::collections::BTreeMap;
 
@@ -313,11 +314,50 @@ pub async fn doctor(sdk: &SdkConfig, outputs: &StackOutputs, region: &str) -> Ve
     } else {
         out.push(healthz(&api).await);
     }
-    out.push(Finding::warn(
-        "search collection",
-        "not reachable from outside the VPC; the functions log a failed index write or query (and searches fall back to a keyword scan)",
-    ));
+    // Search: the small profile's stores are public APIs (IAM), checked from here; the
+    // production profile's collection answers only its VPC endpoint.
+    let (vectors, keywords) = (get("VectorBucketName"), get("SearchTableName"));
+    if vectors.is_empty() {
+        out.push(Finding::warn(
+            "search collection",
+            "not reachable from outside the VPC; the functions log a failed index write or query (and searches fall back to a keyword scan)",
+        ));
+    } else {
+        out.push(small_profile_search(sdk, region, &vectors, &keywords).await);
+    }
     out
+}
+
+/// The small profile's search stores: the vector bucket (`GetVectorBucket`) and the
+/// keyword table (`DescribeTable`).
+async fn small_profile_search(sdk: &SdkConfig, region: &str, bucket: &str, table: &str) -> Finding {
+    let what = format!("search: vector bucket {bucket}, keyword table {table}");
+    let endpoint = sdk.endpoint_url().map_or_else(|| format!("https://s3vectors.{region}.api.aws"), str::to_owned);
+    let http = match crate::SignedHttp::new(sdk, &endpoint, "s3vectors") {
+        Ok(h) => h,
+        Err(e) => return Finding::failed(what, e.message),
+    };
+    let body = serde_json::json!({"vectorBucketName": bucket}).to_string().into_bytes();
+    match http.send("POST", "/GetVectorBucket", "application/json", body, &[404]).await {
+        Ok((404, _)) => return Finding::failed(what, "the vector bucket does not exist; check the stack's events"),
+        Ok(_) => {}
+        Err(e) => {
+            return Finding::failed(
+                what,
+                format!(
+                    "{}; check the credentials' s3vectors:GetVectorBucket and that S3 Vectors is offered in {region}",
+                    e.message
+                ),
+            );
+        }
+    }
+    match crate::settings::dynamo_client(sdk).describe_table().table_name(table).send().await {
+        Ok(d) if d.table().and_then(|t| t.table_status()).is_some_and(|s| s.as_str() == "ACTIVE") => {
+            Finding::ok(what, "both reachable (the small profile: hybrid search on S3 Vectors and DynamoDB)")
+        }
+        Ok(_) => Finding::failed(what, "the keyword table is not ACTIVE yet; wait, or check the stack's events"),
+        Err(e) => Finding::failed(what, format!("{}; check the credentials' dynamodb:DescribeTable", cause(&e))),
+    }
 }
 
 /// Whether the alarm topic has a confirmed subscription (a pending one, waiting for
