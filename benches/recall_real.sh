@@ -6,8 +6,8 @@
 # keyword leg, our vector leg and hybrid search, per question category and overall.
 #
 #   benches/recall_real.sh             the embedded index (both embedders, both sets)
-#   benches/recall_real.sh s3vectors   the same REALTALK runs on the AWS `small`
-#                                      profile's index: keywords in DynamoDB on a local
+#   benches/recall_real.sh s3vectors   the same runs (REALTALK and the generated set) on
+#                                      the AWS `small` profile's index: keywords in DynamoDB on a local
 #                                      moto this script starts (and stops), vectors in
 #                                      the in-process S3 Vectors stand-in
 #
@@ -71,6 +71,8 @@ if [ "$INDEX" = s3vectors ]; then
   for embedder in hashing minilm; do
     echo "== REALTALK, $embedder, the small profile's index (S3 Vectors + DynamoDB)"
     cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder" s3vectors
+    echo "== generated set, $embedder, the small profile's index"
+    cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder" s3vectors generated
   done
   exit 0
 fi

@@ -16,17 +16,31 @@ use std::sync::Arc;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let dir = std::env::var_os("CONTINUITY_REALTALK_DIR")
-        .expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh, which fetches REALTALK");
-    let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
-    println!(
-        "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
-        corpus.turns.len(),
-        corpus.questions.len()
-    );
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `generated`: the generated set (`tests/corpus/conversations.json`) instead of
+    // REALTALK — for the `small` profile's index, whose generated-set figures the
+    // search tests do not measure.
+    let corpus = if args.iter().any(|a| a == "generated") {
+        let corpus = continuity_tests::recall::corpus();
+        println!("generated set: {} turns, {} questions", corpus.turns.len(), corpus.questions.len());
+        corpus
+    } else {
+        let dir = std::env::var_os("CONTINUITY_REALTALK_DIR")
+            .expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh, which fetches REALTALK");
+        let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
+        println!(
+            "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
+            corpus.turns.len(),
+            corpus.questions.len()
+        );
+        corpus
+    };
     // `cargo bench` passes `--bench`; the embedder is the first other argument.
-    let choice =
-        std::env::args().skip(1).find(|a| !a.starts_with("--") && a != "s3vectors").unwrap_or_else(|| "minilm".to_owned());
+    let choice = args
+        .iter()
+        .find(|a| !a.starts_with("--") && !["s3vectors", "generated"].contains(&a.as_str()))
+        .cloned()
+        .unwrap_or_else(|| "minilm".to_owned());
     let embedder: Arc<dyn ports::Embedder> = match choice.as_str() {
         "hashing" => Arc::new(ports::search::HashingEmbedder::new(384)),
         "minilm" => {
@@ -38,7 +52,7 @@ async fn main() {
     // `s3vectors` as another argument: the `small` profile's index (keywords in DynamoDB
     // on the moto at CONTINUITY_TEST_MOTO_URL, vectors in the in-process S3 Vectors
     // stand-in) instead of the embedded one.
-    let index = if std::env::args().skip(1).any(|a| a == "s3vectors") {
+    let index = if args.iter().any(|a| a == "s3vectors") {
         let index: Arc<dyn ports::SearchIndex> =
             Arc::new(continuity_tests::aws::PerTenantS3Vectors::start(embedder.clone()).await);
         Some(index)

@@ -375,6 +375,13 @@ impl Records {
         self.epoch.as_ref().map(|e| e.current())
     }
 
+    /// The records of `items` with this store's vault: how the mirror path (and a test
+    /// playing it) writes the fortress whose read-only view this is.
+    #[must_use]
+    pub fn with_items(&self, items: Arc<dyn ItemStore>) -> Self {
+        Self { items, vault: self.vault.clone(), epoch: None }
+    }
+
     /// The same store with entity payloads encrypted by `vault`.
     #[must_use]
     pub fn with_vault(mut self, vault: Arc<crate::vault::Vault>) -> Self {
