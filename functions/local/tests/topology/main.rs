@@ -17,6 +17,10 @@
 //!   the template's gateway responses;
 //! - SQS event-source pollers with moto's receive/delete/visibility semantics.
 //!
+//! It runs once per deployment profile (the `Profile` parameter): `production` with the
+//! OpenSearch stand-in, and `small` with the S3 Vectors stand-in
+//! (`continuity_tests::s3vectors`) and the keyword table on moto.
+//!
 //! The journey: `continuity --backend aws bootstrap --stack` (on moto's CloudFormation) →
 //! tenant, users and an ingest key through the admin API → connector registered and a
 //! HubSpot batch ingested → the pipeline consumer → the official MCP Python SDK signs a
@@ -167,12 +171,57 @@ where
     }
 }
 
-#[test]
-fn the_deployed_topology_end_to_end() {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap().block_on(journey());
+/// The stack's deployment profile (its `Profile` parameter): which search index the
+/// functions get.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Profile {
+    /// OpenSearch Serverless (its stand-in: [`opensearch`], eventually consistent).
+    Production,
+    /// S3 Vectors (the in-process stand-in) and a DynamoDB keyword table on moto.
+    Small,
 }
 
-async fn journey() {
+impl Profile {
+    fn parameter(self) -> &'static str {
+        match self {
+            Self::Production => "production",
+            Self::Small => "small",
+        }
+    }
+
+    /// Each journey its own tenant: both run at once on the one Redis cluster.
+    fn tenant(self) -> &'static str {
+        match self {
+            Self::Production => "globex",
+            Self::Small => "initech",
+        }
+    }
+}
+
+/// The search service's stand-in, by profile.
+enum SearchStandIn {
+    OpenSearch(Arc<opensearch::Stand>),
+    S3Vectors(Arc<continuity_tests::s3vectors::S3Vectors>),
+}
+
+#[test]
+fn the_deployed_topology_end_to_end() {
+    run(Profile::Production);
+}
+
+/// The same journey on the `small` profile: no collection; hybrid search on S3 Vectors
+/// and the keyword table, strongly consistent, so each write is verified at once.
+#[test]
+fn the_small_profile_topology_end_to_end() {
+    run(Profile::Small);
+}
+
+fn run(profile: Profile) {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap().block_on(journey(profile));
+}
+
+async fn journey(profile: Profile) {
+    let tenant = profile.tenant();
     // ------------------------------------------------------------ the stack on moto
     let proxy_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let proxy_port = proxy_listener.local_addr().unwrap().port();
@@ -183,7 +232,16 @@ async fn journey() {
     let r = reqwest::Client::new().post(format!("{moto}/moto-api/config")).json(&config).send().await.unwrap();
     assert!(r.status().is_success(), "moto config: {}", r.status());
     let name = format!("cty-topo-{}", free_port());
-    let (search_url, search) = opensearch::start().await;
+    let (search_url, search) = match profile {
+        Profile::Production => {
+            let (url, stand) = opensearch::start().await;
+            (url, SearchStandIn::OpenSearch(stand))
+        }
+        Profile::Small => {
+            let (stand, url) = continuity_tests::s3vectors::S3Vectors::start().await;
+            (url, SearchStandIn::S3Vectors(stand))
+        }
+    };
     let gateway_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", gateway_listener.local_addr().unwrap());
     drop(gateway_listener);
@@ -191,6 +249,7 @@ async fn journey() {
     // The stand-in shows writes after its refresh (0.8 s); the stack waits 1 s for it.
     let stack = Stack::new(&name, "0a1b2c3d")
         .with_parameter("PublicBaseUrl", base.clone())
+        .with_parameter("Profile", profile.parameter())
         .with_parameter("Embedder", "hashing")
         .with_parameter("SearchVisibleSeconds", "1");
     let ev = template.evaluate(&stack).unwrap();
@@ -240,7 +299,20 @@ async fn journey() {
     let signing = store_aws::KmsSigner::create_key(&kms, "topology signing").await.unwrap();
     physical.insert("<Ref:VaultKey>".into(), vault.clone());
     physical.insert("<Ref:TokenSigningKey>".into(), signing.clone());
-    physical.insert("<GetAtt:SearchCollection.CollectionEndpoint>".into(), search_url.clone());
+    let mut extra = vec![("AWS_REGION", REGION.to_owned()), ("CONTINUITY_AWS_ENDPOINT_URL", moto.clone())];
+    let keywords = store_aws::s3vectors::Keywords::new(store_aws::settings::dynamo_client(&sdk), &format!("{name}-search"));
+    match profile {
+        Profile::Production => {
+            physical.insert("<GetAtt:SearchCollection.CollectionEndpoint>".into(), search_url.clone());
+        }
+        Profile::Small => {
+            keywords.create_table_if_missing().await.unwrap();
+            physical.insert("<Ref:SearchTable>".into(), format!("{name}-search"));
+            // The vector bucket's name comes from the template (the stack id); only its
+            // endpoint is the stand-in's.
+            extra.push(("CONTINUITY_S3VECTORS_ENDPOINT", search_url.clone()));
+        }
+    }
     // ElastiCache Serverless is a TLS cluster: the local one, its first node as the endpoint.
     let seed = env("CONTINUITY_TEST_REDIS_CLUSTER_URLS").split(',').next().unwrap().trim_start_matches("rediss://").to_owned();
     let (host, port) = seed.split_once(':').unwrap();
@@ -284,7 +356,6 @@ async fn journey() {
 
     // Every function, from its template environment.
     let ca = std::fs::read(env("CONTINUITY_TEST_REDIS_CA")).unwrap();
-    let extra = [("AWS_REGION", REGION.to_owned()), ("CONTINUITY_AWS_ENDPOINT_URL", moto.clone())];
     let functions = Arc::new(Functions::new(&ev, &physical, &extra, &ca).await);
     // The local cluster knows that user with the template's access string; it accepts
     // any token (only ElastiCache can check a SigV4 signature: `tests/cache_iam.rs`
@@ -369,7 +440,7 @@ async fn journey() {
         reqwest::Method::POST,
         &admin,
         Some(&operator),
-        Some(json!({"id": "globex", "plan": "enterprise", "department": "customer_success", "industry": "saas"})),
+        Some(json!({"id": tenant, "plan": "enterprise", "department": "customer_success", "industry": "saas"})),
     )
     .await;
     assert_eq!(status, 201, "{body}");
@@ -379,7 +450,7 @@ async fn journey() {
         let (status, _, body) = call(
             &http,
             reqwest::Method::POST,
-            &format!("{admin}/globex/users"),
+            &format!("{admin}/{tenant}/users"),
             Some(&operator),
             Some(json!({"email": email, "role": role, "password": password})),
         )
@@ -389,7 +460,7 @@ async fn journey() {
     let (status, _, body) = call(
         &http,
         reqwest::Method::POST,
-        &format!("{admin}/globex/keys"),
+        &format!("{admin}/{tenant}/keys"),
         Some(&operator),
         Some(json!({"scopes": "tenant:read tenant:write"})),
     )
@@ -422,6 +493,7 @@ async fn journey() {
     // document is written three times inside that window: each answer comes at once with
     // a pending verification (no readback on the request path), each removal before a
     // write misses the write before it, so the collection holds twins for a moment.
+    // S3 Vectors and DynamoDB read their writes at once: each write is verified inline.
     let mut requests_before = 0;
     for (n, tail) in ["", " Exceptions go to the CFO.", " Exceptions go to the CFO; see the ledger."].iter().enumerate() {
         let (status, _, body) = call(
@@ -434,38 +506,66 @@ async fn journey() {
         )
         .await;
         assert_eq!(status, 201, "{body}");
-        assert_eq!(body["verification"]["pending"], true, "write {n}: the readback is queued, not awaited: {body}");
-        assert_eq!(body["verification"]["verified"], false, "{body}");
-        requests_before = search.seen.lock().unwrap().len();
+        let deferred = profile == Profile::Production;
+        assert_eq!(body["verification"]["pending"].as_bool().unwrap_or(false), deferred, "write {n}: pending only where the index is eventual: {body}");
+        assert_eq!(body["verification"]["verified"], !deferred, "{body}");
+        if let SearchStandIn::OpenSearch(stand) = &search {
+            requests_before = stand.seen.lock().unwrap().len();
+        }
     }
-    let globex = TenantId::new("globex").unwrap();
+    let tenant_id = TenantId::new(tenant).unwrap();
     let mcp_services = functions.services("McpFunction").clone();
     let refund = domain::Id::new("refund-policy").unwrap();
-    // The pipeline runs each readback once the window has passed: it reads the chunks by
-    // key, sweeps the older versions and verifies the newest — one copy is left.
-    let newest_only = || {
-        let copies: Vec<Value> = search.stored().into_iter().filter(|d| d["doc"] == "refund-policy").collect();
-        copies.len() == 1 && copies[0]["text"].as_str().is_some_and(|t| t.ends_with("see the ledger."))
-    };
-    until("the pipeline's deferred readback to sweep the twins and verify the newest", 60, || {
-        let (s, t, doc) = (mcp_services.clone(), globex.clone(), refund.clone());
-        let swept = newest_only();
-        async move {
-            swept && s.backend.records.get_verification(&t, "kb", &doc).await.unwrap().is_some_and(|v| v.verified && !v.pending)
+    match &search {
+        SearchStandIn::OpenSearch(stand) => {
+            // The pipeline runs each readback once the window has passed: it reads the
+            // chunks by key, sweeps the older versions and verifies the newest — one copy
+            // is left.
+            let newest_only = || {
+                let copies: Vec<Value> = stand.stored().into_iter().filter(|d| d["doc"] == "refund-policy").collect();
+                copies.len() == 1 && copies[0]["text"].as_str().is_some_and(|t| t.ends_with("see the ledger."))
+            };
+            until("the pipeline's deferred readback to sweep the twins and verify the newest", 60, || {
+                let (s, t, doc) = (mcp_services.clone(), tenant_id.clone(), refund.clone());
+                let swept = newest_only();
+                async move {
+                    swept
+                        && s.backend
+                            .records
+                            .get_verification(&t, "kb", &doc)
+                            .await
+                            .unwrap()
+                            .is_some_and(|v| v.verified && !v.pending)
+                }
+            })
+            .await;
+            assert!(
+                stand.seen.lock().unwrap()[requests_before..]
+                    .iter()
+                    .any(|(_, path, body)| path == "/_bulk" && body.contains("\"delete\"")),
+                "the sweep deleted by the ids the collection assigned"
+            );
         }
-    })
-    .await;
-    assert!(
-        search.seen.lock().unwrap()[requests_before..]
-            .iter()
-            .any(|(_, path, body)| path == "/_bulk" && body.contains("\"delete\"")),
-        "the sweep deleted by the ids the collection assigned"
-    );
-    let review = mcp_services.backend.records.list_review(&globex, &domain::PageRequest::first(10)).await.unwrap();
+        SearchStandIn::S3Vectors(stand) => {
+            // One copy, the newest, in the keyword table and in the tenant's own vector
+            // index (made on its first write); no readback was queued.
+            let chunks = keywords.chunks_of(&tenant_id, &domain::memory::MemoryScope::Org, &refund).await.unwrap();
+            assert_eq!(chunks.len(), 1, "{chunks:?}");
+            assert!(chunks[0].1.text.ends_with("see the ledger."), "{chunks:?}");
+            let mcp = ev.properties("McpFunction").unwrap();
+            let bucket = mcp.pointer("/Environment/Variables/CONTINUITY_VECTOR_BUCKET").and_then(Value::as_str).unwrap();
+            let dim = ports::Embedder::dim(mcp_services.backend.embedder.as_ref());
+            let index = store_aws::s3vectors::client::index_name(Some(&tenant_id), dim);
+            assert!(stand.indexes(bucket).contains(&index), "{bucket}: {:?}", stand.indexes(bucket));
+            let verification = mcp_services.backend.records.get_verification(&tenant_id, "kb", &refund).await.unwrap();
+            assert!(verification.is_some_and(|v| v.verified && !v.pending));
+        }
+    }
+    let review = mcp_services.backend.records.list_review(&tenant_id, &domain::PageRequest::first(10)).await.unwrap();
     assert!(review.items.is_empty(), "no false 'unverified' record: {:?}", review.items);
     until("the pipeline to write the account", 120, || {
         let s = mcp_services.clone();
-        let t = globex.clone();
+        let t = tenant_id.clone();
         async move {
             s.backend
                 .records
@@ -479,7 +579,7 @@ async fn journey() {
     // ------------------------------------------------------------ the MCP client (official Python SDK)
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/python/topology_client.py");
     let mut python = Command::new(env("CONTINUITY_TEST_PYTHON"))
-        .args([script, &format!("{base}/mcp"), "globex", "ada@globex.example", PASSWORD, "Acme", "refunds finance sign-off"])
+        .args([script, &format!("{base}/mcp"), tenant, "ada@globex.example", PASSWORD, "Acme", "refunds finance sign-off"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -511,12 +611,30 @@ async fn journey() {
     assert!(entities.contains("Acme Corp"), "spine.entity.search found the ingested account: {entities}");
     let kb = seen["kb"].to_string();
     assert!(kb.contains("refund-policy") || kb.contains("Refund policy"), "kb.search found the document: {kb}");
-    let searched = search.seen.lock().unwrap().iter().any(|(_, path, body)| {
-        path.ends_with("/_search") && body.contains("multi_match") && body.contains("\"partition\"") && body.contains("globex")
-    });
-    assert!(searched, "kb.search went to OpenSearch with the tenant's partition filter");
-    // Why the document came back: OpenSearch's keyword leg found it (the stand-in matches
-    // words), with the query's words it holds.
+    match &search {
+        SearchStandIn::OpenSearch(stand) => {
+            let searched = stand.seen.lock().unwrap().iter().any(|(_, path, body)| {
+                path.ends_with("/_search") && body.contains("multi_match") && body.contains("\"partition\"") && body.contains(tenant)
+            });
+            assert!(searched, "kb.search went to OpenSearch with the tenant's partition filter");
+        }
+        SearchStandIn::S3Vectors(stand) => {
+            let own = format!("t-{tenant}-");
+            let queries: Vec<String> = stand
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|r| r.op == "QueryVectors")
+                .map(|r| r.body["indexName"].as_str().unwrap_or_default().to_owned())
+                .collect();
+            // The tenant's own index, or the global one every tenant reads.
+            assert!(queries.iter().any(|i| i.starts_with(&own)), "{queries:?}");
+            assert!(queries.iter().all(|i| i.starts_with(&own) || i.starts_with("g-")), "only its own index: {queries:?}");
+        }
+    }
+    // Why the document came back: the keyword leg found it (OpenSearch's stand-in matches
+    // words; the keyword table scores BM25), with the query's words it holds.
     let why = &seen["kb"]["documents"][0]["why"];
     assert!(why["found_by"].as_array().unwrap().iter().any(|f| f == "keyword") && why["keyword_rank"] == 1, "{why}");
     assert!(why["matched_terms"].as_array().unwrap().iter().any(|t| t == "refunds"), "{why}");
@@ -527,7 +645,7 @@ async fn journey() {
     let execution = format!("arn:aws:states:{REGION}:{ACCOUNT}:execution:{name}-triage:{proposal}");
     until("the approval wait to be stored with its task token", 120, || {
         let s = mcp_services.clone();
-        let (t, id) = (globex.clone(), proposal_id.clone());
+        let (t, id) = (tenant_id.clone(), proposal_id.clone());
         async move {
             s.backend
                 .records
@@ -549,7 +667,7 @@ async fn journey() {
     let reader = mcp_services
         .admin
         .create_key(services::admin::KeyRequest {
-            tenant: globex.clone(),
+            tenant: tenant_id.clone(),
             scopes: domain::principal::Scopes::parse("tenant:read").unwrap(),
             principal: None,
             teams: vec![],
@@ -559,7 +677,7 @@ async fn journey() {
         .unwrap()
         .token;
     let stats: Value = http.get(format!("{base}/api/stats")).bearer_auth(&reader).send().await.unwrap().json().await.unwrap();
-    assert_eq!(stats["tenant"], "globex", "{stats}");
+    assert_eq!(stats["tenant"], tenant, "{stats}");
     assert!(stats["entities"].as_u64().unwrap() > 0 && stats["proposals_waiting"] == 1, "figures from DynamoDB: {stats}");
     let served: Vec<String> =
         functions.invocations.lock().unwrap().iter().filter(|(f, _)| f == "ApprovalsFunction").map(|(_, k)| k.clone()).collect();
@@ -572,7 +690,7 @@ async fn journey() {
     let html = page.text().await.unwrap();
     let csrf = hidden(&html, "csrf");
     let form =
-        [("csrf", csrf.as_str()), ("tenant", "globex"), ("email", "grace@globex.example"), ("password", APPROVER_PASSWORD)];
+        [("csrf", csrf.as_str()), ("tenant", tenant), ("email", "grace@globex.example"), ("password", APPROVER_PASSWORD)];
     let signed = http.post(format!("{base}/approvals/login")).header("cookie", jar.header()).form(&form).send().await.unwrap();
     assert_eq!(signed.status(), 303, "{}", signed.text().await.unwrap());
     jar.take(signed.headers());
@@ -611,13 +729,15 @@ async fn journey() {
     let tasks: Vec<String> =
         functions.invocations.lock().unwrap().iter().filter(|(f, _)| f == "TriageFunction").map(|(_, k)| k.clone()).collect();
     assert_eq!(tasks, ["score", "sqs", "write"], "moto's Step Functions ran our triage handler, the wait went through the queue");
-    let p = mcp_services.backend.records.get_proposal(&globex, &proposal_id).await.unwrap().unwrap();
+    let p = mcp_services.backend.records.get_proposal(&tenant_id, &proposal_id).await.unwrap().unwrap();
     assert_eq!(p.state, ProposalState::Written);
 
     // ------------------------------------------------------------ the client finds it
     // Once the collection has refreshed: a search inside the window may not see the
     // written memory yet, on AWS as with the stand-in.
-    tokio::time::sleep(opensearch::REFRESH).await;
+    if profile == Profile::Production {
+        tokio::time::sleep(opensearch::REFRESH).await;
+    }
     writeln!(to_python, "approved").unwrap();
     to_python.flush().unwrap();
     let second = tokio::time::timeout(Duration::from_secs(120), lines.recv()).await.ok().flatten();
