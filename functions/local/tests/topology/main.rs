@@ -507,7 +507,11 @@ async fn journey(profile: Profile) {
         .await;
         assert_eq!(status, 201, "{body}");
         let deferred = profile == Profile::Production;
-        assert_eq!(body["verification"]["pending"].as_bool().unwrap_or(false), deferred, "write {n}: pending only where the index is eventual: {body}");
+        assert_eq!(
+            body["verification"]["pending"].as_bool().unwrap_or(false),
+            deferred,
+            "write {n}: pending only where the index is eventual: {body}"
+        );
         assert_eq!(body["verification"]["verified"], !deferred, "{body}");
         if let SearchStandIn::OpenSearch(stand) = &search {
             requests_before = stand.seen.lock().unwrap().len();
@@ -614,7 +618,10 @@ async fn journey(profile: Profile) {
     match &search {
         SearchStandIn::OpenSearch(stand) => {
             let searched = stand.seen.lock().unwrap().iter().any(|(_, path, body)| {
-                path.ends_with("/_search") && body.contains("multi_match") && body.contains("\"partition\"") && body.contains(tenant)
+                path.ends_with("/_search")
+                    && body.contains("multi_match")
+                    && body.contains("\"partition\"")
+                    && body.contains(tenant)
             });
             assert!(searched, "kb.search went to OpenSearch with the tenant's partition filter");
         }
@@ -689,8 +696,7 @@ async fn journey(profile: Profile) {
     jar.take(page.headers());
     let html = page.text().await.unwrap();
     let csrf = hidden(&html, "csrf");
-    let form =
-        [("csrf", csrf.as_str()), ("tenant", tenant), ("email", "grace@globex.example"), ("password", APPROVER_PASSWORD)];
+    let form = [("csrf", csrf.as_str()), ("tenant", tenant), ("email", "grace@globex.example"), ("password", APPROVER_PASSWORD)];
     let signed = http.post(format!("{base}/approvals/login")).header("cookie", jar.header()).form(&form).send().await.unwrap();
     assert_eq!(signed.status(), 303, "{}", signed.text().await.unwrap());
     jar.take(signed.headers());

@@ -111,6 +111,9 @@ pub async fn memory(
                     if !h.why.matched_terms.is_empty() {
                         why = format!("{why}: {}", h.why.matched_terms.join(", "));
                     }
+                    if h.superseded_by_time.is_some() {
+                        why.push_str(" · older news: a newer one above says otherwise");
+                    }
                     Row {
                         linkable: h.kind == "memory",
                         id: h.id,

@@ -32,6 +32,7 @@ pub const KIND_READBACK: &str = "search.readback";
 /// The waits (ms) between tries of a readback on an index that makes writes visible
 /// after a refresh: on the request path only when the deferred one cannot be queued.
 const REFRESH_RETRIES: [u64; 4] = [0, 1_000, 2_000, 4_000];
+pub mod facts;
 mod readback;
 mod text;
 pub mod vectors;

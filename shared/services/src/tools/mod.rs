@@ -230,7 +230,7 @@ pub struct LineageView {
 #[schemars(transform = Required(&["found_by", "matched_terms"]))]
 pub struct WhyView {
     #[schemars(
-        description = "keyword (BM25), vector (semantic), exact (an identifier of the query appears verbatim); keyword-scan when no search index is configured."
+        description = "keyword (BM25), vector (semantic), exact (an identifier of the query appears verbatim); keyword-scan when no search index is configured; newer_fact when it is a newer memory or turn of yours that replaces a result (see superseded_by_time)."
     )]
     pub found_by: Vec<String>,
     /// 1-based rank in the keyword list, when it was there.
@@ -510,11 +510,28 @@ pub struct TurnView {
     pub role: TurnRole,
     pub content: String,
     pub at: String,
+    /// A later turn of the list (its `seq`) says otherwise: this one is older news
+    /// (`session.get_context`; see `memory.search`'s `superseded_by_time`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("type" = "integer"))]
+    pub superseded_by_turn: Option<u64>,
 }
 
 impl From<&ConversationTurn> for TurnView {
     fn from(t: &ConversationTurn) -> Self {
-        Self { seq: t.seq, role: t.role, content: t.content.clone(), at: t.at.to_rfc3339() }
+        Self { seq: t.seq, role: t.role, content: t.content.clone(), at: t.at.to_rfc3339(), superseded_by_turn: None }
+    }
+}
+
+impl TurnView {
+    /// Marks each turn of `turns` (in order) that a later one replaces
+    /// ([`crate::search::facts::replaces`]) with the latest such.
+    pub fn mark_superseded(turns: &mut [Self]) {
+        for i in 0..turns.len() {
+            let later =
+                (i + 1..turns.len()).rev().find(|&j| crate::search::facts::replaces(&turns[j].content, &turns[i].content));
+            turns[i].superseded_by_turn = later.map(|j| turns[j].seq);
+        }
     }
 }
 

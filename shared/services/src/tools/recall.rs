@@ -25,6 +25,9 @@ use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::{IndexRequest, SearchService, Window};
 
+mod newest;
+use newest::{NEWER_POOL, newer_why, newest_first};
+
 /// Sessions searched when no scope is named: the caller's most recent ones.
 pub const MAX_SESSIONS: usize = 100;
 /// Longest personal memory, in bytes.
@@ -106,7 +109,7 @@ fn default_min_score() -> f64 {
 }
 
 /// One thing recalled.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[schemars(transform = Required(&["kind", "id", "scope", "title", "text", "occurred_at", "why"]))]
 pub struct RecallHitView {
     #[schemars(description = "turn, memory or kb")]
@@ -130,6 +133,12 @@ pub struct RecallHitView {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "string"), description = "For an as_of answer: the active entry that superseded this one.")]
     pub superseded_by: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(
+        extend("type" = "string"),
+        description = "For your own personal memory and turns: a newer one (its id, listed before this one) says otherwise — this is older news."
+    )]
+    pub superseded_by_time: Option<String>,
     pub why: WhyView,
 }
 
@@ -169,6 +178,8 @@ impl Capability for Recall {
         };
         let as_of = a.as_of.as_deref().map(|s| Timestamp::parse("as_of", s)).transpose()?;
         let scopes = tools.recall_scopes(caller, a.scope.as_deref(), a.memory_type).await?;
+        let own: Vec<MemoryScope> =
+            scopes.iter().filter(|s| matches!(s, MemoryScope::Personal(_) | MemoryScope::Session(_))).cloned().collect();
         if scopes.is_empty() {
             return Ok(RecallOutput { results: Vec::new(), count: 0, truncated: false, search: "hybrid".into() });
         }
@@ -190,28 +201,21 @@ impl Capability for Recall {
                 let found = match h.kind {
                     DocKind::Memory => tools.recalled_memory(caller, &h.doc, as_of, now, why).await?,
                     DocKind::Engineering => tools.recalled_engineering(caller, h, why).await?,
-                    DocKind::Turn | DocKind::Kb => Some(RecallHitView {
-                        kind: h.kind.as_str().to_owned(),
-                        id: h.doc.to_string(),
-                        scope: h.scope.storage_key(),
-                        memory_type: (h.kind == DocKind::Turn).then(|| MemoryType::Conversational.as_str().to_owned()),
-                        title: h.title.clone(),
-                        text: h.text.clone(),
-                        occurred_at: h.occurred_at.unwrap_or_default().to_rfc3339(),
-                        stored_at: None,
-                        state: None,
-                        superseded_by: None,
-                        why,
-                    }),
+                    DocKind::Turn | DocKind::Kb => Some(indexed_hit(h, why)),
                 };
                 results.extend(found);
-                if results.len() == max {
-                    break;
-                }
             }
+            // Every hit that passed is read (at most twice the limit), and the caller's
+            // newer facts about its own top hits are looked up: a newer fact goes before
+            // the older one it replaces, found by the query or not.
+            let pool = tools.newer_candidates(caller, own, &results, window).await?;
+            newest_first(&mut results, &pool);
+            results.truncate(max);
             return Ok(RecallOutput { count: results.len(), results, truncated, search: "hybrid".into() });
         }
-        let (found, truncated) = tools.recall_scan(caller, &scopes, kind, &a.query, window, as_of, max).await?;
+        let (mut found, truncated, pool) = tools.recall_scan(caller, &scopes, kind, &a.query, window, as_of, max * 2).await?;
+        newest_first(&mut found, &pool);
+        found.truncate(max);
         Ok(RecallOutput { count: found.len(), results: found, truncated, search: "keyword-scan".into() })
     }
 }
@@ -330,8 +334,11 @@ impl Tools<'_> {
         window: Window,
         as_of: Option<Timestamp>,
         max: usize,
-    ) -> Result<(Vec<RecallHitView>, bool)> {
+    ) -> Result<(Vec<RecallHitView>, bool, Vec<RecallHitView>)> {
         let terms = terms(query)?;
+        // The caller's own personal memory and turns seen, matching or not: where a
+        // newer fact replacing a result is looked for (the most recent NEWER_POOL).
+        let mut pool: Vec<(Timestamp, RecallHitView)> = Vec::new();
         let records = &self.backend.records;
         let now = self.now();
         let mut found: Vec<(u8, Timestamp, RecallHitView)> = Vec::new();
@@ -351,6 +358,7 @@ impl Tools<'_> {
                     if let Some(r) = rank(&terms, t.id.as_str(), "", &t.content) {
                         found.push((r, t.at, turn_hit(scope, t, WhyView::of_scan(query, &[&t.content]))));
                     }
+                    pool.push((t.at, turn_hit(scope, t, newer_why())));
                 }
                 continue;
             }
@@ -381,6 +389,9 @@ impl Tools<'_> {
             .await?;
             truncated |= cut;
             for m in all.iter().filter(|m| m.live_at(now) && window.contains(m.happened_at())) {
+                if m.memory_type == MemoryType::Personal && m.scope.readable_by(caller) {
+                    pool.push((m.happened_at(), hit_of(m, None, newer_why())));
+                }
                 if let Some(r) = rank(&terms, m.id.as_str(), &m.title, &m.body) {
                     let why = WhyView::of_scan(query, &[m.id.as_str(), &m.title, &m.body]);
                     if let Some(h) = self.recalled_memory(caller, &m.id, as_of, now, why).await? {
@@ -390,7 +401,9 @@ impl Tools<'_> {
             }
         }
         found.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)));
-        Ok((found.into_iter().take(max).map(|(_, _, h)| h).collect(), truncated))
+        pool.sort_by_key(|(at, _)| std::cmp::Reverse(*at));
+        let pool = pool.into_iter().take(NEWER_POOL).map(|(_, h)| h).collect();
+        Ok((found.into_iter().take(max).map(|(_, _, h)| h).collect(), truncated, pool))
     }
 
     /// Indexes a conversation turn in its session's scope (best effort: a failure is
@@ -429,6 +442,7 @@ fn engineering_hit(r: &domain::engineering::EngRecord, why: WhyView) -> RecallHi
         stored_at: Some(r.updated_at.to_rfc3339()),
         state: None,
         superseded_by: None,
+        superseded_by_time: None,
         why,
     }
 }
@@ -445,6 +459,25 @@ fn hit_of(m: &MemoryEntry, superseded_by: Option<String>, why: WhyView) -> Recal
         stored_at: m.occurred_at.map(|_| m.created_at.to_rfc3339()),
         state: Some(m.state.name().to_owned()),
         superseded_by,
+        superseded_by_time: None,
+        why,
+    }
+}
+
+/// A turn or KB hit as the index holds it (their text is the index's own copy).
+fn indexed_hit(h: &ports::search::SearchHit, why: WhyView) -> RecallHitView {
+    RecallHitView {
+        kind: h.kind.as_str().to_owned(),
+        id: h.doc.to_string(),
+        scope: h.scope.storage_key(),
+        memory_type: (h.kind == DocKind::Turn).then(|| MemoryType::Conversational.as_str().to_owned()),
+        title: h.title.clone(),
+        text: h.text.clone(),
+        occurred_at: h.occurred_at.unwrap_or_default().to_rfc3339(),
+        stored_at: None,
+        state: None,
+        superseded_by: None,
+        superseded_by_time: None,
         why,
     }
 }
@@ -461,6 +494,7 @@ fn turn_hit(scope: &MemoryScope, t: &domain::memory::ConversationTurn, why: WhyV
         stored_at: None,
         state: None,
         superseded_by: None,
+        superseded_by_time: None,
         why,
     }
 }

@@ -49,7 +49,8 @@ pub struct ContextSession {
     pub session: String,
     /// How many turns the session has.
     pub turns: usize,
-    /// The last 20 of them, in order.
+    /// The last 20 of them, in order; one a later turn says otherwise of is marked
+    /// `superseded_by_turn` (newest fact wins).
     pub recent_turns: Vec<TurnView>,
 }
 
@@ -128,7 +129,8 @@ impl Capability for GetContext {
         if let Some(s) = &a.session {
             let session = own_session(caller, &s.0)?;
             let turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
-            let recent: Vec<TurnView> = turns.iter().rev().take(20).rev().map(TurnView::from).collect();
+            let mut recent: Vec<TurnView> = turns.iter().rev().take(20).rev().map(TurnView::from).collect();
+            TurnView::mark_superseded(&mut recent);
             out.session = Some(ContextSession { session, turns: turns.len(), recent_turns: recent });
         }
         if let Some(p) = &a.project {
