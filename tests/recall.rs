@@ -635,3 +635,138 @@ async fn newest_fact_wins_aws() {
     let (right, pairs, alarms, _) = table["heldout"];
     assert!(pairs >= 40 && right * 100 >= pairs * 70 && alarms <= 1, "held out: {right}/{pairs}, {alarms} false alarms");
 }
+
+// ---- forgetting holds everywhere (issue #35 §3) -----------------------------------------
+
+/// Log lines, captured.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every file of a complete backup taken now, as one text.
+async fn backup_text(s: &Services, t: &TenantId) -> String {
+    let report = s.backup.backup_records(t, &|_| {}).await.unwrap();
+    let mut text = String::new();
+    for key in s.backend.blobs.list(t, &report.folder, None, 1_000).await.unwrap() {
+        text.push_str(&String::from_utf8_lossy(&s.backend.blobs.get(&key).await.unwrap().unwrap()));
+    }
+    text
+}
+
+/// A unique marker said in a conversation turn (the first of its session, so also its
+/// title) and kept as a personal memory, found, shown in kept call outcomes, in an export
+/// and a complete backup; then both are forgotten with `memory.forget` — the turn by its
+/// id alone — and the marker is looked for on every path that can return it: search
+/// (any score) and its explanations, the session's turns, the context, the sessions'
+/// titles, personal memory, the index itself, every record of the tenant, the kept
+/// outcomes (a replay runs again), an export and a complete backup taken afterwards, and
+/// every log line of the run at TRACE.
+async fn forgetting_holds_everywhere(s: Services, logs: Captured) {
+    let t = tenant(&s, "marker").await;
+    let ana = caller_in(&s, &t, SCOPES, &[], &[]).await;
+    let ben = caller_in(&s, &t, SCOPES, &[], &[]).await;
+    let marker = format!("qx{:016x}zz", rand::random::<u64>());
+    let said = format!("My locker code at the climbing gym is {marker}");
+    let turn = ok(&s, &ana, "memory.write_conversational", json!({"session": "locker", "role": "user", "content": said})).await;
+    ok(&s, &ana, "memory.write_conversational", json!({"session": "locker", "role": "assistant", "content": "Noted."})).await;
+    let noted = ok(&s, &ana, "memory.remember", json!({"text": format!("The side door opens with {marker}")})).await;
+    let (turn_id, memory_id) = (turn["id"].as_str().unwrap().to_owned(), noted["memory"]["id"].as_str().unwrap().to_owned());
+    s.search.settle().await;
+    let found = ok(&s, &ana, "memory.search", json!({"query": marker})).await;
+    let shown: Vec<&str> = found["results"].as_array().unwrap().iter().map(|h| h["id"].as_str().unwrap()).collect();
+    assert!(shown.contains(&turn_id.as_str()) && shown.contains(&memory_id.as_str()), "both found first: {found}");
+    // Before: the same paths hold it (so the checks below can fail).
+    let mut export = Vec::new();
+    services::migrate::export_bundle(&s, &ana, &mut export, &|_| {}).await.unwrap();
+    assert!(String::from_utf8_lossy(&export).contains(&marker), "the export held it before");
+    assert!(backup_text(&s, &t).await.contains(&marker), "a backup held it before");
+    let fp = |key: &str| services::calls::fingerprint("memory.search", &json!({"query": key}));
+    let services::calls::Begun::First { started_at } = services::calls::begin(&s, &ana, "shown", &fp("shown")).await.unwrap()
+    else {
+        panic!("ran before")
+    };
+    services::calls::finish(&s, &ana, "shown", (started_at, &fp("shown")), json!({"structuredContent": found}), false)
+        .await
+        .unwrap();
+
+    // Someone else cannot forget it, nor learn it exists.
+    let theirs = call(&s, &ben, "memory.forget", json!({"id": turn_id})).await.unwrap_err();
+    assert_eq!(theirs.code, ErrorCode::NotFound);
+    let gone = ok(&s, &ana, "memory.forget", json!({"id": turn_id})).await;
+    assert_eq!((gone["turn"]["id"].as_str(), gone["turn"]["seq"].as_u64()), (Some(turn_id.as_str()), Some(1)), "{gone}");
+    ok(&s, &ana, "memory.forget", json!({"id": memory_id})).await;
+    let again = call(&s, &ana, "memory.forget", json!({"id": turn_id, "session": "locker"})).await.unwrap_err();
+    assert_eq!(again.code, ErrorCode::NotFound, "forgotten once");
+
+    let mut paths = vec![
+        ("memory.search", ok(&s, &ana, "memory.search", json!({"query": marker})).await),
+        ("memory.search, any score", ok(&s, &ana, "memory.search", json!({"query": said, "min_score": 0.0})).await),
+        ("memory.read_conversational", ok(&s, &ana, "memory.read_conversational", json!({"session": "locker"})).await),
+        ("session.get_context", ok(&s, &ana, "session.get_context", json!({"session": "locker", "query": marker})).await),
+        ("session.list_recent", ok(&s, &ana, "session.list_recent", json!({})).await),
+        ("memory.read_personal", ok(&s, &ana, "memory.read_personal", json!({})).await),
+    ];
+    let session = format!("{}.locker", ana.principal);
+    let scopes = vec![MemoryScope::Personal(ana.principal.to_string()), MemoryScope::Session(session.clone())];
+    let index = s.search.search(&ana, scopes, None, &said, 50, ports::search::SearchMode::Hybrid).await.unwrap();
+    paths.push(("the index", json!(index.iter().map(|h| h.text.clone()).collect::<Vec<_>>())));
+    let turns = s.backend.records.list_all_turns(&t, &domain::PageRequest::first(100)).await.unwrap().items;
+    paths.push(("the stored turns", serde_json::to_value(&turns).unwrap()));
+    let summary = s.backend.records.get_session(&t, &ana.principal, &session).await.unwrap();
+    paths.push(("the session's record", serde_json::to_value(&summary).unwrap()));
+    let entries = s.backend.records.list_all_memory(&t, &domain::PageRequest::first(100)).await.unwrap().items;
+    paths.push(("the stored memory", serde_json::to_value(&entries).unwrap()));
+    for (path, v) in &paths {
+        assert!(!v.to_string().contains(&marker), "{path} still shows it: {v}");
+    }
+    let replay = services::calls::begin(&s, &ana, "shown", &fp("shown")).await.unwrap();
+    assert!(matches!(replay, services::calls::Begun::First { .. }), "the kept outcome survived: {replay:?}");
+    let mut export = Vec::new();
+    services::migrate::export_bundle(&s, &ana, &mut export, &|_| {}).await.unwrap();
+    assert!(!String::from_utf8_lossy(&export).contains(&marker), "an export taken afterwards");
+    assert!(!backup_text(&s, &t).await.contains(&marker), "a backup taken afterwards");
+    let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    assert!(logged.contains("the capture works"), "the capture is not working");
+    let leaked: Vec<&str> = logged.lines().filter(|l| l.contains(&marker)).collect();
+    assert!(leaked.is_empty(), "the logs hold it: {leaked:#?}");
+}
+
+fn capture_logs() -> Captured {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    // What every binary logs when asked for everything (`RUST_LOG=trace`).
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter(lambda_support::log_filter_with("trace"))
+        .json()
+        .with_writer(move || writer.clone())
+        .finish();
+    // Each test is its own process under nextest: the whole run, every thread.
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber of this process");
+    tracing::info!("the capture works");
+    captured
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_holds_everywhere_embedded() {
+    let logs = capture_logs();
+    let clock = Arc::new(ManualClock::new(START));
+    let (_home, s) = embedded(clock).await;
+    forgetting_holds_everywhere(s, logs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forgetting_holds_everywhere_aws() {
+    let logs = capture_logs();
+    let clock = Arc::new(ManualClock::new(START));
+    let (backend, _standin) = continuity_tests::aws::backend_with_s3vectors("marker", None).await;
+    forgetting_holds_everywhere(Services::new(Backend { clock, ..backend }), logs).await;
+}

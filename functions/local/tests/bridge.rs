@@ -247,9 +247,10 @@ fn the_bridge_survives_a_killed_and_restarted_server() {
     kill(server);
 }
 
-/// `memory_forget` through the bridge: the server forgets it, and so does the bridge's
-/// own file — once the server is gone, the search that showed the memory is not answered
-/// from the offline archive, and no row of the bridge's store holds its text.
+/// `memory_forget` through the bridge, of a personal memory and of a conversation turn:
+/// the server forgets them, and so does the bridge's own file — once the server is gone,
+/// the searches and reads that showed them are not answered from the offline archive,
+/// and no row of the bridge's store holds their text.
 #[test]
 fn a_memory_forgotten_through_the_bridge_leaves_the_offline_archive() {
     let (rig, server) = rig();
@@ -264,12 +265,26 @@ fn a_memory_forgotten_through_the_bridge_leaves_the_offline_archive() {
     assert!(other.to_string().contains(&id), "{other}");
     let gone = c.call("memory_forget", json!({"id": id}));
     assert_ne!(gone["isError"], true, "{gone}");
+    // A conversation turn the same way: written, found, read back, forgotten by its id.
+    let said = "walrus-marker-5521 hides the spare key";
+    let w = c.call("memory_write_conversational", json!({"session": "forget-me", "role": "user", "content": said}));
+    let turn = w["structuredContent"]["id"].as_str().unwrap_or_else(|| panic!("{w}")).to_owned();
+    let found = c.call("memory_search", json!({"query": "walrus-marker-5521"}));
+    assert!(found.to_string().contains(&turn), "{found}");
+    let read = c.call("memory_read_conversational", json!({"session": "forget-me"}));
+    assert!(read.to_string().contains("walrus-marker"), "{read}");
+    let gone = c.call("memory_forget", json!({"id": turn}));
+    assert_ne!(gone["isError"], true, "{gone}");
 
     kill(server);
     let r = c.call("memory_search", json!({"query": "zebra-marker-7781"}));
     assert_eq!(r["isError"], true, "no archived answer may show it: {r}");
     let r = c.call("memory_read_personal", json!({}));
     assert_eq!(r["isError"], true, "the list that showed it is dropped too: {r}");
+    let r = c.call("memory_search", json!({"query": "walrus-marker-5521"}));
+    assert_eq!(r["isError"], true, "no archived answer may show the turn: {r}");
+    let r = c.call("memory_read_conversational", json!({"session": "forget-me"}));
+    assert_eq!(r["isError"], true, "the session read that showed it is dropped too: {r}");
     c.close();
     let files: Vec<PathBuf> = std::fs::read_dir(rig.client_home.join("bridge"))
         .unwrap()
@@ -283,7 +298,7 @@ fn a_memory_forgotten_through_the_bridge_leaves_the_offline_archive() {
         let mut st = db.prepare(q).unwrap();
         rows.extend(st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(Result::unwrap));
     }
-    assert!(rows.iter().all(|r| !r.contains("zebra-marker")), "{rows:?}");
+    assert!(rows.iter().all(|r| !r.contains("zebra-marker") && !r.contains("walrus-marker")), "{rows:?}");
 }
 
 #[tokio::test]

@@ -4,7 +4,9 @@ use std::collections::BTreeSet;
 
 use domain::audit::AuditRecord;
 use domain::connector::{ConnectorSource, ConnectorState, ConnectorStatus};
-use domain::memory::{ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnRole, Verification};
+use domain::memory::{
+    ConversationTurn, GovernanceState, Lineage, MemoryEntry, MemoryScope, MemoryType, TurnForgotten, TurnRole, Verification,
+};
 use domain::principal::{ApiKeyRecord, Principal, PrincipalKind, Role, Scopes};
 use domain::proposal::{Proposal, ProposalState};
 use domain::spine::{BookEntry, Entity, EntityRef, KbDocument, PoleClass, Relationship, Signal};
@@ -313,6 +315,7 @@ pub async fn memory_scopes_and_turns(r: Records) {
             seq,
             id: id(&format!("turn{seq}")),
             role: if seq % 2 == 1 { TurnRole::User } else { TurnRole::Assistant },
+            forgotten: None,
             content: format!("turn {seq}"),
             principal: id("u1"),
             at: Timestamp(i64::try_from(seq).unwrap()),
@@ -334,6 +337,23 @@ pub async fn memory_scopes_and_turns(r: Records) {
     let mine = r.list_sessions(&t, &id("u1"), &PageRequest::first(10)).await.unwrap();
     assert_eq!(mine.items.iter().map(|s| s.session.as_str()).collect::<Vec<_>>(), ["u1.s1", "u1.s2"]);
     assert!(r.list_sessions(&fresh_tenant("other"), &id("u1"), &PageRequest::first(10)).await.unwrap().items.is_empty());
+
+    // Forgetting a turn: its content erased, who and when kept, its place in the session
+    // kept, and the session's title (taken from the first turn) with it; only its owner's.
+    let by = TurnForgotten { by: id("u1"), at: Timestamp(20) };
+    assert_eq!(r.forget_turn(&t, &id("u2"), "u1.s1", 1, by.clone()).await.unwrap(), None, "not the owner's");
+    assert_eq!(r.forget_turn(&t, &id("u1"), "u1.s1", 9, by.clone()).await.unwrap(), None, "no such turn");
+    let was = r.forget_turn(&t, &id("u1"), "u1.s1", 1, by.clone()).await.unwrap().unwrap();
+    assert_eq!(was.content, "turn 1");
+    let turns = r.list_turns(&t, "u1.s1", &PageRequest::first(10)).await.unwrap().items;
+    assert_eq!((turns[0].content.as_str(), turns[0].forgotten.as_ref()), ("", Some(&by)));
+    assert_eq!((turns.len(), turns[1].content.as_str(), turns[1].forgotten.as_ref()), (3, "turn 2", None));
+    let s1 = r.get_session(&t, &id("u1"), "u1.s1").await.unwrap().unwrap();
+    assert_eq!((s1.turns, s1.title.as_str()), (3, "(forgotten)"));
+    // A later turn forgotten leaves the title alone.
+    r.forget_turn(&t, &id("u1"), "u1.s1", 3, by.clone()).await.unwrap().unwrap();
+    let all_turns = r.list_all_turns(&t, &PageRequest::first(20)).await.unwrap().items;
+    assert!(all_turns.iter().filter(|x| x.session == "u1.s1" && x.seq != 2).all(|x| x.content.is_empty()), "{all_turns:?}");
 
     // For the reindex: every entry and every turn of the tenant, paged, and no other's.
     let mut all = Vec::new();

@@ -241,6 +241,16 @@ pub struct ConversationTurn {
     pub content: String,
     pub principal: Id,
     pub at: Timestamp,
+    /// Set once the turn is forgotten (`memory.forget`): its content is then empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forgotten: Option<TurnForgotten>,
+}
+
+/// Who forgot a conversation turn, and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnForgotten {
+    pub by: Id,
+    pub at: Timestamp,
 }
 
 /// The index record of one conversation: who owns it, how many turns, when last used.

@@ -39,8 +39,15 @@ const CONTENT_TARGETS: &[&str] = &[
 /// The log filter of every binary (the Lambdas and `continuity`): `RUST_LOG` (default
 /// `info`), with [`CONTENT_TARGETS`] capped at `warn`.
 pub fn log_filter() -> tracing_subscriber::EnvFilter {
-    let mut filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    capped(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")))
+}
+
+/// [`log_filter`] as if `RUST_LOG` were `directives` (tests ask for `trace`).
+pub fn log_filter_with(directives: &str) -> tracing_subscriber::EnvFilter {
+    capped(tracing_subscriber::EnvFilter::new(directives))
+}
+
+fn capped(mut filter: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
     for target in CONTENT_TARGETS {
         if let Ok(d) = format!("{target}=warn").parse() {
             filter = filter.add_directive(d);

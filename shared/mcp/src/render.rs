@@ -66,7 +66,7 @@ use services::tools::memory::{
     ListDecisionsOutput, ProposalOutput, ReadConversationalOutput, ReadOrgOutput, ReadPersonalOutput, SearchOrgOutput,
     WriteConversationalOutput,
 };
-use services::tools::recall::{PersonalOutput, RecallOutput, RememberOutput};
+use services::tools::recall::{ForgetOutput, PersonalOutput, RecallOutput, RememberOutput};
 use services::tools::session::{GetContextOutput, ListRecentOutput};
 use services::tools::spine::{
     EntityGetOutput, EntityListOutput, EntitySearchOutput, RelationshipListOutput, SignalGetOutput, SignalListOutput,
@@ -208,7 +208,7 @@ impl Render for ReadConversationalOutput {
 
 impl Render for WriteConversationalOutput {
     fn render(&self) -> String {
-        format!("Appended turn #{} to session {}.", self.seq, self.session)
+        format!("Appended turn #{} [{}] to session {}.", self.seq, self.id, self.session)
     }
 }
 
@@ -254,6 +254,18 @@ impl Render for PersonalOutput {
             format!("Forgot personal memory [{}]; a tombstone keeps who and when.", m.id)
         } else {
             format!("Personal memory [{}] ({}): {}", m.id, m.kind, first(&m.body, 300))
+        }
+    }
+}
+
+impl Render for ForgetOutput {
+    fn render(&self) -> String {
+        match (&self.memory, &self.turn) {
+            (Some(m), _) => format!("Forgot personal memory [{}]; a tombstone keeps who and when.", m.id),
+            (None, Some(t)) => {
+                format!("Forgot turn #{} [{}] of session {}; a tombstone keeps who and when.", t.seq, t.id, t.session)
+            }
+            (None, None) => "Nothing was forgotten.".to_owned(),
         }
     }
 }

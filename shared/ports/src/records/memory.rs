@@ -1,7 +1,7 @@
 //! Memory entries of every scope, conversation turns and their sessions.
 
 use async_trait::async_trait;
-use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary};
+use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary, TurnForgotten};
 use domain::{Error, Id, Page, PageRequest, Result, TenantId};
 
 use super::{Expect, Records, decode, encode, pad, put, versioned};
@@ -58,6 +58,21 @@ pub trait MemoryStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>>;
+    /// Forgets turn `seq` of `principal`'s `session`: its content erased, who and when
+    /// kept (the turn stays, so the session's numbering holds), and the session's title
+    /// too when it was taken from this turn. The turn as it was; `None` when there is
+    /// no such turn.
+    ///
+    /// # Errors
+    /// `CONFLICT` when the turn changed meanwhile; `UNAVAILABLE`.
+    async fn forget_turn(
+        &self,
+        tenant: &TenantId,
+        principal: &Id,
+        session: &str,
+        seq: u64,
+        forgotten: TurnForgotten,
+    ) -> Result<Option<ConversationTurn>>;
 }
 
 /// The cursor that continues [`MemoryStore::list_memory_newest`] after the entry `id`.
@@ -157,5 +172,36 @@ impl MemoryStore for Records {
 
     async fn list_all_turns(&self, tenant: &TenantId, page: &PageRequest) -> Result<Page<ConversationTurn>> {
         self.page(tenant.as_str(), "turn", "", page, false).await
+    }
+
+    async fn forget_turn(
+        &self,
+        tenant: &TenantId,
+        principal: &Id,
+        session: &str,
+        seq: u64,
+        forgotten: TurnForgotten,
+    ) -> Result<Option<ConversationTurn>> {
+        Id::new(session)?;
+        let t = tenant.as_str();
+        let key = format!("{session}#{}", pad(i64::try_from(seq).map_err(|_| Error::invalid_field("seq", "too large"))?));
+        let Some(item) = self.items.get(t, "turn", &key).await? else { return Ok(None) };
+        let was: ConversationTurn = decode(&item)?;
+        if was.principal != *principal {
+            return Ok(None);
+        }
+        let mut turn = was.clone();
+        turn.content = String::new();
+        turn.forgotten = Some(forgotten);
+        let mut writes = vec![put(t, "turn", key, item.version + 1, encode(&turn)?, Condition::Version(item.version))];
+        let summary_key = session_key(principal, session);
+        if let Some(mut s) = self.get_one::<SessionSummary>(t, "session", &summary_key).await?
+            && (seq == 1 || s.title == was.content.chars().take(80).collect::<String>())
+        {
+            s.title = "(forgotten)".into();
+            writes.push(put(t, "session", summary_key, 1, encode(&s)?, Condition::None));
+        }
+        self.items.write(writes).await?;
+        Ok(Some(was))
     }
 }

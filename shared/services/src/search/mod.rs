@@ -102,7 +102,8 @@ impl Source {
     }
 
     fn turn(t: domain::memory::ConversationTurn) -> Self {
-        Self { title: turn_title(&t), id: t.id, body: t.content, kind: DocKind::Turn, live: true, at: t.at, occurred: Some(t.at) }
+        let live = t.forgotten.is_none();
+        Self { title: turn_title(&t), id: t.id, body: t.content, kind: DocKind::Turn, live, at: t.at, occurred: Some(t.at) }
     }
 
     fn engineering(r: domain::engineering::EngRecord, now: Timestamp) -> Self {

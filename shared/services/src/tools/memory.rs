@@ -281,8 +281,9 @@ impl Capability for ReadConversational {
         })
         .await?;
         let after = a.after_seq.unwrap_or(0);
-        let picked: Vec<TurnView> = turns.iter().filter(|t| t.seq > after).take(max).map(TurnView::from).collect();
-        let more = turns.iter().filter(|t| t.seq > after).count() > picked.len();
+        let shown = |t: &&ConversationTurn| t.seq > after && t.forgotten.is_none();
+        let picked: Vec<TurnView> = turns.iter().filter(shown).take(max).map(TurnView::from).collect();
+        let more = turns.iter().filter(shown).count() > picked.len();
         Ok(ReadConversationalOutput { session, turns: picked, more })
     }
 }
@@ -303,6 +304,8 @@ pub struct WriteConversationalArgs {
 pub struct WriteConversationalOutput {
     pub session: String,
     pub seq: u64,
+    /// The turn's id (what `memory.forget` takes).
+    pub id: String,
     pub at: String,
 }
 
@@ -341,11 +344,17 @@ impl Capability for WriteConversational {
                 content: a.content.clone(),
                 principal: caller.principal.clone(),
                 at: tools.now(),
+                forgotten: None,
             };
             match records.append_turn(&turn).await {
                 Ok(()) => {
                     tools.index_turn(&turn).await;
-                    return Ok(WriteConversationalOutput { session, seq: turn.seq, at: turn.at.to_rfc3339() });
+                    return Ok(WriteConversationalOutput {
+                        session,
+                        seq: turn.seq,
+                        id: turn.id.to_string(),
+                        at: turn.at.to_rfc3339(),
+                    });
                 }
                 Err(e) if e.code == ErrorCode::Conflict => {}
                 Err(e) => return Err(e),

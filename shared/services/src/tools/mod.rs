@@ -506,6 +506,8 @@ impl ProposalView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TurnView {
     pub seq: u64,
+    /// The turn's id (what `memory.forget` takes).
+    pub id: String,
     #[schemars(with = "TurnRoleSchema")]
     pub role: TurnRole,
     pub content: String,
@@ -519,7 +521,14 @@ pub struct TurnView {
 
 impl From<&ConversationTurn> for TurnView {
     fn from(t: &ConversationTurn) -> Self {
-        Self { seq: t.seq, role: t.role, content: t.content.clone(), at: t.at.to_rfc3339(), superseded_by_turn: None }
+        Self {
+            seq: t.seq,
+            id: t.id.to_string(),
+            role: t.role,
+            content: t.content.clone(),
+            at: t.at.to_rfc3339(),
+            superseded_by_turn: None,
+        }
     }
 }
 

@@ -128,7 +128,8 @@ impl Capability for GetContext {
         }
         if let Some(s) = &a.session {
             let session = own_session(caller, &s.0)?;
-            let turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
+            let mut turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
+            turns.retain(|t| t.forgotten.is_none());
             let mut recent: Vec<TurnView> = turns.iter().rev().take(20).rev().map(TurnView::from).collect();
             TurnView::mark_superseded(&mut recent);
             out.session = Some(ContextSession { session, turns: turns.len(), recent_turns: recent });
@@ -194,7 +195,8 @@ impl Capability for Summarize {
     async fn run<'a>(cx: &'a Context<'a>, a: SummarizeArgs) -> Result<ProposalOutput> {
         let (tools, caller) = (&cx.tools, cx.caller);
         let session = own_session(caller, &a.session.0)?;
-        let turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
+        let mut turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
+        turns.retain(|t| t.forgotten.is_none());
         if turns.is_empty() {
             return Err(Error::not_found(format!("session {session}")));
         }

@@ -132,7 +132,12 @@ impl Tools<'_> {
         for scope in own.iter().filter(|s| matches!(s, MemoryScope::Session(_))).take(RECENT_SESSIONS) {
             let MemoryScope::Session(session) = scope else { continue };
             let turns = records.list_turns(&caller.tenant, session, &PageRequest::first(500)).await?.items;
-            let recent = turns.iter().rev().take(RECENT_FACTS as usize).filter(|t| window.contains(t.at));
+            let recent = turns
+                .iter()
+                .rev()
+                .filter(|t| t.forgotten.is_none())
+                .take(RECENT_FACTS as usize)
+                .filter(|t| window.contains(t.at));
             pool.extend(recent.map(|t| turn_hit(scope, t, newer_why())));
         }
         let query: String = texts.join(" ").chars().take(crate::tools::MAX_QUERY_LEN).collect();
