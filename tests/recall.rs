@@ -670,7 +670,7 @@ async fn backup_text(s: &Services, t: &TenantId) -> String {
 /// titles, personal memory, the index itself, every record of the tenant, the kept
 /// outcomes (a replay runs again), an export and a complete backup taken afterwards, and
 /// every log line of the run at TRACE.
-async fn forgetting_holds_everywhere(s: Services, logs: Captured) {
+async fn forgetting_holds_everywhere(s: Services, clock: Arc<ManualClock>, logs: Captured) {
     let t = tenant(&s, "marker").await;
     let ana = caller_in(&s, &t, SCOPES, &[], &[]).await;
     let ben = caller_in(&s, &t, SCOPES, &[], &[]).await;
@@ -734,6 +734,26 @@ async fn forgetting_holds_everywhere(s: Services, logs: Captured) {
     services::migrate::export_bundle(&s, &ana, &mut export, &|_| {}).await.unwrap();
     assert!(!String::from_utf8_lossy(&export).contains(&marker), "an export taken afterwards");
     assert!(!backup_text(&s, &t).await.contains(&marker), "a backup taken afterwards");
+
+    // A turn with a time to live: hidden once it runs out, forgotten by maintenance.
+    let brief = format!("The alarm code is {marker}9 until Friday");
+    let w =
+        ok(&s, &ana, "memory.write_conversational", json!({"session": "brief", "role": "user", "content": brief, "ttl_days": 1}))
+            .await;
+    s.search.settle().await;
+    assert!(ok(&s, &ana, "memory.search", json!({"query": format!("{marker}9")})).await.to_string().contains(&brief));
+    clock.advance(2 * DAY);
+    let read = ok(&s, &ana, "memory.read_conversational", json!({"session": "brief"})).await;
+    assert!(!read.to_string().contains(&brief), "hidden once its time ran out: {read}");
+    let report = s.maintenance.run().await.unwrap();
+    assert_eq!(report.turns_forgotten, 1, "{report:?}");
+    let stored =
+        s.backend.records.list_turns(&t, &format!("{}.brief", ana.principal), &domain::PageRequest::first(5)).await.unwrap();
+    assert_eq!(stored.items[0].forgotten.as_ref().map(|f| f.by.as_str()), Some("maintenance"));
+    assert!(!ok(&s, &ana, "memory.search", json!({"query": format!("{marker}9")})).await.to_string().contains(&brief));
+    assert!(!w["id"].as_str().unwrap().is_empty());
+    assert_eq!(s.maintenance.run().await.unwrap().turns_forgotten, 0, "once");
+
     let logged = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
     assert!(logged.contains("the capture works"), "the capture is not working");
     let leaked: Vec<&str> = logged.lines().filter(|l| l.contains(&marker)).collect();
@@ -759,8 +779,8 @@ fn capture_logs() -> Captured {
 async fn forgetting_holds_everywhere_embedded() {
     let logs = capture_logs();
     let clock = Arc::new(ManualClock::new(START));
-    let (_home, s) = embedded(clock).await;
-    forgetting_holds_everywhere(s, logs).await;
+    let (_home, s) = embedded(clock.clone()).await;
+    forgetting_holds_everywhere(s, clock, logs).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -768,5 +788,5 @@ async fn forgetting_holds_everywhere_aws() {
     let logs = capture_logs();
     let clock = Arc::new(ManualClock::new(START));
     let (backend, _standin) = continuity_tests::aws::backend_with_s3vectors("marker", None).await;
-    forgetting_holds_everywhere(Services::new(Backend { clock, ..backend }), logs).await;
+    forgetting_holds_everywhere(Services::new(Backend { clock: clock.clone(), ..backend }), clock, logs).await;
 }

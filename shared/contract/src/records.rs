@@ -16,7 +16,7 @@ use domain::{EntityType, ErrorCode, Id, PageRequest, TenantId, Timestamp};
 use ports::Records;
 use ports::records::{
     AuditLog, ConnectorStore, Direction, EntityStore, Expect, LibraryStore, MemoryStore, PrincipalStore, ProposalStore,
-    RelationshipStore, ReviewStore, SignalStore, TenantStore,
+    RelationshipStore, RetentionStore, ReviewStore, SignalStore, TenantStore,
 };
 
 use crate::fresh_tenant;
@@ -316,6 +316,7 @@ pub async fn memory_scopes_and_turns(r: Records) {
             id: id(&format!("turn{seq}")),
             role: if seq % 2 == 1 { TurnRole::User } else { TurnRole::Assistant },
             forgotten: None,
+            expires_at: None,
             content: format!("turn {seq}"),
             principal: id("u1"),
             at: Timestamp(i64::try_from(seq).unwrap()),
@@ -354,6 +355,29 @@ pub async fn memory_scopes_and_turns(r: Records) {
     r.forget_turn(&t, &id("u1"), "u1.s1", 3, by.clone()).await.unwrap().unwrap();
     let all_turns = r.list_all_turns(&t, &PageRequest::first(20)).await.unwrap().items;
     assert!(all_turns.iter().filter(|x| x.session == "u1.s1" && x.seq != 2).all(|x| x.content.is_empty()), "{all_turns:?}");
+
+    // Turns with a time to live are found by their expiry, soonest first, once it has
+    // passed; forgetting one takes it off the list.
+    // (In a tenant of their own: the reindex's listing below counts this one's turns.)
+    let tt = fresh_tenant("ttl");
+    for (seq, expires) in [(1u64, 50), (2, 40), (3, 70)] {
+        let turn = ConversationTurn {
+            tenant: tt.clone(),
+            session: "u1.ttl".into(),
+            seq,
+            expires_at: Some(Timestamp(expires)),
+            ..dup.clone()
+        };
+        r.append_turn(&turn).await.unwrap();
+    }
+    assert!(r.expired_turns(&tt, Timestamp(39), 10).await.unwrap().is_empty());
+    let due: Vec<u64> = r.expired_turns(&tt, Timestamp(50), 10).await.unwrap().iter().map(|x| x.seq).collect();
+    assert_eq!(due, [2, 1], "soonest first, only those due");
+    assert_eq!(r.expired_turns(&tt, Timestamp(100), 1).await.unwrap().len(), 1, "at most max");
+    r.forget_turn(&tt, &id("u1"), "u1.ttl", 2, by.clone()).await.unwrap().unwrap();
+    let due: Vec<u64> = r.expired_turns(&tt, Timestamp(100), 10).await.unwrap().iter().map(|x| x.seq).collect();
+    assert_eq!(due, [1, 3], "a forgotten turn is no longer due");
+    assert!(r.expired_turns(&fresh_tenant("other"), Timestamp(100), 10).await.unwrap().is_empty());
 
     // For the reindex: every entry and every turn of the tenant, paged, and no other's.
     let mut all = Vec::new();

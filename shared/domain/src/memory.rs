@@ -244,6 +244,17 @@ pub struct ConversationTurn {
     /// Set once the turn is forgotten (`memory.forget`): its content is then empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forgotten: Option<TurnForgotten>,
+    /// When its time to live runs out (`memory.write_conversational`'s `ttl_days`): hidden
+    /// from then on, forgotten by the next maintenance run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl ConversationTurn {
+    /// Whether the turn is shown at `now`: not forgotten, its time to live not run out.
+    pub fn live_at(&self, now: Timestamp) -> bool {
+        self.forgotten.is_none() && self.expires_at.is_none_or(|e| e > now)
+    }
 }
 
 /// Who forgot a conversation turn, and when.

@@ -69,6 +69,8 @@ pub struct MaintenanceReport {
     pub sessions_expired: usize,
     /// Personal memories forgotten because their time to live ran out.
     pub personal_forgotten: usize,
+    /// Conversation turns forgotten because their time to live ran out.
+    pub turns_forgotten: usize,
     pub oauth_pruned: usize,
     /// Gates whose authorization or request ran out, now stored as blocked.
     pub gates_expired: usize,
@@ -95,6 +97,7 @@ struct Pruned {
     audit: usize,
     sessions: usize,
     forgotten: usize,
+    turns: usize,
     gates: usize,
     notes: usize,
 }
@@ -237,6 +240,7 @@ impl MaintenanceService {
                     report.audit_pruned += p.audit;
                     report.sessions_expired += p.sessions;
                     report.personal_forgotten += p.forgotten;
+                    report.turns_forgotten += p.turns;
                     report.gates_expired += p.gates;
                     report.notes_expired += p.notes;
                 }
@@ -259,6 +263,7 @@ impl MaintenanceService {
             audit_pruned = report.audit_pruned,
             sessions_expired = report.sessions_expired,
             personal_forgotten = report.personal_forgotten,
+            turns_forgotten = report.turns_forgotten,
             oauth_pruned = report.oauth_pruned,
             gates_expired = report.gates_expired,
             notes_expired = report.notes_expired,
@@ -588,6 +593,12 @@ impl MaintenanceService {
         for m in expired {
             crate::tools::recall::forget(&self.backend, &self.search, m, domain::Id::new("maintenance")?).await?;
         }
+        // So are conversation turns (found by their expiry, not by a scan of every turn).
+        let expired_turns = records.expired_turns(tenant, now, MAX_PER_TENANT).await?;
+        let turns = expired_turns.len();
+        for t in &expired_turns {
+            crate::tools::recall::forget_turn(&self.backend, &self.search, t, domain::Id::new("maintenance")?).await?;
+        }
         if audit > 0 {
             // Pruning is recorded in the ledger it prunes (SPEC §9: never silently).
             let days = self.audit_retention().as_secs() / 86_400;
@@ -605,7 +616,7 @@ impl MaintenanceService {
             MAX_PER_TENANT,
         )
         .await?;
-        Ok(Pruned { audit, sessions, forgotten, gates, notes })
+        Ok(Pruned { audit, sessions, forgotten, turns, gates, notes })
     }
 }
 

@@ -14,13 +14,14 @@ pub(super) async fn run(s: &services::Services, command: Command) -> anyhow::Res
         Command::Maintenance => {
             let r = s.maintenance.run().await.map_err(domain_err)?;
             println!(
-                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} personal memories forgotten \
-                 (time to live), {} expired OAuth records deleted, {} gates expired, {} sticky notes expired; \
+                "maintenance: {} tenants; {} audit records pruned, {} session memories expired, {} personal memories and {} turns \
+                 forgotten (time to live), {} expired OAuth records deleted, {} gates expired, {} sticky notes expired; \
                  governance upkeep queued for {} tenants (the pipeline consumer runs it){}",
                 r.tenants,
                 r.audit_pruned,
                 r.sessions_expired,
                 r.personal_forgotten,
+                r.turns_forgotten,
                 r.oauth_pruned,
                 r.gates_expired,
                 r.notes_expired,

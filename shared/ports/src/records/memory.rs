@@ -5,7 +5,7 @@ use domain::memory::{ConversationTurn, MemoryEntry, MemoryScope, SessionSummary,
 use domain::{Error, Id, Page, PageRequest, Result, TenantId};
 
 use super::{Expect, Records, decode, encode, pad, put, versioned};
-use crate::items::Condition;
+use crate::items::{Condition, Write};
 
 #[async_trait]
 pub trait MemoryStore: Send + Sync {
@@ -80,6 +80,14 @@ pub fn memory_cursor(scope: &MemoryScope, id: &Id) -> String {
     super::encode_cursor(&format!("{}#{id}", scope.storage_key()))
 }
 
+/// The turns with a time to live, by when it runs out (`{expires}#{session}#{seq}`).
+pub(crate) const TURN_EXPIRY: &str = "turn_expiry";
+
+pub(crate) fn turn_expiry_key(at: domain::Timestamp, session: &str, seq: u64) -> Result<String> {
+    let seq = i64::try_from(seq).map_err(|_| Error::invalid_field("seq", "too large"))?;
+    Ok(format!("{}#{session}#{}", pad(at.0), pad(seq)))
+}
+
 fn session_key(principal: &Id, session: &str) -> String {
     format!("{principal}#{session}")
 }
@@ -148,12 +156,14 @@ impl MemoryStore for Records {
                 title: turn.content.chars().take(80).collect(),
             },
         };
-        self.items
-            .write(vec![
-                put(t, "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent),
-                put(t, "session", session_key(&turn.principal, &turn.session), 1, encode(&summary)?, Condition::None),
-            ])
-            .await
+        let mut writes = vec![
+            put(t, "turn", format!("{}#{}", turn.session, pad(seq)), 1, encode(turn)?, Condition::Absent),
+            put(t, "session", session_key(&turn.principal, &turn.session), 1, encode(&summary)?, Condition::None),
+        ];
+        if let Some(at) = turn.expires_at {
+            writes.push(put(t, TURN_EXPIRY, turn_expiry_key(at, &turn.session, turn.seq)?, 1, b"{}".to_vec(), Condition::None));
+        }
+        self.items.write(writes).await
     }
 
     async fn get_session(&self, tenant: &TenantId, principal: &Id, session: &str) -> Result<Option<SessionSummary>> {
@@ -194,6 +204,10 @@ impl MemoryStore for Records {
         turn.content = String::new();
         turn.forgotten = Some(forgotten);
         let mut writes = vec![put(t, "turn", key, item.version + 1, encode(&turn)?, Condition::Version(item.version))];
+        if let Some(at) = was.expires_at {
+            let sk = turn_expiry_key(at, session, seq)?;
+            writes.push(Write::Delete { tenant: t.to_owned(), part: TURN_EXPIRY.into(), sk, condition: Condition::None });
+        }
         let summary_key = session_key(principal, session);
         if let Some(mut s) = self.get_one::<SessionSummary>(t, "session", &summary_key).await?
             && (seq == 1 || s.title == was.content.chars().take(80).collect::<String>())

@@ -2,7 +2,7 @@
 //! pruned, session memory expired, personal memory past its time to live found.
 
 use async_trait::async_trait;
-use domain::memory::{GovernanceState, MemoryEntry};
+use domain::memory::{ConversationTurn, GovernanceState, MemoryEntry};
 use domain::{Result, TenantId, Timestamp};
 
 use super::{Records, decode, pad};
@@ -36,6 +36,13 @@ pub trait RetentionStore: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE`.
     async fn expired_personal_memory(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<MemoryEntry>>;
+    /// The tenant's conversation turns whose time to live ran out at `now`, at most
+    /// `max`, soonest first (the maintenance job forgets them, which takes each off this
+    /// list); an expiry left by a turn no longer there is dropped.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE`.
+    async fn expired_turns(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<ConversationTurn>>;
 }
 
 #[async_trait]
@@ -106,6 +113,50 @@ impl RetentionStore for Records {
             if !more || out.len() >= max {
                 break;
             }
+        }
+        Ok(out)
+    }
+
+    async fn expired_turns(&self, tenant: &TenantId, now: Timestamp, max: usize) -> Result<Vec<ConversationTurn>> {
+        let t = tenant.as_str();
+        let cutoff = pad(now.0);
+        let mut out = Vec::new();
+        let mut after: Option<String> = None;
+        while out.len() < max {
+            let limit = u32::try_from((max - out.len()).min(500)).unwrap_or(500);
+            let q = Query {
+                tenant: t,
+                part: super::memory::TURN_EXPIRY,
+                prefix: "",
+                after: after.as_deref(),
+                limit,
+                descending: false,
+            };
+            let (items, more) = self.items.query(q).await?;
+            let due: Vec<&Item> =
+                items.iter().take_while(|i| i.sk.split('#').next().unwrap_or_default() <= cutoff.as_str()).collect();
+            for i in &due {
+                // `{expires}#{session}#{seq}`: the session holds no `#`.
+                let mut parts = i.sk.splitn(3, '#');
+                let (_, session, seq) = (parts.next(), parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+                let turn: Option<ConversationTurn> = self.get_one(t, "turn", &format!("{session}#{seq}")).await?;
+                match turn {
+                    Some(turn) if turn.forgotten.is_none() => out.push(turn),
+                    _ => {
+                        let stale = Write::Delete {
+                            tenant: t.into(),
+                            part: i.part.clone(),
+                            sk: i.sk.clone(),
+                            condition: Condition::None,
+                        };
+                        self.items.write(vec![stale]).await?;
+                    }
+                }
+            }
+            if due.len() < items.len() || !more {
+                break;
+            }
+            after = items.last().map(|i| i.sk.clone());
         }
         Ok(out)
     }

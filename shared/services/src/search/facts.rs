@@ -384,9 +384,31 @@ const MAX_WEAK_OLD_VALUE_WORDS: usize = 2;
 /// The longest newer text's own part.
 const MAX_NEW_VALUE_WORDS: usize = 8;
 
+/// A text analysed once, to compare with many others.
+pub struct Fact(Said);
+
+impl Fact {
+    pub fn of(text: &str) -> Self {
+        Self(said(text))
+    }
+
+    /// Whether this (newer) text replaces what `older` said ([`replaces`]).
+    pub fn replaces(&self, older: &Self) -> bool {
+        replaces_said(&self.0, &older.0)
+    }
+
+    /// Whether the two share a content word ([`related`]).
+    pub fn related(&self, other: &Self) -> bool {
+        self.0.content.intersection(&other.0.content).next().is_some()
+    }
+}
+
 /// Whether `newer` replaces what `older` said (see the module docs).
 pub fn replaces(newer: &str, older: &str) -> bool {
-    let (n, o) = (said(newer), said(older));
+    replaces_said(&said(newer), &said(older))
+}
+
+fn replaces_said(n: &Said, o: &Said) -> bool {
     // About someone else: a relative acting in one text only, or a name the other
     // never mentions opening a text that does not speak for the speaker.
     if n.holders != o.holders {
@@ -397,7 +419,7 @@ pub fn replaces(newer: &str, older: &str) -> bool {
     // is at 9:30`); `Helena moved to Paris` is not about `my boss is Helena`.
     let stranger =
         |s: &Said, other: &Said| s.named.as_ref().is_some_and(|name| !other.words.iter().take(3).any(|w| stem(w) == *name));
-    if stranger(&n, &o) || stranger(&o, &n) || n.adds {
+    if stranger(n, o) || stranger(o, n) || n.adds {
         return false;
     }
     let shared: BTreeSet<&String> = n.content.intersection(&o.content).collect();
@@ -446,7 +468,7 @@ pub fn replaces(newer: &str, older: &str) -> bool {
 /// Whether two texts share a content word (by stem): `I send my weekly report to my
 /// manager` and `my manager is Priya`.
 pub fn related(a: &str, b: &str) -> bool {
-    said(a).content.intersection(&said(b).content).next().is_some()
+    Fact::of(a).related(&Fact::of(b))
 }
 
 #[cfg(test)]

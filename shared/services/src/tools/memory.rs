@@ -281,7 +281,8 @@ impl Capability for ReadConversational {
         })
         .await?;
         let after = a.after_seq.unwrap_or(0);
-        let shown = |t: &&ConversationTurn| t.seq > after && t.forgotten.is_none();
+        let now = cx.tools.now();
+        let shown = |t: &&ConversationTurn| t.seq > after && t.live_at(now);
         let picked: Vec<TurnView> = turns.iter().filter(shown).take(max).map(TurnView::from).collect();
         let more = turns.iter().filter(shown).count() > picked.len();
         Ok(ReadConversationalOutput { session, turns: picked, more })
@@ -298,13 +299,18 @@ pub struct WriteConversationalArgs {
     pub role: domain::memory::TurnRole,
     #[schemars(length(min = 1, max = super::MAX_TURN_CHARS))]
     pub content: String,
+    #[schemars(
+        range(min = 1, max = super::recall::MAX_TTL_DAYS),
+        description = "Days to keep the turn: it is hidden once they have passed and forgotten (its text erased everywhere) by the next maintenance run. Default: kept."
+    )]
+    pub ttl_days: Option<u32>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct WriteConversationalOutput {
     pub session: String,
     pub seq: u64,
-    /// The turn's id (what `memory.forget` takes).
+    /// The turn's id (what `memory_forget` takes).
     pub id: String,
     pub at: String,
 }
@@ -345,6 +351,7 @@ impl Capability for WriteConversational {
                 principal: caller.principal.clone(),
                 at: tools.now(),
                 forgotten: None,
+                expires_at: a.ttl_days.map(|d| domain::Timestamp(tools.now().0 + i64::from(d) * 86_400_000)),
             };
             match records.append_turn(&turn).await {
                 Ok(()) => {

@@ -506,14 +506,14 @@ impl ProposalView {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct TurnView {
     pub seq: u64,
-    /// The turn's id (what `memory.forget` takes).
+    /// The turn's id (what `memory_forget` takes).
     pub id: String,
     #[schemars(with = "TurnRoleSchema")]
     pub role: TurnRole,
     pub content: String,
     pub at: String,
     /// A later turn of the list (its `seq`) says otherwise: this one is older news
-    /// (`session.get_context`; see `memory.search`'s `superseded_by_time`).
+    /// (`session_get_context`; see `memory_search`'s `superseded_by_time`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(extend("type" = "integer"))]
     pub superseded_by_turn: Option<u64>,

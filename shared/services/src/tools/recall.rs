@@ -354,7 +354,7 @@ impl Tools<'_> {
                 })
                 .await?;
                 truncated |= cut;
-                for t in turns.iter().filter(|t| window.contains(t.at) && t.forgotten.is_none()) {
+                for t in turns.iter().filter(|t| window.contains(t.at) && t.live_at(now)) {
                     if let Some(r) = rank(&terms, t.id.as_str(), "", &t.content) {
                         found.push((r, t.at, turn_hit(scope, t, WhyView::of_scan(query, &[&t.content]))));
                     }
@@ -651,7 +651,7 @@ impl Capability for UpdatePersonal {
 pub struct ForgetArgs {
     #[schemars(
         length(min = 1, max = 128),
-        description = "The id of one of your personal memories or conversation turns (as memory.search returns them)."
+        description = "The id of one of your personal memories or conversation turns (as memory_search returns them)."
     )]
     pub id: String,
     #[schemars(
@@ -671,7 +671,9 @@ pub struct ForgottenTurnView {
     pub forgotten_at: String,
 }
 
+/// One of the two, by what the id was.
 #[derive(Debug, Serialize, JsonSchema)]
+#[schemars(transform = Required(&[]))]
 pub struct ForgetOutput {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "MemoryView", description = "The personal memory's tombstone, when the id was one.")]
@@ -694,7 +696,7 @@ impl Capability for Forget {
     )
     .writes();
     const TITLE: &'static str = "Forget a personal memory or a turn";
-    const DESCRIPTION: &'static str = "Forget one of your personal memories or conversation turns (its id as memory.search returns it): its text is erased everywhere it can be returned from — search, replayed call results — and a tombstone keeps who forgot it and when. Cannot be undone.";
+    const DESCRIPTION: &'static str = "Forget one of your personal memories or conversation turns (its id as memory_search returns it): its text is erased everywhere it can be returned from — search, replayed call results — and a tombstone keeps who forgot it and when. Cannot be undone.";
     type Args = ForgetArgs;
     type Output = ForgetOutput;
 

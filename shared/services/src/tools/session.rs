@@ -129,7 +129,7 @@ impl Capability for GetContext {
         if let Some(s) = &a.session {
             let session = own_session(caller, &s.0)?;
             let mut turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
-            turns.retain(|t| t.forgotten.is_none());
+            turns.retain(|t| t.live_at(tools.now()));
             let mut recent: Vec<TurnView> = turns.iter().rev().take(20).rev().map(TurnView::from).collect();
             TurnView::mark_superseded(&mut recent);
             out.session = Some(ContextSession { session, turns: turns.len(), recent_turns: recent });
@@ -196,7 +196,7 @@ impl Capability for Summarize {
         let (tools, caller) = (&cx.tools, cx.caller);
         let session = own_session(caller, &a.session.0)?;
         let mut turns = tools.backend.records.list_turns(&caller.tenant, &session, &PageRequest::first(500)).await?.items;
-        turns.retain(|t| t.forgotten.is_none());
+        turns.retain(|t| t.live_at(tools.now()));
         if turns.is_empty() {
             return Err(Error::not_found(format!("session {session}")));
         }

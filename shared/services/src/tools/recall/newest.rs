@@ -4,6 +4,8 @@
 //! one goes first — looked for among the caller's newest facts and by the hits' words,
 //! so it comes back even when the question shares no word with it.
 
+use std::collections::HashMap;
+
 use domain::memory::MemoryScope;
 use domain::principal::CallerContext;
 use domain::{PageRequest, Result, Timestamp};
@@ -12,6 +14,7 @@ use ports::search::{DocKind, SearchMode};
 
 use super::{RecallHitView, hit_of, indexed_hit, turn_hit};
 use crate::search::Window;
+use crate::search::facts::Fact;
 use crate::tools::{Tools, WhyView};
 
 /// How many of a search's own hits (personal memory, turns) are checked for newer facts.
@@ -49,18 +52,18 @@ pub(super) fn newer_why() -> WhyView {
 /// deleted. Governed memory has its own supersession.
 pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitView]) {
     let at = |h: &RecallHitView| Timestamp::parse("occurred_at", &h.occurred_at).ok();
+    let mut facts = Facts::default();
     let checked: Vec<usize> = (0..results.len()).filter(|&i| own_fact(&results[i])).take(NEWER_LOOKUPS).collect();
     // From the last: a hop's fact goes in right after its hit, moving only those after.
     for i in checked.into_iter().rev() {
         let Some(older_at) = at(&results[i]) else { continue };
-        let newest = results
+        let candidates: Vec<RecallHitView> = results
             .iter()
             .chain(pool)
-            .filter(|h| own_fact(h) && h.id != results[i].id)
-            .filter_map(|h| at(h).filter(|t| *t > older_at).map(|t| (t, h)))
-            .filter(|(_, h)| crate::search::facts::replaces(&h.text, &results[i].text))
-            .max_by_key(|(t, _)| *t)
-            .map(|(_, h)| h.clone());
+            .filter(|h| own_fact(h) && h.id != results[i].id && at(h).is_some_and(|t| t > older_at))
+            .cloned()
+            .collect();
+        let newest = candidates.into_iter().filter(|h| facts.replaces(h, &results[i])).max_by_key(|h| at(h));
         if let Some(newer) = newest {
             results[i].superseded_by_time = Some(newer.id.clone());
             if !results.iter().any(|h| h.id == newer.id) {
@@ -68,23 +71,20 @@ pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitVi
             }
             continue;
         }
-        let hit = &results[i];
+        let hit = results[i].clone();
         let leaned: Vec<&RecallHitView> =
-            pool.iter().filter(|p| p.id != hit.id && crate::search::facts::related(&p.text, &hit.text)).collect();
-        let newest = leaned
-            .iter()
-            .filter_map(|old| {
-                let old_at = at(old)?;
-                pool.iter()
-                    .filter(|p| p.id != old.id && at(p).is_some_and(|t| t > old_at))
-                    .filter(|p| crate::search::facts::replaces(&p.text, &old.text))
-                    .max_by_key(|p| at(p))
-            })
-            .max_by_key(|p| at(p))
-            .filter(|p| !results.iter().any(|h| h.id == p.id))
-            .cloned();
-        if let Some(newer) = newest {
-            results.insert(i + 1, newer);
+            pool.iter().filter(|p| p.id != hit.id && facts.related(p, &hit)).take(MAX_LEANED).collect();
+        let mut newest: Option<&RecallHitView> = None;
+        for old in leaned {
+            let Some(old_at) = at(old) else { continue };
+            for p in pool.iter().filter(|p| p.id != old.id && at(p).is_some_and(|t| t > old_at)) {
+                if newest.is_none_or(|n| at(p) > at(n)) && facts.replaces(p, old) {
+                    newest = Some(p);
+                }
+            }
+        }
+        if let Some(newer) = newest.filter(|p| !results.iter().any(|h| h.id == p.id)) {
+            results.insert(i + 1, newer.clone());
         }
     }
     // Each newer fact before the first older one it replaces; the times only increase
@@ -99,6 +99,31 @@ pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitVi
         let Some((i, j)) = moved else { break };
         let newer = results.remove(j);
         results.insert(i, newer);
+    }
+}
+
+/// The facts a hop looks through: those of the pool that share a word with the hit.
+const MAX_LEANED: usize = 8;
+
+/// Each text analysed once (by record id), however many comparisons it takes part in.
+#[derive(Default)]
+struct Facts(HashMap<String, Fact>);
+
+impl Facts {
+    fn of(&mut self, h: &RecallHitView) -> &Fact {
+        self.0.entry(h.id.clone()).or_insert_with(|| Fact::of(&h.text))
+    }
+
+    fn replaces(&mut self, newer: &RecallHitView, older: &RecallHitView) -> bool {
+        self.of(newer);
+        self.of(older);
+        self.0[&newer.id].replaces(&self.0[&older.id])
+    }
+
+    fn related(&mut self, a: &RecallHitView, b: &RecallHitView) -> bool {
+        self.of(a);
+        self.of(b);
+        self.0[&a.id].related(&self.0[&b.id])
     }
 }
 
@@ -132,12 +157,8 @@ impl Tools<'_> {
         for scope in own.iter().filter(|s| matches!(s, MemoryScope::Session(_))).take(RECENT_SESSIONS) {
             let MemoryScope::Session(session) = scope else { continue };
             let turns = records.list_turns(&caller.tenant, session, &PageRequest::first(500)).await?.items;
-            let recent = turns
-                .iter()
-                .rev()
-                .filter(|t| t.forgotten.is_none())
-                .take(RECENT_FACTS as usize)
-                .filter(|t| window.contains(t.at));
+            let recent =
+                turns.iter().rev().filter(|t| t.live_at(now)).take(RECENT_FACTS as usize).filter(|t| window.contains(t.at));
             pool.extend(recent.map(|t| turn_hit(scope, t, newer_why())));
         }
         let query: String = texts.join(" ").chars().take(crate::tools::MAX_QUERY_LEN).collect();
