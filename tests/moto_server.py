@@ -1,25 +1,42 @@
-"""moto_server with DynamoDB's write atomicity.
+"""moto_server as our suites need it: DynamoDB's write atomicity, and fast.
 
-moto serves requests on several threads and its DynamoDB backend checks a write's
-condition and applies the write without a lock, so two concurrent conditional writes to
-one item can both succeed — which real DynamoDB never allows. Our contract suites race
-conditional writes on purpose (single-use codes, refresh rotation), so this launcher
-serialises moto's DynamoDB write operations with one lock and then runs moto_server
-unchanged. Everything else (S3, SQS long polls, KMS…) stays concurrent.
+- moto serves requests on several threads and its DynamoDB backend checks a write's
+  condition and applies the write without a lock, so two concurrent conditional writes
+  to one item can both succeed, which real DynamoDB never allows. Our contract suites
+  race conditional writes on purpose (single-use codes, refresh rotation), so DynamoDB's
+  reads and writes are serialised with one lock. Everything else (S3, SQS long polls,
+  KMS…) stays concurrent.
+- TransactWriteItems rolls back the transaction's own items instead of copying whole
+  tables (see below).
+- moto's app is served by waitress with kept-alive connections, not werkzeug's
+  development server, and each request's service is looked up once per host.
+- `/moto-api/data.json?service=ses` dumps one service's model instances (the mail
+  contract reads SES's sent messages there): the whole dump takes minutes once the
+  suites have filled the server.
 
-It also lets `/moto-api/data.json?service=ses` dump one service's model instances (the
-mail contract reads SES's sent messages there): the whole dump takes minutes once the
-suites have filled the server.
+tests/moto_selftest.py checks the first two against the running server; tests/run.sh
+runs it after starting moto. The changes speed up only the stand-in: what the AWS
+adapters send and get back is DynamoDB's API either way.
 
-Usage: python tests/moto_server.py -H 127.0.0.1 -p PORT   (same arguments as moto_server)
+Usage: python tests/moto_server.py -H 127.0.0.1 -p PORT
 """
 
+import argparse
+import copy
 import functools
+import logging
+import os
 import threading
 
+import waitress
+
+from moto import backends as moto_backends
+
+from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.moto_api._internal.responses import MotoAPIResponse
-from moto.server import main
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
 _LOCK = threading.RLock()
 
@@ -31,6 +48,56 @@ for _name in ("put_item", "update_item", "delete_item", "transact_write_items", 
             return __original(*args, **kwargs)
 
     setattr(DynamoDBBackend, _name, functools.wraps(_original)(_locked))
+
+
+# moto's TransactWriteItems deep-copies each table it touches, whole, once per item of
+# the transaction, to roll back on failure: a transaction cost grew with the table (a
+# 2,500-company import spent most of its time copying). Here the copy is left out and
+# only the items the transaction names are kept, then put back in reverse order if it
+# fails: the same all-or-nothing outcome at the cost of the transaction's own items.
+class _NoTableCopy:
+    """`copy` for moto's DynamoDB module: tables are not copied, all else is."""
+
+    @staticmethod
+    def deepcopy(x, memo=None):
+        return x if isinstance(x, Table) else copy.deepcopy(x, memo)
+
+
+dynamodb_models.copy = _NoTableCopy
+_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def _transact_with_item_rollback(self, transact_items):
+    with _LOCK:
+        before = []
+        for entry in transact_items[:100]:
+            _, op = next(iter(entry.items()))
+            name = op.get("TableName")
+            if name not in self.tables:
+                continue
+            table = self.tables[name]
+            key = op.get("Key")
+            if key is None and "Item" in op:
+                attrs = op["Item"]
+                key = {table.hash_key_attr: attrs.get(table.hash_key_attr)}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = attrs.get(table.range_key_attr)
+            if not key or any(v is None for v in key.values()):
+                continue
+            current = self.get_item(name, key)
+            before.append((name, key, current.to_json()["Attributes"] if current else None))
+        try:
+            return _transact_write_items(self, transact_items)
+        except Exception:
+            for name, key, attrs in reversed(before):
+                if attrs is None:
+                    self.delete_item(name, key)
+                else:
+                    self.put_item(name, attrs)
+            raise
+
+
+DynamoDBBackend.transact_write_items = functools.wraps(_transact_write_items)(_transact_with_item_rollback)
 
 
 def _model_data(self, request, full_url, headers):
@@ -64,5 +131,50 @@ def _model_data(self, request, full_url, headers):
 
 MotoAPIResponse.model_data = _model_data
 
+
+# moto finds the service of every request under one global lock, and on the way lists its
+# own package folder (~150 `stat`s) and tries hundreds of URL patterns: with the suites'
+# parallel clients most of the server's time went to waiting for that lock. The answer
+# for a host never changes, so it is worked out once per host. Same answers, no waiting.
+_listed = tuple(moto_backends.list_of_moto_modules())
+moto_backends.list_of_moto_modules = lambda: _listed
+_by_host = {}
+_get_backend_for_host = DomainDispatcherApplication.get_backend_for_host
+
+
+def _backend_for_host(self, host):
+    if host not in _by_host:
+        _by_host[host] = _get_backend_for_host(self, host)
+    return _by_host[host]
+
+
+DomainDispatcherApplication.get_backend_for_host = _backend_for_host
+
+# One log line per request, written under the logging lock, was a tenth of the server's
+# time. Warnings and errors are still written.
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+
+def serve(argv=None):
+    """moto's app on waitress instead of werkzeug's development server.
+
+    werkzeug's server closes the connection after every response (so each request paid
+    a TCP handshake, a new thread and the client's reconnect) and waits up to 10 ms
+    after each one for a body nobody sends. waitress keeps connections alive and serves
+    them from a pool of threads: the same moto, a few times the requests per second.
+    64 threads, so SQS long polls and Step Functions' calls back into this server never
+    wait for a free one.
+    """
+    parser = argparse.ArgumentParser(description="moto_server on waitress")
+    parser.add_argument("-H", "--host", default="127.0.0.1")
+    parser.add_argument("-p", "--port", type=int, default=int(os.environ.get("MOTO_PORT", "5000")))
+    args = parser.parse_args(argv)
+    # moto's Step Functions interpreter calls this server back on MOTO_PORT.
+    os.environ.setdefault("MOTO_PORT", str(args.port))
+    app = DomainDispatcherApplication(create_backend_app)
+    app.debug = True
+    waitress.serve(app, host=args.host, port=args.port, threads=64, connection_limit=1000, asyncore_use_poll=True, ident="moto")
+
+
 if __name__ == "__main__":
-    main()
+    serve()

