@@ -354,11 +354,21 @@ if [ -z "$ONLY_SERVICES" ]; then
       rustup component add "$tool"
     fi
   done
+  # The test tools are built from crates.io (the only place this machine reaches), once.
+  # Their speed hardly matters here and their build is most of a fresh machine's set-up,
+  # so they build without link-time optimisation, at opt-level 1, in many codegen units
+  # (settings given to cargo this way override the tools' own release profiles), in one
+  # target folder of their own (they share dependencies) that is removed afterwards.
+  cargo_install() {
+    CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+      CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_INCREMENTAL=false \
+      CARGO_TARGET_DIR="$CACHE/tool-build" cargo install "$1" --locked
+  }
   if cargo nextest --version >/dev/null 2>&1; then
     say "    $(cargo nextest --version 2>/dev/null | head -n1)"
   else
     say "    installing cargo-nextest"
-    cargo install cargo-nextest --locked
+    cargo_install cargo-nextest
   fi
   # The dependency checks: unused dependencies, and licences, duplicate versions and
   # sources (deny.toml). Pinned; installed once into ~/.cargo/bin.
@@ -368,7 +378,7 @@ if [ -z "$ONLY_SERVICES" ]; then
       say "    $("$name" --version 2>/dev/null | head -n1)"
     else
       say "    installing $tool"
-      cargo install "$tool" --locked
+      cargo_install "$tool"
     fi
   done
   # The release archive's software bill of materials (scripts/release.sh).
@@ -376,8 +386,9 @@ if [ -z "$ONLY_SERVICES" ]; then
     say "    $(cargo cyclonedx --version 2>/dev/null | head -n1)"
   else
     say "    installing cargo-cyclonedx@0.5.9"
-    cargo install cargo-cyclonedx@0.5.9 --locked
+    cargo_install cargo-cyclonedx@0.5.9
   fi
+  rm -rf "$CACHE/tool-build"
   # The target folder outlives runs and grows; cargo's incremental files are its
   # largest part and are rebuilt on demand. Below 10 GB free, drop them rather than
   # fail a build with a full disk.
