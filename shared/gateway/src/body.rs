@@ -112,26 +112,30 @@ pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
         Ok(b) => b,
         Err(_) => return jsonrpc_error(-32600, "the request body could not be read".into()),
     };
-    match serde_json::from_slice::<serde_json::Value>(&bytes) {
+    use crate::envelope::{Message, Params};
+    match crate::envelope::read(&bytes) {
         Err(e) => jsonrpc_error(-32700, format!("Parse error: the body is not valid JSON ({e})")),
-        Ok(serde_json::Value::Array(_)) => {
+        Ok(Message::Array) => {
             jsonrpc_error(-32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported".into())
         }
         // MCP parameters are always an object (JSON-RPC's by-position arrays are not used).
-        Ok(serde_json::Value::Object(m)) if m.get("params").is_some_and(|p| !p.is_object() && !p.is_null()) => {
+        Ok(Message::Object { params: Params::NotObject, .. }) => {
             jsonrpc_error(-32602, "Invalid params: MCP request parameters are a JSON object".into())
         }
-        Ok(serde_json::Value::Object(m)) => {
-            // The router picks stateless or session handling by method; parsed once, here.
-            let method = m.get("method").and_then(serde_json::Value::as_str).map(str::to_owned);
-            let label = crate::observe::mcp_route(method.as_deref(), m.get("params"));
+        Ok(Message::Object { method, params }) => {
+            // The router picks stateless or session handling by method; read once, here.
+            let tool = match &params {
+                Params::Object { name } => name.as_deref(),
+                _ => None,
+            };
+            let label = crate::observe::mcp_route(method.as_deref(), tool);
             let mut req = Request::from_parts(parts, Body::from(bytes));
             req.extensions_mut().insert(JsonRpcMethod(method));
             let mut resp = next.run(req).await;
             resp.extensions_mut().insert(label);
             resp
         }
-        Ok(_) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
+        Ok(Message::Other) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
     }
 }
 

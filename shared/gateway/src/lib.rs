@@ -13,7 +13,9 @@
 //! - [`error`]: [`error::ApiError`], the one place a taxonomy error becomes an HTTP response.
 //! - [`fast_call`]: the plain stateless `tools/call` answered without rmcp's per-request
 //!   machinery (a strict subset of what rmcp serves; everything else goes to rmcp).
-//! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected).
+//! - [`body`]: body-size limits and strict JSON parsing (unknown fields are rejected);
+//!   `envelope`: what `/mcp`'s guard reads of a message (one object? its method, its
+//!   params' shape, the tool's name) in one pass, without building a JSON tree.
 //! - [`lambda`]: the API Gateway adapter every HTTP Lambda serves.
 //! - [`observe`]: one structured log line per request, with request id, tenant and
 //!   route, and the request counted in the [`metrics`] registry under a fixed route name.
@@ -45,6 +47,7 @@ pub mod capabilities;
 pub mod console;
 pub mod cors;
 pub mod dashboard;
+mod envelope;
 pub mod error;
 pub mod fast_call;
 pub mod gates;

@@ -47,15 +47,12 @@ const MCP_METHODS: &[&str] = &[
 
 /// The route of an MCP message: `mcp:{tool}` for a call of a known tool, `mcp:{method}`
 /// for a known method, else `mcp:other` (a caller cannot invent metric names).
-pub fn mcp_route(method: Option<&str>, params: Option<&serde_json::Value>) -> RouteLabel {
+pub fn mcp_route(method: Option<&str>, tool: Option<&str>) -> RouteLabel {
     let label = match method {
-        Some("tools/call") => {
-            let tool = params.and_then(|p| p.get("name")).and_then(serde_json::Value::as_str);
-            match tool.and_then(|t| mcp::tools::all().find(|k| k.answers_to(t))) {
-                Some(t) => format!("mcp:{}", t.name()),
-                None => "mcp:tools/call".to_owned(),
-            }
-        }
+        Some("tools/call") => match tool.and_then(|t| mcp::tools::all().find(|k| k.answers_to(t))) {
+            Some(t) => format!("mcp:{}", t.name()),
+            None => "mcp:tools/call".to_owned(),
+        },
         Some(m) if MCP_METHODS.contains(&m) => format!("mcp:{m}"),
         Some(_) => "mcp:other".to_owned(),
         None => "mcp:message".to_owned(),
@@ -63,11 +60,21 @@ pub fn mcp_route(method: Option<&str>, params: Option<&serde_json::Value>) -> Ro
     RouteLabel(label)
 }
 
+/// Hands the route's pattern (`/v1/approvals/{id}/approve`) to [`log_requests`], which
+/// runs before routing: the one middleware on every route.
+pub async fn stamp_route(req: Request, next: Next) -> Response {
+    let pattern = req.extensions().get::<MatchedPath>().cloned();
+    let mut resp = next.run(req).await;
+    if let Some(p) = pattern {
+        resp.extensions_mut().insert(p);
+    }
+    resp
+}
+
 pub async fn log_requests(mut req: Request, next: Next) -> Response {
     let id = request_id(&req);
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let pattern = req.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned());
     if let Ok(v) = HeaderValue::from_str(&id) {
         req.headers_mut().insert(REQUEST_ID, v);
     }
@@ -76,6 +83,7 @@ pub async fn log_requests(mut req: Request, next: Next) -> Response {
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
     let tenant = resp.extensions().get::<TenantId>().map(ToString::to_string).unwrap_or_default();
     let status = resp.status().as_u16();
+    let pattern = resp.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
     let route = match (resp.extensions().get::<RouteLabel>(), pattern) {
         (Some(l), _) => l.0.clone(),
         (None, Some(p)) => format!("{method} {p}"),

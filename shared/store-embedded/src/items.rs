@@ -156,9 +156,24 @@ impl ItemStore for SqliteItems {
                 let tx = c.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate).map_err(sql_err)?;
                 for w in &writes {
                     match w {
+                        // Appends (audit records, events) name a new key: one insert that
+                        // does nothing on a taken key, rather than a read before it.
+                        Write::Put { item, condition: Condition::Absent } => {
+                            let inserted = tx
+                                .prepare_cached(
+                                    "INSERT INTO items (tenant, part, sk, version, body) VALUES (?1, ?2, ?3, ?4, ?5)
+                                     ON CONFLICT (tenant, part, sk) DO NOTHING",
+                                )
+                                .map_err(sql_err)?
+                                .execute(params![item.tenant, item.part, item.sk, to_i64(item.version)?, item.body])
+                                .map_err(sql_err)?;
+                            check(Condition::Absent, (inserted == 0).then_some(0), &item.part)?;
+                        }
                         Write::Put { item, condition } => {
-                            let cur = current_version(&tx, &item.tenant, &item.part, &item.sk)?;
-                            check(*condition, cur, &item.part)?;
+                            if *condition != Condition::None {
+                                let cur = current_version(&tx, &item.tenant, &item.part, &item.sk)?;
+                                check(*condition, cur, &item.part)?;
+                            }
                             tx.prepare_cached(
                                 "INSERT INTO items (tenant, part, sk, version, body) VALUES (?1, ?2, ?3, ?4, ?5)
                                  ON CONFLICT (tenant, part, sk) DO UPDATE SET version = excluded.version, body = excluded.body",
