@@ -34,7 +34,12 @@ pub enum Params {
 /// # Errors
 /// serde_json's error for bytes that are not one JSON value.
 pub fn read(bytes: &[u8]) -> Result<Message, serde_json::Error> {
-    serde_json::from_slice(bytes)
+    match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        // Members read past are not checked for UTF-8 on their own: bytes that are not
+        // UTF-8 get the JSON tree's own error (which always fails on them).
+        Err(_) => serde_json::from_slice::<serde_json::Value>(bytes).map(|_| Message::Other),
+    }
 }
 
 impl<'de> de::Deserialize<'de> for Message {
@@ -251,7 +256,8 @@ mod tests {
 
     #[test]
     fn invalid_json_is_refused_as_the_tree_refuses_it() {
-        for bad in [&b"{"[..], b"{\"method\":}", b"[1,", b"{} trailing", b"", b"{\"a\":1,}", b"\"\\x\""] {
+        let not_utf8 = b"{\"method\":\"ping\",\"x\":\"\xff\xfe\"}";
+        for bad in [&b"{"[..], b"{\"method\":}", b"[1,", b"{} trailing", b"", b"{\"a\":1,}", b"\"\\x\"", not_utf8] {
             let ours = read(bad).unwrap_err();
             let tree = serde_json::from_slice::<Value>(bad).unwrap_err();
             assert_eq!(ours.to_string(), tree.to_string(), "{:?}", String::from_utf8_lossy(bad));
