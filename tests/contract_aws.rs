@@ -126,9 +126,13 @@ mod signer {
 /// The vault on KMS (a symmetric key on moto) over the DynamoDB table.
 async fn vault() -> contract::vault::VaultFixture {
     let key = continuity_tests::aws::vault_key().await;
+    // A table of its own: the deployment's sealed records (source apps) open only with the
+    // KMS key that sealed them, and each run of this binary makes a new key — a rerun
+    // against the same moto would find the last run's records on the shared table.
+    let (table, _) = continuity_tests::aws::fresh_table("vault").await;
     contract::vault::VaultFixture {
         wrapper: Arc::new(store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk().await), key)),
-        items: items().await,
+        items: Arc::new(DynamoItems::new(dynamo_client(&sdk().await), &table)),
     }
 }
 
