@@ -69,9 +69,8 @@ fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
     Ok(())
 }
 
-/// The visitor methods of a value that is not the one wanted: numbers, booleans, `null`
-/// and arrays give `$other`; strings and maps are left to the visitor itself.
-macro_rules! not_wanted {
+/// The visitor methods for numbers and booleans, which every outline reads as `$other`.
+macro_rules! numbers_and_booleans {
     ($other:expr) => {
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok($other)
@@ -83,13 +82,6 @@ macro_rules! not_wanted {
             Ok($other)
         }
         fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok($other)
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok($other)
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-            skip_seq(seq)?;
             Ok($other)
         }
     };
@@ -120,18 +112,7 @@ impl<'de> Visitor<'de> for MessageVisitor {
         skip_seq(seq)?;
         Ok(Message::Array)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Message, E> {
-        Ok(Message::Other)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Message, E> {
-        Ok(Message::Other)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Message, E> {
-        Ok(Message::Other)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Message, E> {
-        Ok(Message::Other)
-    }
+    numbers_and_booleans!(Message::Other);
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Message, E> {
         Ok(Message::Other)
     }
@@ -161,18 +142,7 @@ impl<'de> Visitor<'de> for ParamsVisitor {
     fn visit_none<E: de::Error>(self) -> Result<Params, E> {
         Ok(Params::None)
     }
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Params, E> {
-        Ok(Params::NotObject)
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Params, E> {
-        Ok(Params::NotObject)
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Params, E> {
-        Ok(Params::NotObject)
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Params, E> {
-        Ok(Params::NotObject)
-    }
+    numbers_and_booleans!(Params::NotObject);
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Params, E> {
         Ok(Params::NotObject)
     }
@@ -193,7 +163,14 @@ impl<'de> Visitor<'de> for MaybeStrVisitor {
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    not_wanted!(MaybeStr(None));
+    numbers_and_booleans!(MaybeStr(None));
+    fn visit_unit<E: de::Error>(self) -> Result<MaybeStr, E> {
+        Ok(MaybeStr(None))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<MaybeStr, A::Error> {
+        skip_seq(seq)?;
+        Ok(MaybeStr(None))
+    }
     // serde_json calls this for every string, borrowed or unescaped into its scratch.
     fn visit_str<E: de::Error>(self, v: &str) -> Result<MaybeStr, E> {
         Ok(MaybeStr(Some(v.to_owned())))
