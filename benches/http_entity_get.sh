@@ -9,6 +9,10 @@
 #   benches/http_entity_get.sh            # 20 s per server; DURATION=60s to change
 #   CONNECTIONS=1 benches/http_entity_get.sh   # the single-request latency floor
 #   ONLY=serve benches/http_entity_get.sh      # skip the floor (ONLY=floor: only it)
+#   PROFILE=release-check benches/http_entity_get.sh   # release without LTO: builds in
+#                                                      # minutes, for side-by-side runs
+#   BIN=path/to/continuity benches/http_entity_get.sh  # that binary (e.g. an earlier
+#                                                      # commit's) instead of building one
 #
 # Installs `wrk` with apt if it is missing (Debian). Prints wrk's latency distribution
 # (p50/p75/p90/p99) and requests/s for each, then one line comparing them. The tenant's
@@ -21,9 +25,12 @@ DURATION="${DURATION:-20s}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/continuity/target}"
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 HOST="$(rustc -vV | sed -n 's/^host: //p')"
-cargo build --release --quiet --target "$HOST" -p continuity --bin continuity
-BIN="$CARGO_TARGET_DIR/$HOST/release/continuity"
-FLOOR="$(cargo build --release --quiet --target "$HOST" -p continuity --bench http_floor --message-format=json \
+PROFILE="${PROFILE:-release}"
+if [ -z "${BIN:-}" ]; then
+  cargo build --profile "$PROFILE" --quiet --target "$HOST" -p continuity --bin continuity
+  BIN="$CARGO_TARGET_DIR/$HOST/$PROFILE/continuity"
+fi
+FLOOR="$(cargo build --profile "$PROFILE" --quiet --target "$HOST" -p continuity --bench http_floor --message-format=json \
   | python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
@@ -31,7 +38,9 @@ for line in sys.stdin:
         print(m["executable"])')"
 [ -x "$FLOOR" ] || { echo "the http_floor bench did not build" >&2; exit 1; }
 WORK="$(mktemp -d)"
-trap 'kill "${PID:-0}" "${FLOOR_PID:-0}" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+# Only the servers this script started: `kill 0` would signal the caller's whole
+# process group (with ONLY=serve the floor never starts).
+trap 'for p in ${PID:-} ${FLOOR_PID:-}; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$BIN" --home "$WORK/home" init >/dev/null
 "$BIN" --home "$WORK/home" tenant set local --rate-limit-per-minute 100000000 >/dev/null

@@ -22,8 +22,23 @@ pub enum AuthMode {
 }
 
 pub async fn authenticate(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
-    let crate::web::BaseUrl(base) = crate::web::BaseUrl::of(&state, req.extensions());
-    let resource_metadata = Some(format!("{base}/.well-known/oauth-protected-resource/mcp"));
+    match admit(&state, &mut req).await {
+        Ok(tenant) => {
+            let mut resp = next.run(req).await;
+            // For the request log line (`observe`), which runs outside this middleware.
+            resp.extensions_mut().insert(tenant);
+            resp
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// [`authenticate`]'s work without the middleware around it, for a route that runs its
+/// steps in one handler (`/mcp`, the hot path): verifies the caller, applies the rate
+/// limit and puts the caller into `req`'s extensions; the caller's tenant (for the
+/// request log), or the refusal to answer with.
+pub async fn admit(state: &AppState, req: &mut Request) -> Result<domain::TenantId, Response> {
+    let crate::web::BaseUrl(base) = crate::web::BaseUrl::of(state, req.extensions());
     let result = match state.settings.auth_mode {
         AuthMode::TrustAuthorizer => {
             req.extensions().get::<CallerContext>().cloned().ok_or_else(|| Error::unauthenticated("missing authorizer context"))
@@ -36,15 +51,16 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     match result {
         Ok(caller) => {
             if let Err(error) = state.services.auth.rate_limit(&caller).await {
-                return ApiError { error, resource_metadata: None }.into_response();
+                return Err(ApiError { error, resource_metadata: None }.into_response());
             }
             let tenant = caller.tenant.clone();
             req.extensions_mut().insert(caller);
-            let mut resp = next.run(req).await;
-            // For the request log line (`observe`), which runs outside this middleware.
-            resp.extensions_mut().insert(tenant);
-            resp
+            Ok(tenant)
         }
-        Err(error) => ApiError { error, resource_metadata }.into_response(),
+        // Where to find the authorization server: formatted only for a refusal.
+        Err(error) => {
+            let resource_metadata = Some(format!("{base}/.well-known/oauth-protected-resource/mcp"));
+            Err(ApiError { error, resource_metadata }.into_response())
+        }
     }
 }

@@ -103,24 +103,42 @@ pub struct JsonRpcMethod(pub Option<String>);
 /// a batch array an invalid request (-32600), both with HTTP 400 and a clear message —
 /// one JSON-RPC message per POST (SPEC §7.1).
 pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
+    match guard_mcp_json(req).await {
+        Ok((req, label)) => {
+            let mut resp = next.run(req).await;
+            if let Some(label) = label {
+                resp.extensions_mut().insert(label);
+            }
+            resp
+        }
+        Err(refused) => refused,
+    }
+}
+
+/// [`mcp_json_guard`]'s check without the middleware around it (for `/mcp`, which runs
+/// its steps in one handler): a POST's body read once and checked, the request rebuilt
+/// with its [`JsonRpcMethod`], and the metrics route of the message; anything but a
+/// POST passes unchanged. The refusal to answer with when the message is not one
+/// JSON-RPC object with object params.
+pub async fn guard_mcp_json(req: Request) -> Result<(Request, Option<crate::observe::RouteLabel>), Response> {
     if req.method() != http::Method::POST {
-        return next.run(req).await;
+        return Ok((req, None));
     }
     let (parts, body) = req.into_parts();
     // `limit_body` already buffered and capped the body.
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
-        Err(_) => return jsonrpc_error(-32600, "the request body could not be read".into()),
+        Err(_) => return Err(jsonrpc_error(-32600, "the request body could not be read".into())),
     };
     use crate::envelope::{Message, Params};
     match crate::envelope::read(&bytes) {
-        Err(e) => jsonrpc_error(-32700, format!("Parse error: the body is not valid JSON ({e})")),
+        Err(e) => Err(jsonrpc_error(-32700, format!("Parse error: the body is not valid JSON ({e})"))),
         Ok(Message::Array) => {
-            jsonrpc_error(-32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported".into())
+            Err(jsonrpc_error(-32600, "Invalid request: send one JSON-RPC message per POST; batches are not supported".into()))
         }
         // MCP parameters are always an object (JSON-RPC's by-position arrays are not used).
         Ok(Message::Object { params: Params::NotObject, .. }) => {
-            jsonrpc_error(-32602, "Invalid params: MCP request parameters are a JSON object".into())
+            Err(jsonrpc_error(-32602, "Invalid params: MCP request parameters are a JSON object".into()))
         }
         Ok(Message::Object { method, params }) => {
             // The router picks stateless or session handling by method; read once, here.
@@ -131,11 +149,9 @@ pub async fn mcp_json_guard(req: Request, next: Next) -> Response {
             let label = crate::observe::mcp_route(method.as_deref(), tool);
             let mut req = Request::from_parts(parts, Body::from(bytes));
             req.extensions_mut().insert(JsonRpcMethod(method));
-            let mut resp = next.run(req).await;
-            resp.extensions_mut().insert(label);
-            resp
+            Ok((req, Some(label)))
         }
-        Ok(Message::Other) => jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into()),
+        Ok(Message::Other) => Err(jsonrpc_error(-32600, "Invalid request: a JSON-RPC message is a JSON object".into())),
     }
 }
 

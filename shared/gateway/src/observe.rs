@@ -26,36 +26,49 @@ fn request_id(req: &Request) -> String {
         .map_or_else(|| format!("{:032x}", rand::random::<u128>()), str::to_owned)
 }
 
-/// The metrics route of a request, when the handler named one (MCP requests do).
-#[derive(Debug, Clone)]
-pub struct RouteLabel(pub String);
+/// The metrics route of a request, when the handler named one (MCP requests do): one
+/// of a fixed set of names, made once.
+#[derive(Debug, Clone, Copy)]
+pub struct RouteLabel(pub &'static str);
 
 /// MCP methods counted under their own name; any other is `mcp:other`.
-const MCP_METHODS: &[&str] = &[
-    "initialize",
-    "notifications/initialized",
-    "ping",
-    "tools/list",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/read",
-    "resources/templates/list",
-    "completion/complete",
-    "logging/setLevel",
+const MCP_METHODS: &[(&str, &str)] = &[
+    ("initialize", "mcp:initialize"),
+    ("notifications/initialized", "mcp:notifications/initialized"),
+    ("ping", "mcp:ping"),
+    ("tools/list", "mcp:tools/list"),
+    ("prompts/list", "mcp:prompts/list"),
+    ("prompts/get", "mcp:prompts/get"),
+    ("resources/list", "mcp:resources/list"),
+    ("resources/read", "mcp:resources/read"),
+    ("resources/templates/list", "mcp:resources/templates/list"),
+    ("completion/complete", "mcp:completion/complete"),
+    ("logging/setLevel", "mcp:logging/setLevel"),
 ];
+
+/// `mcp:{tool}` for every name a tool answers to (its own and its earlier dotted one),
+/// made on first use: the set of tools is fixed for the life of the process.
+fn tool_labels() -> &'static std::collections::HashMap<&'static str, &'static str> {
+    static LABELS: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static str>> = std::sync::OnceLock::new();
+    LABELS.get_or_init(|| {
+        let mut labels = std::collections::HashMap::new();
+        for t in mcp::tools::all() {
+            let label: &'static str = Box::leak(format!("mcp:{}", t.name()).into_boxed_str());
+            for name in [t.name(), t.capability] {
+                labels.insert(name, label);
+            }
+        }
+        labels
+    })
+}
 
 /// The route of an MCP message: `mcp:{tool}` for a call of a known tool, `mcp:{method}`
 /// for a known method, else `mcp:other` (a caller cannot invent metric names).
 pub fn mcp_route(method: Option<&str>, tool: Option<&str>) -> RouteLabel {
     let label = match method {
-        Some("tools/call") => match tool.and_then(|t| mcp::tools::all().find(|k| k.answers_to(t))) {
-            Some(t) => format!("mcp:{}", t.name()),
-            None => "mcp:tools/call".to_owned(),
-        },
-        Some(m) if MCP_METHODS.contains(&m) => format!("mcp:{m}"),
-        Some(_) => "mcp:other".to_owned(),
-        None => "mcp:message".to_owned(),
+        Some("tools/call") => tool.and_then(|t| tool_labels().get(t).copied()).unwrap_or("mcp:tools/call"),
+        Some(m) => MCP_METHODS.iter().find(|(name, _)| *name == m).map_or("mcp:other", |(_, label)| label),
+        None => "mcp:message",
     };
     RouteLabel(label)
 }
@@ -84,19 +97,43 @@ pub async fn log_requests(mut req: Request, next: Next) -> Response {
     let tenant = resp.extensions().get::<TenantId>().map(ToString::to_string).unwrap_or_default();
     let status = resp.status().as_u16();
     let pattern = resp.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
-    let route = match (resp.extensions().get::<RouteLabel>(), pattern) {
-        (Some(l), _) => l.0.clone(),
-        (None, Some(p)) => format!("{method} {p}"),
-        (None, None) => "unrouted".to_owned(),
+    let route: std::borrow::Cow<'static, str> = match (resp.extensions().get::<RouteLabel>(), pattern) {
+        (Some(l), _) => l.0.into(),
+        (None, Some(p)) => format!("{method} {p}").into(),
+        (None, None) => "unrouted".into(),
     };
     metrics::request(&route, status, latency_ms);
     if status >= 500 {
-        tracing::error!(request_id = %id, tenant, %method, path, route, status, latency_ms, "request");
+        tracing::error!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
     } else {
-        tracing::info!(request_id = %id, tenant, %method, path, route, status, latency_ms, "request");
+        tracing::info!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
     }
     if let Ok(v) = HeaderValue::from_str(&id) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_routes_are_fixed_names() {
+        let tool = mcp::tools::all().next().unwrap();
+        let own = format!("mcp:{}", tool.name());
+        // A tool by its own name and by the dotted name earlier versions listed.
+        assert_eq!(mcp_route(Some("tools/call"), Some(tool.name())).0, own);
+        assert_eq!(mcp_route(Some("tools/call"), Some(tool.capability)).0, own);
+        assert_eq!(mcp_route(Some("tools/call"), Some("no_such_tool")).0, "mcp:tools/call");
+        assert_eq!(mcp_route(Some("tools/call"), None).0, "mcp:tools/call");
+        assert_eq!(mcp_route(Some("tools/list"), None).0, "mcp:tools/list");
+        assert_eq!(mcp_route(Some("logging/setLevel"), None).0, "mcp:logging/setLevel");
+        assert_eq!(mcp_route(Some("made/up"), None).0, "mcp:other");
+        assert_eq!(mcp_route(None, None).0, "mcp:message");
+        // Every tool has its own label.
+        for t in mcp::tools::all() {
+            assert_eq!(mcp_route(Some("tools/call"), Some(t.name())).0, format!("mcp:{}", t.name()));
+        }
+    }
 }

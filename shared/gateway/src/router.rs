@@ -166,30 +166,79 @@ async fn session_request(
     response
 }
 
-pub fn router(state: AppState) -> Router {
-    // Behind `Arc`s: axum clones the handler (and what it holds) for every request.
-    let stateless = Arc::new(mcp_service(&state));
-    let session = state.settings.sessions.then(|| {
-        let manager = Arc::new(LocalSessionManager::default());
-        (Arc::new(mcp_session_service(&state, manager.clone())), manager, Arc::new(SessionOwners::default()))
-    });
-    let fast =
-        Arc::new(crate::fast_call::FastCall::new(ContinuityMcp::new(state.services.clone()), &state.settings.allowed_hosts));
-    let mcp = axum::routing::any(move |req: Request| {
-        let (stateless, session, fast) = (stateless.clone(), session.clone(), fast.clone());
-        async move {
-            match session {
-                Some((session, manager, owners)) if wants_session(&req) => session_request(session, manager, owners, req).await,
-                _ => match fast.answer(req).await {
-                    Ok(answered) => answered,
-                    Err(req) => stateless.handle(req).await.map(axum::body::Body::new),
-                },
-            }
+/// The MCP endpoint: sessions when the request belongs to one, else the fast path for a
+/// plain tool call, else rmcp's stateless service. Behind `Arc`s: axum clones the
+/// handler (and what it holds) for every request.
+#[derive(Clone)]
+struct McpEndpoint {
+    stateless: Arc<StreamableHttpService<ContinuityMcp, NeverSessionManager>>,
+    session: Option<SessionParts>,
+    fast: Arc<crate::fast_call::FastCall>,
+}
+
+type SessionParts =
+    (Arc<StreamableHttpService<ContinuityMcp, LocalSessionManager>>, Arc<LocalSessionManager>, Arc<SessionOwners>);
+
+impl McpEndpoint {
+    fn new(state: &AppState) -> Self {
+        let session = state.settings.sessions.then(|| {
+            let manager = Arc::new(LocalSessionManager::default());
+            (Arc::new(mcp_session_service(state, manager.clone())), manager, Arc::new(SessionOwners::default()))
+        });
+        let fast = crate::fast_call::FastCall::new(ContinuityMcp::new(state.services.clone()), &state.settings.allowed_hosts);
+        Self { stateless: Arc::new(mcp_service(state)), session, fast: Arc::new(fast) }
+    }
+
+    /// A request past authentication and the JSON-RPC guard.
+    async fn answer(self, req: Request) -> Response {
+        match self.session {
+            Some((session, manager, owners)) if wants_session(&req) => session_request(session, manager, owners, req).await,
+            _ => match self.fast.answer(req).await {
+                Ok(answered) => answered,
+                Err(req) => self.stateless.handle(req).await.map(axum::body::Body::new),
+            },
         }
-    });
+    }
+
+    /// `/mcp`, the hot path: what `stamp_route`, `authenticate` and `mcp_json_guard` do
+    /// as a middleware each on the other routes, run in sequence in this one handler —
+    /// a layer costs a boxed service clone and a boxed future per request. Same order,
+    /// same answers: the caller is authenticated and rate-limited before the body is
+    /// parsed.
+    async fn hot(self, state: AppState, mut req: Request) -> Response {
+        let pattern = req.extensions().get::<axum::extract::MatchedPath>().cloned();
+        let mut resp = match crate::auth::admit(&state, &mut req).await {
+            Err(refused) => refused,
+            Ok(tenant) => {
+                let mut resp = match crate::body::guard_mcp_json(req).await {
+                    Err(refused) => refused,
+                    Ok((req, label)) => {
+                        let mut resp = self.answer(req).await;
+                        if let Some(label) = label {
+                            resp.extensions_mut().insert(label);
+                        }
+                        resp
+                    }
+                };
+                resp.extensions_mut().insert(tenant);
+                resp
+            }
+        };
+        if let Some(p) = pattern {
+            resp.extensions_mut().insert(p);
+        }
+        resp
+    }
+}
+
+pub fn router(state: AppState) -> Router {
+    let endpoint = McpEndpoint::new(&state);
+    let hot = {
+        let endpoint = endpoint.clone();
+        axum::routing::any(move |State(state): State<AppState>, req: Request| endpoint.clone().hot(state, req))
+    };
     let mcp_routes = Router::new()
-        .route("/mcp", mcp.clone())
-        .route("/", get(server_info).post(mcp))
+        .route("/", get(server_info).post(move |req: Request| endpoint.clone().answer(req)))
         .route_layer(middleware::from_fn(mcp_json_guard));
     let protected = Router::new()
         .merge(mcp_routes)
@@ -287,6 +336,8 @@ pub fn router(state: AppState) -> Router {
         .merge(protected)
         .fallback(not_found)
         .layer(middleware::from_fn(crate::observe::stamp_route))
+        // After the layer, so it is not wrapped: it runs their steps itself.
+        .route("/mcp", hot)
         .with_state(state.clone());
     // The edge's middleware wraps the routes once, not each route: `Router::layer` gives
     // every route its own copy of the stack, and axum clones a route's whole stack (a
