@@ -299,6 +299,17 @@ pub trait SearchIndex: Send + Sync {
     /// # Errors
     /// `UNAVAILABLE` when the index cannot be read.
     async fn warm_up(&self) -> Result<usize>;
+
+    /// Saves what the index keeps in this process's memory, for the next start to read
+    /// instead of rebuilding it; for a process that stops. Returns how many partitions it
+    /// saved. An index kept outside the process (OpenSearch, S3 Vectors, none) is already
+    /// durable and saves nothing.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be read.
+    async fn save(&self) -> Result<usize> {
+        Ok(0)
+    }
 }
 
 /// The index of a deployment that has none (an AWS stack without an OpenSearch

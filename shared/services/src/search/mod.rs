@@ -612,6 +612,15 @@ impl SearchService {
         self.backend.search.warm_up().await
     }
 
+    /// Saves what the index keeps in this process, for the next start to read instead of
+    /// rebuilding it (`serve` calls it as it stops). Returns how many partitions it saved.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the index cannot be read.
+    pub async fn save(&self) -> Result<usize> {
+        self.backend.search.save().await
+    }
+
     /// The review queue: records whose readback failed. For approvers and admins.
     ///
     /// # Errors

@@ -3,7 +3,11 @@
 
 use std::collections::HashMap;
 
+use std::io::{Read, Write};
+
 use ports::search::bm25;
+
+use super::codec::{Bad, Reader, Writer};
 
 #[derive(Default)]
 pub struct Bm25 {
@@ -52,6 +56,53 @@ impl Bm25 {
             *len = 0;
             self.docs = self.docs.saturating_sub(1);
         }
+    }
+
+    /// Writes the index for [`Self::read`].
+    pub(super) fn save<W: Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.len(self.postings.len())?;
+        for (term, list) in &self.postings {
+            w.str(term)?;
+            let flat: Vec<u32> = list.iter().flat_map(|&(slot, tf)| [slot, tf]).collect();
+            w.u32s(&flat)?;
+        }
+        w.u32s(&self.lengths)?;
+        w.u64(self.total)?;
+        w.u64(self.docs as u64)
+    }
+
+    /// An index written by [`Self::save`] over a partition of `slots` slots, checked so
+    /// that no posting names a slot outside it.
+    pub(super) fn read<R: Read>(r: &mut Reader<R>, slots: usize) -> Result<Self, Bad> {
+        let terms = r.len()?;
+        let mut postings = HashMap::with_capacity(terms.min(1 << 20));
+        let mut flat = Vec::new();
+        for _ in 0..terms {
+            let term = r.str()?;
+            flat.clear();
+            flat.extend(r.u32s()?);
+            if flat.len() % 2 != 0 {
+                return Err("a posting list cut in half".into());
+            }
+            let list: Vec<(u32, u32)> = flat.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+            if list.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err("a posting list out of order".into());
+            }
+            postings.insert(term, list);
+        }
+        let lengths = r.u32s()?;
+        let total = r.u64()?;
+        let docs = usize::try_from(r.u64()?).map_err(|_| "a document count beyond this machine's addresses")?;
+        if lengths.len() > slots || docs > lengths.len() {
+            return Err("keyword statistics larger than the partition".into());
+        }
+        if postings.values().flatten().any(|&(slot, _)| slot as usize >= lengths.len()) {
+            return Err("a posting names a slot outside the partition".into());
+        }
+        if lengths.iter().map(|&l| u64::from(l)).sum::<u64>() != total {
+            return Err("document lengths that do not add up".into());
+        }
+        Ok(Self { postings, lengths, total, docs })
     }
 
     /// The `n` best slots for the query tokens, best first, with their scores; and the

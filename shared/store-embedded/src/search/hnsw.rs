@@ -1,22 +1,18 @@
 //! A Hierarchical Navigable Small World graph (Malkov & Yashunin, 2016) over unit
 //! vectors with cosine distance, written small so that it can read vectors straight from
-//! the partition's flat array (no second copy) and skip removed slots.
+//! the partition's quantized array ([`Vectors`]: no second copy) and skip removed slots.
 //!
-//! Nodes are slot numbers of the owning partition; vectors live at
-//! `vectors[slot * dim..(slot + 1) * dim]`. Neighbours are chosen with the paper's
+//! Nodes are slot numbers of the owning partition. Neighbours are chosen with the paper's
 //! heuristic (a candidate joins only if it is closer to the new node than to every
 //! neighbour already chosen), which keeps the graph navigable across clusters.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-/// Dot product with the widest SIMD the CPU offers (picked at run time, so one binary
-/// serves every x86_64 or arm64 machine); the portable loop if none applies.
-pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    use simsimd::SpatialSimilarity as _;
-    #[allow(clippy::cast_possible_truncation)]
-    f32::dot(a, b).map_or_else(|| ports::search::dot(a, b), |d| d as f32)
-}
+use std::io::{Read, Write};
+
+use super::codec::{Bad, Reader, Writer};
+use super::vectors::{Query, Vectors};
 
 /// Links per node above layer 0 (SPEC §5.4: m 16).
 pub const M: usize = 16;
@@ -41,7 +37,6 @@ impl Ord for Near {
 }
 
 pub struct Hnsw {
-    dim: usize,
     /// `links[slot][layer]`; empty for slots not in the graph.
     links: Vec<Vec<Vec<u32>>>,
     entry: Option<u32>,
@@ -64,18 +59,19 @@ impl Visited {
     }
 }
 
+impl Default for Hnsw {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Hnsw {
-    pub fn new(dim: usize) -> Self {
-        Self { dim, links: Vec::new(), entry: None, top: 0, rng: 0x9E37_79B9_7F4A_7C15 }
+    pub fn new() -> Self {
+        Self { links: Vec::new(), entry: None, top: 0, rng: 0x9E37_79B9_7F4A_7C15 }
     }
 
-    fn vec<'a>(&self, vectors: &'a [f32], slot: u32) -> &'a [f32] {
-        let s = slot as usize * self.dim;
-        &vectors[s..s + self.dim]
-    }
-
-    fn dist(&self, vectors: &[f32], q: &[f32], slot: u32) -> f32 {
-        1.0 - dot(q, self.vec(vectors, slot))
+    fn dist(vectors: &Vectors, q: &Query, slot: u32) -> f32 {
+        1.0 - vectors.sim(q, slot)
     }
 
     /// A level drawn from the paper's exponential distribution (mL = 1 / ln M), from a
@@ -96,7 +92,7 @@ impl Hnsw {
     }
 
     /// Best-first search of one layer from `entries`; the `ef` closest, nearest first.
-    fn search_layer(&self, vectors: &[f32], q: &[f32], entries: &[Near], ef: usize, layer: usize) -> Vec<Near> {
+    fn search_layer(&self, vectors: &Vectors, q: &Query, entries: &[Near], ef: usize, layer: usize) -> Vec<Near> {
         let mut visited = Visited::new(self.links.len());
         let mut candidates: BinaryHeap<std::cmp::Reverse<Near>> = BinaryHeap::new();
         let mut best: BinaryHeap<Near> = BinaryHeap::new();
@@ -117,7 +113,7 @@ impl Hnsw {
                 if !visited.insert(n) {
                     continue;
                 }
-                let d = self.dist(vectors, q, n);
+                let d = Self::dist(vectors, q, n);
                 if best.len() < ef || best.peek().is_some_and(|w| d < w.0) {
                     candidates.push(std::cmp::Reverse(Near(d, n)));
                     best.push(Near(d, n));
@@ -131,14 +127,13 @@ impl Hnsw {
     }
 
     /// The paper's neighbour heuristic over `candidates` (nearest first).
-    fn select(&self, vectors: &[f32], candidates: &[Near], max: usize) -> Vec<u32> {
+    fn select(vectors: &Vectors, candidates: &[Near], max: usize) -> Vec<u32> {
         let mut chosen: Vec<u32> = Vec::with_capacity(max);
         for c in candidates {
             if chosen.len() >= max {
                 break;
             }
-            let v = self.vec(vectors, c.1);
-            if chosen.iter().all(|&s| 1.0 - dot(v, self.vec(vectors, s)) > c.0) {
+            if chosen.iter().all(|&s| 1.0 - vectors.sim_slots(c.1, s) > c.0) {
                 chosen.push(c.1);
             }
         }
@@ -146,7 +141,7 @@ impl Hnsw {
     }
 
     /// Adds `slot` (its vector already in `vectors`) to the graph.
-    pub fn insert(&mut self, vectors: &[f32], slot: u32) {
+    pub fn insert(&mut self, vectors: &Vectors, slot: u32) {
         let s = slot as usize;
         if self.links.len() <= s {
             self.links.resize_with(s + 1, Vec::new);
@@ -158,15 +153,15 @@ impl Hnsw {
             self.top = level;
             return;
         };
-        let q = self.vec(vectors, slot).to_vec();
-        let mut eps = vec![Near(self.dist(vectors, &q, entry), entry)];
+        let q = vectors.query_of(slot);
+        let mut eps = vec![Near(Self::dist(vectors, &q, entry), entry)];
         for layer in (level + 1..=self.top).rev() {
             eps = self.search_layer(vectors, &q, &eps, 1, layer);
         }
         for layer in (0..=level.min(self.top)).rev() {
             let found = self.search_layer(vectors, &q, &eps, EF_CONSTRUCTION, layer);
             let max = Self::max_links(layer);
-            let chosen = self.select(vectors, &found, max);
+            let chosen = Self::select(vectors, &found, max);
             for &n in &chosen {
                 let list = &mut self.links[n as usize][layer];
                 list.push(slot);
@@ -174,9 +169,8 @@ impl Hnsw {
                     // An overfull list keeps its closest links (the heuristic already
                     // chose the new node's own links; re-running it here costs
                     // max² distances per overflow and dominated the build).
-                    let nv = self.vec(vectors, n);
                     let mut near: Vec<Near> =
-                        self.links[n as usize][layer].iter().map(|&x| Near(1.0 - dot(nv, self.vec(vectors, x)), x)).collect();
+                        self.links[n as usize][layer].iter().map(|&x| Near(1.0 - vectors.sim_slots(n, x), x)).collect();
                     near.select_nth_unstable(max - 1);
                     near.truncate(max);
                     self.links[n as usize][layer] = near.into_iter().map(|x| x.1).collect();
@@ -191,11 +185,79 @@ impl Hnsw {
         }
     }
 
+    /// Writes the graph for [`Self::read`].
+    pub(super) fn save<W: Write>(&self, w: &mut Writer<W>) -> std::io::Result<()> {
+        w.len(self.links.len())?;
+        for layers in &self.links {
+            // At most 17 layers (`random_level` caps the level at 16).
+            w.u8(u8::try_from(layers.len()).unwrap_or(u8::MAX))?;
+            for list in layers {
+                w.u32s(list)?;
+            }
+        }
+        match self.entry {
+            Some(e) => {
+                w.u8(1)?;
+                w.u32(e)?;
+            }
+            None => w.u8(0)?,
+        }
+        w.len(self.top)?;
+        w.u64(self.rng)
+    }
+
+    /// A graph written by [`Self::save`] over a partition of `slots` slots, checked so
+    /// that a search can follow every link: each names a node of the graph that has the
+    /// link's layer, and the entry point has the top layer.
+    pub(super) fn read<R: Read>(r: &mut Reader<R>, slots: usize) -> Result<Self, Bad> {
+        let n = r.len()?;
+        if n > slots {
+            return Err("a graph larger than the partition".into());
+        }
+        let mut links = Vec::with_capacity(n);
+        for _ in 0..n {
+            let count = usize::from(r.u8()?);
+            if count > 17 {
+                return Err("a graph node with too many layers".into());
+            }
+            let mut layers = Vec::with_capacity(count);
+            for layer in 0..count {
+                let list = r.u32s()?;
+                if list.len() > Self::max_links(layer) {
+                    return Err("a graph node with too many links".into());
+                }
+                layers.push(list);
+            }
+            links.push(layers);
+        }
+        let entry = match r.u8()? {
+            0 => None,
+            1 => Some(r.u32()?),
+            _ => return Err("a graph entry marker that is neither 0 nor 1".into()),
+        };
+        let top = r.len()?;
+        let rng = r.u64()?;
+        let layers_of = |node: u32| links.get(node as usize).map_or(0, Vec::len);
+        for layers in &links {
+            for (layer, list) in layers.iter().enumerate() {
+                if list.iter().any(|&nb| layers_of(nb) <= layer) {
+                    return Err("a graph link to a node without that layer".into());
+                }
+            }
+        }
+        match entry {
+            Some(e) if layers_of(e) != top + 1 => return Err("a graph entry point without the top layer".into()),
+            None if top != 0 || links.iter().any(|l| !l.is_empty()) => return Err("a graph with nodes but no entry point".into()),
+            _ => {}
+        }
+        Ok(Self { links, entry, top, rng })
+    }
+
     /// The `k` nearest slots to `q` for which `keep` holds, nearest first, with their
     /// cosine similarity.
-    pub fn search(&self, vectors: &[f32], q: &[f32], k: usize, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
+    pub fn search(&self, vectors: &Vectors, q: &Query, k: usize, keep: impl Fn(u32) -> bool) -> Vec<(u32, f32)> {
         let Some(entry) = self.entry else { return Vec::new() };
-        let mut eps = vec![Near(self.dist(vectors, q, entry), entry)];
+        let mut eps = vec![Near(Self::dist(vectors, q, entry), entry)];
         for layer in (1..=self.top).rev() {
             eps = self.search_layer(vectors, q, &eps, 1, layer);
         }
@@ -207,7 +269,15 @@ impl Hnsw {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ports::search::normalize;
+    use ports::search::{dot, normalize};
+
+    fn stored(flat: &[f32], dim: usize) -> Vectors {
+        let mut v = Vectors::new(dim);
+        for x in flat.chunks(dim) {
+            v.push(Some(x));
+        }
+        v
+    }
 
     fn random_vectors(n: usize, dim: usize, seed: u64) -> Vec<f32> {
         let mut x = seed;
@@ -230,8 +300,9 @@ mod tests {
     #[test]
     fn recall_at_10_against_exact_is_high() {
         let (n, dim) = (3_000, 32);
-        let vectors = random_vectors(n, dim, 7);
-        let mut h = Hnsw::new(dim);
+        let flat = random_vectors(n, dim, 7);
+        let vectors = stored(&flat, dim);
+        let mut h = Hnsw::new();
         for s in 0..n {
             h.insert(&vectors, u32::try_from(s).unwrap());
         }
@@ -239,10 +310,10 @@ mod tests {
         let mut found = 0;
         for q in queries.chunks(dim) {
             let mut exact: Vec<(f32, u32)> =
-                (0..n).map(|s| (dot(q, &vectors[s * dim..(s + 1) * dim]), u32::try_from(s).unwrap())).collect();
+                (0..n).map(|s| (dot(q, &flat[s * dim..(s + 1) * dim]), u32::try_from(s).unwrap())).collect();
             exact.sort_by(|a, b| b.0.total_cmp(&a.0));
             let truth: Vec<u32> = exact.iter().take(10).map(|e| e.1).collect();
-            let got = h.search(&vectors, q, 10, |_| true);
+            let got = h.search(&vectors, &vectors.query(q), 10, |_| true);
             found += got.iter().filter(|g| truth.contains(&g.0)).count();
         }
         let recall = f64::from(u32::try_from(found).unwrap()) / 500.0;
@@ -250,22 +321,16 @@ mod tests {
     }
 
     #[test]
-    fn simd_dot_matches_the_portable_one() {
-        let v = random_vectors(2, 384, 5);
-        let (a, b) = (&v[..384], &v[384..]);
-        assert!((dot(a, b) - ports::search::dot(a, b)).abs() < 1e-5);
-    }
-
-    #[test]
     fn removed_slots_are_skipped() {
         let dim = 8;
-        let vectors = random_vectors(200, dim, 3);
-        let mut h = Hnsw::new(dim);
+        let flat = random_vectors(200, dim, 3);
+        let vectors = stored(&flat, dim);
+        let mut h = Hnsw::new();
         for s in 0..200 {
             h.insert(&vectors, s);
         }
-        let q = &vectors[0..dim];
-        assert_eq!(h.search(&vectors, q, 1, |_| true)[0].0, 0);
-        assert!(h.search(&vectors, q, 5, |s| s != 0).iter().all(|(s, _)| *s != 0));
+        let q = vectors.query(&flat[0..dim]);
+        assert_eq!(h.search(&vectors, &q, 1, |_| true)[0].0, 0);
+        assert!(h.search(&vectors, &q, 5, |s| s != 0).iter().all(|(s, _)| *s != 0));
     }
 }

@@ -10,8 +10,11 @@
 //! traversed. `global` documents live in one tenant-less partition.
 
 pub mod bm25;
+mod codec;
 pub mod hnsw;
 mod rows;
+mod saved;
+mod vectors;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -28,8 +31,9 @@ use tokio::sync::{OnceCell, RwLock};
 
 use crate::db::{Db, sql_err};
 use bm25::Bm25;
-use hnsw::{Hnsw, dot};
+use hnsw::Hnsw;
 use rows::{load, row_doc, vector_bytes};
+use vectors::Vectors;
 
 /// Largest partition searched by an exact scan; above it the HNSW graph is built.
 pub const EXACT_MAX: usize = 2_000;
@@ -58,9 +62,9 @@ struct Partition {
     /// The live slots of each record (its chunks), so a removal does not scan them all.
     by_doc: HashMap<String, Vec<u32>>,
     bm25: Bm25,
-    /// Slot-indexed, `dim` floats each (zeros for slots without a vector). Append-only;
-    /// shared with a graph build in progress (a write during it copies the array once).
-    vectors: Arc<Vec<f32>>,
+    /// Slot-indexed, quantized (zeros for slots without a vector). Append-only; shared
+    /// with a graph build in progress (a write during it copies the array once).
+    vectors: Arc<Vectors>,
     live_vectors: usize,
     graph: Option<Hnsw>,
     /// A graph is being built in the background: writes do not build one themselves.
@@ -82,7 +86,7 @@ impl Partition {
             by_id: HashMap::new(),
             by_doc: HashMap::new(),
             bm25: Bm25::default(),
-            vectors: Arc::default(),
+            vectors: Arc::new(Vectors::new(dim)),
             live_vectors: 0,
             graph: None,
             building: false,
@@ -99,6 +103,10 @@ impl Partition {
             self.live_vectors -= 1;
         }
         let t = doc_tokens(&s.title, &s.text);
+        // A retired slot stays as a graph waypoint; its words go (forgotten text is
+        // not kept in memory, nor in a saved partition).
+        s.title = String::new();
+        s.text = String::new();
         self.bm25.remove(slot, &t);
         self.by_id.remove(s.id.as_str());
         if let Some(chunks) = self.by_doc.get_mut(s.doc.as_str()) {
@@ -117,12 +125,9 @@ impl Partition {
         }
         let slot = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         let has_vector = d.embedder == embedder && d.vector.len() == self.dim;
-        let vectors = Arc::make_mut(&mut self.vectors);
+        Arc::make_mut(&mut self.vectors).push(has_vector.then_some(d.vector.as_slice()));
         if has_vector {
-            vectors.extend_from_slice(&d.vector);
             self.live_vectors += 1;
-        } else {
-            vectors.resize(vectors.len() + self.dim, 0.0);
         }
         self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
         self.by_id.insert(d.id.as_str().to_owned(), slot);
@@ -144,11 +149,22 @@ impl Partition {
                 g.insert(&self.vectors, slot);
             }
         } else if self.live_vectors > EXACT_MAX && !self.building {
-            let mut g = Hnsw::new(self.dim);
+            let mut g = Hnsw::new();
             for slot in self.graph_slots(0) {
                 g.insert(&self.vectors, slot);
             }
             self.graph = Some(g);
+        }
+    }
+
+    /// Replaces the chunks of record `doc` with `rows` (none: the record is gone).
+    fn replace_doc(&mut self, doc: &str, rows: Vec<SearchDoc>, embedder: &str) {
+        let old: Vec<u32> = self.by_doc.get(doc).cloned().unwrap_or_default();
+        for slot in old {
+            self.remove_slot(slot);
+        }
+        for d in rows {
+            self.put(d, embedder);
         }
     }
 
@@ -209,13 +225,14 @@ impl Partition {
 
     fn vector(&self, q: &SearchQuery, v: &[f32], ids: &[String]) -> Vec<Candidate> {
         let keep = |slot: u32| self.slots[slot as usize].has_vector && self.keep(slot, q);
+        let v = self.vectors.query(v);
         let near: Vec<(u32, f32)> = match &self.graph {
-            Some(g) => g.search(&self.vectors, v, DEPTH, keep),
+            Some(g) => g.search(&self.vectors, &v, DEPTH, keep),
             None => {
                 let mut all: Vec<(u32, f32)> = (0..self.slots.len())
                     .filter_map(|i| u32::try_from(i).ok())
                     .filter(|&s| keep(s))
-                    .map(|s| (s, dot(v, &self.vectors[s as usize * self.dim..(s as usize + 1) * self.dim])))
+                    .map(|s| (s, self.vectors.sim(&v, s)))
                     .collect();
                 let order = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
                 if all.len() > DEPTH {
@@ -242,7 +259,7 @@ type Key = (String, String);
 /// so both see writes in the same order) and `index` for writing only while applying it
 /// in memory; searches take `index` for reading, so they never wait for a commit.
 struct Loaded {
-    index: RwLock<Partition>,
+    index: Arc<RwLock<Partition>>,
     writer: tokio::sync::Mutex<()>,
 }
 type Shared = Arc<Loaded>;
@@ -259,6 +276,8 @@ pub struct SqliteSearch {
     /// The last change of another process applied to the loaded partitions (`-1`: none
     /// read yet).
     seen: Arc<std::sync::atomic::AtomicI64>,
+    /// Where [`Self::save`] writes the loaded partitions (beside the database).
+    saved: Arc<std::path::PathBuf>,
 }
 
 /// Changes another process made, applied per call of [`SqliteSearch::sync_external`].
@@ -281,12 +300,13 @@ impl SqliteSearch {
     /// another embedder stay keyword-searchable until `continuity reindex` re-embeds them.
     pub fn new(db: Db, embedder: &str, dim: usize) -> Self {
         Self {
-            db,
             embedder: Arc::from(embedder),
             dim,
             partitions: Arc::default(),
             writer: Arc::from(uuid::Uuid::new_v4().to_string()),
             seen: Arc::new(std::sync::atomic::AtomicI64::new(-1)),
+            saved: Arc::new(saved::dir(db.path())),
+            db,
         }
     }
 
@@ -387,14 +407,7 @@ impl SqliteSearch {
                 Ok(out)
             })
             .await?;
-        let mut p = part.index.write().await;
-        let old: Vec<u32> = p.by_doc.get(doc.as_str()).cloned().unwrap_or_default();
-        for slot in old {
-            p.remove_slot(slot);
-        }
-        for d in rows {
-            p.put(d, &self.embedder);
-        }
+        part.index.write().await.replace_doc(&doc, rows, &self.embedder);
         Ok(())
     }
 
@@ -407,24 +420,12 @@ impl SqliteSearch {
         let part = cell
             .get_or_try_init(|| async {
                 let (t, s) = k.clone();
-                let (tenant, scope, dim, embedder) = (tenant.clone(), scope.clone(), self.dim, self.embedder.clone());
-                // Built row by row on the blocking pool: no copy of the whole partition
-                // is held in between (100 000 chunks are ~200 MB of rows).
-                let p = self
-                    .db
-                    .read(move |c| {
-                        let mut st = c
-                            .prepare_cached(
-                                "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
-                                 WHERE tenant = ?1 AND scope = ?2",
-                            )
-                            .map_err(sql_err)?;
-                        let mut rows = st.query(params![t, s]).map_err(sql_err)?;
-                        load(&mut rows, &tenant, &scope, dim, &embedder)
-                    })
-                    .await?;
+                let p = match self.read_saved(&t, &s, scope).await? {
+                    Some(p) => p,
+                    None => self.load_rows(t, s, tenant, scope).await?,
+                };
                 let building = p.building;
-                let shared = Arc::new(Loaded { index: RwLock::new(p), writer: tokio::sync::Mutex::new(()) });
+                let shared = Arc::new(Loaded { index: Arc::new(RwLock::new(p)), writer: tokio::sync::Mutex::new(()) });
                 if building {
                     tokio::spawn(build_graph(shared.clone()));
                 }
@@ -432,6 +433,25 @@ impl SqliteSearch {
             })
             .await?;
         Ok(part.clone())
+    }
+
+    /// A partition from its rows in the table.
+    async fn load_rows(&self, t: String, s: String, tenant: &TenantId, scope: &MemoryScope) -> Result<Partition> {
+        let (tenant, scope, dim, embedder) = (tenant.clone(), scope.clone(), self.dim, self.embedder.clone());
+        // Built row by row on the blocking pool: no copy of the whole partition
+        // is held in between (100 000 chunks are ~200 MB of rows).
+        self.db
+            .read(move |c| {
+                let mut st = c
+                    .prepare_cached(
+                        "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
+                                 WHERE tenant = ?1 AND scope = ?2",
+                    )
+                    .map_err(sql_err)?;
+                let mut rows = st.query(params![t, s]).map_err(sql_err)?;
+                load(&mut rows, &tenant, &scope, dim, &embedder)
+            })
+            .await
     }
 
     /// Whether the partition is loaded and its vector search runs on a graph (false
@@ -470,13 +490,13 @@ fn log_changes(tx: &rusqlite::Transaction<'_>, writer: &str, tenant: &str, scope
 /// its vectors (searches meanwhile scan exactly) — then adds what was written during the
 /// build and installs it.
 async fn build_graph(part: Shared) {
-    let (vectors, slots, dim, seen) = {
+    let (vectors, slots, seen) = {
         let p = part.index.read().await;
-        (p.vectors.clone(), p.graph_slots(0), p.dim, p.slots.len())
+        (p.vectors.clone(), p.graph_slots(0), p.slots.len())
     };
     let started = std::time::Instant::now();
     let built = tokio::task::spawn_blocking(move || {
-        let mut g = Hnsw::new(dim);
+        let mut g = Hnsw::new();
         for slot in slots {
             g.insert(&vectors, slot);
         }
@@ -715,6 +735,10 @@ impl SearchIndex for SqliteSearch {
         Ok(gone.len())
     }
 
+    async fn save(&self) -> Result<usize> {
+        self.save_partitions().await
+    }
+
     async fn warm_up(&self) -> Result<usize> {
         let keys = self
             .db
@@ -737,13 +761,13 @@ impl SearchIndex for SqliteSearch {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use ports::search::normalize;
 
-    const DIM: usize = 16;
+    pub const DIM: usize = 16;
 
-    fn vector(seed: u64) -> Vec<f32> {
+    pub fn vector(seed: u64) -> Vec<f32> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         let mut v: Vec<f32> = (0..DIM)
             .map(|_| {
@@ -759,7 +783,7 @@ mod tests {
         v
     }
 
-    fn doc(t: &TenantId, i: usize) -> SearchDoc {
+    pub fn doc(t: &TenantId, i: usize) -> SearchDoc {
         SearchDoc {
             tenant: t.clone(),
             scope: MemoryScope::Org,
@@ -775,7 +799,7 @@ mod tests {
         }
     }
 
-    fn nearest(t: &TenantId, v: Vec<f32>) -> SearchQuery {
+    pub fn nearest(t: &TenantId, v: Vec<f32>) -> SearchQuery {
         SearchQuery {
             tenant: t.clone(),
             scopes: vec![MemoryScope::Org],
