@@ -68,6 +68,32 @@ fn rss_mib() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// Spread such that a point is closer to its own centre than to others, but its
+/// neighbours are not trivially separable (cosine to centre ≈ 0.7).
+const SPREAD: f32 = 0.052;
+
+/// The topic centres (the same for the same generator state).
+fn centres(rng: &mut StdRng) -> Vec<Vec<f32>> {
+    (0..CENTRES)
+        .map(|_| {
+            let mut c: Vec<f32> = (0..DIM).map(|_| gaussian(rng)).collect();
+            normalize(&mut c);
+            c
+        })
+        .collect()
+}
+
+/// 1 000 queries: 2-5 words, and a vector near a random centre.
+fn queries(rng: &mut StdRng, centres: &[Vec<f32>], spread: f32) -> Vec<(String, Vec<f32>)> {
+    (0..1_000)
+        .map(|_| {
+            let c = &centres[rng.random_range(0..CENTRES)];
+            let words: Vec<String> = (0..rng.random_range(2..6)).map(|_| zipf_word(rng)).collect();
+            (words.join(" "), near(rng, c, spread))
+        })
+        .collect()
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
@@ -81,16 +107,8 @@ async fn main() {
     }
     let n: usize = std::env::var("SEARCH_DOCS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let mut rng = StdRng::seed_from_u64(42);
-    let centres: Vec<Vec<f32>> = (0..CENTRES)
-        .map(|_| {
-            let mut c: Vec<f32> = (0..DIM).map(|_| gaussian(&mut rng)).collect();
-            normalize(&mut c);
-            c
-        })
-        .collect();
-    // Spread such that a point is closer to its own centre than to others, but its
-    // neighbours are not trivially separable (cosine to centre ≈ 0.7).
-    let spread = 0.052;
+    let centres = centres(&mut rng);
+    let spread = SPREAD;
     let tenant = TenantId::new("bench").unwrap();
     let docs: Vec<SearchDoc> = (0..n)
         .map(|i| {
@@ -127,13 +145,7 @@ async fn main() {
     let build = t.elapsed().as_secs_f64();
 
     // Exact neighbours for the recall check, and the query set.
-    let queries: Vec<(String, Vec<f32>)> = (0..1_000)
-        .map(|_| {
-            let c = &centres[rng.random_range(0..CENTRES)];
-            let words: Vec<String> = (0..rng.random_range(2..6)).map(|_| zipf_word(&mut rng)).collect();
-            (words.join(" "), near(&mut rng, c, spread))
-        })
-        .collect();
+    let queries = queries(&mut rng, &centres, spread);
     let query = |text: &str, v: &[f32], mode| SearchQuery {
         tenant: tenant.clone(),
         scopes: vec![MemoryScope::Org],
@@ -194,7 +206,9 @@ async fn main() {
         "  HNSW recall@10 against exact ({recall_queries} queries, ef_search {}): {recall:.3}",
         store_embedded::search::hnsw::EF_SEARCH
     );
-    println!("  peak resident memory of the building process (it also held the generated data): {hwm} MiB ({rss0} MiB before indexing)");
+    println!(
+        "  peak resident memory of the building process (it also held the generated data): {hwm} MiB ({rss0} MiB before indexing)"
+    );
     println!("  restart from the rows (a new process; as after a crash):");
     print!("{from_rows}");
     println!(
@@ -208,10 +222,7 @@ async fn main() {
 /// Runs this bench again as a new process that opens the database and answers queries
 /// (see [`reopen`]); returns what it printed.
 fn restart(db: &std::path::Path) -> String {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .env("SEARCH_BENCH_REOPEN", db)
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap()).env("SEARCH_BENCH_REOPEN", db).output().unwrap();
     assert!(out.status.success(), "the restarted process failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -221,21 +232,8 @@ fn restart(db: &std::path::Path) -> String {
 /// background: 100 queries are timed, not the whole build), and resident memory.
 async fn reopen(db: &std::path::Path) {
     let mut rng = StdRng::seed_from_u64(42);
-    let centres: Vec<Vec<f32>> = (0..CENTRES)
-        .map(|_| {
-            let mut c: Vec<f32> = (0..DIM).map(|_| gaussian(&mut rng)).collect();
-            normalize(&mut c);
-            c
-        })
-        .collect();
-    let mut rng = StdRng::seed_from_u64(7);
-    let queries: Vec<(String, Vec<f32>)> = (0..1_000)
-        .map(|_| {
-            let c = &centres[rng.random_range(0..CENTRES)];
-            let words: Vec<String> = (0..rng.random_range(2..6)).map(|_| zipf_word(&mut rng)).collect();
-            (words.join(" "), near(&mut rng, c, 0.052))
-        })
-        .collect();
+    let centres = centres(&mut rng);
+    let queries = queries(&mut StdRng::seed_from_u64(7), &centres, SPREAD);
     let tenant = TenantId::new("bench").unwrap();
     let query = |text: &str, v: &[f32]| SearchQuery {
         tenant: tenant.clone(),

@@ -768,8 +768,13 @@ pub(super) mod tests {
     pub const DIM: usize = 16;
 
     pub fn vector(seed: u64) -> Vec<f32> {
+        unit(seed, DIM)
+    }
+
+    /// A pseudo-random unit vector of `dim` numbers, the same for the same seed.
+    pub fn unit(seed: u64, dim: usize) -> Vec<f32> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut v: Vec<f32> = (0..DIM)
+        let mut v: Vec<f32> = (0..dim)
             .map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;

@@ -104,26 +104,10 @@ impl Vectors {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ports::search::{dot, normalize};
+    use ports::search::dot;
 
     fn random(n: usize, dim: usize, seed: u64) -> Vec<Vec<f32>> {
-        let mut x = seed | 1;
-        (0..n)
-            .map(|_| {
-                let mut v: Vec<f32> = (0..dim)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        #[allow(clippy::cast_precision_loss)]
-                        let u = (x >> 40) as f32 / (1u64 << 24) as f32;
-                        u - 0.5
-                    })
-                    .collect();
-                normalize(&mut v);
-                v
-            })
-            .collect()
+        (0..n as u64).map(|i| super::super::tests::unit(seed * 1_000_003 + i, dim)).collect()
     }
 
     #[test]
