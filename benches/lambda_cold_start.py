@@ -18,6 +18,12 @@ download are not in these figures.
 
 Usage: benches/lambda_cold_start.py [DIR]   (DIR: where the `*/bootstrap` folders are;
 default $CARGO_TARGET_DIR/lambda, what `cargo lambda build` writes). RUNS=5 by default.
+Build the binaries first, optimised (`release` without link-time optimisation; `--release`
+for the deploy profile):
+
+    cargo lambda build --profile release-check --x86-64 --compiler cargo \
+      --bin continuity-http --bin continuity-authorizer --bin continuity-pipeline \
+      --bin continuity-maintenance --bin continuity-triage
 """
 
 import json
@@ -193,7 +199,7 @@ def main():
     for binary_name, function, body in FUNCTIONS:
         binary = os.path.join(base, binary_name, "bootstrap")
         if not os.path.exists(binary):
-            sys.exit(f"{binary} is missing: build the functions first (tests/run.sh does, or cargo lambda build)")
+            sys.exit(f"{binary} is missing: build the functions first (the command in this script's header)")
         inits, answers = [], []
         answer = b""
         for _ in range(RUNS):
