@@ -1,6 +1,6 @@
 //! A Hierarchical Navigable Small World graph (Malkov & Yashunin, 2016) over unit
 //! vectors with cosine distance, written small so that it can read vectors straight from
-//! the partition's quantized array ([`Vectors`]: no second copy) and skip removed slots.
+//! the partition's quantized array (`Vectors`: no second copy) and skip removed slots.
 //!
 //! Nodes are slot numbers of the owning partition. Neighbours are chosen with the paper's
 //! heuristic (a candidate joins only if it is closer to the new node than to every

@@ -2,8 +2,10 @@
 //! `search_docs` table; each `(tenant, scope)` partition is loaded on first use into an
 //! in-process BM25 index ([`bm25`]; the rows read and decoded by `rows`) and a vector index — an exact scan while the
 //! partition holds at most [`EXACT_MAX`] vectors, an HNSW graph ([`hnsw`]) above that.
-//! A partition loaded from the table is searchable as soon as its rows are read: its
-//! graph is built in the background, and until it is ready queries scan exactly.
+//! Vectors are held in int8 (`vectors`). A partition loaded from the table is
+//! searchable as soon as its rows are read: its graph is built in the background, and
+//! until it is ready queries scan exactly. One saved when the process stopped
+//! (`saved`) comes back whole, graph included, without reading the rows.
 //!
 //! Isolation is structural: a query only ever opens the partitions of the tenant and
 //! scopes it names, so another tenant's or project's postings and graph nodes are never
@@ -276,7 +278,7 @@ pub struct SqliteSearch {
     /// The last change of another process applied to the loaded partitions (`-1`: none
     /// read yet).
     seen: Arc<std::sync::atomic::AtomicI64>,
-    /// Where [`Self::save`] writes the loaded partitions (beside the database).
+    /// Where [`Self::save_partitions`] writes the loaded partitions (beside the database).
     saved: Arc<std::path::PathBuf>,
 }
 

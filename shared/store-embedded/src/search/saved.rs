@@ -1,4 +1,4 @@
-//! A loaded partition saved to a file when `serve` stops ([`super::SqliteSearch::save`])
+//! A loaded partition saved to a file when `serve` stops (`SqliteSearch::save_partitions`)
 //! and read back on the partition's next first use instead of being rebuilt from its
 //! rows: the slots, the quantized vectors, the keyword postings and the HNSW graph as
 //! they were, so a restart neither cuts the words of every chunk again nor rebuilds the
