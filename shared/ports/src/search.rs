@@ -401,6 +401,11 @@ pub fn tokens(text: &str) -> Vec<String> {
         if word.is_empty() {
             continue;
         }
+        // Most words: ASCII letters and digits alone, one part (the rest below).
+        if word.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            out.push(word.to_ascii_lowercase());
+            continue;
+        }
         let lower = word.to_lowercase();
         let parts: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|p| !p.is_empty()).collect();
         if parts.len() > 1 {
@@ -425,12 +430,35 @@ pub const STOP_WORDS: &[&str] = &[
 
 thread_local! {
     static STEMMER: rust_stemmers::Stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    /// Stems this thread made already: a partition's load files tens of millions of
+    /// words drawn from a vocabulary of thousands, and Snowball costs several lookups.
+    /// Emptied whenever it reaches [`STEM_CACHE`] words, so it stays under 1 MiB.
+    /// `None`: the word is its own stem.
+    static STEMS: std::cell::RefCell<HashMap<String, Option<String>>> = std::cell::RefCell::new(HashMap::new());
 }
+
+/// Most words a thread keeps stems of.
+const STEM_CACHE: usize = 8_192;
 
 /// A token as the keyword side indexes it: words of letters stemmed (Snowball English:
 /// `painting`, `painted` → `paint`); identifiers and numbers as they are.
 fn stem(token: String) -> String {
-    if token.chars().all(char::is_alphabetic) { STEMMER.with(|s| s.stem(&token).into_owned()) } else { token }
+    if !token.chars().all(char::is_alphabetic) {
+        return token;
+    }
+    STEMS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if let Some(stem) = cache.get(&token) {
+            return stem.clone().unwrap_or(token);
+        }
+        let stem = STEMMER.with(|s| s.stem(&token).into_owned());
+        if cache.len() >= STEM_CACHE {
+            cache.clear();
+        }
+        let changed = (stem != token).then(|| stem.clone());
+        cache.insert(token, changed);
+        stem
+    })
 }
 
 /// The keyword terms of a document: its [`tokens`], stemmed.

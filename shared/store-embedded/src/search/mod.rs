@@ -60,9 +60,9 @@ struct Partition {
     scope: MemoryScope,
     dim: usize,
     slots: Vec<Slot>,
-    by_id: HashMap<String, u32>,
+    by_id: HashMap<String, u32, foldhash::fast::RandomState>,
     /// The live slots of each record (its chunks), so a removal does not scan them all.
-    by_doc: HashMap<String, Vec<u32>>,
+    by_doc: HashMap<String, Vec<u32>, foldhash::fast::RandomState>,
     bm25: Bm25,
     /// Slot-indexed, quantized (zeros for slots without a vector). Append-only; shared
     /// with a graph build in progress (a write during it copies the array once).
@@ -85,8 +85,8 @@ impl Partition {
             scope,
             dim,
             slots: Vec::new(),
-            by_id: HashMap::new(),
-            by_doc: HashMap::new(),
+            by_id: HashMap::default(),
+            by_doc: HashMap::default(),
             bm25: Bm25::default(),
             vectors: Arc::new(Vectors::new(dim)),
             live_vectors: 0,
