@@ -14,7 +14,9 @@
 //! - the database files are the owner's only;
 //! - a damaged database stops the start, naming the file and `continuity restore`;
 //! - a full disk makes `/healthz` say 503 and writes fail cleanly, and both recover when
-//!   space is freed (needs root for a small tmpfs; `tests/run.sh` runs as root).
+//!   space is freed (needs root for a small tmpfs; `tests/run.sh` runs as root);
+//! - the search partition a stop saves is the owner's only, read once by the next start,
+//!   and a damaged one is dropped for the database's rows.
 //!
 //! No assertion is about wall-clock speed: timeouts here only detect hangs.
 
@@ -674,4 +676,45 @@ async fn healthz_reports_a_full_disk() {
         assert!(Instant::now() < deadline, "writes did not resume once space was freed: HTTP {status}: {v}");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// A stop saves the search partition (more than 2 000 chunks) for the next start, which
+/// reads it instead of the rows and deletes it; cut short on disk, it is dropped and the
+/// rows answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_saves_the_search_index_and_a_damaged_save_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let notes = dir.path().join("notes.jsonl");
+    let lines: String = (0..2_100).map(|i| format!("{{\"text\":\"note {i}: the quarterly review of ledger{i}\"}}\n")).collect();
+    std::fs::write(&notes, lines).unwrap();
+    cli(&home, &["init"]);
+    let out = cli(&home, &["import", notes.to_str().unwrap()]);
+    assert!(out.contains("memories 2100 new"), "{out}");
+    let saved = home.join("continuity.db.search");
+    let files = || std::fs::read_dir(&saved).map_or_else(|_| Vec::new(), |d| d.map(|e| e.unwrap().path()).collect::<Vec<_>>());
+    let finds = |s: &Server, what: &'static str| {
+        let (base, key) = (s.base.clone(), s.key.clone());
+        async move { call_tool(&base, &key, "memory_search", json!({"query": what})).await.to_string().contains(what) }
+    };
+
+    let mut s = spawn(&home);
+    assert!(finds(&s, "ledger1234").await, "the imported memories are searchable");
+    stop(&mut s).await;
+    let file = files();
+    assert_eq!(file.len(), 1, "the stop saved the partition: {file:?}");
+    assert_eq!(std::fs::metadata(&file[0]).unwrap().permissions().mode() & 0o777, 0o600, "the owner's only");
+
+    let mut s = spawn(&home);
+    assert!(finds(&s, "ledger77").await, "answered from the saved partition");
+    assert!(files().is_empty(), "read once: the start deleted it");
+    stop(&mut s).await;
+
+    let file = files();
+    assert_eq!(file.len(), 1);
+    let bytes = std::fs::read(&file[0]).unwrap();
+    std::fs::write(&file[0], &bytes[..bytes.len() / 3]).unwrap();
+    let s = spawn(&home);
+    assert!(finds(&s, "ledger2099").await, "a damaged save is dropped and the rows answer");
+    assert!(files().is_empty());
 }
