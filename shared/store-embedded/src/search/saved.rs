@@ -54,11 +54,20 @@ pub(super) fn write(p: &Partition, embedder: &str, seq: i64, path: &Path) -> std
         std::fs::create_dir_all(parent)?;
     }
     let tmp = path.with_extension("tmp");
+    let written = write_to(p, embedder, seq, &tmp).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        // A half-written copy (a full disk) holds the index's text: not left behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn write_to(p: &Partition, embedder: &str, seq: i64, tmp: &Path) -> std::io::Result<()> {
     let mut open = std::fs::OpenOptions::new();
     open.write(true).create(true).truncate(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let f = open.open(&tmp)?;
+    let f = open.open(tmp)?;
     let mut w = Writer(BufWriter::with_capacity(1 << 20, f));
     w.0.write_all(MAGIC)?;
     w.str(embedder)?;
@@ -99,10 +108,7 @@ pub(super) fn write(p: &Partition, embedder: &str, seq: i64, path: &Path) -> std
     }
     w.0.write_all(END)?;
     let f = w.0.into_inner().map_err(std::io::IntoInnerError::into_error)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    f.sync_all()
 }
 
 /// The partition saved in `path` and the change of the table's log it is up to, when it
@@ -427,6 +433,23 @@ mod tests {
         let last = SqliteSearch::new(db, "e", DIM);
         assert!(!top(&last, &t, 8, SearchMode::Vector).await.contains(&"d8".to_owned()), "the table's answer, not the file's");
         assert_eq!(files(&saved), 0);
+    }
+
+    /// A save that fails (here the rename: a folder stands where the file goes) leaves
+    /// no half-written copy of the index behind.
+    #[tokio::test]
+    async fn a_failed_save_leaves_no_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("search.db")).unwrap();
+        let t = TenantId::new("t1").unwrap();
+        let index = SqliteSearch::new(db.clone(), "e", DIM);
+        index.upsert(&(0..EXACT_MAX + 10).map(|i| doc(&t, i)).collect::<Vec<_>>()).await.unwrap();
+        let saved = super::dir(db.path());
+        let blocked = super::file(&saved, "t1", "org");
+        std::fs::create_dir_all(blocked.join("in-the-way")).unwrap();
+        assert_eq!(index.save_partitions().await.unwrap(), 0, "logged and skipped");
+        let left: Vec<_> = std::fs::read_dir(&saved).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(left, vec![blocked], "no temporary file left");
     }
 
     #[tokio::test]
