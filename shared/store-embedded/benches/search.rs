@@ -59,13 +59,27 @@ fn zipf_word(rng: &mut StdRng) -> String {
     w
 }
 
-fn rss_mib() -> (u64, u64) {
+/// A figure of this process's `/proc/self/status` (`VmRSS:`, `RssAnon:`…) in MiB.
+fn status_mib(name: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0)
-            / 1024
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0)
+        / 1024
+}
+
+/// The top ten of the bench's partition for `text` and `v`.
+fn query(tenant: &TenantId, text: &str, v: &[f32], mode: SearchMode) -> SearchQuery {
+    SearchQuery {
+        tenant: tenant.clone(),
+        scopes: vec![MemoryScope::Org],
+        kind: None,
+        text: text.to_owned(),
+        vector: Some(v.to_vec()),
+        embedder: EMBEDDER.into(),
+        mode,
+        k: 10,
+        since: None,
+        until: None,
+    }
 }
 
 /// Spread such that a point is closer to its own centre than to others, but its
@@ -108,7 +122,6 @@ async fn main() {
     let n: usize = std::env::var("SEARCH_DOCS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let mut rng = StdRng::seed_from_u64(42);
     let centres = centres(&mut rng);
-    let spread = SPREAD;
     let tenant = TenantId::new("bench").unwrap();
     let docs: Vec<SearchDoc> = (0..n)
         .map(|i| {
@@ -122,7 +135,7 @@ async fn main() {
                 kind: DocKind::Memory,
                 title: format!("memory {i}"),
                 text: words.join(" "),
-                vector: near(&mut rng, c, spread),
+                vector: near(&mut rng, c, SPREAD),
                 embedder: EMBEDDER.into(),
                 updated_at: Timestamp(i as i64),
                 occurred_at: None,
@@ -131,7 +144,7 @@ async fn main() {
         .collect();
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(&dir.path().join("bench.db")).unwrap();
-    let (rss0, _) = rss_mib();
+    let rss0 = status_mib("VmRSS:");
 
     eprintln!("indexing {n} memories at {DIM} dimensions…");
     let t = Instant::now();
@@ -145,19 +158,8 @@ async fn main() {
     let build = t.elapsed().as_secs_f64();
 
     // Exact neighbours for the recall check, and the query set.
-    let queries = queries(&mut rng, &centres, spread);
-    let query = |text: &str, v: &[f32], mode| SearchQuery {
-        tenant: tenant.clone(),
-        scopes: vec![MemoryScope::Org],
-        kind: None,
-        text: text.to_owned(),
-        vector: Some(v.to_vec()),
-        embedder: EMBEDDER.into(),
-        mode,
-        k: 10,
-        since: None,
-        until: None,
-    };
+    let queries = queries(&mut rng, &centres, SPREAD);
+    let query = |text: &str, v: &[f32], mode| query(&tenant, text, v, mode);
     let mut found = 0usize;
     let recall_queries = 200;
     for (text, v) in queries.iter().take(recall_queries) {
@@ -177,7 +179,7 @@ async fn main() {
         assert!(!hits.is_empty());
     }
     lat.sort_by(f64::total_cmp);
-    let (_, hwm) = rss_mib();
+    let hwm = status_mib("VmHWM:");
 
     // Restarts, each in a fresh process (so its resident memory is the index's, not
     // this process's leftovers): first from the rows, as after a crash; then from the
@@ -235,18 +237,7 @@ async fn reopen(db: &std::path::Path) {
     let centres = centres(&mut rng);
     let queries = queries(&mut StdRng::seed_from_u64(7), &centres, SPREAD);
     let tenant = TenantId::new("bench").unwrap();
-    let query = |text: &str, v: &[f32]| SearchQuery {
-        tenant: tenant.clone(),
-        scopes: vec![MemoryScope::Org],
-        kind: None,
-        text: text.to_owned(),
-        vector: Some(v.to_vec()),
-        embedder: EMBEDDER.into(),
-        mode: SearchMode::Hybrid,
-        k: 10,
-        since: None,
-        until: None,
-    };
+    let query = |text: &str, v: &[f32]| query(&tenant, text, v, SearchMode::Hybrid);
     let t = Instant::now();
     let index = SqliteSearch::new(Db::open(db).unwrap(), EMBEDDER, DIM);
     index.search(&query(&queries[0].0, &queries[0].1)).await.unwrap();
@@ -259,11 +250,6 @@ async fn reopen(db: &std::path::Path) {
         lat.push(t.elapsed().as_secs_f64() * 1e3);
     }
     lat.sort_by(f64::total_cmp);
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()).unwrap_or(0)
-            / 1024
-    };
     println!("    first query answered after {first:.2} s (opening the database, loading the partition)");
     println!(
         "    then {} hybrid queries {}: p50 {:.2} ms, p95 {:.2} ms",
@@ -274,9 +260,9 @@ async fn reopen(db: &std::path::Path) {
     );
     println!(
         "    resident memory: {} MiB (anonymous {} MiB, mapped database pages {} MiB; peak {} MiB)",
-        field("VmRSS:"),
-        field("RssAnon:"),
-        field("RssFile:") + field("RssShmem:"),
-        field("VmHWM:")
+        status_mib("VmRSS:"),
+        status_mib("RssAnon:"),
+        status_mib("RssFile:") + status_mib("RssShmem:"),
+        status_mib("VmHWM:")
     );
 }

@@ -34,7 +34,7 @@ use tokio::sync::{OnceCell, RwLock};
 use crate::db::{Db, sql_err};
 use bm25::Bm25;
 use hnsw::Hnsw;
-use rows::{load, row_doc, vector_bytes};
+use rows::{doc_rows, load, vector_bytes};
 use vectors::Vectors;
 
 /// Largest partition searched by an exact scan; above it the HNSW graph is built.
@@ -392,23 +392,7 @@ impl SqliteSearch {
         // The global partition's rows carry no tenant.
         let tenant = TenantId::new(if t.is_empty() { "global" } else { t.as_str() })?;
         let d = doc.clone();
-        let rows = self
-            .db
-            .read(move |c| {
-                let mut st = c
-                    .prepare_cached(
-                        "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
-                         WHERE tenant = ?1 AND scope = ?2 AND doc = ?3",
-                    )
-                    .map_err(sql_err)?;
-                let mut rows = st.query(params![t, sc, d]).map_err(sql_err)?;
-                let mut out = Vec::new();
-                while let Some(r) = rows.next().map_err(sql_err)? {
-                    out.push(row_doc(r, &tenant, &scope)?);
-                }
-                Ok(out)
-            })
-            .await?;
+        let rows = self.db.read(move |c| doc_rows(c, (&t, &sc), &d, &tenant, &scope)).await?;
         part.index.write().await.replace_doc(&doc, rows, &self.embedder);
         Ok(())
     }
@@ -679,22 +663,7 @@ impl SearchIndex for SqliteSearch {
     async fn chunks(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<Vec<SearchDoc>> {
         let (t, s) = key(tenant, scope);
         let (tenant, scope, d) = (tenant.clone(), scope.clone(), doc.as_str().to_owned());
-        self.db
-            .read(move |c| {
-                let mut st = c
-                    .prepare_cached(
-                        "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
-                         WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 ORDER BY id",
-                    )
-                    .map_err(sql_err)?;
-                let mut rows = st.query(params![t, s, d]).map_err(sql_err)?;
-                let mut out = Vec::new();
-                while let Some(r) = rows.next().map_err(sql_err)? {
-                    out.push(row_doc(r, &tenant, &scope)?);
-                }
-                Ok(out)
-            })
-            .await
+        self.db.read(move |c| doc_rows(c, (&t, &s), &d, &tenant, &scope)).await
     }
 
     async fn remove_older(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id, than: Timestamp) -> Result<usize> {

@@ -24,6 +24,28 @@ pub(super) fn row_doc(r: &rusqlite::Row<'_>, tenant: &TenantId, scope: &MemorySc
     })
 }
 
+/// The chunks of record `doc` in partition `(t, s)` of `tenant`'s `scope`, by id.
+pub(super) fn doc_rows(
+    c: &rusqlite::Connection,
+    (t, s): (&str, &str),
+    doc: &str,
+    tenant: &TenantId,
+    scope: &MemoryScope,
+) -> Result<Vec<SearchDoc>> {
+    let mut st = c
+        .prepare_cached(
+            "SELECT id, doc, kind, title, text, embedder, vector, updated_at, occurred_at FROM search_docs
+             WHERE tenant = ?1 AND scope = ?2 AND doc = ?3 ORDER BY id",
+        )
+        .map_err(sql_err)?;
+    let mut rows = st.query(rusqlite::params![t, s, doc]).map_err(sql_err)?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next().map_err(sql_err)? {
+        out.push(row_doc(r, tenant, scope)?);
+    }
+    Ok(out)
+}
+
 /// A partition from its rows, on two threads: this one reads and decodes the rows, the
 /// other cuts their words and files them into the partition (a restart's first query
 /// waits for this: 1.0 → 0.8 s and 1.5 → 1.2 s at 100 000 chunks, side by side). Rows
