@@ -18,7 +18,8 @@ fn root() -> &'static PathBuf {
 
 fn fresh_db() -> Db {
     let n: u64 = rand::random();
-    Db::open(&root().join(format!("db-{n:016x}.sqlite"))).unwrap_or_else(|e| panic!("open db: {e}"))
+    // Batching, as `serve` opens its database.
+    Db::open(&root().join(format!("db-{n:016x}.sqlite"))).and_then(Db::batching).unwrap_or_else(|e| panic!("open db: {e}"))
 }
 
 /// One database shared by every items/records check, as in production.

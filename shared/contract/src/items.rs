@@ -174,3 +174,26 @@ pub async fn tenants_are_isolated(store: Arc<dyn ItemStore>) {
     store.write(vec![put(item(b.as_str(), "p", "secret", 1, "b-data"), Condition::Absent)]).await.unwrap();
     assert_eq!(store.get(a.as_str(), "p", "secret").await.unwrap().unwrap().body, b"a-data");
 }
+
+/// Writes made inside a batched use case ([`ports::durability::batched`]) are written
+/// when the call returns — read back and guarded by conditions at once — and
+/// [`ItemStore::sync`] makes them durable (a backend whose writes are durable by
+/// themselves has nothing to do); a second sync has nothing left.
+pub async fn batched_writes_are_read_at_once_and_synced(store: Arc<dyn ItemStore>) {
+    let t = fresh_tenant("batched");
+    let t = t.as_str();
+    ports::durability::batched(async {
+        store.write(vec![put(item(t, "p", "a", 1, "one"), Condition::Absent)]).await.unwrap();
+        assert_eq!(store.get(t, "p", "a").await.unwrap().unwrap().body, b"one");
+        let e = store.write(vec![put(item(t, "p", "a", 1, "again"), Condition::Absent)]).await.unwrap_err();
+        assert_eq!(e.code, ErrorCode::Conflict);
+        store.write(vec![put(item(t, "p", "b", 1, "two"), Condition::None)]).await.unwrap();
+    })
+    .await;
+    store.sync().await.unwrap();
+    store.sync().await.unwrap();
+    let (items, more) =
+        store.query(Query { tenant: t, part: "p", prefix: "", after: None, limit: 10, descending: false }).await.unwrap();
+    assert_eq!(items.iter().map(|i| i.body.as_slice()).collect::<Vec<_>>(), [b"one".as_slice(), b"two".as_slice()]);
+    assert!(!more);
+}

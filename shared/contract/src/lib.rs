@@ -65,6 +65,7 @@ macro_rules! contract_suite {
                 queries_are_ordered_and_paged,
                 tenants_are_isolated,
                 a_tenant_scan_reads_all_of_it_and_nothing_else,
+                batched_writes_are_read_at_once_and_synced,
             ]
         );
     };

@@ -131,6 +131,11 @@ impl ItemStore for Mirrored {
         self.main.scan_tenant(tenant, cursor, limit).await
     }
 
+    async fn sync(&self) -> Result<()> {
+        self.main.sync().await?;
+        self.fortress.sync().await
+    }
+
     async fn write(&self, writes: Vec<Write>) -> Result<()> {
         // Only the writes of promoted tenants are copied (none on the common path).
         let mirrored: Vec<Write> = match self.mirrored().await {

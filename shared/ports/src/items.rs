@@ -91,6 +91,16 @@ pub trait ItemStore: Send + Sync {
     /// `INVALID_REQUEST` for a malformed cursor; `UNAVAILABLE`.
     async fn scan_tenant(&self, tenant: &str, cursor: Option<&str>, limit: u32) -> Result<(Vec<Item>, Option<String>)>;
 
+    /// Makes every write committed so far durable: the writes a use case made inside
+    /// [`crate::durability::batched`], which a backend may have left to this call. A
+    /// backend whose every write is durable by itself has nothing to do.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the storage could not confirm the writes.
+    async fn sync(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The most writes [`Self::write`] takes at once: at least [`MAX_WRITES_PER_BATCH`].
     /// Bulk appends (the audit ledger's group commit) chunk by it, so a backend whose
     /// batch is one local transaction pays one commit for many records.

@@ -8,6 +8,7 @@
 //!   so both backends share one key layout and cannot drift apart.
 //! - [`cache`], [`queue`], [`blob`]: the hot cache, the work queue and the blob store.
 //! - [`clock`]: time as a port, so tests can move it.
+//! - [`durability`]: a use case's writes made durable together, with one flush.
 //! - [`fortress`]: storage tiers — the item store that mirrors promoted tenants' writes
 //!   into the fortress, and their promotion records.
 //! - [`health`]: the backend's own readiness checks (disk, cache) for `/healthz`.
@@ -21,6 +22,7 @@
 pub mod blob;
 pub mod cache;
 pub mod clock;
+pub mod durability;
 pub mod fortress;
 pub mod graph;
 pub mod health;

@@ -25,6 +25,10 @@ use serde_json::json;
 use services::Services;
 use services::admin::KeyRequest;
 
+// On the allocator `continuity` itself uses, as `serve` runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const SENTENCES: [&str; 8] = [
     "I moved to Lisbon last spring and the light there is unreal",
     "Can you remind me what we decided about the renewal call?",

@@ -1,11 +1,18 @@
 //! The SQLite database file: opening, pragmas, migrations, and running work off the
 //! async runtime.
 //!
-//! Durability: WAL journal with `synchronous=FULL`, so a committed transaction has been
-//! fsynced before the call returns; an acknowledged write survives a process crash and,
-//! on a disk that honours fsync, a power loss.
+//! Durability: WAL journal, and a committed transaction has been fsynced before the call
+//! returns; an acknowledged write survives a process crash and, on a disk that honours
+//! fsync, a power loss. A database opened with [`Db::batching`] (the main one) gets
+//! there its own way: SQLite commits without a flush (`synchronous=NORMAL`) and [`Db`]
+//! then flushes the log itself (`fdatasync` of the `-wal` file) before the call returns
+//! — the same guarantee as `synchronous=FULL`, but one flush covers every commit before
+//! it: writers that commit while another flushes share the next one (group commit), and
+//! inside [`ports::durability::batched`] a use case's commits skip the flush and are made
+//! durable together by [`Db::sync`] before it answers.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use domain::{Error, Result};
@@ -102,6 +109,23 @@ pub struct Db {
     damaged: Arc<std::sync::atomic::AtomicBool>,
     /// The writer connection's `data_version` last seen ([`Self::others_committed`]).
     data_version: Arc<std::sync::atomic::AtomicI64>,
+    /// Commits flush the log themselves ([`Self::batching`]) rather than through SQLite.
+    batching: bool,
+    flushes: Arc<Flushes>,
+}
+
+/// The log flushes of a [`Db::batching`] database.
+#[derive(Default)]
+struct Flushes {
+    /// Write calls that changed something, counted under the writer lock once done.
+    written: AtomicU64,
+    /// The `written` count the last flush covered.
+    flushed: AtomicU64,
+    /// One flush at a time: a caller that finds its writes covered by the last one
+    /// returns without flushing again.
+    one: Mutex<()>,
+    /// Flushes done (tests and benches read it).
+    done: AtomicU64,
 }
 
 /// What a client is told when SQLite finds the database file damaged: not "retry
@@ -197,7 +221,75 @@ impl Db {
             path: Arc::new(path.to_path_buf()),
             damaged: Arc::default(),
             data_version: Arc::default(),
+            batching: false,
+            flushes: Arc::default(),
         })
+    }
+
+    /// The same database with its commits flushed by [`Db`] rather than by SQLite, so
+    /// that one flush covers many commits (see the module's documentation).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the writer connection refuses the setting.
+    pub fn batching(mut self) -> Result<Self> {
+        let conn = self.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql_err)?;
+        drop(conn);
+        self.batching = true;
+        Ok(self)
+    }
+
+    /// Makes every commit so far durable: one flush of the log, unless an earlier one
+    /// already covered them. Nothing to do on a database that is not [`Self::batching`]
+    /// (each of its commits was flushed by SQLite).
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the disk could not confirm the flush.
+    pub async fn sync(&self) -> Result<()> {
+        if !self.batching {
+            return Ok(());
+        }
+        let upto = self.flushes.written.load(Ordering::Acquire);
+        if self.flushes.flushed.load(Ordering::Acquire) >= upto {
+            return Ok(());
+        }
+        let db = self.clone();
+        tokio::task::spawn_blocking(move || db.flush(upto)).await.map_err(|e| Error::internal(format!("sqlite flush: {e}")))?
+    }
+
+    /// How many times the log was flushed by [`Db`] (a [`Self::batching`] database).
+    pub fn flush_count(&self) -> u64 {
+        self.flushes.done.load(Ordering::Relaxed)
+    }
+
+    /// Flushes the log unless a flush since write number `upto` already did (blocking).
+    fn flush(&self, upto: u64) -> Result<()> {
+        let f = &self.flushes;
+        if f.flushed.load(Ordering::Acquire) >= upto {
+            return Ok(());
+        }
+        let _one = f.one.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if f.flushed.load(Ordering::Acquire) >= upto {
+            return Ok(());
+        }
+        // Every write counted so far has its frames in the log: the flush covers them.
+        let covers = f.written.load(Ordering::Acquire);
+        let mut wal = self.path.as_os_str().to_owned();
+        wal.push("-wal");
+        match std::fs::File::open(&wal) {
+            Ok(file) => file.sync_data().map_err(|e| {
+                let mut err = Error::unavailable("the disk did not confirm the write; retry it");
+                err.internal = Some(format!("fdatasync {}: {e}", Path::new(&wal).display()));
+                err
+            })?,
+            // No log: SQLite checkpointed it into the database file and removed it,
+            // which it does only after flushing both.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::unavailable(format!("{}: {e}", Path::new(&wal).display()))),
+        }
+        f.flushed.fetch_max(covers, Ordering::AcqRel);
+        f.done.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Whether another process committed to the database since the last call (SQLite's
@@ -308,12 +400,24 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     {
-        let conn = self.conn.clone();
+        let db = self.clone();
+        // Inside a batched use case the flush is left to its `sync` (module docs).
+        let flush = self.batching && !ports::durability::is_batched();
         let r = tokio::task::spawn_blocking(move || {
             // A poisoned lock only means another call panicked mid-way; SQLite rolled
             // its transaction back, so the connection itself is still sound.
-            let mut guard = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            f(&mut guard)
+            let mut guard = db.conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let before = guard.total_changes();
+            let r = f(&mut guard);
+            if !db.batching || guard.total_changes() == before {
+                return r;
+            }
+            let this = db.flushes.written.fetch_add(1, Ordering::AcqRel) + 1;
+            drop(guard);
+            match (r, flush) {
+                (Ok(v), true) => db.flush(this).map(|()| v),
+                (r, _) => r,
+            }
         })
         .await
         .map_err(|e| Error::internal(format!("sqlite worker: {e}")))?;
@@ -433,6 +537,59 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         drop(Db::open(&path).unwrap());
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "narrowed on open");
+    }
+
+    fn insert(db: &Db, n: i64) -> impl std::future::Future<Output = Result<()>> + '_ {
+        db.run(move |c| {
+            c.execute(
+                "INSERT INTO items (tenant, part, sk, version, body) VALUES ('t', 'p', ?1, 1, x'00')",
+                rusqlite::params![n.to_string()],
+            )
+            .map(|_| ())
+            .map_err(sql_err)
+        })
+    }
+
+    /// A batching database flushes once per write outside a batched use case, once for
+    /// all of a use case's writes inside one (at its `sync`), and never for a call that
+    /// wrote nothing; what was written is read back at once either way.
+    #[tokio::test]
+    async fn batched_writes_share_one_flush() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(&dir.path().join("x.db")).unwrap().batching().unwrap();
+        let synchronous: i64 =
+            db.run(|c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(sql_err)).await.unwrap();
+        assert_eq!(synchronous, 1, "NORMAL: the flush is Db's");
+        insert(&db, 1).await.unwrap();
+        insert(&db, 2).await.unwrap();
+        assert_eq!(db.flush_count(), 2, "each write outside a use case is durable on return");
+        db.sync().await.unwrap();
+        assert_eq!(db.flush_count(), 2, "nothing left to flush");
+
+        ports::durability::batched(async {
+            for n in 3..6 {
+                insert(&db, n).await.unwrap();
+            }
+            let seen: i64 =
+                db.read(|c| c.query_row("SELECT count(*) FROM items", [], |r| r.get(0)).map_err(sql_err)).await.unwrap();
+            assert_eq!(seen, 5, "committed: readers see the batched writes at once");
+            assert_eq!(db.flush_count(), 2, "a batched write leaves its flush to the use case");
+        })
+        .await;
+        db.sync().await.unwrap();
+        assert_eq!(db.flush_count(), 3, "one flush for the three");
+        db.sync().await.unwrap();
+        db.run(|c| c.execute("DELETE FROM items WHERE sk = 'none'", []).map_err(sql_err)).await.unwrap();
+        assert_eq!(db.flush_count(), 3, "a call that changed nothing does not flush");
+
+        // A database that is not batching leaves every flush to SQLite.
+        let plain = Db::open(&dir.path().join("y.db")).unwrap();
+        ports::durability::batched(insert(&plain, 1)).await.unwrap();
+        plain.sync().await.unwrap();
+        assert_eq!(plain.flush_count(), 0);
+        let synchronous: i64 =
+            plain.run(|c| c.pragma_query_value(None, "synchronous", |r| r.get(0)).map_err(sql_err)).await.unwrap();
+        assert_eq!(synchronous, 2, "FULL");
     }
 
     #[test]

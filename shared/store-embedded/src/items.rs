@@ -198,6 +198,10 @@ impl ItemStore for SqliteItems {
             .await
     }
 
+    async fn sync(&self) -> Result<()> {
+        self.db.sync().await
+    }
+
     fn max_batch(&self) -> usize {
         SQLITE_MAX_BATCH
     }

@@ -115,7 +115,9 @@ fn watch_other_processes(db: &Db, cache: &Arc<MemoryCache>, search: &Arc<SqliteS
 }
 
 pub fn open_backend_with(home: &Path, clock: Arc<dyn Clock>, embedder: Arc<dyn ports::Embedder>) -> domain::Result<Backend> {
-    let db = Db::open(&home.join(DATABASE_FILE))?;
+    // Commits of the main database may share one flush (`db` module); the fortress's
+    // each flush on their own.
+    let db = Db::open(&home.join(DATABASE_FILE))?.batching()?;
     let fortress_db = Db::open(&home.join("fortress.db"))?;
     // Data sealed under the vault's master key needs that key and no other: a missing or
     // replaced `keys/vault.key` stops the start instead of failing every read later.

@@ -369,6 +369,15 @@ impl Records {
         self
     }
 
+    /// Makes every write committed so far durable ([`ItemStore::sync`]): what a use case
+    /// run inside [`crate::durability::batched`] calls before it answers.
+    ///
+    /// # Errors
+    /// `UNAVAILABLE` when the storage could not confirm the writes.
+    pub async fn sync(&self) -> Result<()> {
+        self.items.sync().await
+    }
+
     /// The credentials' change signal's current value, when the backend has one: an
     /// API key record read after this value was read stays valid while it holds.
     pub fn credential_epoch(&self) -> Option<u64> {

@@ -268,7 +268,27 @@ impl CapabilityService {
         let result = self.execute_erased(caller, name, args).await;
         let read_only = result.as_ref().map_or(true, |o| o.resolution.spec.read_only);
         self.audit_call(caller, &format!("capability:{}", shown(name)), read_only, &result).await;
-        result
+        let writes = typed::find(name).is_some_and(|e| !e.spec.read_only);
+        self.settle(writes, result).await
+    }
+
+    /// A writing capability's writes were batched ([`ports::durability`]): they are made
+    /// durable before the caller hears of them — usually already, by its audit record's
+    /// durable write, which flushed everything before it; this covers the rest (a failed
+    /// call's partial work, an audit write that failed). A result whose writes cannot be
+    /// confirmed is not reported as a success.
+    async fn settle<T>(&self, writes: bool, result: Result<T>) -> Result<T> {
+        if !writes {
+            return result;
+        }
+        match self.backend.records.sync().await {
+            Ok(()) => result,
+            Err(e) if result.is_ok() => Err(e),
+            Err(e) => {
+                tracing::error!(code = ?e.code, "a failed call's writes could not be confirmed durable");
+                result
+            }
+        }
     }
 
     async fn execute_erased(&self, caller: &CallerContext, name: &str, args: Value) -> Result<Outcome> {
@@ -278,7 +298,7 @@ impl CapabilityService {
         let entry = typed::find(spec_of(name)?.name).ok_or_else(|| Error::internal("a capability without a handler"))?;
         let resolution = self.resolve(caller, entry.name, &args).await?;
         let cx = self.context(caller, &resolution);
-        let data = entry.run(&cx, args).await?;
+        let data = batched_if(!resolution.spec.read_only, entry.run(&cx, args)).await?;
         Ok(Outcome { resolution, data })
     }
 
@@ -294,13 +314,13 @@ impl CapabilityService {
             }
             let resolution = self.resolve(caller, C::NAME, &args).await?;
             let cx = self.context(caller, &resolution);
-            let out = C::run(&cx, typed::checked_args(C::NAME, args)?).await?;
+            let out = batched_if(!C::SPEC.read_only, C::run(&cx, typed::checked_args(C::NAME, args)?)).await?;
             Ok((resolution, out))
         }
         .await;
         let read_only = result.as_ref().map_or(true, |(r, _)| r.spec.read_only);
         self.audit_call(caller, &format!("tool:{}", C::TOOL), read_only, &result).await;
-        result
+        self.settle(!C::SPEC.read_only, result).await
     }
 
     /// A call refused before any capability was found (an unknown tool name), audited
@@ -340,6 +360,11 @@ impl CapabilityService {
             self.audit.record_read_by(caller, action, None, code).await;
         }
     }
+}
+
+/// Runs `f` with its writes batched ([`ports::durability::batched`]) when it writes.
+async fn batched_if<F: std::future::Future>(writes: bool, f: F) -> F::Output {
+    if writes { ports::durability::batched(f).await } else { f.await }
 }
 
 #[cfg(test)]
