@@ -18,7 +18,7 @@ tests/moto_selftest.py checks the first two against the running server; tests/ru
 runs it after starting moto. The changes speed up only the stand-in: what the AWS
 adapters send and get back is DynamoDB's API either way.
 
-Usage: python tests/moto_server.py -H 127.0.0.1 -p PORT
+Usage: python tests/moto_server.py -H 127.0.0.1 -p PORT [--exit-with-parent]
 """
 
 import argparse
@@ -27,6 +27,7 @@ import functools
 import logging
 import os
 import threading
+import time
 
 import waitress
 
@@ -155,6 +156,19 @@ DomainDispatcherApplication.get_backend_for_host = _backend_for_host
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 
+def exit_with_parent():
+    """Ends this process once its parent has ended (its parent id changes): a test
+    process that started a moto of its own cannot stop it on the way out."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def serve(argv=None):
     """moto's app on waitress instead of werkzeug's development server.
 
@@ -168,7 +182,14 @@ def serve(argv=None):
     parser = argparse.ArgumentParser(description="moto_server on waitress")
     parser.add_argument("-H", "--host", default="127.0.0.1")
     parser.add_argument("-p", "--port", type=int, default=int(os.environ.get("MOTO_PORT", "5000")))
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="stop when the process that started this one ends (a test's own moto)",
+    )
     args = parser.parse_args(argv)
+    if args.exit_with_parent:
+        exit_with_parent()
     # moto's Step Functions interpreter calls this server back on MOTO_PORT.
     os.environ.setdefault("MOTO_PORT", str(args.port))
     app = DomainDispatcherApplication(create_backend_app)

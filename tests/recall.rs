@@ -467,6 +467,7 @@ async fn recall_isolation_under_random_searches_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recall_isolation_under_random_searches_aws() {
+    continuity_tests::aws::own_moto();
     let s = aws(Arc::new(ManualClock::new(START)), "recall-iso").await;
     isolation(s, 200).await;
 }
@@ -623,6 +624,7 @@ async fn newest_fact_wins_with_the_local_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn newest_fact_wins_aws() {
+    continuity_tests::aws::own_moto();
     // The `small` profile's index (moto and the S3 Vectors stand-in): the AWS stack
     // always has an index, and without one `memory.search` matches every word as typed.
     let clock = Arc::new(ManualClock::new(START));

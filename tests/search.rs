@@ -312,6 +312,7 @@ async fn isolation_under_random_queries_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn isolation_under_random_queries_aws() {
+    continuity_tests::aws::own_moto();
     // No OpenSearch locally: the AWS backend here has no index and kb.search scans the
     // tenant's documents in DynamoDB (moto). The OpenSearch adapter's filters are
     // asserted request by request in store-aws's tests.
@@ -767,6 +768,7 @@ async fn s3vectors_index_sends_each_tenant_to_its_own_vector_index() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn isolation_under_random_queries_s3vectors() {
+    continuity_tests::aws::own_moto();
     // 800 queries over the `small` profile's index: keywords on moto, vectors in the stand-in.
     let (backend, _) = continuity_tests::aws::backend_with_s3vectors("s3v-iso", None).await;
     isolation(Services::new(backend), 100).await;

@@ -634,6 +634,7 @@ async fn hubspot_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hubspot_aws() {
+    continuity_tests::aws::own_moto();
     hubspot(continuity_tests::aws::backend_in_own_table("srchs").await).await;
 }
 
@@ -645,6 +646,7 @@ async fn four_sources_embedded() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_sources_aws() {
+    continuity_tests::aws::own_moto();
     others(continuity_tests::aws::backend_in_own_table("srcall").await).await;
 }
 

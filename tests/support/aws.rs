@@ -1,6 +1,6 @@
 //! AWS-backend fixtures on the local stand-ins `tests/run.sh` starts (moto, Redis).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use ports::{Backend, SystemClock};
 use store_aws::settings::{dynamo_client, kms_client, s3_client, sqs_client};
@@ -18,11 +18,55 @@ pub fn env(name: &str) -> String {
     })
 }
 
+static OWN_MOTO: OnceLock<String> = OnceLock::new();
+
+/// The moto this test process talks to: the one `tests/run.sh` started for every test,
+/// or this process's own after [`own_moto`].
+pub fn moto_url() -> String {
+    OWN_MOTO.get().cloned().unwrap_or_else(|| env("CONTINUITY_TEST_MOTO_URL"))
+}
+
+/// Gives this test process a moto of its own, started now and stopped when the process
+/// ends (`tests/moto_server.py --exit-with-parent`): for a test that makes thousands of
+/// calls, so they neither queue behind the other tests' calls on the shared moto (one
+/// Python process: one core at most) nor slow those down. Call it first, before any
+/// fixture of this module; nextest runs each test in a process of its own.
+///
+/// # Panics
+/// When the server does not start within a minute (its log is named).
+pub fn own_moto() {
+    OWN_MOTO.get_or_init(|| {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap();
+        let log_path = std::env::temp_dir().join(format!("own-moto-{port}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
+        let mut child = std::process::Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
+            .args([concat!(env!("CARGO_MANIFEST_DIR"), "/moto_server.py"), "-H", "127.0.0.1", "-p", &port.to_string()])
+            .arg("--exit-with-parent")
+            // Its Step Functions call back into this server, not the shared one.
+            .env("MOTO_PORT", port.to_string())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting moto: {e}"));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let exited = child.try_wait().ok().flatten();
+            assert!(
+                exited.is_none() && std::time::Instant::now() < deadline,
+                "moto did not start ({exited:?}); see {}",
+                log_path.display()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        format!("http://127.0.0.1:{port}")
+    });
+}
+
 /// One KMS signing key for every backend of this test process.
 pub async fn signing_key() -> String {
     static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     KEY.get_or_init(|| async {
-        let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+        let sdk = aws_config_for(Some(&moto_url()), REGION).await;
         store_aws::KmsSigner::create_key(&kms_client(&sdk), "continuity tests").await.unwrap_or_else(|e| panic!("kms key: {e}"))
     })
     .await
@@ -31,7 +75,7 @@ pub async fn signing_key() -> String {
 
 /// A new symmetric KMS key (another vault key than [`vault_key`]).
 pub async fn new_vault_key(label: &str) -> String {
-    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let sdk = aws_config_for(Some(&moto_url()), REGION).await;
     store_aws::kms::KmsKeyWrapper::create_key(&kms_client(&sdk), label).await.unwrap_or_else(|e| panic!("kms key: {e}"))
 }
 
@@ -39,7 +83,7 @@ pub async fn new_vault_key(label: &str) -> String {
 pub async fn vault_key() -> String {
     static KEY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     KEY.get_or_init(|| async {
-        let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+        let sdk = aws_config_for(Some(&moto_url()), REGION).await;
         store_aws::kms::KmsKeyWrapper::create_key(&kms_client(&sdk), "continuity vault tests")
             .await
             .unwrap_or_else(|e| panic!("kms key: {e}"))
@@ -100,7 +144,7 @@ pub async fn backend_with_s3vectors(
 /// The `small` profile's index over the keyword table `table` (on moto) and the S3
 /// Vectors stand-in at `url`, for vectors of `embedder`.
 pub async fn s3vectors_index(table: &str, url: &str, embedder: &dyn ports::Embedder) -> Arc<dyn ports::SearchIndex> {
-    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let sdk = aws_config_for(Some(&moto_url()), REGION).await;
     Arc::new(store_aws::S3VectorsIndex::new(
         store_aws::s3vectors::Keywords::new(dynamo_client(&sdk), table),
         store_aws::s3vectors::VectorStore::new(
@@ -114,7 +158,7 @@ pub async fn s3vectors_index(table: &str, url: &str, embedder: &dyn ports::Embed
 
 /// [`backend`] with `vault_key` and these search settings.
 pub async fn backend_with(vault_key: String, search: store_aws::SearchSettings) -> Backend {
-    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let moto = moto_url();
     let sdk = aws_config_for(Some(&moto), REGION).await;
     for t in [TABLE, FORTRESS_TABLE] {
         DynamoItems::new(dynamo_client(&sdk), t).create_table_if_missing().await.unwrap_or_else(|e| panic!("table {t}: {e}"));
@@ -148,7 +192,7 @@ pub async fn fresh_records(label: &str) -> ports::Records {
 
 /// [`fresh_records`] and the name of its table.
 pub async fn fresh_table(label: &str) -> (String, ports::Records) {
-    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let sdk = aws_config_for(Some(&moto_url()), REGION).await;
     let table = format!("continuity-{label}-{}", contract::fresh_tenant("t"));
     let items = DynamoItems::new(dynamo_client(&sdk), &table);
     items.create_table_if_missing().await.unwrap_or_else(|e| panic!("table {table}: {e}"));
@@ -158,7 +202,7 @@ pub async fn fresh_table(label: &str) -> (String, ports::Records) {
 /// The record store over `table` (made by [`fresh_table`]), its entities sealed by the
 /// vault with the KMS key `vault_key`.
 pub async fn sealed_records(table: &str, vault_key: &str) -> ports::Records {
-    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let sdk = aws_config_for(Some(&moto_url()), REGION).await;
     let wrapper = store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk), vault_key.to_owned());
     ports::Records::new(Arc::new(DynamoItems::new(dynamo_client(&sdk), table)))
         .with_vault(Arc::new(ports::vault::Vault::new(Arc::new(wrapper))))
@@ -168,7 +212,7 @@ pub async fn sealed_records(table: &str, vault_key: &str) -> ports::Records {
 /// main one mirroring promoted tenants' writes into the fortress as the deployed
 /// functions do: for promotion tests, whose scans read whole tables. Timed by `clock`.
 pub async fn backend_with_own_fortress(label: &str, clock: Arc<dyn ports::Clock>) -> Backend {
-    let sdk = aws_config_for(Some(&env("CONTINUITY_TEST_MOTO_URL")), REGION).await;
+    let sdk = aws_config_for(Some(&moto_url()), REGION).await;
     let vault_key = vault_key().await;
     let vault =
         || Arc::new(ports::vault::Vault::new(Arc::new(store_aws::kms::KmsKeyWrapper::new(kms_client(&sdk), vault_key.clone()))));
@@ -190,7 +234,7 @@ pub async fn backend_with_own_fortress(label: &str, clock: Arc<dyn ports::Clock>
 /// Makes `domain` a verified SES identity on moto (`CreateEmailIdentity`): what a
 /// deployment does once for its `MailFrom` address.
 pub async fn verify_mail_domain(domain: &str) {
-    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let moto = moto_url();
     let sdk = aws_config_for(Some(&moto), REGION).await;
     let http = store_aws::signed::SignedHttp::new(&sdk, &moto, "ses").unwrap();
     let body = serde_json::to_vec(&serde_json::json!({"EmailIdentity": domain})).unwrap();
@@ -200,7 +244,7 @@ pub async fn verify_mail_domain(domain: &str) {
 /// What moto's SES sent so far (its record of sent messages, `/moto-api/data.json`,
 /// limited to SES by `tests/moto_server.py`).
 pub async fn sent_mail() -> Vec<contract::mail::Arrived> {
-    let url = format!("{}/moto-api/data.json?service=ses", env("CONTINUITY_TEST_MOTO_URL"));
+    let url = format!("{}/moto-api/data.json?service=ses", moto_url());
     let data: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     data.pointer("/ses/Message")
@@ -223,7 +267,7 @@ pub async fn sent_mail() -> Vec<contract::mail::Arrived> {
 
 /// An SES mailer on moto sending as `from`.
 pub async fn ses_mailer(from: &str) -> Arc<dyn ports::mail::Mailer> {
-    let moto = env("CONTINUITY_TEST_MOTO_URL");
+    let moto = moto_url();
     let sdk = aws_config_for(Some(&moto), REGION).await;
     Arc::new(store_aws::SesMailer::new(store_aws::signed::SignedHttp::new(&sdk, &moto, "ses").unwrap(), from))
 }
