@@ -39,6 +39,9 @@ pub fn own_moto() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).unwrap();
         let log_path = std::env::temp_dir().join(format!("own-moto-{port}.log"));
         let log = std::fs::File::create(&log_path).unwrap();
+        // Never waited for: it outlives every fixture and stops itself once this process
+        // has ended (`--exit-with-parent`).
+        #[allow(clippy::zombie_processes)]
         let mut child = std::process::Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
             .args([concat!(env!("CARGO_MANIFEST_DIR"), "/moto_server.py"), "-H", "127.0.0.1", "-p", &port.to_string()])
             .arg("--exit-with-parent")
