@@ -128,7 +128,12 @@ def environment(port, function):
         "CONTINUITY_BUCKET": "bench-bucket",
         "CONTINUITY_REDIS_URLS": redis,
         "CONTINUITY_PUBLIC_URL": "https://api.example.com",
-        "CONTINUITY_EMBEDDER": "hashing",
+        # As the `production` profile configures a stack: an OpenSearch endpoint and a
+        # Bedrock embedder, whose HTTPS clients are built at start-up (the light events
+        # below never call them, so the addresses need not answer).
+        "CONTINUITY_OPENSEARCH_ENDPOINT": "https://127.0.0.1:9",
+        "CONTINUITY_EMBEDDER": "bedrock:amazon.titan-embed-text-v2:0:512",
+        "CONTINUITY_BEDROCK_ENDPOINT": "https://127.0.0.1:9",
         "RUST_LOG": "warn",
         "AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH": "true",
     }

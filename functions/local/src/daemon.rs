@@ -60,7 +60,8 @@ pub async fn running(home: &Path) -> Option<String> {
             return None;
         }
     }
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().ok()?;
+    let http =
+        reqwest::Client::builder().use_preconfigured_tls(tls::client_config()).timeout(Duration::from_secs(2)).build().ok()?;
     // Any answer means it runs (a degraded store answers 503 and still serves reads).
     http.get(format!("{}/healthz", a.url)).send().await.ok()?;
     Some(a.url)

@@ -526,6 +526,7 @@ pub(crate) fn client() -> Result<&'static reqwest::Client> {
     CLIENT
         .get_or_init(|| {
             reqwest::Client::builder()
+                .use_preconfigured_tls(tls::client_config())
                 .timeout(REQUEST_TIMEOUT)
                 .redirect(reqwest::redirect::Policy::none())
                 .build()

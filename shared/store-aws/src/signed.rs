@@ -33,6 +33,7 @@ impl SignedHttp {
     /// `INVALID_REQUEST` when the HTTP client cannot be built.
     pub fn new(sdk: &SdkConfig, endpoint: &str, service: &'static str) -> Result<Self> {
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls::client_config())
             .connect_timeout(Duration::from_secs(3))
             .timeout(Duration::from_secs(10))
             .build()
@@ -54,6 +55,7 @@ impl SignedHttp {
     /// `INVALID_REQUEST` when the HTTP client cannot be built.
     pub fn with_timeout(mut self, timeout: Duration) -> Result<Self> {
         self.http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls::client_config())
             .connect_timeout(Duration::from_secs(3))
             .timeout(timeout)
             .build()

@@ -400,7 +400,11 @@ async fn alarm_topic(sdk: &SdkConfig, topic: &str) -> Finding {
 /// `GET {api}/healthz`: the stack's own readiness checks, from inside the VPC.
 async fn healthz(api: &str) -> Finding {
     let url = format!("{}/healthz", api.trim_end_matches('/'));
-    let client = match reqwest::Client::builder().timeout(std::time::Duration::from_secs(15)).build() {
+    let client = match reqwest::Client::builder()
+        .use_preconfigured_tls(tls::client_config())
+        .timeout(std::time::Duration::from_secs(15))
+        .build()
+    {
         Ok(c) => c,
         Err(e) => return Finding::failed("API /healthz", e.to_string()),
     };

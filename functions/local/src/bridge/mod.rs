@@ -109,6 +109,7 @@ pub async fn run(home: &Path, url: &str, key: &str) -> anyhow::Result<()> {
     let store = open_store(home, url, key)?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Value>();
     let http = reqwest::Client::builder()
+        .use_preconfigured_tls(tls::client_config())
         .connect_timeout(Duration::from_secs(3))
         .timeout(Duration::from_secs(60))
         .redirect(reqwest::redirect::Policy::none())

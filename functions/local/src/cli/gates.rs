@@ -243,6 +243,7 @@ impl Remote {
                 .map_err(|_| anyhow!("--url needs an API key: --key-file FILE or CONTINUITY_KEY"))?,
         };
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls::client_config())
             .timeout(std::time::Duration::from_secs(20))
             .build()
             .map_err(|e| anyhow!("starting the HTTP client: {e}"))?;

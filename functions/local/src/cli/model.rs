@@ -267,6 +267,7 @@ async fn download(index: &str, to: &Path) -> anyhow::Result<()> {
 /// packets) failing within 10 s.
 fn client() -> anyhow::Result<reqwest::Client> {
     Ok(reqwest::Client::builder()
+        .use_preconfigured_tls(tls::client_config())
         .connect_timeout(std::time::Duration::from_secs(10))
         .timeout(std::time::Duration::from_secs(600))
         .build()?)

@@ -170,18 +170,21 @@ fn cache_for(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 
 impl CimdFetcher {
     fn client(&self, host: &str, addrs: &[SocketAddr]) -> OResult<reqwest::Client> {
-        let mut b = reqwest::Client::builder()
+        let extra = &self.policy().extra_roots_pem;
+        let tls = if extra.is_empty() {
+            tls::client_config()
+        } else {
+            tls::client_config_trusting(extra).map_err(|_| OAuthError::new("server_error", "a configured root is not PEM"))?
+        };
+        reqwest::Client::builder()
+            .use_preconfigured_tls(tls)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(FETCH_TIMEOUT)
             .connect_timeout(FETCH_TIMEOUT)
             .no_proxy()
-            .resolve_to_addrs(host, addrs);
-        for pem in &self.policy().extra_roots_pem {
-            let cert = reqwest::Certificate::from_pem(pem)
-                .map_err(|_| OAuthError::new("server_error", "a configured root is not PEM"))?;
-            b = b.add_root_certificate(cert);
-        }
-        b.build().map_err(|_| OAuthError::new("server_error", "the metadata fetcher cannot start"))
+            .resolve_to_addrs(host, addrs)
+            .build()
+            .map_err(|_| OAuthError::new("server_error", "the metadata fetcher cannot start"))
     }
 
     /// The document at `url` as raw JSON and how long it may be cached.

@@ -101,6 +101,7 @@ impl Default for IdpKeys {
 impl IdpKeys {
     pub fn new() -> Self {
         let http = reqwest::Client::builder()
+            .use_preconfigured_tls(tls::client_config())
             .timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()
