@@ -20,6 +20,9 @@
 //!   SigV4-signed JSON over reqwest for those two and for [`ses`]: `SesMailer`, e-mail
 //!   through SES v2 `SendEmail`.
 //!
+//! [`sdk_http`]: the HTTP client every SDK client above uses — hyper over the process's
+//! shared TLS configuration (`tls`), so no trusted root is read before the first handshake.
+//!
 //! [`backend`] wires them all into a `ports::Backend` from one [`AwsSettings`];
 //! `stack` (feature `stack`, the CLI only) reads a deployed stack's outputs into them.
 //!
@@ -40,6 +43,7 @@ pub mod dynamo;
 pub mod kms;
 pub mod s3;
 pub mod s3vectors;
+pub mod sdk_http;
 pub mod search;
 pub mod ses;
 pub mod settings;

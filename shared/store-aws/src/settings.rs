@@ -131,8 +131,10 @@ fn timeouts() -> TimeoutConfig {
 /// it uses static `test`/`test` credentials, because a local emulator accepts any
 /// signature and the default chain would otherwise go looking for real ones.
 pub async fn aws_config_for(endpoint: Option<&str>, region: &str) -> SdkConfig {
-    let loader =
-        aws_config::defaults(BehaviorVersion::latest()).region(Region::new(region.to_owned())).timeout_config(timeouts());
+    let loader = aws_config::defaults(BehaviorVersion::latest())
+        .region(Region::new(region.to_owned()))
+        .timeout_config(timeouts())
+        .http_client(crate::sdk_http::client());
     let loader = match endpoint {
         Some(url) => loader.endpoint_url(url).credentials_provider(Credentials::new("test", "test", None, None, "static")),
         None => loader,

@@ -1,31 +1,37 @@
 //! The process's outbound TLS client configuration.
 //!
-//! Every HTTPS client we build (search and embedding endpoints, identity providers'
-//! keys, client metadata documents, source APIs, notification receivers, the CLI's
-//! downloads) takes its configuration from [`client_config`] (`reqwest`'s
-//! `use_preconfigured_tls`). What it shares is the verifier: the machine's trusted roots
-//! (`rustls-native-certs`: `SSL_CERT_FILE` / `SSL_CERT_DIR`, else the system store, so a
-//! proxy that intercepts HTTPS with its own root keeps working) are read and parsed once
-//! per process, at the first handshake that needs them.
+//! Every HTTPS client we build (the AWS SDK's, through `store_aws::sdk_http`; search and
+//! embedding endpoints, identity providers' keys, client metadata documents, source
+//! APIs, notification receivers, the CLI's downloads) takes its configuration from
+//! [`client_config`] (`reqwest`'s `use_preconfigured_tls`). A server's certificate is
+//! trusted when it chains to one of:
 //!
-//! Why: reading them is a directory scan and a PEM decode of every certificate — 4 to
-//! 9 ms on a Debian machine, and it used to happen once per client built, three or four
-//! times during a Lambda function's start-up, before it answered anything (see
-//! docs/benchmarks.md, "Lambda cold start"). A process that never leaves over HTTPS now
-//! never reads them.
+//! 1. the built-in roots (Mozilla's, `webpki-roots`: compiled in, nothing to read), or
+//!    a root the caller passed ([`client_config_trusting`]);
+//! 2. else the machine's trusted roots (`rustls-native-certs`: `SSL_CERT_FILE` /
+//!    `SSL_CERT_DIR`, else the system store), so a proxy that intercepts HTTPS with its
+//!    own root keeps working. They are read once per process, the first time a
+//!    certificate is not trusted by (1), and kept.
 //!
-//! Nothing is relaxed: the lazy verifier hands every certificate to rustls's own WebPKI
-//! verifier built over those roots, and signatures are checked by the same crypto
-//! provider (aws-lc-rs) with its own algorithm list.
+//! Why: reading the machine's roots is a directory scan and a PEM decode of every
+//! certificate — about 4 ms on this Debian machine — and it used to happen for each
+//! client built and again in the AWS SDK's client constructor: four times during a
+//! Lambda function's start-up, before it answered anything (docs/benchmarks.md, "Lambda
+//! cold start"). AWS's endpoints chain to roots of (1), so a function now never reads
+//! them.
+//!
+//! Nothing is relaxed: both stages are rustls's own WebPKI verifier, and signatures are
+//! checked by the same crypto provider (aws-lc-rs) with its own algorithm list. The only
+//! error that moves on to (2) is an unknown issuer; any other refusal stands.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 
 /// How many times this process has read the machine's roots (0 or 1; for tests).
 static LOADS: AtomicUsize = AtomicUsize::new(0);
@@ -37,8 +43,8 @@ fn provider() -> Arc<CryptoProvider> {
 
 /// The machine's trusted roots, read on first use. Certificates that do not parse are
 /// skipped (as `reqwest` and the AWS SDK do); reading errors are logged once.
-fn native_roots() -> Arc<RootCertStore> {
-    static ROOTS: LazyLock<Arc<RootCertStore>> = LazyLock::new(|| {
+fn native_roots() -> Arc<Vec<rustls::pki_types::TrustAnchor<'static>>> {
+    static ROOTS: LazyLock<Arc<Vec<rustls::pki_types::TrustAnchor<'static>>>> = LazyLock::new(|| {
         LOADS.fetch_add(1, Ordering::Relaxed);
         let found = rustls_native_certs::load_native_certs();
         if !found.errors.is_empty() {
@@ -49,47 +55,52 @@ fn native_roots() -> Arc<RootCertStore> {
         if skipped > 0 {
             tracing::debug!(skipped, "trusted root certificates that do not parse were skipped");
         }
-        if roots.is_empty() {
-            tracing::warn!("no trusted root certificates found on this machine: HTTPS connections will be refused");
-        }
-        Arc::new(roots)
+        Arc::new(roots.roots)
     });
     ROOTS.clone()
 }
 
-/// How many times this process has read the machine's trusted roots: 0 until the first
-/// handshake that verifies a certificate, then 1 for good.
+/// How many times this process has read the machine's trusted roots: 0 until a
+/// certificate first needs them, then 1 for good.
 pub fn native_root_loads() -> usize {
     LOADS.load(Ordering::Relaxed)
 }
 
-/// Verifies with rustls's WebPKI verifier over the machine's roots (plus `extra`), built
-/// at the first certificate to verify.
-#[derive(Debug)]
-struct LazyRoots {
-    provider: Arc<CryptoProvider>,
-    extra: Vec<CertificateDer<'static>>,
-    inner: std::sync::OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
+/// How many roots are built in (Mozilla's set).
+pub fn builtin_roots() -> usize {
+    webpki_roots::TLS_SERVER_ROOTS.len()
 }
 
-impl LazyRoots {
-    fn verifier(&self) -> Result<&Arc<WebPkiServerVerifier>, rustls::Error> {
-        self.inner
-            .get_or_init(|| {
-                let mut roots = (*native_roots()).clone();
-                for cert in &self.extra {
-                    roots.add(cert.clone()).map_err(|e| format!("a configured root certificate is unusable: {e}"))?;
-                }
-                WebPkiServerVerifier::builder_with_provider(Arc::new(roots), self.provider.clone())
-                    .build()
-                    .map_err(|e| format!("no trusted root certificates to verify the server with ({e})"))
-            })
-            .as_ref()
-            .map_err(|e| rustls::Error::General(e.clone()))
+/// The two-stage verifier of the module docs; each stage is built at first use.
+#[derive(Debug)]
+struct Verifier {
+    provider: Arc<CryptoProvider>,
+    extra: Vec<CertificateDer<'static>>,
+    builtin: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
+    machine: OnceLock<Result<Arc<WebPkiServerVerifier>, String>>,
+}
+
+impl Verifier {
+    fn build(&self, with_machine_roots: bool) -> Result<Arc<WebPkiServerVerifier>, String> {
+        let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        for cert in &self.extra {
+            roots.add(cert.clone()).map_err(|e| format!("a configured root certificate is unusable: {e}"))?;
+        }
+        if with_machine_roots {
+            roots.roots.extend(native_roots().iter().cloned());
+        }
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), self.provider.clone())
+            .build()
+            .map_err(|e| format!("no trusted root certificates to verify the server with ({e})"))
+    }
+
+    fn stage(&self, machine: bool) -> Result<&Arc<WebPkiServerVerifier>, rustls::Error> {
+        let cell = if machine { &self.machine } else { &self.builtin };
+        cell.get_or_init(|| self.build(machine)).as_ref().map_err(|e| rustls::Error::General(e.clone()))
     }
 }
 
-impl ServerCertVerifier for LazyRoots {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -98,7 +109,12 @@ impl ServerCertVerifier for LazyRoots {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        self.verifier()?.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        match self.stage(false)?.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+            Err(rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)) => {
+                self.stage(true)?.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+            }
+            other => other,
+        }
     }
 
     fn verify_tls12_signature(
@@ -126,7 +142,7 @@ impl ServerCertVerifier for LazyRoots {
 
 fn config(extra: Vec<CertificateDer<'static>>) -> ClientConfig {
     let provider = provider();
-    let verifier = Arc::new(LazyRoots { provider: provider.clone(), extra, inner: std::sync::OnceLock::new() });
+    let verifier = Arc::new(Verifier { provider: provider.clone(), extra, builtin: OnceLock::new(), machine: OnceLock::new() });
     match ClientConfig::builder_with_provider(provider).with_safe_default_protocol_versions() {
         Ok(b) => b.dangerous().with_custom_certificate_verifier(verifier).with_no_client_auth(),
         // aws-lc-rs supports TLS 1.2 and 1.3: unreachable, kept as rustls's defaults.
@@ -135,16 +151,15 @@ fn config(extra: Vec<CertificateDer<'static>>) -> ClientConfig {
 }
 
 /// The client configuration every outbound HTTPS client of the process uses: TLS 1.2 and
-/// 1.3 with aws-lc-rs, server certificates verified against the machine's trusted roots,
-/// read once per process at the first handshake. Cheap to call (the configuration is
-/// built once; this clones it).
+/// 1.3 with aws-lc-rs, server certificates verified as the module docs say. Cheap to call
+/// (the configuration is built once; this clones it).
 pub fn client_config() -> ClientConfig {
     static SHARED: LazyLock<ClientConfig> = LazyLock::new(|| config(Vec::new()));
     SHARED.clone()
 }
 
-/// [`client_config`] trusting `extra_pem` (PEM certificates) as well as the machine's
-/// roots: for a deployment's own CA, or a test server.
+/// [`client_config`] trusting `extra_pem` (PEM certificates) as well: for a deployment's
+/// own CA, or a test server.
 ///
 /// # Errors
 /// A message naming the problem when `extra_pem` holds no certificate, or one that does
@@ -220,27 +235,33 @@ mod tests {
     }
 
     #[test]
-    fn roots_are_read_once_at_the_first_verification_and_certificates_are_checked() {
+    fn the_machine_roots_are_read_once_and_only_for_a_certificate_the_built_in_ones_do_not_know() {
+        assert!(builtin_roots() > 100, "{}", builtin_roots());
         // Building configurations reads nothing.
-        let _ = client_config();
         let _ = client_config();
         let known = server("service.test");
         let trusting = client_config_trusting(&[known.ca_pem.clone().into_bytes()]).unwrap();
         assert_eq!(native_root_loads(), 0, "no root may be read before a handshake");
 
-        // A server signed by a CA we were told to trust: accepted, the roots read once.
+        // A server signed by a CA we were told to trust: accepted by the first stage.
         handshake(trusting.clone(), &known, "service.test").unwrap();
-        assert_eq!(native_root_loads(), 1);
-        // The wrong name for that certificate: refused.
+        // The wrong name for that certificate: refused, and not retried with more roots.
         let err = handshake(trusting, &known, "other.test").unwrap_err();
-        assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
-        // The machine's roots alone do not know that CA: refused, and not read again.
+        assert!(matches!(err, rustls::Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })), "{err:?}");
+        assert_eq!(native_root_loads(), 0);
+
+        // Neither the built-in roots nor the machine's know that CA: refused, after
+        // reading the machine's roots once.
         let err = handshake(client_config(), &known, "service.test").unwrap_err();
-        assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
-        // Another CA's server, with the first CA trusted: refused.
+        assert!(matches!(err, rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer)), "{err:?}");
+        assert_eq!(native_root_loads(), 1);
+        // Another CA of the same name, with the first CA trusted: refused (its signature
+        // does not verify); nothing read again.
         let stranger = server("service.test");
         let err = handshake(client_config_trusting(&[known.ca_pem.clone().into_bytes()]).unwrap(), &stranger, "service.test")
             .unwrap_err();
+        assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
+        let err = handshake(client_config(), &stranger, "service.test").unwrap_err();
         assert!(matches!(err, rustls::Error::InvalidCertificate(_)), "{err:?}");
         assert_eq!(native_root_loads(), 1);
     }
