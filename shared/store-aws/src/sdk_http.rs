@@ -219,41 +219,16 @@ mod tests {
 
     #[tokio::test]
     async fn https_is_verified_with_the_configured_roots() {
-        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap().signed_by(&key, &ca).unwrap();
-        let server = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(vec![leaf.der().clone()], rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap())
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("https://127.0.0.1:{}", listener.local_addr().unwrap().port());
+        let ca = continuity_tests::tls::TestCa::new();
         let app = axum::Router::new()
             .fallback(|| async { ([("content-type", "application/x-amz-json-1.0")], r#"{"TableNames":["secure"]}"#) });
-        tokio::spawn(async move {
-            loop {
-                let Ok((tcp, _)) = listener.accept().await else { break };
-                let (acceptor, app) = (acceptor.clone(), app.clone());
-                tokio::spawn(async move {
-                    let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let service = hyper_util::service::TowerToHyperService::new(app);
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                        .await;
-                });
-            }
-        });
+        let url = ca.serve(app).await;
 
-        let trusting = tls::client_config_trusting(&[ca.pem().into_bytes()]).unwrap();
+        let trusting = tls::client_config_trusting(&[ca.pem.clone().into_bytes()]).unwrap();
         let tables = dynamo(&url, client_with(trusting)).await.list_tables().send().await.unwrap();
         assert_eq!(tables.table_names(), ["secure"]);
-        // The machine's roots do not know this CA: refused, not retried into success.
+        // Neither the built-in roots nor the machine's know this CA: refused after reading
+        // the machine's once, not retried into success.
         let err = dynamo(&url, client()).await.list_tables().send().await.unwrap_err();
         assert!(matches!(err, aws_sdk_dynamodb::error::SdkError::DispatchFailure(_)), "{err:?}");
         assert_eq!(tls::native_root_loads(), 1);
