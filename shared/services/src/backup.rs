@@ -88,11 +88,17 @@ pub struct BackupService {
     backend: Backend,
 }
 
-/// Which of two copies of an entity is the newer: the source's own time, then ours, then
-/// the version (two writes within one millisecond share a time; the later has the
-/// higher version).
-fn freshness(e: &Entity) -> (i64, i64, u64) {
-    (e.source_updated_at.map_or(i64::MIN, |t| t.0), e.updated_at.0, e.version)
+/// How new a copy of an entity is: the source's own time, then ours.
+fn freshness(e: &Entity) -> (i64, i64) {
+    (e.source_updated_at.map_or(i64::MIN, |t| t.0), e.updated_at.0)
+}
+
+/// Whether `e` is a newer backup copy than `old`: by [`freshness`], then by version (two
+/// writes within one millisecond share a time; the later has the higher version). Only
+/// between backup copies: a restored entity gets the store's own version, so a stored
+/// copy is compared with a backup line by time alone.
+fn newer_copy(e: &Entity, old: &Entity) -> bool {
+    (freshness(e), e.version) > (freshness(old), old.version)
 }
 
 impl BackupService {
@@ -204,7 +210,7 @@ impl BackupService {
                 match l {
                     BackupLine::Entity(e) if e.tenant == *tenant => {
                         let k = (e.entity_type.to_string(), e.id.to_string());
-                        if entities.get(&k).is_none_or(|old| freshness(&e) > freshness(old)) {
+                        if entities.get(&k).is_none_or(|old| newer_copy(&e, old)) {
                             entities.insert(k, e);
                         }
                     }
@@ -278,7 +284,7 @@ impl BackupService {
                     match serde_json::from_slice::<BackupLine>(line) {
                         Ok(BackupLine::Entity(e)) if e.tenant == *tenant => {
                             let k = (e.entity_type.to_string(), e.id.to_string());
-                            if newest.get(&k).is_none_or(|old| freshness(&e) > freshness(old)) {
+                            if newest.get(&k).is_none_or(|old| newer_copy(&e, old)) {
                                 newest.insert(k, e);
                             }
                         }
@@ -336,8 +342,10 @@ mod tests {
     #[test]
     fn the_newer_copy_is_told_by_time_then_version() {
         let ms = 1_767_225_600_123;
-        assert!(freshness(&copy(ms, 3, None)) > freshness(&copy(ms, 2, None)));
-        assert!(freshness(&copy(ms + 1, 2, None)) > freshness(&copy(ms, 3, None)));
-        assert!(freshness(&copy(ms, 2, Some(ms))) > freshness(&copy(ms, 3, Some(ms - 1))));
+        assert!(newer_copy(&copy(ms, 3, None), &copy(ms, 2, None)));
+        assert!(!newer_copy(&copy(ms, 2, None), &copy(ms, 3, None)));
+        assert!(!newer_copy(&copy(ms, 2, None), &copy(ms, 2, None)), "the same copy is not newer");
+        assert!(newer_copy(&copy(ms + 1, 2, None), &copy(ms, 3, None)));
+        assert!(newer_copy(&copy(ms, 2, Some(ms)), &copy(ms, 3, Some(ms - 1))));
     }
 }
