@@ -16,7 +16,7 @@
 //! user's. It offers HTTP/1.1 only (every service we call speaks it) and no proxy (the
 //! SDK's default uses none either).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use aws_smithy_runtime_api::client::http::{
@@ -46,14 +46,14 @@ pub fn client() -> SharedHttpClient {
 
 /// The same over `config` (a test's own CA).
 pub fn client_with(config: rustls::ClientConfig) -> SharedHttpClient {
-    SharedHttpClient::new(SdkHttp { config, pools: Arc::default() })
+    SharedHttpClient::new(SdkHttp { config, pools: Mutex::default() })
 }
 
 #[derive(Debug)]
 struct SdkHttp {
     config: rustls::ClientConfig,
     /// One connector per (connect timeout, read timeout): a process uses one or two.
-    pools: Arc<Mutex<Vec<(Timeouts, SharedHttpConnector)>>>,
+    pools: Mutex<Vec<(Timeouts, SharedHttpConnector)>>,
 }
 
 impl HttpClient for SdkHttp {
@@ -150,6 +150,8 @@ fn classify(e: hyper_util::client::legacy::Error) -> ConnectorError {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     async fn dynamo(endpoint: &str, http: SharedHttpClient) -> aws_sdk_dynamodb::Client {
