@@ -631,6 +631,16 @@ else
     --bin continuity-maintenance --bin continuity-triage
 fi
 
+# The cache outlives the clone, and every change relinks test executables under new
+# names while the old ones stay (47 GB of them after some weeks): keep the ones this
+# build uses. Never fails the run; a cache it cannot tidy is only larger.
+prune_target() {
+  cargo nextest list --workspace --list-type binaries-only --message-format json >"$TMP_DIR/binaries.json" \
+    && python3 "$ROOT/tests/prune_target.py" "$CARGO_TARGET_DIR/debug" "$TMP_DIR/binaries.json" \
+    || say "    (the cache was not tidied)"
+}
+run_step "tidy the cargo cache (stale test executables)" prune_target
+
 summary
 if [ "$FAILED" -ne 0 ]; then
   say "==> FAILED"

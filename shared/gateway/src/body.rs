@@ -29,7 +29,10 @@ pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_sec
 /// larger is refused with 413 `PAYLOAD_TOO_LARGE` (400 `invalid_request` on the OAuth
 /// endpoints, as RFC 6749 clients expect) before a handler (or rmcp) sees a byte of it,
 /// and a body that does not arrive in time with 408.
-pub async fn limit_body(req: Request, next: Next) -> Response {
+///
+/// # Errors
+/// The refusal to answer with, which ends the request.
+pub async fn buffer(req: Request) -> Result<Request, Response> {
     let oauth = req.uri().path().starts_with("/oauth/");
     let too_big = || {
         let message = format!("the request body exceeds the limit of {MAX_BODY_BYTES} bytes");
@@ -48,26 +51,33 @@ pub async fn limit_body(req: Request, next: Next) -> Response {
         if declared.is_some_and(|n| n <= LINGER_BYTES) {
             let _ = tokio::time::timeout(BODY_READ_TIMEOUT, drain(req.into_body())).await;
         }
-        return too_big();
+        return Err(too_big());
     }
     let (parts, body) = req.into_parts();
-    let read = match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, MAX_BODY_BYTES)).await {
-        Ok(read) => read,
-        // A client trickling its body holds a connection open; it gets a bounded time.
-        Err(_) => {
-            let message = format!("the request body did not arrive within {} s", BODY_READ_TIMEOUT.as_secs());
-            let mut r = ApiError::from(Error::invalid(message)).into_response();
-            *r.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
-            r.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-            return r;
-        }
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, MAX_BODY_BYTES));
+    // A small body usually arrived with the head and is read at once, without arming a
+    // timer; one still on its way gets the rest of the bounded time.
+    let at_once = std::future::poll_fn(|cx| std::task::Poll::Ready(read.as_mut().poll(cx))).await;
+    let read = match at_once {
+        std::task::Poll::Ready(read) => read,
+        std::task::Poll::Pending => match tokio::time::timeout(BODY_READ_TIMEOUT, read).await {
+            Ok(read) => read,
+            // A client trickling its body holds a connection open; it gets a bounded time.
+            Err(_) => {
+                let message = format!("the request body did not arrive within {} s", BODY_READ_TIMEOUT.as_secs());
+                let mut r = ApiError::from(Error::invalid(message)).into_response();
+                *r.status_mut() = http::StatusCode::REQUEST_TIMEOUT;
+                r.headers_mut().insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
+                return Err(r);
+            }
+        },
     };
     if let Some(phase) = parts.extensions.get::<crate::server::ConnPhase>() {
         phase.body_received();
     }
     match read {
-        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(_) => too_big(),
+        Ok(bytes) => Ok(Request::from_parts(parts, Body::from(bytes))),
+        Err(_) => Err(too_big()),
     }
 }
 
@@ -125,7 +135,7 @@ pub async fn guard_mcp_json(req: Request) -> Result<(Request, Option<crate::obse
         return Ok((req, None));
     }
     let (parts, body) = req.into_parts();
-    // `limit_body` already buffered and capped the body.
+    // `body::buffer` already buffered and capped the body.
     let bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
         Ok(b) => b,
         Err(_) => return Err(jsonrpc_error(-32600, "the request body could not be read".into())),

@@ -7,8 +7,7 @@
 //! headers, so the browser keeps the answer from the page; `/mcp` itself refuses a
 //! foreign `Origin` with 403 (DNS-rebinding protection).
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, Method, StatusCode, header};
 
@@ -34,17 +33,23 @@ fn cors_path(path: &str) -> bool {
     path == "/" || path == "/mcp" || path.starts_with("/oauth/") || path.starts_with("/.well-known/")
 }
 
-pub async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let origin = req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()).map(str::to_owned);
-    let allowed = match &origin {
+/// What the CORS step decided for a request.
+pub enum Cors {
+    /// Go on; the answer echoes this allowed origin ([`expose`]), or adds nothing.
+    Pass(Option<HeaderValue>),
+    /// An allowed origin's preflight, answered here (204): the request ends.
+    Preflight(Response),
+}
+
+/// The CORS step of the edge, before the request goes on.
+pub fn admit(state: &AppState, req: &Request) -> Cors {
+    let allow = match req.headers().get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
         Some(o) if cors_path(req.uri().path()) && origin_allowed(&state.settings.allowed_origins, o) => {
             HeaderValue::from_str(o).ok()
         }
         _ => None,
     };
-    let Some(allow) = allowed else {
-        return next.run(req).await;
-    };
+    let Some(allow) = allow else { return Cors::Pass(None) };
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
         let mut r = StatusCode::NO_CONTENT.into_response();
         let h = r.headers_mut();
@@ -53,13 +58,19 @@ pub async fn cors(State(state): State<AppState>, req: Request, next: Next) -> Re
         h.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, HeaderValue::from_static(ALLOW_HEADERS));
         h.insert(header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("600"));
         h.insert(header::VARY, HeaderValue::from_static("Origin"));
-        return r;
+        return Cors::Preflight(r);
     }
-    let mut r = next.run(req).await;
-    let h = r.headers_mut();
-    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allow);
-    h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
-    h.append(header::VARY, HeaderValue::from_static("Origin"));
+    Cors::Pass(Some(allow))
+}
+
+/// The CORS headers of an answer to an allowed origin ([`Cors::Pass`]'s origin).
+pub fn expose(allow: Option<HeaderValue>, mut r: Response) -> Response {
+    if let Some(allow) = allow {
+        let h = r.headers_mut();
+        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, allow);
+        h.insert(header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static(EXPOSE_HEADERS));
+        h.append(header::VARY, HeaderValue::from_static("Origin"));
+    }
     r
 }
 

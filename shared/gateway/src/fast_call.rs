@@ -70,7 +70,7 @@ impl FastCall {
         }
         let Some(caller) = req.extensions().get::<CallerContext>().cloned() else { return Err(req) };
         let (parts, body) = req.into_parts();
-        // `limit_body` buffered and capped it already: this reads the bytes back.
+        // `body::buffer` buffered and capped it already: this reads the bytes back.
         let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY_BYTES).await else {
             return Err(Request::from_parts(parts, Body::empty()));
         };

@@ -62,4 +62,4 @@ pub mod sources;
 pub mod throttle;
 pub mod web;
 
-pub use router::{AppState, GatewaySettings, router};
+pub use router::{App, AppState, GatewaySettings, router};

@@ -18,12 +18,19 @@ pub const REQUEST_ID: &str = "x-request-id";
 
 pub use lambda_support::log_filter;
 
-fn request_id(req: &Request) -> String {
-    req.headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128 && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-        .map_or_else(|| format!("{:032x}", rand::random::<u128>()), str::to_owned)
+/// The request's well-formed `x-request-id`, or a new random one.
+fn request_id(req: &Request) -> HeaderValue {
+    let given = req.headers().get(REQUEST_ID).filter(|v| {
+        let v = v.as_bytes();
+        !v.is_empty() && v.len() <= 128 && v.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'_')
+    });
+    match given {
+        Some(v) => v.clone(),
+        None => {
+            let made = format!("{:032x}", rand::random::<u128>());
+            HeaderValue::from_str(&made).unwrap_or_else(|_| HeaderValue::from_static("-"))
+        }
+    }
 }
 
 /// The metrics route of a request, when the handler named one (MCP requests do): one
@@ -73,7 +80,7 @@ pub fn mcp_route(method: Option<&str>, tool: Option<&str>) -> RouteLabel {
     RouteLabel(label)
 }
 
-/// Hands the route's pattern (`/v1/approvals/{id}/approve`) to [`log_requests`], which
+/// Hands the route's pattern (`/v1/approvals/{id}/approve`) to [`RequestLog`], which
 /// runs before routing: the one middleware on every route.
 pub async fn stamp_route(req: Request, next: Next) -> Response {
     let pattern = req.extensions().get::<MatchedPath>().cloned();
@@ -84,34 +91,47 @@ pub async fn stamp_route(req: Request, next: Next) -> Response {
     resp
 }
 
-pub async fn log_requests(mut req: Request, next: Next) -> Response {
-    let id = request_id(&req);
-    let method = req.method().clone();
-    let path = req.uri().path().to_owned();
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        req.headers_mut().insert(REQUEST_ID, v);
+/// One request's log line and metrics, begun when it arrives ([`Self::begin`]: its id
+/// taken or made, and set on the request) and written when its answer is ready
+/// ([`Self::end`]: counted, logged, the id echoed).
+pub struct RequestLog {
+    id: HeaderValue,
+    method: http::Method,
+    uri: http::Uri,
+    started: Instant,
+}
+
+impl RequestLog {
+    pub fn begin(req: &mut Request) -> Self {
+        let id = request_id(req);
+        req.headers_mut().insert(REQUEST_ID, id.clone());
+        Self { id, method: req.method().clone(), uri: req.uri().clone(), started: Instant::now() }
     }
-    let started = Instant::now();
-    let mut resp = next.run(req).await;
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    let tenant = resp.extensions().get::<TenantId>().map(ToString::to_string).unwrap_or_default();
-    let status = resp.status().as_u16();
-    let pattern = resp.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
-    let route: std::borrow::Cow<'static, str> = match (resp.extensions().get::<RouteLabel>(), pattern) {
-        (Some(l), _) => l.0.into(),
-        (None, Some(p)) => format!("{method} {p}").into(),
-        (None, None) => "unrouted".into(),
-    };
-    metrics::request(&route, status, latency_ms);
-    if status >= 500 {
-        tracing::error!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
-    } else {
-        tracing::info!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
+
+    pub fn end(self, mut resp: Response) -> Response {
+        let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        let status = resp.status().as_u16();
+        let pattern = resp.extensions().get::<MatchedPath>().map(MatchedPath::as_str);
+        let route: std::borrow::Cow<'static, str> = match (resp.extensions().get::<RouteLabel>(), pattern) {
+            (Some(l), _) => l.0.into(),
+            (None, Some(p)) => format!("{} {p}", self.method).into(),
+            (None, None) => "unrouted".into(),
+        };
+        metrics::request(&route, status, latency_ms);
+        let level = if status >= 500 { tracing::Level::ERROR } else { tracing::Level::INFO };
+        // Formatted only when the line is written (a tenant's name, the id as text).
+        if tracing::enabled!(tracing::Level::INFO) || level == tracing::Level::ERROR {
+            let tenant = resp.extensions().get::<TenantId>().map(ToString::to_string).unwrap_or_default();
+            let (id, method, path) = (self.id.to_str().unwrap_or_default(), &self.method, self.uri.path());
+            if level == tracing::Level::ERROR {
+                tracing::error!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
+            } else {
+                tracing::info!(request_id = %id, tenant, %method, path, route = &*route, status, latency_ms, "request");
+            }
+        }
+        resp.headers_mut().insert(REQUEST_ID, self.id);
+        resp
     }
-    if let Ok(v) = HeaderValue::from_str(&id) {
-        resp.headers_mut().insert(REQUEST_ID, v);
-    }
-    resp
 }
 
 #[cfg(test)]

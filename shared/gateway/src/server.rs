@@ -6,7 +6,7 @@
 //!
 //! - **Header read timeout**: a client that has not sent a whole request head within
 //!   [`Limits::header_read_timeout`] is disconnected — also between keep-alive requests.
-//! - **Body read timeout**: [`crate::body::limit_body`] gives a body
+//! - **Body read timeout**: [`crate::body::buffer`] gives a body
 //!   [`crate::body::BODY_READ_TIMEOUT`] to arrive.
 //! - **A connection cap with back-pressure**: at most [`Limits::max_connections`] are
 //!   open. When a new one arrives at the cap, the connection that has been stalled the
@@ -28,13 +28,14 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Body;
 use http_body_util::BodyExt as _;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+use crate::router::App;
 use tower::ServiceExt as _;
 
 /// The largest request head (request line and headers) a client may send.
@@ -67,7 +68,7 @@ const WAITING: u8 = 0;
 const RECEIVING_BODY: u8 = 1;
 const HANDLING: u8 = 2;
 
-/// Where a connection's current request stands; [`crate::body::limit_body`] moves it from
+/// Where a connection's current request stands; [`crate::body::buffer`] moves it from
 /// receiving the body to handling once the body is in.
 #[derive(Debug)]
 pub struct ConnState {
@@ -156,7 +157,7 @@ pub fn raise_open_files_limit() -> Option<u64> {
 ///
 /// # Errors
 /// Never for a client's misbehaviour; only if the listener itself fails for good.
-pub async fn run(listener: TcpListener, app: Router, limits: Limits, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn run(listener: TcpListener, app: App, limits: Limits, shutdown: CancellationToken) -> std::io::Result<()> {
     let registry = Arc::new(Registry::default());
     let epoch = Instant::now();
     let tracker = tokio_util::task::TaskTracker::new();
@@ -218,7 +219,7 @@ pub async fn run(listener: TcpListener, app: Router, limits: Limits, shutdown: C
 async fn serve_connection(
     stream: tokio::net::TcpStream,
     addr: ClientAddr,
-    app: Router,
+    app: App,
     state: Arc<ConnState>,
     limits: Limits,
     kill: CancellationToken,

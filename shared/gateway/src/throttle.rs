@@ -11,8 +11,7 @@
 
 use std::net::IpAddr;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
+use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ApiError;
@@ -43,26 +42,41 @@ fn source_key(ip: IpAddr) -> String {
     }
 }
 
-/// Middleware: POSTs to the routes of [`LIMITS`] take a token from their address's bucket.
-pub async fn per_source(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let limit =
-        (req.method() == http::Method::POST).then(|| LIMITS.iter().find(|(path, _, _)| *path == req.uri().path())).flatten();
-    let (Some((path, name, per_minute)), Some(addr)) = (limit, req.extensions().get::<ClientAddr>().copied()) else {
-        return next.run(req).await;
-    };
-    match state.services.auth.limit_source(name, *per_minute, &source_key(addr.0)).await {
-        Ok(()) => next.run(req).await,
-        Err(e) if path.starts_with("/oauth/") => {
-            // OAuth clients read RFC 6749-style errors.
-            let body = serde_json::json!({ "error": "too_many_requests", "error_description": e.message });
-            let mut r = (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
-            if let Some(v) = e.payload.retry_after_secs.and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok()) {
-                r.headers_mut().insert(http::header::RETRY_AFTER, v);
-            }
-            r
-        }
-        Err(e) => ApiError::from(e).into_response(),
+/// A request the per-address limit applies to: a POST to a route of [`LIMITS`] from a
+/// known address.
+pub struct Limited {
+    path: &'static str,
+    name: &'static str,
+    per_minute: u32,
+    addr: IpAddr,
+}
+
+/// Whether the per-address limit applies to `req` (decided before anything is awaited,
+/// so the request is not held across the count).
+pub fn limited(req: &Request) -> Option<Limited> {
+    if req.method() != http::Method::POST {
+        return None;
     }
+    let (path, name, per_minute) = LIMITS.iter().find(|(path, _, _)| *path == req.uri().path())?;
+    let addr = req.extensions().get::<ClientAddr>()?.0;
+    Some(Limited { path, name, per_minute: *per_minute, addr })
+}
+
+/// The edge's per-address limit: the request takes a token from its address's bucket;
+/// `Some` is the refusal when it is empty.
+pub async fn refuse(state: &AppState, limited: Limited) -> Option<Response> {
+    let e = state.services.auth.limit_source(limited.name, limited.per_minute, &source_key(limited.addr)).await.err()?;
+    Some(if limited.path.starts_with("/oauth/") {
+        // OAuth clients read RFC 6749-style errors.
+        let body = serde_json::json!({ "error": "too_many_requests", "error_description": e.message });
+        let mut r = (http::StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response();
+        if let Some(v) = e.payload.retry_after_secs.and_then(|s| http::HeaderValue::from_str(&s.to_string()).ok()) {
+            r.headers_mut().insert(http::header::RETRY_AFTER, v);
+        }
+        r
+    } else {
+        ApiError::from(e).into_response()
+    })
 }
 
 #[cfg(test)]

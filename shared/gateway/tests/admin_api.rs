@@ -10,10 +10,10 @@ mod common;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{PageRequest, TenantId};
+use gateway::App;
 use gateway::auth::AuthMode;
 use gateway::{AppState, GatewaySettings};
 use http::Request;
@@ -26,7 +26,7 @@ use services::Services;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-async fn call(app: &Router, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(app: &App, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
     let req = Request::builder()
         .method(method)
         .uri(path)

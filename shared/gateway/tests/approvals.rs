@@ -17,7 +17,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-async fn call(app: &axum::Router, key: &str, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
+async fn call(app: &gateway::App, key: &str, method: &str, uri: &str, body: Option<Value>) -> (u16, Value) {
     let req = Request::builder()
         .method(method)
         .uri(uri)
@@ -34,7 +34,7 @@ async fn call(app: &axum::Router, key: &str, method: &str, uri: &str, body: Opti
 
 use common::key;
 
-async fn propose(app: &axum::Router, agent: &str, title: &str, body: &str, kind: &str) -> Value {
+async fn propose(app: &gateway::App, agent: &str, title: &str, body: &str, kind: &str) -> Value {
     let v = common::rpc(
         app,
         agent,

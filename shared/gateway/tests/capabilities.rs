@@ -6,7 +6,6 @@
 
 mod common;
 
-use axum::Router;
 use axum::body::Body;
 use domain::connector::{ConnectorSource, ConnectorState};
 use domain::principal::Scopes;
@@ -14,6 +13,7 @@ use domain::spine::PoleClass;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::value::Attributes;
 use domain::{EntityType, Id, TenantId};
+use gateway::App;
 use http::Request;
 use http_body_util::BodyExt;
 use ports::records::{ConnectorStore, Expect};
@@ -23,7 +23,7 @@ use services::admin::KeyRequest;
 use tower::ServiceExt;
 
 struct Fixture {
-    app: Router,
+    app: App,
     services: Services,
     _dir: tempfile::TempDir,
 }

@@ -25,7 +25,7 @@ struct Resp {
     body: String,
 }
 
-async fn send(app: &axum::Router, req: Request<Body>) -> Resp {
+async fn send(app: &gateway::App, req: Request<Body>) -> Resp {
     let resp = app.clone().oneshot(req).await.unwrap();
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
@@ -73,7 +73,7 @@ fn csrf_of(html: &str) -> String {
 }
 
 /// Signs in with `key`; the session cookie and its CSRF secret.
-async fn sign_in(app: &axum::Router, key: &str) -> Result<(String, String), Resp> {
+async fn sign_in(app: &gateway::App, key: &str) -> Result<(String, String), Resp> {
     let login = send(app, get("/dashboard", None)).await;
     let csrf = csrf_of(&login.body);
     let login_cookie = format!("ctn_dashboard_login={}", set_cookie(&login, "ctn_dashboard_login"));

@@ -11,11 +11,11 @@ mod common;
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId};
+use gateway::App;
 use gateway::auth::AuthMode;
 use gateway::body::JsonRpcMethod;
 use gateway::fast_call::FastCall;
@@ -26,7 +26,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-fn app(services: &services::Services, allowed_hosts: Vec<String>) -> Router {
+fn app(services: &services::Services, allowed_hosts: Vec<String>) -> App {
     let settings = GatewaySettings {
         public_url: "http://localhost".into(),
         allowed_origins: vec![],
@@ -39,7 +39,7 @@ fn app(services: &services::Services, allowed_hosts: Vec<String>) -> Router {
 }
 
 /// POSTs `body` to `/mcp` with `key`, `accept` and extra headers; status, content type and body.
-async fn post(app: &Router, key: &str, accept: &str, extra: &[(&str, &str)], body: &str) -> (u16, String, String) {
+async fn post(app: &App, key: &str, accept: &str, extra: &[(&str, &str)], body: &str) -> (u16, String, String) {
     let mut req = Request::builder()
         .method("POST")
         .uri("/mcp")

@@ -10,11 +10,11 @@ mod common;
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::Body;
 use domain::TenantId;
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
+use gateway::App;
 use http::Request;
 use http_body_util::BodyExt;
 use proptest::prelude::*;
@@ -23,7 +23,7 @@ use services::admin::KeyRequest;
 use tower::ServiceExt;
 
 struct Fixture {
-    app: Router,
+    app: App,
     key: String,
     _dir: tempfile::TempDir,
 }
@@ -46,7 +46,7 @@ fn fixture(rt: &tokio::runtime::Runtime) -> Fixture {
     })
 }
 
-async fn post(app: &Router, key: &str, body: Vec<u8>, version: &str) -> (u16, Vec<u8>) {
+async fn post(app: &App, key: &str, body: Vec<u8>, version: &str) -> (u16, Vec<u8>) {
     let req = Request::builder()
         .method("POST")
         .uri("/mcp")

@@ -6,10 +6,10 @@
 
 mod common;
 
-use axum::Router;
 use domain::TenantId;
 use domain::principal::{Scopes, Toolsets};
 use domain::tenant::{Department, Industry, PlanTier};
+use gateway::App;
 use serde_json::{Value, json};
 use services::Services;
 use services::admin::KeyRequest;
@@ -22,7 +22,7 @@ fn canonical_tools() -> usize {
 const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
 
 struct F {
-    app: Router,
+    app: App,
     services: Services,
     _dir: tempfile::TempDir,
 }

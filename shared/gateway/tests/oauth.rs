@@ -11,13 +11,13 @@ mod common;
 
 use std::sync::{Arc, Mutex};
 
-use axum::Router;
 use axum::body::Body;
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use domain::principal::Role;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId};
+use gateway::App;
 use http::Request;
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
@@ -33,7 +33,7 @@ const PASSWORD: &str = "correct horse battery staple";
 const REDIRECT: &str = "http://127.0.0.1:5555/callback";
 
 struct Fixture {
-    app: Router,
+    app: App,
     services: Services,
     _dir: tempfile::TempDir,
 }
@@ -805,7 +805,7 @@ async fn enterprise_sign_in_with_an_id_jag() {
     let jwks_uri = format!("http://{}/jwks", listener.local_addr().unwrap());
     let served = jwks.clone();
     tokio::spawn(async move {
-        let app = Router::new().route("/jwks", axum::routing::get(move || async move { axum::Json(served.clone()) }));
+        let app = axum::Router::new().route("/jwks", axum::routing::get(move || async move { axum::Json(served.clone()) }));
         axum::serve(listener, app).await.unwrap();
     });
     let issuer = "https://idp.example.com";

@@ -8,10 +8,10 @@ mod common;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
 use domain::TenantId;
 use domain::tenant::{Department, Industry, PlanTier};
+use gateway::App;
 use gateway::auth::AuthMode;
 use gateway::server::ClientAddr;
 use gateway::{AppState, GatewaySettings};
@@ -24,7 +24,7 @@ use tower::ServiceExt;
 
 use common::key;
 
-async fn get(app: &Router, path: &str, from: IpAddr, bearer: Option<&str>) -> (u16, String) {
+async fn get(app: &App, path: &str, from: IpAddr, bearer: Option<&str>) -> (u16, String) {
     let mut req = Request::builder().uri(path).header("host", "localhost");
     if let Some(b) = bearer {
         req = req.header("authorization", format!("Bearer {b}"));
@@ -53,9 +53,16 @@ async fn metrics_count_real_requests_for_loopback_or_admin_only() {
         &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "x\"} 1\nevil", "arguments": {}}}),
     )
     .await;
+    // Refused before its message is read: counted by the method on `/mcp`, and a method a
+    // caller made up is not a name either.
+    common::post_mcp(&app, "not-a-key", &json!({"jsonrpc": "2.0", "id": 3, "method": "ping"})).await;
+    let odd = Request::builder().method("BREW").uri("/mcp").header("host", "localhost").body(Body::empty()).unwrap();
+    app.clone().oneshot(odd).await.unwrap();
 
     let (status, text) = get(&app, "/metrics", IpAddr::V4(Ipv4Addr::LOCALHOST), None).await;
     assert_eq!(status, 200);
+    assert!(text.contains("continuity_requests_total{route=\"POST /mcp\"} 1"), "{text}");
+    assert!(text.contains("continuity_requests_total{route=\"other /mcp\"} 1") && !text.contains("BREW"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:spine_entity_search\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/list\"} 1"), "{text}");
     assert!(text.contains("continuity_requests_total{route=\"mcp:tools/call\"} 1"), "{text}");
@@ -74,7 +81,7 @@ async fn metrics_count_real_requests_for_loopback_or_admin_only() {
     assert!(text.contains("continuity_requests_total{route=\"GET /metrics\"}"), "the scrapes count too: {text}");
 }
 
-fn app_with_origins(s: &Services, origins: Vec<String>) -> Router {
+fn app_with_origins(s: &Services, origins: Vec<String>) -> App {
     let settings = GatewaySettings {
         public_url: "https://mcp.example.com".into(),
         allowed_origins: origins,

@@ -11,11 +11,11 @@
 
 mod common;
 
-use axum::Router;
 use domain::memory::{GovernanceState, MemoryEntry, MemoryScope};
 use domain::principal::Scopes;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{Id, TenantId, Timestamp};
+use gateway::App;
 use ports::records::{MemoryStore, ProposalStore};
 use serde_json::{Value, json};
 use services::Services;
@@ -24,7 +24,7 @@ use services::admin::KeyRequest;
 const ALL: &str = "mcp:tools mcp:resources tenant:read tenant:write memory:read memory:write";
 
 struct Fixture {
-    app: Router,
+    app: App,
     services: Services,
     _dir: tempfile::TempDir,
 }

@@ -39,7 +39,6 @@
 //! `notifications.rs`, `audit.rs`); this module holds the
 //! sign-in, the shell every signed-in page is drawn in, and what the pages share.
 
-use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use domain::principal::CallerContext;
@@ -213,14 +212,16 @@ fn select(name: &str, current: Option<&str>, options: &[(&str, &str)]) -> Markup
     }
 }
 
-/// Sends a browser's `GET /` (HTML accepted, no credential) to the dashboard; anything
-/// else goes on to the MCP server's root.
-pub async fn browser_root(State(state): State<AppState>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// A browser's `GET /` (HTML accepted, no credential) is sent to the dashboard (`Some`:
+/// the redirect); anything else goes on to the MCP server's root.
+pub fn browser_root(state: &AppState, req: &axum::extract::Request) -> Option<Response> {
     let is_root = req.method() == http::Method::GET && req.uri().path() == "/";
-    let html = req.headers().get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
-    if is_root && html && !req.headers().contains_key(http::header::AUTHORIZATION) {
-        let BaseUrl(base) = BaseUrl::of(&state, req.extensions());
-        return redirect(&format!("{base}/dashboard"));
+    if !is_root || req.headers().contains_key(http::header::AUTHORIZATION) {
+        return None;
     }
-    next.run(req).await
+    let html = req.headers().get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|a| a.contains("text/html"));
+    html.then(|| {
+        let BaseUrl(base) = BaseUrl::of(state, req.extensions());
+        redirect(&format!("{base}/dashboard"))
+    })
 }

@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Body;
+use gateway::App;
 use gateway::auth::AuthMode;
 use gateway::{AppState, GatewaySettings};
 use http::Request;
@@ -23,7 +23,7 @@ pub fn services(dir: &std::path::Path) -> Services {
 
 /// The router as `continuity serve` builds it (verifying credentials, stateless MCP),
 /// with `public_url` as its base URL.
-pub fn app(services: &Services, public_url: &str) -> Router {
+pub fn app(services: &Services, public_url: &str) -> App {
     let settings = GatewaySettings {
         public_url: public_url.into(),
         allowed_origins: vec![],
@@ -36,7 +36,7 @@ pub fn app(services: &Services, public_url: &str) -> Router {
 }
 
 /// One JSON-RPC message POSTed to `/mcp` with `key`; the HTTP status and the body as JSON.
-pub async fn post_mcp(app: &Router, key: &str, message: &Value) -> (u16, Value) {
+pub async fn post_mcp(app: &App, key: &str, message: &Value) -> (u16, Value) {
     let req = Request::builder()
         .method("POST")
         .uri("/mcp")
@@ -54,7 +54,7 @@ pub async fn post_mcp(app: &Router, key: &str, message: &Value) -> (u16, Value) 
 }
 
 /// A JSON-RPC request that must answer 200; its whole response message.
-pub async fn rpc(app: &Router, key: &str, method: &str, params: Value) -> Value {
+pub async fn rpc(app: &App, key: &str, method: &str, params: Value) -> Value {
     let (status, v) = post_mcp(app, key, &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})).await;
     assert_eq!(status, 200, "{v}");
     v
