@@ -81,6 +81,6 @@ for embedder in hashing minilm; do
   cargo bench -q -p continuity-tests --profile dev --bench recall_real -- "$embedder"
 done
 echo "== generated set"
-cargo test -q -p continuity-tests --test search -- --exact --nocapture \
-  conversational_recall_with_the_hashing_embedder conversational_recall_with_the_local_model 2>&1 |
+cargo test -q -p continuity-tests --test it -- --exact --nocapture \
+  search::conversational_recall_with_the_hashing_embedder search::conversational_recall_with_the_local_model 2>&1 |
   grep -vE '^(running|test |$)|test result|filtered out'

@@ -340,28 +340,67 @@ fn package_name(manifest: &Path) -> String {
     line.split('"').nth(1).unwrap_or_default().to_owned()
 }
 
-/// Every integration-test binary as `package::name`: each `tests/*.rs` of a package, and
-/// each `tests/<name>/main.rs`.
-fn test_binaries(root: &Path) -> BTreeSet<String> {
+/// The folders holding integration tests, each with its package's name: the workspace's
+/// own test crate (its manifest in `tests/`), and each crate's `tests/` beside its manifest.
+fn test_dirs(root: &Path) -> Vec<(String, PathBuf)> {
     let mut dirs: Vec<PathBuf> = vec![root.join("tests")];
     for parent in ["functions", "shared"] {
         dirs.extend(fs::read_dir(root.join(parent)).unwrap().map(|e| e.unwrap().path().join("tests")).filter(|p| p.is_dir()));
     }
+    dirs.into_iter()
+        .map(|dir| {
+            let manifest = if dir == root.join("tests") { dir.join("Cargo.toml") } else { dir.join("../Cargo.toml") };
+            (package_name(&manifest), dir)
+        })
+        .collect()
+}
+
+/// Every integration-test file as `package::name`: each `tests/*.rs` of a package, and
+/// each `tests/<name>/main.rs` — a module of the package's one test binary (`it.rs`,
+/// itself not counted) where it has one, else a binary of its own.
+fn test_binaries(root: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for dir in dirs {
-        // The workspace's own test crate has its manifest in `tests/`; a crate's tests sit
-        // beside its manifest.
-        let manifest = if dir == root.join("tests") { dir.join("Cargo.toml") } else { dir.join("../Cargo.toml") };
-        let package = package_name(&manifest);
-        for entry in fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
-            if path.extension().is_some_and(|e| e == "rs") || path.join("main.rs").is_file() {
-                out.insert(format!("{package}::{name}"));
-            }
+    for (package, dir) in test_dirs(root) {
+        for (name, _) in test_files(&dir) {
+            out.insert(format!("{package}::{name}"));
         }
     }
     out
+}
+
+/// The test files of one folder: (module name, path relative to it), without `it.rs`.
+fn test_files(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        if let Some(stem) = name.strip_suffix(".rs") {
+            if stem != "it" {
+                out.push((stem.to_owned(), name.clone()));
+            }
+        } else if path.join("main.rs").is_file() {
+            out.push((name.clone(), format!("{name}/main.rs")));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A crate whose tests are one binary (`autotests = false`, `it.rs`) runs only the files
+/// `it.rs` declares: a file added beside it and not declared would never run.
+#[test]
+fn every_test_file_is_a_module_of_the_one_binary() {
+    let root = root();
+    let mut merged = 0;
+    for (package, dir) in test_dirs(&root) {
+        let Ok(it) = fs::read_to_string(dir.join("it.rs")) else { continue };
+        merged += 1;
+        for (name, path) in test_files(&dir) {
+            let declared = format!("#[path = \"{path}\"]\nmod {name};");
+            assert!(it.contains(&declared), "{package}: tests/it.rs does not declare {path} ({declared})");
+        }
+    }
+    assert!(merged >= 6, "the crates with one test binary were found: {merged}");
 }
 
 /// docs/testing.md says what every test binary proves, and names none that is gone: a

@@ -43,7 +43,8 @@ pub fn own_moto() {
         // has ended (`--exit-with-parent`).
         #[allow(clippy::zombie_processes)]
         let mut child = std::process::Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
-            .args([concat!(env!("CARGO_MANIFEST_DIR"), "/moto_server.py"), "-H", "127.0.0.1", "-p", &port.to_string()])
+            .arg(crate::workspace_root().join("tests").join("moto_server.py"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .arg("--exit-with-parent")
             // Its Step Functions call back into this server, not the shared one.
             .env("MOTO_PORT", port.to_string())

@@ -18,16 +18,24 @@ pub mod sources;
 pub mod template;
 pub mod tls;
 
-/// A sample event from the workspace's `events/` folder, as JSON.
-///
-/// The folder is found from `CARGO_MANIFEST_DIR` at run time (the crate under test, two
-/// levels below the workspace root): a target folder shared by clones at other paths
-/// may hold a test binary compiled elsewhere, whose compile-time path no longer exists.
-pub fn event(name: &str) -> serde_json::Value {
+/// The workspace's root folder, found at run time: the nearest folder holding
+/// `Cargo.lock` above `CARGO_MANIFEST_DIR` (the package whose test is running). Not the
+/// compile-time path: a target folder shared by clones at other paths may hold this crate
+/// compiled in another clone, whose path no longer exists (or is another checkout).
+pub fn workspace_root() -> std::path::PathBuf {
     let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let path = format!("{dir}/../../events/{name}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"))
+    std::path::Path::new(&dir)
+        .ancestors()
+        .find(|d| d.join("Cargo.lock").is_file())
+        .unwrap_or_else(|| panic!("no Cargo.lock above {dir}"))
+        .to_path_buf()
+}
+
+/// A sample event from the workspace's `events/` folder, as JSON.
+pub fn event(name: &str) -> serde_json::Value {
+    let path = workspace_root().join("events").join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
 /// Processes the work queue until it is empty (failed messages come back at once).

@@ -58,8 +58,7 @@ pub struct Question {
 
 /// Reads `tests/corpus/conversations.json`.
 pub fn corpus() -> Corpus {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let path = format!("{dir}/corpus/conversations.json");
+    let path = crate::workspace_root().join("tests").join("corpus").join("conversations.json");
     let raw: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let s = |v: &Value| v.as_str().unwrap().to_owned();
     let mut turns = Vec::new();
@@ -253,8 +252,8 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             all.insert(q.text.clone(), serde_json::json!(embedder.embed(std::slice::from_ref(&q.text)).await.unwrap()[0]));
         }
         // And the knowledge-base corpus beside it (`kb:ID`, `kbq:QUERY`).
-        let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-        let kb: Value = serde_json::from_str(&std::fs::read_to_string(format!("{dir}/corpus/kb.json")).unwrap()).unwrap();
+        let kb_path = crate::workspace_root().join("tests").join("corpus").join("kb.json");
+        let kb: Value = serde_json::from_str(&std::fs::read_to_string(kb_path).unwrap()).unwrap();
         for d in kb["documents"].as_array().unwrap() {
             let text = format!("{}\n{}", d["title"].as_str().unwrap(), d["body"].as_str().unwrap());
             all.insert(format!("kb:{}", d["id"].as_str().unwrap()), serde_json::json!(embedder.embed(&[text]).await.unwrap()[0]));

@@ -49,11 +49,9 @@ pub const NAME_PROPERTIES: [&str; 19] = [
     "UserGroupId",
 ];
 
-/// `infra/template.yaml`, found from `CARGO_MANIFEST_DIR` at run time (see
-/// [`crate::event`] for why not at compile time).
+/// `infra/template.yaml`, found at run time ([`crate::workspace_root`]).
 pub fn path() -> PathBuf {
-    // This crate's own folder (`tests/`), whichever package's test calls it.
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("infra").join("template.yaml")
+    crate::workspace_root().join("infra").join("template.yaml")
 }
 
 /// YAML with CloudFormation short-form tags, as long-form JSON.

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use domain::TenantId;
 use domain::principal::{Scopes, Toolsets};

@@ -7,7 +7,7 @@
 
 #[path = "oauth/cimd.rs"]
 mod cimd;
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

@@ -5,11 +5,11 @@
 //!
 //! Snapshots live in `shared/gateway/tests/snapshots/`; after an intended change to a
 //! tool's name, description or schema, regenerate them with
-//! `CONTINUITY_UPDATE_SNAPSHOTS=1 cargo nextest run -p gateway --test tools` and review the diff.
+//! `CONTINUITY_UPDATE_SNAPSHOTS=1 cargo nextest run -p gateway -E 'test(/^tools::/)'` and review the diff.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use domain::memory::{GovernanceState, MemoryEntry, MemoryScope};
 use domain::principal::Scopes;

@@ -21,7 +21,7 @@ use base64::Engine as _;
 use continuity_tests::template::{ACCOUNT, Evaluated, REGION, Route, route_for};
 use serde_json::{Map, Value, json};
 
-use crate::lambda::Functions;
+use super::lambda::Functions;
 
 pub const API_ID: &str = "emu1234567";
 

@@ -161,7 +161,8 @@ impl CapabilityService {
     /// # Errors
     /// Any taxonomy answer of [`adk::resolve`].
     pub async fn resolve(&self, caller: &CallerContext, name: &str, args: &Value) -> Result<Resolution> {
-        let hints: Hints = serde_json::from_value(args.clone()).unwrap_or_default();
+        // Read from the arguments in place: a copy of them per call is what this saves.
+        let hints = Hints::deserialize(args).unwrap_or_default();
         let state = self.tenant_state(caller).await;
         let view = state.as_ref().map(|(t, c)| TenantView { tenant: t, connectors: c });
         let req = ResolveRequest {
