@@ -8,13 +8,14 @@
   KMS…) stays concurrent.
 - TransactWriteItems rolls back the transaction's own items instead of copying whole
   tables (see below).
+- a Query reads its partition, not a sorted copy of the whole table (see below).
 - moto's app is served by waitress with kept-alive connections, not werkzeug's
   development server, and each request's service is looked up once per host.
 - `/moto-api/data.json?service=ses` dumps one service's model instances (the mail
   contract reads SES's sent messages there): the whole dump takes minutes once the
   suites have filled the server.
 
-tests/moto_selftest.py checks the first two against the running server; tests/run.sh
+tests/moto_selftest.py checks the first three against the running server; tests/run.sh
 runs it after starting moto. The changes speed up only the stand-in: what the AWS
 adapters send and get back is DynamoDB's API either way.
 
@@ -99,6 +100,49 @@ def _transact_with_item_rollback(self, transact_items):
 
 
 DynamoDBBackend.transact_write_items = functools.wraps(_transact_write_items)(_transact_with_item_rollback)
+
+
+# moto's Query starts from `Table.all_items()`: every item of the table, sorted by key
+# (thousands of DynamoType comparisons in Python), then keeps the queried partition (or,
+# on an index, the items whose index keys match) and sorts those again. With audit
+# records piling up in a test's table, each query cost grew with the whole table and the
+# AWS suites spent most of moto's time sorting. During a Query, `all_items` here returns
+# only the partition's items for a base-table query and the unsorted items for an index
+# query; moto's own filter and sort then run on those as before, so the answer and its
+# order are unchanged (a partition's range keys, and an index's key attributes plus the
+# table's key, are unique). Scans still get the sorted table: their pages follow its order.
+_in_query = threading.local()
+_all_items = Table.all_items
+_table_query = Table.query
+
+
+def _query_items(self):
+    asked = getattr(_in_query, "asked", None)
+    if asked is None or asked[0] is not self:
+        return _all_items(self)
+    _, hash_key, index_name = asked
+    if index_name:
+        items = []
+        for stored in self.items.values():
+            items.extend(stored.values() if self.range_key_attr else [stored])
+        return items
+    stored = self.items.get(hash_key) if hash_key is not None else None
+    if stored is None:
+        return []
+    return list(stored.values()) if self.range_key_attr else [stored]
+
+
+def _query_one_partition(self, hash_key, *args, **kwargs):
+    index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
+    _in_query.asked = (self, hash_key, index_name)
+    try:
+        return _table_query(self, hash_key, *args, **kwargs)
+    finally:
+        _in_query.asked = None
+
+
+Table.all_items = functools.wraps(_all_items)(_query_items)
+Table.query = functools.wraps(_table_query)(_query_one_partition)
 
 
 def _model_data(self, request, full_url, headers):
