@@ -27,7 +27,7 @@ const OUTSIDE_MARKERS: [&str; 3] = ["../shared/", "/work/", "seeds/"];
 
 /// The repository root: this crate lives in `tests/`.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the repository root")
+    continuity_tests::workspace_root()
 }
 
 fn read(path: &Path) -> String {
@@ -401,6 +401,40 @@ fn every_test_file_is_a_module_of_the_one_binary() {
         }
     }
     assert!(merged >= 6, "the crates with one test binary were found: {merged}");
+}
+
+/// Tests find the repository at run time (`CARGO_MANIFEST_DIR` as cargo and nextest set
+/// it when they run a test), never by the path they were compiled in: a shared cargo
+/// target folder keeps a test binary built in another clone of the same sources, and
+/// that clone may be gone (the compile-time path is only a fallback).
+#[test]
+fn tests_find_the_repository_at_run_time() {
+    let root = root();
+    let mut files = Vec::new();
+    let mut stack: Vec<PathBuf> = test_dirs(&root).into_iter().map(|(_, dir)| dir).collect();
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 60, "the walk found the test files: {}", files.len());
+    let compile_time = ["env!(\"CARGO_MANIFEST_DIR\")", "env!(\"CARGO_WORKSPACE_DIR\")"];
+    for path in files {
+        for (n, line) in read(&path).lines().enumerate() {
+            if compile_time.iter().any(|m| line.contains(m)) && !line.contains("env::var(\"CARGO_MANIFEST_DIR\")") {
+                panic!(
+                    "{}:{}: a path fixed at compile time ({line}); read CARGO_MANIFEST_DIR at run time",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
 }
 
 /// docs/testing.md says what every test binary proves, and names none that is gone: a

@@ -487,7 +487,7 @@ type Outcome = (String, String, bool, bool, Option<bool>);
 /// `why.score` (the order before this rule), where the search gives one.
 async fn newest_fact(s: &Services, clock: &ManualClock, label: &str, splits: &[&str]) -> Vec<Outcome> {
     let t = tenant(s, label).await;
-    let corpus = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/corpus/newest_fact.jsonl")).unwrap();
+    let corpus = std::fs::read_to_string(continuity_tests::workspace_root().join("tests/corpus/newest_fact.jsonl")).unwrap();
     let mut outcomes = Vec::new();
     for line in corpus.lines() {
         let case: Value = serde_json::from_str(line).unwrap();

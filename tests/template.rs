@@ -1306,10 +1306,8 @@ fn the_small_profile_searches_on_s3_vectors_and_keeps_endpoints_in_one_subnet() 
         assert!(!small.properties(&id).unwrap().to_string().contains("SearchCollection"), "{id} refers to the collection");
     }
     // The S3 Vectors operations the adapter sends (each `self.call("Op"` of its client).
-    let client = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/store-aws/src/s3vectors/client.rs"),
-    )
-    .unwrap();
+    let client =
+        std::fs::read_to_string(continuity_tests::workspace_root().join("shared/store-aws/src/s3vectors/client.rs")).unwrap();
     let called: BTreeSet<String> =
         client.split("self.call(\"").skip(1).map(|rest| format!("s3vectors:{}", rest.split('"').next().unwrap())).collect();
     assert_eq!(called.len(), 5, "{called:?}");
@@ -1384,7 +1382,7 @@ fn the_small_profile_searches_on_s3_vectors_and_keeps_endpoints_in_one_subnet() 
 #[test]
 fn the_cost_table_lists_every_idle_resource_of_each_profile() {
     let t = Template::load();
-    let docs = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/aws.md")).unwrap();
+    let docs = std::fs::read_to_string(continuity_tests::workspace_root().join("docs/aws.md")).unwrap();
     let section = docs.split("## Deployment profiles").nth(1).expect("docs/aws.md has a Deployment profiles section");
     let section = section.split("\n## ").next().unwrap();
     let rows: Vec<Vec<String>> = section

@@ -187,7 +187,11 @@ async fn rig() -> Rig {
         .to_owned();
 
     // The state machine exactly as deployed, with the template's substitutions.
-    let asl = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../statemachines/triage.asl.json")).unwrap();
+    let asl = std::fs::read_to_string(format!(
+        "{}/../../statemachines/triage.asl.json",
+        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
+    ))
+    .unwrap();
     let definition = asl.replace("${TriageFunctionArn}", &function_arn).replace("${ApprovalWaitsQueueUrl}", &waits_queue);
     assert!(!definition.contains("${"), "every substitution is filled");
     let sfn = store_aws::settings::sfn_client(&sdk);
@@ -450,7 +454,11 @@ async fn triage_state_machine_runs_on_moto() {
 #[test]
 fn triage_state_machine_matches_the_runner() {
     let asl: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../statemachines/triage.asl.json")).unwrap(),
+        &std::fs::read_to_string(format!(
+            "{}/../../statemachines/triage.asl.json",
+            std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
+        ))
+        .unwrap(),
     )
     .unwrap();
     let states = asl["States"].as_object().unwrap();

@@ -4,6 +4,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,11 @@ pub struct Driver {
 }
 
 impl Drop for Driver {
+    /// Stops chromedriver and the Chromium it started: they share a process group of
+    /// their own (killing chromedriver alone left Chromium running after the test).
     fn drop(&mut self) {
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -42,6 +47,7 @@ impl Driver {
         let port = free_port();
         let child = Command::new("chromedriver")
             .arg(format!("--port={port}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
