@@ -88,7 +88,8 @@ async fn active_entry(s: &Services, t: &TenantId, id: &str, title: &str, body: &
 /// A tool call as MCP makes it: the structured result and the text a model reads.
 async fn tool(s: &Services, c: &CallerContext, capability: &str, args: Value) -> domain::Result<(Value, String)> {
     let t = mcp::tools::all().find(|t| t.capability == capability).unwrap_or_else(|| panic!("no tool {capability}"));
-    t.call(s, c, args).await
+    let answer = t.call(s, c, args).await?;
+    Ok((answer.to_value()?, answer.text))
 }
 
 async fn propose(s: &Services, c: &CallerContext, args: Value) -> Value {

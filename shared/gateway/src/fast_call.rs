@@ -11,8 +11,11 @@
 //! body that is exactly `{"jsonrpc":"2.0","id":…,"method":"tools/call","params":{"name":…,
 //! "arguments":{…}}}` (no `_meta`: an idempotency key or a progress token goes the rmcp
 //! way). Anything else goes to rmcp untouched. The call itself is the one rmcp makes
-//! ([`ContinuityMcp::call`]: authorization, the ADK, the deadline, audit), and the
-//! answer is rmcp's own message type, serialized once.
+//! ([`ContinuityMcp::run`]: authorization, the ADK, the deadline, audit). A success is
+//! written straight from the tool's typed output into the body — the JSON rmcp writes for
+//! it, with the structured content's members in the output type's order rather than
+//! sorted (rmcp holds it as a JSON tree, built and serialized again); an error is rmcp's
+//! own message type.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -20,6 +23,7 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse as _, Response};
 use domain::principal::CallerContext;
 use mcp::ContinuityMcp;
+use mcp::tools::Answer;
 use rmcp::model::{JsonObject, RequestId, ServerJsonRpcMessage, ServerResult};
 use serde::Deserialize;
 
@@ -78,13 +82,11 @@ impl FastCall {
             Ok(c) if c.jsonrpc == "2.0" && c.method == "tools/call" => c,
             _ => return Err(Request::from_parts(parts, Body::from(bytes))),
         };
-        let result = self.mcp.call(&caller, &call.params.name, call.params.arguments).await;
-        let mut result = ServerResult::CallToolResult(result);
-        // What rmcp's handler does for every version served here (before 2026-07-28).
-        result.strip_result_type_for_legacy_peer();
-        result.strip_non_object_output_for_legacy_peer();
-        let message = ServerJsonRpcMessage::response(result, call.id);
-        Ok(match serde_json::to_vec(&message) {
+        let body = match self.mcp.run(&caller, &call.params.name, call.params.arguments).await {
+            Ok(answer) => success(&call.id, &answer).or_else(|e| failure(call.id, &e)),
+            Err(e) => failure(call.id, &e),
+        };
+        Ok(match body {
             Ok(body) => ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response(),
             Err(e) => {
                 tracing::error!(error = %e, "serializing a tool call's answer");
@@ -106,6 +108,31 @@ impl FastCall {
             && h.keys().all(|k| !k.as_str().starts_with("mcp-") || k == "mcp-protocol-version")
             && host_allowed(&self.allowed_hosts, h)
     }
+}
+
+/// The JSON-RPC response rmcp writes for a successful call with this answer (for the
+/// versions served here: no `resultType`, `isError: false`), the structured content
+/// written from the typed output in place.
+fn success(id: &RequestId, answer: &Answer) -> Result<Vec<u8>, domain::Error> {
+    let json = |e: serde_json::Error| domain::Error::internal(format!("a tool's answer: {e}"));
+    let mut out = Vec::with_capacity(512 + answer.text.len() * 2);
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+    serde_json::to_writer(&mut out, id).map_err(json)?;
+    out.extend_from_slice(br#","result":{"content":[{"type":"text","text":"#);
+    serde_json::to_writer(&mut out, &answer.text).map_err(json)?;
+    out.extend_from_slice(br#"}],"structuredContent":"#);
+    answer.write_structured(&mut out)?;
+    out.extend_from_slice(br#","isError":false}}"#);
+    Ok(out)
+}
+
+/// rmcp's own response for a failed call: the taxonomy error as an `isError` result.
+fn failure(id: RequestId, e: &domain::Error) -> Result<Vec<u8>, serde_json::Error> {
+    let mut result = ServerResult::CallToolResult(mcp::render::error(e));
+    // What rmcp's handler does for every version served here (before 2026-07-28).
+    result.strip_result_type_for_legacy_peer();
+    result.strip_non_object_output_for_legacy_peer();
+    serde_json::to_vec(&ServerJsonRpcMessage::response(result, id))
 }
 
 /// rmcp's DNS-rebinding check: the `Host` names an allowed host (and its port, when the
@@ -192,6 +219,35 @@ mod tests {
         assert!(fast(&["::1"], "[::1]:8787"));
         assert!(fast(&[], "anything.example"));
         assert!(!host_allowed(&[("localhost".into(), None)], &headers(&[])), "no Host: rmcp decides");
+    }
+
+    /// Byte for byte what rmcp writes, for an output whose members are declared in sorted
+    /// order (rmcp's JSON tree sorts them; the fast path keeps the declared order).
+    #[test]
+    fn a_success_is_written_as_rmcp_writes_it() {
+        #[derive(serde::Serialize)]
+        struct Out {
+            count: u32,
+            entity: serde_json::Value,
+            missing: Option<String>,
+            names: Vec<&'static str>,
+        }
+        let out = Out {
+            count: 2,
+            entity: serde_json::json!({"id": "acme-1", "attributes": {"name": "Acme \"Corp\"", "tier": "gold"}}),
+            missing: None,
+            names: vec!["a", "ü"],
+        };
+        let answer = Answer::new("account acme-1\n  name: \"Acme\" ü".into(), out);
+        for id in [serde_json::json!(7), serde_json::json!("s-2")] {
+            let id: RequestId = serde_json::from_value(id).unwrap();
+            let ours = success(&id, &answer).unwrap();
+            let mut result = ServerResult::CallToolResult(mcp::render::success(answer.to_value().unwrap(), answer.text.clone()));
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            let theirs = serde_json::to_vec(&ServerJsonRpcMessage::response(result, id)).unwrap();
+            assert_eq!(String::from_utf8(ours).unwrap(), String::from_utf8(theirs).unwrap());
+        }
     }
 
     #[test]

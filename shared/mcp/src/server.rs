@@ -21,7 +21,7 @@ use services::Services;
 use services::changes::GRAPH_URI;
 
 use crate::render;
-use crate::tools::McpTool;
+use crate::tools::{Answer, McpTool};
 
 /// Protocol revisions this server implements (SPEC §7.1).
 pub const PROTOCOL_VERSIONS: &[ProtocolVersion] =
@@ -222,8 +222,12 @@ impl ContinuityMcp {
         rendered(self.run(caller, name, args).await)
     }
 
-    /// A call's outcome, typed: its result and text, or the taxonomy error.
-    async fn run(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<(Value, String)> {
+    /// [`Self::call`]'s outcome, typed: the answer, or the taxonomy error (which
+    /// [`crate::render::error`] makes a result).
+    ///
+    /// # Errors
+    /// The call's taxonomy error, as [`Self::call`] renders it.
+    pub async fn run(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<Answer> {
         let (this, who, tool) = (self.clone(), caller.clone(), name.to_owned());
         let run = tokio::spawn(async move { this.call_now(&who, &tool, args).await });
         match tokio::time::timeout(TOOL_DEADLINE, run).await {
@@ -240,7 +244,7 @@ impl ContinuityMcp {
         }
     }
 
-    async fn call_now(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<(Value, String)> {
+    async fn call_now(&self, caller: &CallerContext, name: &str, args: Option<JsonObject>) -> domain::Result<Answer> {
         match (caller.scopes.require(Scope::McpTools), crate::tools::find(caller, name)) {
             (Err(e), _) => Err(self.services.capabilities.refuse(caller, name, e).await),
             (Ok(()), Some(tool)) => tool.call(&self.services, caller, Value::Object(args.unwrap_or_default())).await,
@@ -259,8 +263,8 @@ impl ContinuityMcp {
     }
 }
 
-fn rendered(outcome: domain::Result<(Value, String)>) -> CallToolResult {
-    match outcome {
+fn rendered(outcome: domain::Result<Answer>) -> CallToolResult {
+    match outcome.and_then(|a| Ok((a.to_value()?, a.text))) {
         Ok((data, text)) => render::success(data, text),
         Err(e) => render::error(&e),
     }
@@ -527,8 +531,8 @@ impl ServerHandler for ContinuityMcp {
         } else if uri == GRAPH_URI {
             // The graph toolset's read_graph, resolved and audited like the tool.
             let tool = crate::tools::find(&caller, "read_graph").ok_or_else(not_found)?;
-            let (data, _) = tool.call(&self.services, &caller, serde_json::json!({})).await.map_err(|e| invalid_params(&e))?;
-            data
+            let answer = tool.call(&self.services, &caller, serde_json::json!({})).await.map_err(|e| invalid_params(&e))?;
+            answer.to_value().map_err(|e| invalid_params(&e))?
         } else if let Some(rest) = uri.strip_prefix("continuity://entities/") {
             let (t, id) = rest.split_once('/').ok_or_else(not_found)?;
             let args = serde_json::json!({"type": t, "id": id});

@@ -12,8 +12,54 @@ use services::capabilities::typed::{BoxFuture, Capability, ToolName, input_schem
 
 use crate::render::Render;
 
-/// A tool's type-erased handler: its structured result and the text for a model.
-type Handler = for<'a> fn(&'a Services, &'a CallerContext, Value) -> BoxFuture<'a, Result<(Value, String)>>;
+/// A tool's type-erased handler: its answer, still typed.
+type Handler = for<'a> fn(&'a Services, &'a CallerContext, Value) -> BoxFuture<'a, Result<Answer>>;
+
+/// A tool's answer: the text for a model, and its structured content still typed, so
+/// a response is written from it once — as rmcp's JSON tree for a result rmcp serializes,
+/// or straight into the body on the fast path — never built as a tree and serialized again.
+pub struct Answer {
+    pub text: String,
+    structured: Box<dyn Structured>,
+}
+
+impl Answer {
+    /// An answer of `text` and the typed `structured` content.
+    pub fn new<T: serde::Serialize + Send + 'static>(text: String, structured: T) -> Self {
+        Self { text, structured: Box::new(structured) }
+    }
+
+    /// The structured content as a JSON tree (rmcp's `CallToolResult` holds one).
+    ///
+    /// # Errors
+    /// `INTERNAL` when the output does not serialize (it always does: it is our type).
+    pub fn to_value(&self) -> Result<Value> {
+        self.structured.to_value().map_err(|e| Error::internal(format!("a tool's answer: {e}")))
+    }
+
+    /// Writes the structured content as JSON to `out`.
+    ///
+    /// # Errors
+    /// `INTERNAL` when the output does not serialize.
+    pub fn write_structured(&self, out: &mut Vec<u8>) -> Result<()> {
+        self.structured.write(out).map_err(|e| Error::internal(format!("a tool's answer: {e}")))
+    }
+}
+
+/// A capability's output, serializable either way.
+trait Structured: Send {
+    fn to_value(&self) -> serde_json::Result<Value>;
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()>;
+}
+
+impl<T: serde::Serialize + Send> Structured for T {
+    fn to_value(&self) -> serde_json::Result<Value> {
+        serde_json::to_value(self)
+    }
+    fn write(&self, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        serde_json::to_writer(out, self)
+    }
+}
 
 /// One MCP tool.
 pub struct McpTool {
@@ -58,21 +104,19 @@ impl McpTool {
     ///
     /// # Errors
     /// The capability's taxonomy error.
-    pub async fn call(&self, services: &Services, caller: &CallerContext, args: Value) -> Result<(Value, String)> {
+    pub async fn call(&self, services: &Services, caller: &CallerContext, args: Value) -> Result<Answer> {
         (self.call)(services, caller, args).await
     }
 }
 
-fn call<'a, C>(services: &'a Services, caller: &'a CallerContext, args: Value) -> BoxFuture<'a, Result<(Value, String)>>
+fn call<'a, C>(services: &'a Services, caller: &'a CallerContext, args: Value) -> BoxFuture<'a, Result<Answer>>
 where
     C: Capability,
     C::Output: Render,
 {
     Box::pin(async move {
         let (_, out) = services.capabilities.call::<C>(caller, args).await?;
-        let text = out.render();
-        let data = serde_json::to_value(&out).map_err(|e| Error::internal(format!("{}: {e}", C::NAME)))?;
-        Ok((data, text))
+        Ok(Answer { text: out.render(), structured: Box::new(out) })
     })
 }
 
