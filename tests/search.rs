@@ -326,10 +326,9 @@ async fn isolation_under_random_queries_aws() {
     // No OpenSearch locally: the AWS backend here has no index and kb.search scans the
     // tenant's documents in DynamoDB (moto). The OpenSearch adapter's filters are
     // asserted request by request in store-aws's tests.
-    // 240 queries, each caller and scope choice three times: moto answers each DynamoDB
-    // query by scanning the whole table, and every call writes its audit record into that
-    // table, so the cost grows with the square of the count (10 000 random queries took
-    // over 8 minutes on the 2-core machine, 2 000 about 2 minutes).
+    // 240 queries, each caller and scope choice three times: every caller × scope pair, as
+    // 2 000 random queries did not cover (those took about 2 minutes here, when moto still
+    // sorted the whole table, audit records included, for every query).
     isolation(Services::new(continuity_tests::aws::backend_in_own_table("iso").await), 3).await;
 }
 
