@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    Path::new(&dir).join("..")
+    continuity_tests::workspace_root()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {

@@ -24,8 +24,7 @@ use services::ingest::mapping::canonical_id;
 const SOURCES: [&str; 5] = ["hubspot", "salesforce", "stripe", "zendesk", "jira"];
 
 fn sample(name: &str) -> Value {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    let path = format!("{dir}/../events/sources/{name}.json");
+    let path = continuity_tests::workspace_root().join(format!("events/sources/{name}.json")).display().to_string();
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap()
 }
 

@@ -215,8 +215,7 @@ async fn weak_hits_are_dropped_and_scores_and_explanations_mean_something() {
 }
 
 fn corpus_path() -> String {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    format!("{dir}/corpus/kb.json")
+    continuity_tests::workspace_root().join("tests/corpus/kb.json").display().to_string()
 }
 
 // ---- isolation ---------------------------------------------------------------------

@@ -23,12 +23,18 @@ pub mod tls;
 /// compile-time path: a target folder shared by clones at other paths may hold this crate
 /// compiled in another clone, whose path no longer exists (or is another checkout).
 pub fn workspace_root() -> std::path::PathBuf {
-    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_owned());
-    std::path::Path::new(&dir)
-        .ancestors()
+    let dir = manifest_dir();
+    dir.ancestors()
         .find(|d| d.join("Cargo.lock").is_file())
-        .unwrap_or_else(|| panic!("no Cargo.lock above {dir}"))
+        .unwrap_or_else(|| panic!("no Cargo.lock above {}", dir.display()))
         .to_path_buf()
+}
+
+/// The folder of the package whose test is running, as cargo and nextest set
+/// `CARGO_MANIFEST_DIR` when they run it (the compile-time value only when run by hand;
+/// see [`workspace_root`] for why). The one place tests read it: `tests/docs.rs` checks.
+pub fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(|| env!("CARGO_MANIFEST_DIR").into(), std::path::PathBuf::from)
 }
 
 /// A sample event from the workspace's `events/` folder, as JSON.

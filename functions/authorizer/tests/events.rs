@@ -173,11 +173,7 @@ async fn an_unreachable_table_fails_the_invocation_instead_of_denying() {
     let r = continuity_authorizer::decide(&down, &event("authorizer-request-missing.json", None), PUBLIC).await.unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
     // The template answers a failed authorizer with 503 + Retry-After, never 401.
-    let template = std::fs::read_to_string(format!(
-        "{}/../../infra/template.yaml",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    ))
-    .unwrap();
+    let template = std::fs::read_to_string(continuity_tests::workspace_root().join("infra/template.yaml")).unwrap();
     for kind in ["AUTHORIZER_CONFIGURATION_ERROR", "AUTHORIZER_FAILURE"] {
         let failure = template.split(&format!("\n        {kind}:\n")).nth(1).expect("the gateway response");
         let failure: String = failure.lines().take_while(|l| l.starts_with("          ")).collect::<Vec<_>>().join("\n");

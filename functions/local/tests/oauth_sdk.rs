@@ -70,10 +70,7 @@ fn the_official_python_sdk_signs_in_lists_tools_and_refreshes() {
     let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
     let server = Server(child);
 
-    let script = format!(
-        "{}/../../tests/python/oauth_client.py",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
+    let script = continuity_tests::workspace_root().join("tests/python/oauth_client.py");
     let run = Command::new(&python)
         .arg(&script)
         .args([&url, "local", "ada@example.com", PASSWORD, &cc_id, &cc_secret])

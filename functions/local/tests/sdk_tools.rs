@@ -72,7 +72,7 @@ fn serve_demo() -> Served {
 }
 
 fn script(rel: &str) -> String {
-    format!("{}/../../{rel}", std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()))
+    continuity_tests::workspace_root().join(rel).display().to_string()
 }
 
 #[test]

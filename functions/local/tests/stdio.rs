@@ -210,10 +210,7 @@ fn the_bridge_to_a_running_serve_speaks_every_protocol_version() {
     // The official Python SDK's stdio client, with its defaults, through the same entry.
     let python = std::env::var("CONTINUITY_TEST_PYTHON")
         .unwrap_or_else(|_| panic!("CONTINUITY_TEST_PYTHON is not set: run tests/run.sh (it installs the MCP Python SDK)"));
-    let script = format!(
-        "{}/../../tests/python/stdio_session.py",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
+    let script = continuity_tests::workspace_root().join("tests/python/stdio_session.py");
     let out = Command::new(python).arg(script).arg(BIN).arg(&home).env("CONTINUITY_KEY", &key).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
@@ -227,10 +224,7 @@ fn the_bridge_to_a_running_serve_speaks_every_protocol_version() {
     });
     let modules =
         std::env::var("CONTINUITY_TEST_NODE_MODULES").unwrap_or_else(|_| panic!("CONTINUITY_TEST_NODE_MODULES is not set"));
-    let script = format!(
-        "{}/../../tests/typescript/stdio.mjs",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
+    let script = continuity_tests::workspace_root().join("tests/typescript/stdio.mjs");
     let out = Command::new(node)
         .arg(script)
         .arg(BIN)

@@ -16,8 +16,7 @@ use serde_json::json;
 const BIN: &str = env!("CARGO_BIN_EXE_continuity");
 
 fn fixtures() -> PathBuf {
-    Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()))
-        .join("tests/fixtures/homes")
+    continuity_tests::manifest_dir().join("tests/fixtures/homes")
 }
 
 /// A copy of a fixture home with a real home's permissions (git keeps none).
@@ -194,10 +193,8 @@ fn version_names_the_release_and_the_commit() {
     let prefix = format!("continuity {} (", env!("CARGO_PKG_VERSION"));
     assert!(out.status.success() && text.starts_with(&prefix) && text.trim_end().ends_with(')'), "{text}");
     let commit = &text.trim_end()[prefix.len()..text.trim_end().len() - 1];
-    let git = Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .current_dir(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()))
-        .output();
+    let git =
+        Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).current_dir(continuity_tests::manifest_dir()).output();
     match git {
         Ok(g) if g.status.success() && std::env::var_os("CONTINUITY_COMMIT").is_none() => {
             assert_eq!(commit, String::from_utf8_lossy(&g.stdout).trim(), "the commit it was built from");

@@ -187,11 +187,7 @@ async fn rig() -> Rig {
         .to_owned();
 
     // The state machine exactly as deployed, with the template's substitutions.
-    let asl = std::fs::read_to_string(format!(
-        "{}/../../statemachines/triage.asl.json",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    ))
-    .unwrap();
+    let asl = std::fs::read_to_string(continuity_tests::workspace_root().join("statemachines/triage.asl.json")).unwrap();
     let definition = asl.replace("${TriageFunctionArn}", &function_arn).replace("${ApprovalWaitsQueueUrl}", &waits_queue);
     assert!(!definition.contains("${"), "every substitution is filled");
     let sfn = store_aws::settings::sfn_client(&sdk);
@@ -454,11 +450,7 @@ async fn triage_state_machine_runs_on_moto() {
 #[test]
 fn triage_state_machine_matches_the_runner() {
     let asl: Value = serde_json::from_str(
-        &std::fs::read_to_string(format!(
-            "{}/../../statemachines/triage.asl.json",
-            std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-        ))
-        .unwrap(),
+        &std::fs::read_to_string(continuity_tests::workspace_root().join("statemachines/triage.asl.json")).unwrap(),
     )
     .unwrap();
     let states = asl["States"].as_object().unwrap();

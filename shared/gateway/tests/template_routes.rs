@@ -80,11 +80,7 @@ async fn every_template_route_reaches_a_handler_and_every_handler_is_deployed() 
     }
 
     // 2. Router → template: every `.route(…)` of the router, by its source.
-    let source = std::fs::read_to_string(format!(
-        "{}/src/router.rs",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    ))
-    .unwrap();
+    let source = std::fs::read_to_string(continuity_tests::manifest_dir().join("src/router.rs")).unwrap();
     let mut checked = 0;
     for line in source.lines().map(str::trim).filter(|l| l.starts_with(".route(\"")) {
         let path = line.trim_start_matches(".route(\"").split('"').next().unwrap();

@@ -362,8 +362,7 @@ async fn sessions_are_private_to_their_owner() {
 #[tokio::test]
 async fn tools_list_snapshot_per_plan_tier() {
     let f = fixture().await;
-    let dir =
-        format!("{}/tests/snapshots", std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into()));
+    let dir = continuity_tests::manifest_dir().join("tests/snapshots").display().to_string();
     let update = std::env::var("CONTINUITY_UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1");
     let mut counts = Vec::new();
     for plan in [PlanTier::Free, PlanTier::Starter, PlanTier::Pro, PlanTier::Enterprise] {

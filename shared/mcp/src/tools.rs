@@ -116,7 +116,8 @@ where
 {
     Box::pin(async move {
         let (_, out) = services.capabilities.call::<C>(caller, args).await?;
-        Ok(Answer { text: out.render(), structured: Box::new(out) })
+        let text = out.render();
+        Ok(Answer::new(text, out))
     })
 }
 

@@ -80,10 +80,7 @@ fn env(name: &str) -> String {
 /// A moto of this test's own, whose Step Functions call `proxy_port` for Lambda and SQS.
 fn start_moto(proxy_port: u16) -> (Killed, String) {
     let port = free_port();
-    let script = &format!(
-        "{}/../../tests/moto_server.py",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
+    let script = &continuity_tests::workspace_root().join("tests/moto_server.py").display().to_string();
     let log = std::fs::File::create(std::env::temp_dir().join(format!("topology-moto-{port}.log"))).unwrap();
     let child = Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
         .args([script, "-H", "127.0.0.1", "-p", &port.to_string()])
@@ -584,10 +581,7 @@ async fn journey(profile: Profile) {
     .await;
 
     // ------------------------------------------------------------ the MCP client (official Python SDK)
-    let script = &format!(
-        "{}/../../tests/python/topology_client.py",
-        std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").into())
-    );
+    let script = &continuity_tests::workspace_root().join("tests/python/topology_client.py").display().to_string();
     let mut python = Command::new(env("CONTINUITY_TEST_PYTHON"))
         .args([script, &format!("{base}/mcp"), tenant, "ada@globex.example", PASSWORD, "Acme", "refunds finance sign-off"])
         .stdin(Stdio::piped())
