@@ -55,10 +55,17 @@ for x in s: x.close()')
 PIDS+=("$!")
 "$NODE" "$HERE/auth-proxy.mjs" "$PROXY_PORT" "$PORT" "$(cat "$WORK/home/owner.key")" >"$WORK/proxy.log" 2>&1 &
 PIDS+=("$!")
-for _ in $(seq 1 100); do
-  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PROXY_PORT/healthz')" 2>/dev/null && break
+# Up to 60 s (a loaded machine starts slowly); stop with what the server said otherwise.
+up=0
+for _ in $(seq 1 600); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PROXY_PORT/healthz')" 2>/dev/null && { up=1; break; }
   sleep 0.1
 done
+if [ "$up" != 1 ]; then
+  echo "the server did not answer /healthz within 60 s:" >&2
+  cat "$WORK/serve.log" "$WORK/proxy.log" >&2
+  exit 1
+fi
 
 failed=0
 for s in "${SCENARIOS[@]}"; do

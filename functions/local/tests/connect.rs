@@ -145,7 +145,7 @@ async fn a_person_connects_hubspot_and_its_companies_arrive() {
     assert_eq!(r.status(), 202);
     // The pull just asked for may still hold the connector: disconnect waits for it (409 meanwhile).
     let mut r = client().delete(format!("{}/v1/connectors/hubspot", server.base)).bearer_auth(&server.key).send().await.unwrap();
-    for _ in 0..100 {
+    for _ in 0..300 {
         if r.status() != 409 {
             break;
         }
@@ -198,7 +198,8 @@ async fn a_pull_killed_mid_way_resumes_without_duplicates() {
         v["connectors"][0].clone()
     };
     let mut fetched = 0;
-    for _ in 0..300 {
+    // Polled every 50 ms so the kill lands before the pull ends; up to a minute to get there.
+    for _ in 0..1200 {
         fetched = pulls(server.base.clone(), server.key.clone()).await["pull"]["fetched"].as_u64().unwrap_or(0);
         if fetched >= 500 {
             break;

@@ -443,7 +443,8 @@ async fn ingested_records_become_readable_through_mcp() {
     assert_eq!(v["rejected"][0]["index"], 1);
     let id = services::ingest::mapping::canonical_id("hubspot", "account", "77");
     let mut got = Value::Null;
-    for _ in 0..100 {
+    // Up to 30 s: the in-process consumer maps and writes the batch, however loaded the machine.
+    for _ in 0..600 {
         got = call_tool(&s.base, &s.key, "spine.entity.get", json!({"type": "account", "id": id.as_str()})).await;
         if got["isError"] == false {
             break;

@@ -141,7 +141,7 @@ async fn a_batch_runs_its_messages_at_once() {
             let (both, arrived) = (both.clone(), arrived.clone());
             move || async move {
                 arrived.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                match tokio::time::timeout(std::time::Duration::from_secs(5), both.wait()).await {
+                match tokio::time::timeout(std::time::Duration::from_secs(30), both.wait()).await {
                     Ok(_) => StatusCode::NO_CONTENT,
                     Err(_) => StatusCode::SERVICE_UNAVAILABLE,
                 }

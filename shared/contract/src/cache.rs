@@ -22,10 +22,10 @@ pub async fn entries_expire(cache: Arc<dyn Cache>) {
     let t = fresh_tenant("ttl");
     let short = CacheKey::tenant(&t, "cfg", "short");
     let long = CacheKey::tenant(&t, "cfg", "long");
-    cache.set(&short, b"x", Duration::from_millis(300)).await.unwrap();
-    cache.set(&long, b"y", Duration::from_secs(60)).await.unwrap();
+    cache.set(&short, b"x", Duration::from_secs(2)).await.unwrap();
     assert!(cache.get(&short).await.unwrap().is_some());
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    cache.set(&long, b"y", Duration::from_secs(60)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(3000)).await;
     assert_eq!(cache.get(&short).await.unwrap(), None, "expired entries are gone");
     assert!(cache.get(&long).await.unwrap().is_some(), "unexpired entries stay");
 }

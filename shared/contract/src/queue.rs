@@ -56,10 +56,13 @@ pub async fn send_receive_ack(f: QueueFixture) {
 pub async fn visibility_timeout_and_redelivery(f: QueueFixture) {
     let t = fresh_tenant("vis");
     f.queue.send(&message(&t, "k-vis", b"payload")).await.unwrap();
-    let first = receive_some(f.queue.as_ref(), Duration::from_secs(1)).await;
+    // Long enough that the next receive is sure to come inside it on a loaded machine.
+    let visibility = Duration::from_secs(4);
+    let first = receive_some(f.queue.as_ref(), visibility).await;
+    let received = std::time::Instant::now();
     assert_eq!(first.len(), 1);
-    assert!(f.queue.receive(10, Duration::from_secs(1)).await.unwrap().is_empty(), "in flight means invisible");
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(f.queue.receive(10, visibility).await.unwrap().is_empty(), "in flight means invisible");
+    tokio::time::sleep((visibility + Duration::from_millis(500)).saturating_sub(received.elapsed())).await;
     let again = receive_some(f.queue.as_ref(), Duration::from_secs(30)).await;
     assert_eq!(again.len(), 1, "an unacknowledged message comes back after its visibility timeout");
     assert_eq!(again[0].receive_count, 2);

@@ -525,7 +525,7 @@ async fn every_call_reaches_the_audit_ledger() {
     assert!(ledger.items.iter().any(|a| a.action == "tool:memory_write_conversational"), "a write is audited before it answers");
     f.call(&key, "spine.entity.search", json!({"query": "x"})).await;
     let mut found = false;
-    for _ in 0..100 {
+    for _ in 0..500 {
         let ledger = f.services.backend.records.list_audit(&t, &domain::PageRequest::first(50)).await.unwrap();
         if ledger.items.iter().any(|a| a.action == "tool:spine_entity_search") {
             found = true;

@@ -165,7 +165,8 @@ mod tests {
             .timeout_config(
                 aws_sdk_dynamodb::config::timeout::TimeoutConfig::builder()
                     .connect_timeout(Duration::from_secs(2))
-                    .read_timeout(Duration::from_millis(400))
+                    // Long enough for the retry's answer on a loaded machine.
+                    .read_timeout(Duration::from_secs(2))
                     .build(),
             )
             .build();
@@ -183,7 +184,7 @@ mod tests {
             async move {
                 let n = counter.fetch_add(1, Ordering::SeqCst);
                 if n < stall {
-                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    tokio::time::sleep(Duration::from_secs(30)).await;
                 }
                 let target = headers.get("x-amz-target").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
                 assert_eq!(target, "DynamoDB_20120810.ListTables");

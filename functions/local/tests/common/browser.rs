@@ -103,9 +103,9 @@ impl Driver {
     }
 
     /// The page once it contains every one of `needles` (a click that submits a form
-    /// returns before the next page has loaded), or fails after 20 s showing the page.
+    /// returns before the next page has loaded), or fails after 60 s showing the page.
     pub async fn wait_for(&self, needles: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let page = self.source().await;
             if needles.iter().all(|n| page.contains(n)) {

@@ -355,8 +355,8 @@ mod tests {
     async fn a_paused_account_waits_or_stops() {
         let key = account(Source::Zendesk, "token-a");
         let other = account(Source::Zendesk, "token-b");
-        pause(key, Instant::now() + Duration::from_millis(300), None);
         let started = Instant::now();
+        pause(key, Instant::now() + Duration::from_millis(300), None);
         wait_turn(key).await.unwrap();
         assert!(started.elapsed() >= Duration::from_millis(250), "waited its window");
         assert!(!paused().lock().unwrap().contains_key(&other), "another account is not held");

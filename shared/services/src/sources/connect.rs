@@ -254,11 +254,12 @@ impl SourceService {
         self.backend.records.delete_sync(tenant, &src).await?;
         // A pull running now updates the connector's status too: its write and ours
         // may meet, so a conflict is tried again (the grant and the pull are gone by now,
-        // so that pull stops at its next page).
+        // so that pull stops at its next page; on a busy machine that page may take
+        // seconds, so up to 5 s of tries).
         let mut tries = 0;
         loop {
             match self.move_to(tenant, s, ConnectorState::NotConnected, None).await {
-                Err(e) if e.code == domain::ErrorCode::Conflict && tries < 10 => {
+                Err(e) if e.code == domain::ErrorCode::Conflict && tries < 100 => {
                     tries += 1;
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
