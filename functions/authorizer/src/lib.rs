@@ -13,7 +13,7 @@
 use aws_lambda_events::apigw::ApiGatewayCustomAuthorizerRequestTypeRequest;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use services::Services;
+use services::auth::Authenticator;
 
 #[derive(Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -66,7 +66,7 @@ impl std::error::Error for Outage {}
 /// # Errors
 /// [`Outage`] when a dependency is unreachable (not the caller's fault: no 401).
 pub async fn decide(
-    services: &Services,
+    auth: &Authenticator,
     event: &ApiGatewayCustomAuthorizerRequestTypeRequest,
     public_url: &str,
 ) -> Result<AuthorizerResponse, Outage> {
@@ -79,7 +79,7 @@ pub async fn decide(
     } else {
         public_url.trim_end_matches('/')
     };
-    match services.auth.authenticate_header(header, base).await {
+    match auth.authenticate_header(header, base).await {
         Ok(caller) => {
             let mut context = Map::new();
             context.insert("tenant".into(), json!(caller.tenant.as_str()));

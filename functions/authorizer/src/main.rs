@@ -15,14 +15,15 @@ use services::Services;
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
-    let backend = store_aws::backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let services = Services::for_lambda(backend);
+    // Only what authentication reaches is built and linked (the deployment zip's size).
+    let backend = store_aws::authorizer_backend(&settings.aws, Arc::new(SystemClock)).await?;
+    let auth = Services::authenticator(backend);
     let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {
-        let services = services.clone();
+        let auth = auth.clone();
         let public_url = public_url.clone();
         async move {
-            let decision = continuity_authorizer::decide(&services, &event.payload, &public_url).await;
+            let decision = continuity_authorizer::decide(&auth, &event.payload, &public_url).await;
             metrics::flush_emf();
             // An outage fails the invocation: API Gateway answers 503
             // (AUTHORIZER_CONFIGURATION_ERROR, set to 503 + Retry-After in the template).

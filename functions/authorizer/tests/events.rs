@@ -47,7 +47,7 @@ async fn a_valid_key_is_allowed_with_its_context() {
     let dir = tempfile::tempdir().unwrap();
     let (s, token) = setup(dir.path()).await;
     let ev = event("authorizer-request.json", Some(&format!("Bearer {token}")));
-    let r = continuity_authorizer::decide(&s, &ev, PUBLIC).await.unwrap();
+    let r = continuity_authorizer::decide(&s.auth, &ev, PUBLIC).await.unwrap();
     let doc = &r.policy_document["Statement"][0];
     assert_eq!(doc["Effect"], "Allow");
     // Cached per token and reused for other routes: the Allow covers the whole stage.
@@ -81,7 +81,7 @@ async fn every_bad_credential_is_denied_never_an_error() {
         event("authorizer-request.json", Some("Bearer ctn_other.k1.0000000000000000000000000000000000000000")),
     ];
     for ev in cases {
-        let r = continuity_authorizer::decide(&s, &ev, PUBLIC).await.unwrap();
+        let r = continuity_authorizer::decide(&s.auth, &ev, PUBLIC).await.unwrap();
         assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
         let www = r.context["wwwAuthenticate"].as_str().unwrap();
         assert!(
@@ -92,7 +92,7 @@ async fn every_bad_credential_is_denied_never_an_error() {
         assert!(!r.context.contains_key("tenant"));
     }
     // Without a configured public URL, resource_metadata points at the API as called.
-    let r = continuity_authorizer::decide(&s, &event("authorizer-request-missing.json", None), "").await.unwrap();
+    let r = continuity_authorizer::decide(&s.auth, &event("authorizer-request-missing.json", None), "").await.unwrap();
     let www = r.context["wwwAuthenticate"].as_str().unwrap();
     assert!(
         www.contains("resource_metadata=\"https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod/.well-known/"),
@@ -102,7 +102,7 @@ async fn every_bad_credential_is_denied_never_an_error() {
     // Revocation takes effect on the next decision (API Gateway caches one for 60 s).
     let key_id = token.split('.').nth(1).unwrap();
     s.admin.revoke_key(&TenantId::new("demo").unwrap(), &domain::Id::new(key_id).unwrap()).await.unwrap();
-    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), PUBLIC)
+    let r = continuity_authorizer::decide(&s.auth, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), PUBLIC)
         .await
         .unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
@@ -132,22 +132,23 @@ async fn access_tokens_are_verified_by_the_same_library() {
     // The API as the sample event calls it (no custom domain): https://{Host}/{stage}.
     let api = "https://abcdef1234.execute-api.eu-west-1.amazonaws.com/prod";
     let token = s.oauth.token(api, &params, &creds).await.unwrap().access_token;
-    let r =
-        continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), "").await.unwrap();
+    let r = continuity_authorizer::decide(&s.auth, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), "")
+        .await
+        .unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Allow", "{:?}", r.context);
     assert_eq!(r.context["tenant"], "demo");
     assert_eq!(r.context["scopes"], "mcp:tools tenant:read");
     assert!(r.context["credential"].as_str().unwrap().starts_with("jwt:"));
     // The same token presented to another API (its audience and issuer differ): denied.
     let other = "https://mcp.other.example.com";
-    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), other)
+    let r = continuity_authorizer::decide(&s.auth, &event("authorizer-request.json", Some(&format!("Bearer {token}"))), other)
         .await
         .unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
     // A tampered token: denied, not an error.
     let mut forged = token.clone();
     forged.insert(forged.len() / 2, 'x');
-    let r = continuity_authorizer::decide(&s, &event("authorizer-request.json", Some(&format!("Bearer {forged}"))), "")
+    let r = continuity_authorizer::decide(&s.auth, &event("authorizer-request.json", Some(&format!("Bearer {forged}"))), "")
         .await
         .unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
@@ -165,12 +166,12 @@ async fn an_unreachable_table_fails_the_invocation_instead_of_denying() {
     let dead = store_aws::DynamoItems::new(store_aws::settings::dynamo_client(&sdk), "continuity");
     let down = Services::new(ports::Backend { records: ports::Records::new(Arc::new(dead)), ..s.backend.clone() });
     let ev = event("authorizer-request.json", Some(&format!("Bearer {token}")));
-    let e = continuity_authorizer::decide(&down, &ev, PUBLIC).await.unwrap_err();
+    let e = continuity_authorizer::decide(&down.auth, &ev, PUBLIC).await.unwrap_err();
     assert_eq!(e.0.code, domain::ErrorCode::Unavailable);
     let d = lambda_support::diagnostic(&e.0);
     assert_eq!(d.error_type, "UNAVAILABLE", "the Lambda reports an error, not a policy");
     // A missing credential needs no table: still a Deny with WWW-Authenticate.
-    let r = continuity_authorizer::decide(&down, &event("authorizer-request-missing.json", None), PUBLIC).await.unwrap();
+    let r = continuity_authorizer::decide(&down.auth, &event("authorizer-request-missing.json", None), PUBLIC).await.unwrap();
     assert_eq!(r.policy_document["Statement"][0]["Effect"], "Deny");
     // The template answers a failed authorizer with 503 + Retry-After, never 401.
     let template = std::fs::read_to_string(continuity_tests::workspace_root().join("infra/template.yaml")).unwrap();

@@ -12,6 +12,8 @@
 //! - [`fortress`]: storage tiers — the item store that mirrors promoted tenants' writes
 //!   into the fortress, and their promotion records.
 //! - [`health`]: the backend's own readiness checks (disk, cache) for `/healthz`.
+//! - [`absent`]: a port a process was built without (the authorizer's queue and blobs):
+//!   every call refuses with `UNAVAILABLE`.
 //! - [`ratelimit`], [`signer`], [`vault`], [`search`], [`workflow`], [`graph`],
 //!   [`oauth`], [`mail`]: rate limits, token signing, the Spine vault, hybrid search, the
 //!   triage workflow, knowledge graphs, the authorization server's records and e-mail.
@@ -19,6 +21,7 @@
 //! Every method documents its `# Errors`; all errors are [`domain::Error`] taxonomy values.
 //! Architecture Invariant: this crate names no backend technology.
 
+pub mod absent;
 pub mod blob;
 pub mod cache;
 pub mod clock;

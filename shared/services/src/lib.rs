@@ -136,6 +136,15 @@ impl Services {
         s
     }
 
+    /// The authorizer's one service, alone: API keys and tokens checked into a caller.
+    /// Nothing else is built, so the function links only what authentication reaches
+    /// (the store, the cache, the limiter, the signing keys) — not the tools, search or
+    /// the workflow (`store_aws::authorizer_backend`).
+    pub fn authenticator(backend: Backend) -> auth::Authenticator {
+        let tokens = oauth::tokens::TokenService::new(backend.clone());
+        auth::Authenticator::new(backend, tokens)
+    }
+
     pub fn new(backend: Backend) -> Self {
         let b = || backend.clone();
         let tokens = oauth::tokens::TokenService::new(b());

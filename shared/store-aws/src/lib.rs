@@ -105,26 +105,9 @@ pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domai
 /// `INVALID_REQUEST` when the cache settings are unusable (see [`RedisCache::new`]).
 pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let sdk = settings.sdk_config().await;
-    let items = DynamoItems::new(settings::dynamo_client(&sdk), &settings.table);
+    let core = Core::new(settings, &sdk, &clock)?;
     let queue =
         SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
-    let mut redis = RedisCache::new(&settings.redis)?;
-    if let Some(user) = &settings.redis.iam {
-        // ElastiCache IAM authentication, signed with the function's own credentials.
-        let credentials = sdk
-            .credentials_provider()
-            .ok_or_else(|| domain::Error::invalid_field("redis", "IAM authentication needs AWS credentials"))?;
-        redis = redis.with_iam(IamAuth::new(user.clone(), &settings.region, credentials));
-    }
-    let redis = Arc::new(redis);
-    // The Spine vault (SPEC §4.2): one vault (data-key cache) per table, one KMS key.
-    let vault = |records: Records| match &settings.vault_kms_key {
-        Some(key) => records.with_vault(Arc::new(ports::vault::Vault::new(Arc::new(kms::KmsKeyWrapper::new(
-            settings::kms_client(&sdk),
-            key.clone(),
-        ))))),
-        None => records,
-    };
     let embedder = embedder(&settings.search, &sdk)?;
     let search: Arc<dyn ports::SearchIndex> = match (&settings.search.vector_bucket, &settings.search.endpoint) {
         (Some(bucket), _) => {
@@ -156,28 +139,11 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         }
         (None, None) => Arc::new(ports::search::NoIndex),
     };
-    let main: Arc<dyn ports::ItemStore> = Arc::new(items);
-    let fortress_items: Option<Arc<dyn ports::ItemStore>> = settings
-        .fortress_table
-        .as_ref()
-        .map(|t| Arc::new(DynamoItems::new(settings::dynamo_client(&sdk), t)) as Arc<dyn ports::ItemStore>);
-    // Writes of promoted tenants are mirrored into the fortress table (`ports::fortress`).
-    let records = match &fortress_items {
-        Some(f) => Records::new(Arc::new(ports::fortress::Mirrored::new(main, f.clone(), clock.clone()))),
-        None => Records::new(main),
-    };
     Ok(Backend {
-        records: vault(records),
         search,
         embedder,
-        readiness: Arc::new(cache::CacheReadiness(redis.clone())),
-        cache: redis.clone(),
-        limiter: redis,
-        signer: Arc::new(KmsSigner::new(settings::kms_client(&sdk), settings.jwt_kms_keys.clone())),
         queue: Arc::new(queue),
         blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
-        fortress: fortress_items.clone().map(|f| vault(Records::new(Arc::new(ports::fortress::ReadOnly::new(f))))),
-        fortress_writer: fortress_items,
         mailer: match &settings.mail_from {
             Some(from) => {
                 ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;
@@ -191,9 +157,94 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
             .triage_state_machine
             .as_ref()
             .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(&sdk), arn)) as Arc<dyn ports::Workflow>),
-        clock,
-        name: "aws",
+        ..core.into_backend(clock, "every function")
     })
+}
+
+/// The authorizer's backend: what checking an API key or a token reaches — the table
+/// (with the vault and the fortress), the cache, the limiter and the signing keys —
+/// and nothing else. The queue, the blobs, search, e-mail and the workflow are
+/// [`ports::absent`] adapters that refuse with `UNAVAILABLE`, so the function links
+/// neither their SDK clients nor their code (its deployment zip is a third of the
+/// others'; docs/benchmarks.md). The topology test runs the authorizer on exactly this.
+///
+/// # Errors
+/// As [`backend`].
+pub async fn authorizer_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+    let sdk = settings.sdk_config().await;
+    Ok(Core::new(settings, &sdk, &clock)?.into_backend(clock, "the authorizer"))
+}
+
+/// What every function's backend holds: the table (vault, fortress), the cache and
+/// limiter (Redis), the signing keys (KMS).
+struct Core {
+    records: Records,
+    fortress: Option<Records>,
+    fortress_writer: Option<Arc<dyn ports::ItemStore>>,
+    redis: Arc<RedisCache>,
+    signer: KmsSigner,
+}
+
+impl Core {
+    fn new(settings: &AwsSettings, sdk: &aws_config::SdkConfig, clock: &Arc<dyn Clock>) -> domain::Result<Self> {
+        let items = DynamoItems::new(settings::dynamo_client(sdk), &settings.table);
+        let mut redis = RedisCache::new(&settings.redis)?;
+        if let Some(user) = &settings.redis.iam {
+            // ElastiCache IAM authentication, signed with the function's own credentials.
+            let credentials = sdk
+                .credentials_provider()
+                .ok_or_else(|| domain::Error::invalid_field("redis", "IAM authentication needs AWS credentials"))?;
+            redis = redis.with_iam(IamAuth::new(user.clone(), &settings.region, credentials));
+        }
+        // The Spine vault (SPEC §4.2): one vault (data-key cache) per table, one KMS key.
+        let vault = |records: Records| match &settings.vault_kms_key {
+            Some(key) => records.with_vault(Arc::new(ports::vault::Vault::new(Arc::new(kms::KmsKeyWrapper::new(
+                settings::kms_client(sdk),
+                key.clone(),
+            ))))),
+            None => records,
+        };
+        let main: Arc<dyn ports::ItemStore> = Arc::new(items);
+        let fortress_items: Option<Arc<dyn ports::ItemStore>> = settings
+            .fortress_table
+            .as_ref()
+            .map(|t| Arc::new(DynamoItems::new(settings::dynamo_client(sdk), t)) as Arc<dyn ports::ItemStore>);
+        // Writes of promoted tenants are mirrored into the fortress table (`ports::fortress`).
+        let records = match &fortress_items {
+            Some(f) => Records::new(Arc::new(ports::fortress::Mirrored::new(main, f.clone(), clock.clone()))),
+            None => Records::new(main),
+        };
+        Ok(Self {
+            records: vault(records),
+            fortress: fortress_items.clone().map(|f| vault(Records::new(Arc::new(ports::fortress::ReadOnly::new(f))))),
+            fortress_writer: fortress_items,
+            redis: Arc::new(redis),
+            signer: KmsSigner::new(settings::kms_client(sdk), settings.jwt_kms_keys.clone()),
+        })
+    }
+
+    /// A backend of these; every other port refuses, naming `who` (the full backend
+    /// replaces them).
+    fn into_backend(self, clock: Arc<dyn Clock>, who: &'static str) -> Backend {
+        let absent = Arc::new(ports::absent::Absent(who));
+        Backend {
+            records: self.records,
+            search: Arc::new(ports::search::NoIndex),
+            embedder: Arc::new(ports::search::HashingEmbedder::new(384)),
+            readiness: Arc::new(cache::CacheReadiness(self.redis.clone())),
+            cache: self.redis.clone(),
+            limiter: self.redis,
+            signer: Arc::new(self.signer),
+            queue: absent.clone(),
+            blobs: absent,
+            fortress: self.fortress,
+            fortress_writer: self.fortress_writer,
+            mailer: None,
+            workflow: None,
+            clock,
+            name: "aws",
+        }
+    }
 }
 
 /// `UNAVAILABLE` for an SDK failure, keeping the full error chain for the logs.

@@ -53,8 +53,9 @@ pub struct Failure {
 enum Handler {
     /// `continuity-http`: the router its `main` serves.
     Http(Router),
-    /// `continuity-authorizer`.
-    Authorizer(Services, String),
+    /// `continuity-authorizer`: the one service its `main` builds, on its own backend
+    /// (`store_aws::authorizer_backend`: no queue, blobs, search or workflow).
+    Authorizer(services::auth::Authenticator, String),
     /// `continuity-pipeline`.
     Pipeline(Services),
     /// `continuity-triage`.
@@ -126,7 +127,12 @@ impl Functions {
                     settings.allowed_hosts.clone(),
                     settings.allowed_origins.clone(),
                 )),
-                "continuity-authorizer" => Handler::Authorizer(services.clone(), settings.public_url.clone()),
+                "continuity-authorizer" => {
+                    let own = store_aws::authorizer_backend(&settings.aws, Arc::new(ports::SystemClock))
+                        .await
+                        .unwrap_or_else(|e| panic!("{id}: authorizer backend: {} {:?}", e.message, e.internal));
+                    Handler::Authorizer(Services::authenticator(own), settings.public_url.clone())
+                }
                 "continuity-pipeline" => Handler::Pipeline(services.clone()),
                 "continuity-triage" => Handler::Triage(services.clone()),
                 "continuity-maintenance" => Handler::Maintenance(services.clone()),
@@ -160,10 +166,10 @@ impl Functions {
         let failed = |e: &domain::Error| Failure { error_type: e.code.as_str().to_owned(), message: e.message.clone() };
         let answer = match &f.handler {
             Handler::Http(router) => Ok(http(router, &payload).await),
-            Handler::Authorizer(services, public_url) => {
+            Handler::Authorizer(auth, public_url) => {
                 let event = serde_json::from_value(payload)
                     .map_err(|e| Failure { error_type: "Runtime.UnmarshalError".into(), message: e.to_string() })?;
-                match continuity_authorizer::decide(services, &event, public_url).await {
+                match continuity_authorizer::decide(auth, &event, public_url).await {
                     Ok(decision) => Ok(serde_json::to_value(decision).unwrap()),
                     Err(outage) => Err(failed(&outage.0)),
                 }
