@@ -19,7 +19,8 @@ download are not in these figures.
 Usage: benches/lambda_cold_start.py [DIR]   (DIR: where the `*/bootstrap` folders are;
 default $CARGO_TARGET_DIR/lambda, what `cargo lambda build` writes). RUNS=5 by default.
 Build the binaries first, optimised (`release` without link-time optimisation; `--release`
-for the deploy profile):
+for the deploy profile, with `CARGO_PROFILE_RELEASE_OPT_LEVEL=s` in the environment as
+the deploy build sets it, docs/aws.md):
 
     cargo lambda build --profile release-check --x86-64 --compiler cargo \
       --bin continuity-http --bin continuity-authorizer --bin continuity-pipeline \
