@@ -17,7 +17,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let settings = store_aws::LambdaEnv::from_env()?;
     // Only what authentication reaches is built and linked (the deployment zip's size).
     let backend = store_aws::authorizer_backend(&settings.aws, Arc::new(SystemClock)).await?;
-    let auth = Services::authenticator(backend);
+    let auth = Arc::new(Services::authenticator(backend));
     let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {
         let auth = auth.clone();

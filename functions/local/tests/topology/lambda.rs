@@ -55,7 +55,7 @@ enum Handler {
     Http(Router),
     /// `continuity-authorizer`: the one service its `main` builds, on its own backend
     /// (`store_aws::authorizer_backend`: no queue, blobs, search or workflow).
-    Authorizer(services::auth::Authenticator, String),
+    Authorizer(Box<services::auth::Authenticator>, String),
     /// `continuity-pipeline`.
     Pipeline(Services),
     /// `continuity-triage`.
@@ -131,7 +131,7 @@ impl Functions {
                     let own = store_aws::authorizer_backend(&settings.aws, Arc::new(ports::SystemClock))
                         .await
                         .unwrap_or_else(|e| panic!("{id}: authorizer backend: {} {:?}", e.message, e.internal));
-                    Handler::Authorizer(Services::authenticator(own), settings.public_url.clone())
+                    Handler::Authorizer(Box::new(Services::authenticator(own)), settings.public_url.clone())
                 }
                 "continuity-pipeline" => Handler::Pipeline(services.clone()),
                 "continuity-triage" => Handler::Triage(services.clone()),
