@@ -165,8 +165,8 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
 /// (with the vault and the fortress), the cache, the limiter and the signing keys —
 /// and nothing else. The queue, the blobs, search, e-mail and the workflow are
 /// [`ports::absent`] adapters that refuse with `UNAVAILABLE`, so the function links
-/// neither their SDK clients nor their code (its deployment zip is a third of the
-/// others'; docs/benchmarks.md). The topology test runs the authorizer on exactly this.
+/// neither their SDK clients nor their code (30.4 → 20.1 MB unoptimised for size;
+/// docs/benchmarks.md). The topology test runs the authorizer on exactly this.
 ///
 /// # Errors
 /// As [`backend`].
