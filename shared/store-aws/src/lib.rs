@@ -139,26 +139,31 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
         }
         (None, None) => Arc::new(ports::search::NoIndex),
     };
-    Ok(Backend {
-        search,
-        embedder,
-        queue: Arc::new(queue),
-        blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
-        mailer: match &settings.mail_from {
-            Some(from) => {
-                ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;
-                let endpoint =
-                    settings.endpoint_url.clone().unwrap_or_else(|| format!("https://email.{}.amazonaws.com", settings.region));
-                Some(Arc::new(ses::SesMailer::new(SignedHttp::new(&sdk, &endpoint, "ses")?, from)) as Arc<dyn ports::mail::Mailer>)
-            }
-            None => None,
+    Ok(core.into_backend(
+        clock,
+        Rest {
+            search,
+            embedder,
+            queue: Arc::new(queue),
+            blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
+            mailer: match &settings.mail_from {
+                Some(from) => {
+                    ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;
+                    let endpoint = settings
+                        .endpoint_url
+                        .clone()
+                        .unwrap_or_else(|| format!("https://email.{}.amazonaws.com", settings.region));
+                    Some(Arc::new(ses::SesMailer::new(SignedHttp::new(&sdk, &endpoint, "ses")?, from))
+                        as Arc<dyn ports::mail::Mailer>)
+                }
+                None => None,
+            },
+            workflow: settings
+                .triage_state_machine
+                .as_ref()
+                .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(&sdk), arn)) as Arc<dyn ports::Workflow>),
         },
-        workflow: settings
-            .triage_state_machine
-            .as_ref()
-            .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(&sdk), arn)) as Arc<dyn ports::Workflow>),
-        ..core.into_backend(clock, "every function")
-    })
+    ))
 }
 
 /// The authorizer's backend: what checking an API key or a token reaches — the table
@@ -172,7 +177,26 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
 /// As [`backend`].
 pub async fn authorizer_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let sdk = settings.sdk_config().await;
-    Ok(Core::new(settings, &sdk, &clock)?.into_backend(clock, "the authorizer"))
+    let absent = Arc::new(ports::absent::Absent("the authorizer"));
+    let rest = Rest {
+        search: Arc::new(ports::search::NoIndex),
+        embedder: Arc::new(ports::search::HashingEmbedder::new(384)),
+        queue: absent.clone(),
+        blobs: absent,
+        mailer: None,
+        workflow: None,
+    };
+    Ok(Core::new(settings, &sdk, &clock)?.into_backend(clock, rest))
+}
+
+/// The ports a function wires beside its [`Core`]: the real adapters, or absent ones.
+struct Rest {
+    search: Arc<dyn ports::SearchIndex>,
+    embedder: Arc<dyn ports::Embedder>,
+    queue: Arc<dyn ports::Queue>,
+    blobs: Arc<dyn ports::BlobStore>,
+    mailer: Option<Arc<dyn ports::mail::Mailer>>,
+    workflow: Option<Arc<dyn ports::Workflow>>,
 }
 
 /// What every function's backend holds: the table (vault, fortress), the cache and
@@ -223,24 +247,23 @@ impl Core {
         })
     }
 
-    /// A backend of these; every other port refuses, naming `who` (the full backend
-    /// replaces them).
-    fn into_backend(self, clock: Arc<dyn Clock>, who: &'static str) -> Backend {
-        let absent = Arc::new(ports::absent::Absent(who));
+    /// The backend of these and `rest`.
+    fn into_backend(self, clock: Arc<dyn Clock>, rest: Rest) -> Backend {
+        let Rest { search, embedder, queue, blobs, mailer, workflow } = rest;
         Backend {
             records: self.records,
-            search: Arc::new(ports::search::NoIndex),
-            embedder: Arc::new(ports::search::HashingEmbedder::new(384)),
+            search,
+            embedder,
             readiness: Arc::new(cache::CacheReadiness(self.redis.clone())),
             cache: self.redis.clone(),
             limiter: self.redis,
             signer: Arc::new(self.signer),
-            queue: absent.clone(),
-            blobs: absent,
+            queue,
+            blobs,
             fortress: self.fortress,
             fortress_writer: self.fortress_writer,
-            mailer: None,
-            workflow: None,
+            mailer,
+            workflow,
             clock,
             name: "aws",
         }
