@@ -6,7 +6,8 @@ For each function: starts the `bootstrap` binary the way Lambda does (a fresh pr
 environment), serves it one event, and measures from exec to its first
 `GET …/invocation/next` (init: configuration, clients, the router) and to its first
 response posted back. Each function is started RUNS times; the median and the worst
-are printed, with the size of the binary and of its deployment zip (`zip -9`).
+are printed, with the size of the binary and of its deployment zip, compressed as SAM
+packs it (deflate at zlib's default level) and with `zip -9`'s level.
 
 The backend is the test rig's: moto (DynamoDB, SQS, S3, KMS) and Redis, named by the
 environment `tests/run.sh` exports (CONTINUITY_TEST_MOTO_URL, CONTINUITY_TEST_REDIS_URL).
@@ -19,8 +20,9 @@ download are not in these figures.
 Usage: benches/lambda_cold_start.py [DIR]   (DIR: where the `*/bootstrap` folders are;
 default $CARGO_TARGET_DIR/lambda, what `cargo lambda build` writes). RUNS=5 by default.
 Build the binaries first, optimised (`release` without link-time optimisation; `--release`
-for the deploy profile, with `CARGO_PROFILE_RELEASE_OPT_LEVEL=s` in the environment as
-the deploy build sets it, docs/aws.md):
+for the deploy profile, with the variables `infra/build.sh` sets for the deploy build —
+`CARGO_PROFILE_RELEASE_OPT_LEVEL=z CARGO_PROFILE_RELEASE_LTO=fat
+CARGO_PROFILE_RELEASE_PANIC=abort`, docs/aws.md):
 
     cargo lambda build --profile release-check --x86-64 --compiler cargo \
       --bin continuity-http --bin continuity-authorizer --bin continuity-pipeline \
@@ -189,10 +191,12 @@ def once(binary, function, body):
     return (r.ready - r.started) * 1000, (r.answered - r.started) * 1000, r.answer
 
 
-def zipped(binary):
+def zipped(binary, level=None):
+    """The size of `binary` zipped as `bootstrap`: at zlib's default level, as SAM packs a
+    function's code (samcli.lib.package.utils), or at `level`."""
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "f.zip")
-        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=level) as z:
             z.write(binary, "bootstrap")
         return os.path.getsize(path)
 
@@ -201,7 +205,7 @@ def main():
     base = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
         os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "lambda")
     provision()
-    print(f"{'function':24} {'init p50/max ms':>17} {'first answer p50/max ms':>25} {'binary MB':>10} {'zip MB':>7}")
+    print(f"{'function':24} {'init p50/max ms':>17} {'first answer p50/max ms':>25} {'binary MB':>10} {'zip MB (SAM / -9)':>18}")
     for binary_name, function, body in FUNCTIONS:
         binary = os.path.join(base, binary_name, "bootstrap")
         if not os.path.exists(binary):
@@ -214,7 +218,7 @@ def main():
             answers.append(a)
         print(f"{binary_name:24} {statistics.median(inits):8.1f} / {max(inits):6.1f} "
               f"{statistics.median(answers):14.1f} / {max(answers):8.1f} "
-              f"{os.path.getsize(binary) / 1e6:10.1f} {zipped(binary) / 1e6:7.1f}")
+              f"{os.path.getsize(binary) / 1e6:10.2f} {zipped(binary) / 1e6:11.2f} / {zipped(binary, 9) / 1e6:4.2f}")
         print(f"    answer: {answer[:160].decode(errors='replace')}")
 
 

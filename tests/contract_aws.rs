@@ -263,7 +263,9 @@ async fn backend_wires_every_port() {
         triage_state_machine: None,
         mail_from: None,
     };
-    let b = store_aws::backend(&settings, Arc::new(ports::SystemClock)).await.unwrap();
+    // The operator's SDK configuration (the default chain's loader); `aws::backend` and the
+    // topology test run the functions' own.
+    let b = store_aws::backend(&settings, &settings.sdk_config().await, Arc::new(ports::SystemClock)).await.unwrap();
     assert_eq!(b.name, "aws");
     let t = contract::fresh_tenant("wired");
     assert_eq!(b.records.items().get(t.as_str(), "p", "missing").await.unwrap(), None);

@@ -1426,3 +1426,47 @@ fn the_cost_table_lists_every_idle_resource_of_each_profile() {
         }
     }
 }
+
+/// `infra/build.sh`, the deploy build the docs give, with a stand-in `sam` first on the
+/// PATH that prints what it was given: the size settings reach it, the caller's own
+/// settings win, and the arguments pass through.
+#[test]
+fn the_deploy_build_runs_sam_with_the_size_settings() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let sam = bin.path().join("sam");
+    std::fs::write(
+        &sam,
+        "#!/bin/sh\necho \"args=$*\"\necho \"opt=$CARGO_PROFILE_RELEASE_OPT_LEVEL lto=$CARGO_PROFILE_RELEASE_LTO \
+         panic=$CARGO_PROFILE_RELEASE_PANIC\"\necho \"rustflags=${RUSTFLAGS-unset}\"\necho \"cwd=$(pwd -P)\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&sam, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let root = continuity_tests::workspace_root();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap_or_default());
+    let run = |env: &[(&str, &str)]| {
+        let mut cmd = std::process::Command::new(root.join("infra/build.sh"));
+        cmd.args(["--config-env", "eu-west-1"]).env("PATH", &path).current_dir(bin.path());
+        for var in ["CARGO_PROFILE_RELEASE_OPT_LEVEL", "CARGO_PROFILE_RELEASE_LTO", "CARGO_PROFILE_RELEASE_PANIC", "RUSTFLAGS"] {
+            cmd.env_remove(var);
+        }
+        cmd.envs(env.iter().copied());
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let out = run(&[]);
+    assert!(out.contains("args=build --beta-features --config-env eu-west-1\n"), "{out}");
+    assert!(out.contains("opt=z lto=fat panic=abort\n"), "{out}");
+    // Left unset: cargo-lambda's own `build.rustflags` (its target CPU) would lose to it.
+    assert!(out.contains("rustflags=unset\n"), "{out}");
+    let canonical = std::fs::canonicalize(&root).unwrap();
+    assert!(out.contains(&format!("cwd={}\n", canonical.display())), "sam runs from the workspace root: {out}");
+    let out = run(&[
+        ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "3"),
+        ("CARGO_PROFILE_RELEASE_LTO", "thin"),
+        ("RUSTFLAGS", "-C target-cpu=neoverse-n1"),
+    ]);
+    assert!(out.contains("opt=3 lto=thin panic=abort\n"), "{out}");
+    assert!(out.contains("rustflags=-C target-cpu=neoverse-n1\n"), "{out}");
+}

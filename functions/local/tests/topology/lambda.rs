@@ -116,7 +116,9 @@ impl Functions {
             if settings.aws.redis.urls.iter().any(|u| u.starts_with("rediss://")) {
                 settings.aws.redis = settings.aws.redis.clone().with_ca_pem(ca_pem.to_vec());
             }
-            let backend = store_aws::backend(&settings.aws, Arc::new(ports::SystemClock))
+            // As the functions' `main`s: the SDK configuration of a Lambda function.
+            let sdk = settings.aws.function_sdk_config();
+            let backend = store_aws::backend(&settings.aws, &sdk, Arc::new(ports::SystemClock))
                 .await
                 .unwrap_or_else(|e| panic!("{id}: backend: {} {:?}", e.message, e.internal));
             let services = Services::for_lambda(backend);
@@ -128,7 +130,7 @@ impl Functions {
                     settings.allowed_origins.clone(),
                 )),
                 "continuity-authorizer" => {
-                    let own = store_aws::authorizer_backend(&settings.aws, Arc::new(ports::SystemClock))
+                    let own = store_aws::authorizer_backend(&settings.aws, &sdk, Arc::new(ports::SystemClock))
                         .await
                         .unwrap_or_else(|e| panic!("{id}: authorizer backend: {} {:?}", e.message, e.internal));
                     Handler::Authorizer(Box::new(Services::authenticator(own)), settings.public_url.clone())

@@ -84,7 +84,9 @@ type KeySetCache = Arc<RwLock<HashMap<String, (Instant, Arc<JwkSet>)>>>;
 
 #[derive(Clone)]
 pub struct IdpKeys {
-    http: reqwest::Client,
+    /// `Err` when the client could not be built (a malformed proxy variable): each
+    /// fetch then refuses with the reason instead of the process failing to start.
+    http: std::result::Result<reqwest::Client, String>,
     cache: KeySetCache,
 }
 
@@ -105,7 +107,7 @@ impl IdpKeys {
             .timeout(Duration::from_secs(5))
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .map_err(|e| format!("the key fetcher cannot start: {e}"));
         Self { http, cache: Arc::new(RwLock::new(HashMap::new())) }
     }
 
@@ -122,7 +124,8 @@ impl IdpKeys {
         {
             return Ok(set.clone());
         }
-        let mut resp = self.http.get(uri).send().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?;
+        let http = self.http.as_ref().map_err(|why| Error::unavailable(format!("IdP JWKS {uri}: {why}")))?;
+        let mut resp = http.get(uri).send().await.map_err(|e| Error::unavailable(format!("IdP JWKS {uri}: {e}")))?;
         if !resp.status().is_success() {
             return Err(Error::unavailable(format!("IdP JWKS {uri}: HTTP {}", resp.status())));
         }
