@@ -265,7 +265,7 @@ async fn backend_wires_every_port() {
     };
     // The operator's SDK configuration (the default chain's loader); `aws::backend` and the
     // topology test run the functions' own.
-    let b = store_aws::backend(&settings, &settings.sdk_config().await, Arc::new(ports::SystemClock)).await.unwrap();
+    let b = store_aws::backend(&settings, &settings.sdk_config().await, Arc::new(ports::SystemClock)).unwrap();
     assert_eq!(b.name, "aws");
     let t = contract::fresh_tenant("wired");
     assert_eq!(b.records.items().get(t.as_str(), "p", "missing").await.unwrap(), None);

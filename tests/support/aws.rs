@@ -187,7 +187,6 @@ pub async fn backend_with(vault_key: String, search: store_aws::SearchSettings) 
     };
     // The functions' SDK configuration, so the Lambdas' own is what runs against moto.
     store_aws::backend(&settings, &settings.function_sdk_config(), Arc::new(SystemClock))
-        .await
         .unwrap_or_else(|e| panic!("backend: {e}"))
 }
 

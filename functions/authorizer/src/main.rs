@@ -16,8 +16,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
     // Only what authentication reaches is built and linked (the deployment zip's size).
-    let backend =
-        store_aws::authorizer_backend(&settings.aws, &settings.aws.function_sdk_config(), Arc::new(SystemClock)).await?;
+    let backend = store_aws::authorizer_backend(&settings.aws, &settings.aws.function_sdk_config(), Arc::new(SystemClock))?;
     let auth = Arc::new(Services::authenticator(backend));
     let public_url = settings.public_url;
     lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayCustomAuthorizerRequestTypeRequest>| {

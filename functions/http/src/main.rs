@@ -29,7 +29,7 @@ use std::sync::Arc;
 async fn main() -> Result<(), lambda_http::Error> {
     gateway::lambda::init_logging();
     let env = store_aws::LambdaEnv::from_env()?;
-    let backend = store_aws::backend(&env.aws, &env.aws.function_sdk_config(), Arc::new(ports::SystemClock)).await?;
+    let backend = store_aws::backend(&env.aws, &env.aws.function_sdk_config(), Arc::new(ports::SystemClock))?;
     let services = services::Services::for_lambda(backend);
     lambda_http::run(gateway::lambda::app_with_hosts(services, env.public_url, env.allowed_hosts, env.allowed_origins)).await
 }

@@ -16,7 +16,7 @@ use services::Services;
 async fn main() -> Result<(), lambda_runtime::Error> {
     lambda_support::init_logging();
     let settings = store_aws::LambdaEnv::from_env()?;
-    let backend = store_aws::backend(&settings.aws, &settings.aws.function_sdk_config(), Arc::new(SystemClock)).await?;
+    let backend = store_aws::backend(&settings.aws, &settings.aws.function_sdk_config(), Arc::new(SystemClock))?;
     let services = Services::for_lambda(backend);
     let tasks = services.governance.tasks().clone();
     lambda_runtime::run(service_fn(|event: LambdaEvent<serde_json::Value>| {

@@ -80,7 +80,7 @@ use ports::{Backend, Clock, Records};
 ///
 /// # Errors
 /// `INVALID_REQUEST` for an unknown embedder or a malformed `bedrock:` spec.
-pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domain::Result<Arc<dyn ports::Embedder>> {
+pub fn embedder(settings: &SearchSettings, sdk: &SdkConfig) -> domain::Result<Arc<dyn ports::Embedder>> {
     if settings.embedder == "hashing" {
         return Ok(Arc::new(ports::search::HashingEmbedder::new(384)));
     }
@@ -108,7 +108,7 @@ pub fn embedder(settings: &SearchSettings, sdk: &aws_config::SdkConfig) -> domai
 ///
 /// # Errors
 /// `INVALID_REQUEST` when the cache settings are unusable (see [`RedisCache::new`]).
-pub async fn backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+pub fn backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let core = Core::new(settings, sdk, &clock)?;
     let queue =
         SqsQueue::new(settings::sqs_client(sdk), &settings.queue_url, &settings.dead_letter_queue_url).with_clock(clock.clone());
@@ -179,7 +179,7 @@ pub async fn backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clo
 ///
 /// # Errors
 /// As [`backend`].
-pub async fn authorizer_backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
+pub fn authorizer_backend(settings: &AwsSettings, sdk: &SdkConfig, clock: Arc<dyn Clock>) -> domain::Result<Backend> {
     let absent = Arc::new(ports::absent::Absent("the authorizer"));
     let rest = Rest {
         search: Arc::new(ports::search::NoIndex),
@@ -213,7 +213,7 @@ struct Core {
 }
 
 impl Core {
-    fn new(settings: &AwsSettings, sdk: &aws_config::SdkConfig, clock: &Arc<dyn Clock>) -> domain::Result<Self> {
+    fn new(settings: &AwsSettings, sdk: &SdkConfig, clock: &Arc<dyn Clock>) -> domain::Result<Self> {
         let items = DynamoItems::new(settings::dynamo_client(sdk), &settings.table);
         let mut redis = RedisCache::new(&settings.redis)?;
         if let Some(user) = &settings.redis.iam {

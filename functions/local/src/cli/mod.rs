@@ -392,7 +392,7 @@ fn cli_actor() -> String {
 async fn aws_services() -> anyhow::Result<services::Services> {
     let env = store_aws::LambdaEnv::from_env().map_err(|e| anyhow!("--backend aws: {}", e.for_operator()))?;
     let sdk = env.aws.sdk_config().await;
-    let backend = store_aws::backend(&env.aws, &sdk, std::sync::Arc::new(ports::SystemClock)).await.map_err(domain_err)?;
+    let backend = store_aws::backend(&env.aws, &sdk, std::sync::Arc::new(ports::SystemClock)).map_err(domain_err)?;
     Ok(services::Services::new(backend))
 }
 

@@ -38,7 +38,7 @@ pub(super) async fn services(stack: &str, region_given: Option<&str>) -> anyhow:
     let (sdk, outputs) = outputs(stack, &region).await?;
     let endpoint = std::env::var("CONTINUITY_AWS_ENDPOINT_URL").ok().filter(|e| !e.is_empty());
     let settings = outputs.settings(&region, endpoint.as_deref()).map_err(domain_err)?;
-    let mut backend = store_aws::backend(&settings, &sdk, Arc::new(ports::SystemClock)).await.map_err(domain_err)?;
+    let mut backend = store_aws::backend(&settings, &sdk, Arc::new(ports::SystemClock)).map_err(domain_err)?;
     backend.cache = Arc::new(store_embedded::MemoryCache::new(10_000));
     backend.limiter = Arc::new(store_embedded::MemoryLimiter::new());
     Ok(Services::new(backend))

@@ -119,7 +119,6 @@ impl Functions {
             // As the functions' `main`s: the SDK configuration of a Lambda function.
             let sdk = settings.aws.function_sdk_config();
             let backend = store_aws::backend(&settings.aws, &sdk, Arc::new(ports::SystemClock))
-                .await
                 .unwrap_or_else(|e| panic!("{id}: backend: {} {:?}", e.message, e.internal));
             let services = Services::for_lambda(backend);
             let handler = match binary.as_str() {
@@ -131,7 +130,6 @@ impl Functions {
                 )),
                 "continuity-authorizer" => {
                     let own = store_aws::authorizer_backend(&settings.aws, &sdk, Arc::new(ports::SystemClock))
-                        .await
                         .unwrap_or_else(|e| panic!("{id}: authorizer backend: {} {:?}", e.message, e.internal));
                     Handler::Authorizer(Box::new(Services::authenticator(own)), settings.public_url.clone())
                 }
