@@ -10,6 +10,8 @@ set -euo pipefail
 
 BIN="$1" NODE="$2" SUITE="$3"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=tests/conformance/healthy.sh
+. "$HERE/healthy.sh"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/continuity-conformance.XXXXXX")"
 SERVE_PID=""
 cleanup() {
@@ -39,17 +41,7 @@ PASSWORD="conformance password 42"
 printf '%s\n' "$PASSWORD" | "$BIN" --home "$WORK/home" user add --tenant local --email conformance@example.com >/dev/null
 "$BIN" --home "$WORK/home" serve --embedder hashing --addr "127.0.0.1:$PORT" >"$WORK/serve.log" 2>&1 &
 SERVE_PID=$!
-# Up to 60 s (a loaded machine starts slowly); stop with what the server said otherwise.
-up=0
-for _ in $(seq 1 600); do
-  python3 -c "import urllib.request; urllib.request.urlopen('$BASE/healthz')" 2>/dev/null && { up=1; break; }
-  sleep 0.1
-done
-if [ "$up" != 1 ]; then
-  echo "the server did not answer /healthz within 60 s:" >&2
-  cat "$WORK/serve.log" >&2
-  exit 1
-fi
+wait_healthy "$BASE/healthz" "$WORK/serve.log"
 
 # The suite's callback must be a registered redirect URI: register a public client.
 CLIENT_ID="$(python3 - "$BASE" "$CALLBACK_PORT" <<'PY'

@@ -12,6 +12,8 @@ set -euo pipefail
 
 BIN="$1" NODE="$2" SUITE="$3"
 HERE="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=tests/conformance/healthy.sh
+. "$HERE/healthy.sh"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/continuity-conformance.XXXXXX")"
 PIDS=()
 cleanup() {
@@ -55,17 +57,7 @@ for x in s: x.close()')
 PIDS+=("$!")
 "$NODE" "$HERE/auth-proxy.mjs" "$PROXY_PORT" "$PORT" "$(cat "$WORK/home/owner.key")" >"$WORK/proxy.log" 2>&1 &
 PIDS+=("$!")
-# Up to 60 s (a loaded machine starts slowly); stop with what the server said otherwise.
-up=0
-for _ in $(seq 1 600); do
-  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PROXY_PORT/healthz')" 2>/dev/null && { up=1; break; }
-  sleep 0.1
-done
-if [ "$up" != 1 ]; then
-  echo "the server did not answer /healthz within 60 s:" >&2
-  cat "$WORK/serve.log" "$WORK/proxy.log" >&2
-  exit 1
-fi
+wait_healthy "http://127.0.0.1:$PROXY_PORT/healthz" "$WORK/serve.log" "$WORK/proxy.log"
 
 failed=0
 for s in "${SCENARIOS[@]}"; do
