@@ -2,8 +2,8 @@
 //! in a few minutes, every "SPEC §n" reference in the repository names a section that
 //! exists in `docs/spec.md`, no document points at a file outside the repository, and
 //! `docs/README.md` indexes every document while every local link resolves, the tests
-//! the pages name as evidence exist, and `docs/testing.md` describes every test binary
-//! and none that is gone.
+//! the pages name as evidence exist, and `docs/tests.md` lists every test with its doc
+//! comment as the sources say (it is generated from them).
 //!
 //! A plain scan over the files with the standard library: no regex, no markdown parser.
 
@@ -355,19 +355,6 @@ fn test_dirs(root: &Path) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-/// Every integration-test file as `package::name`: each `tests/*.rs` of a package, and
-/// each `tests/<name>/main.rs` — a module of the package's one test binary (`it.rs`,
-/// itself not counted) where it has one, else a binary of its own.
-fn test_binaries(root: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for (package, dir) in test_dirs(root) {
-        for (name, _) in test_files(&dir) {
-            out.insert(format!("{package}::{name}"));
-        }
-    }
-    out
-}
-
 /// The test files of one folder: (module name, path relative to it), without `it.rs`.
 fn test_files(dir: &Path) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -438,39 +425,216 @@ fn tests_find_the_repository_at_run_time() {
     }
 }
 
-/// docs/testing.md says what every test binary proves, and names none that is gone: a
-/// test file added, renamed or removed fails this until the page says so.
-#[test]
-fn testing_md_covers_every_test_binary() {
-    let root = root();
-    let binaries = test_binaries(&root);
-    assert!(binaries.len() >= 40, "the walk found the test binaries: {binaries:?}");
-    let text = read(&root.join("docs/testing.md"));
-    // A binary is described where the page names it in code (`crate::file`); an entry is
-    // a list item naming its binaries before the dash ("- `crate::file` — …"), and every
-    // binary an entry names must exist.
-    let spans = |text: &str| -> BTreeSet<String> {
-        let mut out = BTreeSet::new();
-        for (i, span) in text.split('`').enumerate() {
-            if i % 2 == 1 && !span.contains('\n') {
-                out.extend(expand_braces(span).into_iter().filter(|e| e.split("::").count() == 2));
+/// One test as the inventory shows it: its name and its doc comment (one line).
+struct Listed {
+    name: String,
+    doc: String,
+}
+
+/// The `///` lines of a doc comment, joined into one line.
+fn joined(lines: &[&str]) -> String {
+    lines.iter().map(|l| l.trim_start().trim_start_matches("///").trim()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// The tests a source file declares (`#[test]`, `#[tokio::test…]`), in order, each with
+/// its doc comment — the `///` lines above its attributes or between them and the `fn`.
+/// A test a macro declares for each name of a list (`$check`) is not one: the contract
+/// suites are listed from their macro instead ([`contract_checks`]).
+fn tests_in(text: &str) -> Vec<Listed> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        if !(t.starts_with("#[test]") || t.starts_with("#[tokio::test")) {
+            continue;
+        }
+        let mut above = i;
+        while above > 0 && lines[above - 1].trim_start().starts_with("#[") {
+            above -= 1;
+        }
+        let mut first = above;
+        while first > 0 && lines[first - 1].trim_start().starts_with("///") {
+            first -= 1;
+        }
+        let mut doc: Vec<&str> = lines[first..above].to_vec();
+        let mut j = i + 1;
+        while j < lines.len() && !lines[j].contains("fn ") {
+            if lines[j].trim_start().starts_with("///") {
+                doc.push(lines[j]);
+            }
+            j += 1;
+        }
+        let Some(after) = lines.get(j).and_then(|l| l.split("fn ").nth(1)) else { continue };
+        let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$').collect();
+        if !name.is_empty() && !name.starts_with('$') {
+            out.push(Listed { name, doc: joined(&doc) });
+        }
+    }
+    out
+}
+
+/// A file's `//!` doc, its first paragraph on one line.
+fn file_doc(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.trim_start_matches("//!"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
+}
+
+/// The contract suites: each `(suite, $make:path)` arm of `contract_suite!` and the
+/// checks it lists, each with the doc comment of its `pub async fn` in the suite's source.
+fn contract_checks(root: &Path) -> Vec<(String, Vec<Listed>)> {
+    let src = root.join("shared/contract/src");
+    let lib = read(&src.join("lib.rs"));
+    let mut sources = Vec::new();
+    files(&src, &["rs"], &mut sources);
+    let texts: Vec<String> = sources.iter().map(|p| read(p)).collect();
+    let doc_of = |name: &str| -> String {
+        for text in &texts {
+            let lines: Vec<&str> = text.lines().collect();
+            if let Some(at) = lines.iter().position(|l| l.trim_start().starts_with(&format!("pub async fn {name}("))) {
+                let mut first = at;
+                while first > 0 && lines[first - 1].trim_start().starts_with("///") {
+                    first -= 1;
+                }
+                return joined(&lines[first..at]);
             }
         }
-        out
+        String::new()
     };
-    let named = spans(&text);
-    let mut entries = BTreeSet::new();
-    for line in text.lines().filter(|l| l.starts_with("- `")) {
-        entries.extend(spans(line.split(" — ").next().unwrap_or_default()));
+    let mut out = Vec::new();
+    for arm in lib.split("    (").skip(1) {
+        let Some((suite, rest)) = arm.split_once(", $make:path) => {") else { continue };
+        let Some(list) = rest.split('[').nth(1).and_then(|l| l.split(']').next()) else { continue };
+        let checks = list
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|n| !n.is_empty())
+            .map(|n| Listed { name: n.to_owned(), doc: doc_of(n) })
+            .collect();
+        out.push((suite.trim().to_owned(), checks));
     }
-    let missing: Vec<&String> = binaries.difference(&named).collect();
-    // Entries also name unit-test modules (`services::graph`) and suites (`records::…`):
-    // only a name in a package that has test binaries must be one of them.
-    let packages: BTreeSet<&str> = binaries.iter().filter_map(|b| b.split("::").next()).collect();
-    let gone: Vec<&String> =
-        entries.difference(&binaries).filter(|e| e.split("::").next().is_some_and(|p| packages.contains(p))).collect();
-    assert!(missing.is_empty(), "test binaries docs/testing.md does not describe: {missing:?}");
-    assert!(gone.is_empty(), "docs/testing.md describes test binaries that do not exist: {gone:?}");
+    out
+}
+
+/// `docs/tests.md` as the sources say it should read: every crate's tests, file by
+/// file (integration tests, then unit tests in `src/`), each with its doc comment, and
+/// the contract suites' checks.
+fn test_inventory(root: &Path) -> String {
+    let mut out = String::from(
+        "# Every test\n\n\
+         Generated from the sources by `tests/docs.rs` (`docs::the_test_inventory_is_current` fails when \
+         this page is stale; `CONTINUITY_BLESS=1 cargo nextest run -p continuity-tests -E \
+         'test(docs::the_test_inventory_is_current)'` rewrites it): every test function with its doc \
+         comment, crate by crate and file by file. Do not edit it by hand. What the tests cover, and \
+         how to run them: [testing.md](testing.md).\n",
+    );
+    let mut crates: Vec<PathBuf> = vec![root.join("tests")];
+    for parent in ["shared", "functions"] {
+        let mut dirs: Vec<PathBuf> = fs::read_dir(root.join(parent)).unwrap().map(|e| e.unwrap().path()).collect();
+        dirs.sort();
+        crates.extend(dirs.into_iter().filter(|d| d.join("Cargo.toml").is_file()));
+    }
+    let mut total = 0;
+    for dir in crates {
+        let package = package_name(&dir.join("Cargo.toml"));
+        let mut sources = Vec::new();
+        for sub in ["tests", "src", "support", "benches"] {
+            let folder = dir.join(sub);
+            // The workspace test crate's own `tests/` folder is `dir` itself.
+            if folder.is_dir() && !(dir == root.join("tests") && sub == "tests") {
+                files(&folder, &["rs"], &mut sources);
+            }
+        }
+        if dir == root.join("tests") {
+            let mut own: Vec<PathBuf> = fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+                .collect();
+            own.sort();
+            sources.splice(0..0, own);
+        }
+        let mut section = String::new();
+        for path in &sources {
+            let text = read(path);
+            let tests = tests_in(&text);
+            if tests.is_empty() {
+                continue;
+            }
+            total += tests.len();
+            let doc = file_doc(&text);
+            section.push_str(&format!("\n### `{}`\n\n", shown(root, path)));
+            if !doc.is_empty() {
+                section.push_str(&format!("{doc}\n\n"));
+            }
+            for t in tests {
+                if t.doc.is_empty() {
+                    section.push_str(&format!("- `{}`\n", t.name));
+                } else {
+                    section.push_str(&format!("- `{}` — {}\n", t.name, t.doc));
+                }
+            }
+        }
+        if package == "contract" {
+            for (suite, checks) in contract_checks(root) {
+                total += checks.len();
+                section.push_str(&format!(
+                    "\n### the `{suite}` suite (`contract_suite!`, run on both backends by `contract_embedded` and `contract_aws`)\n\n"
+                ));
+                for t in checks {
+                    section.push_str(&format!("- `{}` — {}\n", t.name, t.doc));
+                }
+            }
+        }
+        if !section.is_empty() {
+            out.push_str(&format!("\n## `{package}` ({})\n", shown(root, &dir)));
+            out.push_str(&section);
+        }
+    }
+    assert!(total >= 500, "the walk found the tests: {total}");
+    out
+}
+
+/// `docs/tests.md` lists every test with its doc comment, as generated from the
+/// sources: a test added, renamed, re-documented or removed fails this until the page
+/// is generated again (`CONTINUITY_BLESS=1` rewrites it instead of failing).
+#[test]
+fn the_test_inventory_is_current() {
+    let root = root();
+    let path = root.join("docs/tests.md");
+    let want = test_inventory(&root);
+    if std::env::var_os("CONTINUITY_BLESS").is_some() {
+        fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = fs::read_to_string(&path).unwrap_or_default();
+    if have != want {
+        let line =
+            have.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(have.lines().count().min(want.lines().count()));
+        panic!(
+            "docs/tests.md is stale from line {}: run `CONTINUITY_BLESS=1 cargo nextest run -p continuity-tests -E 'test(docs::the_test_inventory_is_current)'`\nnow:    {}\nwanted: {}",
+            line + 1,
+            have.lines().nth(line).unwrap_or("(end)"),
+            want.lines().nth(line).unwrap_or("(end)")
+        );
+    }
+}
+
+#[test]
+fn the_inventory_reads_tests_their_docs_and_macro_lists() {
+    let src = "//! A file.\n//! Second line.\n//!\n//! More.\n\n/// Proves one thing\n/// well.\n#[test]\nfn one_thing() {}\n\n#[tokio::test(flavor = \"multi_thread\")]\n#[allow(x)]\n/// Inside.\nasync fn two() {}\n#[test]\nfn $check() {}\n";
+    assert_eq!(file_doc(src), "A file. Second line.");
+    let tests = tests_in(src);
+    let seen: Vec<(&str, &str)> = tests.iter().map(|t| (t.name.as_str(), t.doc.as_str())).collect();
+    assert_eq!(seen, [("one_thing", "Proves one thing well."), ("two", "Inside.")]);
+    let suites = contract_checks(&root());
+    assert!(suites.len() >= 8, "{}", suites.len());
+    assert!(
+        suites.iter().all(|(_, checks)| !checks.is_empty() && checks.iter().all(|c| !c.doc.is_empty() || c.name.contains('_')))
+    );
 }
 
 /// The release archive's version is Cargo's; `CHANGELOG.md` has its section.
