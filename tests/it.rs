@@ -15,6 +15,8 @@ mod complete_backup;
 mod contract_aws;
 #[path = "contract_embedded.rs"]
 mod contract_embedded;
+#[path = "dated_search.rs"]
+mod dated_search;
 #[path = "docs.rs"]
 mod docs;
 #[path = "engineering.rs"]

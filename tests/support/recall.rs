@@ -46,6 +46,9 @@ pub struct Turn {
     /// `memory.write_conversational` gives a turn (`user · <its time, RFC 3339>`).
     pub title: String,
     pub text: String,
+    /// When it was said, where the set says (REALTALK's messages): the memory's
+    /// `occurred_at`, as `memory.write_conversational` gives a turn its time.
+    pub at: Option<Timestamp>,
 }
 
 pub struct Question {
@@ -71,6 +74,7 @@ pub fn corpus() -> Corpus {
                     group: s(&c["split"]),
                     title: format!("{} ({})", s(&t["speaker"]), s(&session["date"])),
                     text: s(&t["text"]),
+                    at: None,
                 });
             }
         }
@@ -126,11 +130,13 @@ pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
                 // As a client writes a chat between people: one turn per message, the
                 // speaker's name in the content, the message's time as the turn's.
                 let speaker = m["speaker"].as_str().unwrap();
+                let time = rfc3339(m["date_time"].as_str().unwrap());
                 turns.push(Turn {
                     id,
                     split: split.to_owned(),
                     group: group.clone(),
-                    title: format!("user · {}", rfc3339(m["date_time"].as_str().unwrap())),
+                    at: Some(Timestamp::parse("date_time", &time).unwrap()),
+                    title: format!("user · {time}"),
                     text: format!("{speaker}: {}", m["clean_text"].as_str().unwrap()),
                 });
             }
@@ -234,7 +240,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                 vector,
                 embedder: embedder.name().to_owned(),
                 updated_at: Timestamp(0),
-                occurred_at: None,
+                occurred_at: t.at,
             })
             .collect();
         s.backend.search.upsert(&docs).await.unwrap();

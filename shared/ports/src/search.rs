@@ -18,6 +18,9 @@ use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod dates;
+pub use dates::{day_terms, query_dates};
+
 /// Hybrid fusion for a semantic embedder (all-MiniLM-L6-v2 and the like).
 ///
 /// `score = w · coverage² + (1 − w) · closeness`, where `coverage` is the keyword score
@@ -461,9 +464,19 @@ fn stem(token: String) -> String {
     })
 }
 
-/// The keyword terms of a document: its [`tokens`], stemmed.
+/// The keyword terms of a text: its [`tokens`], stemmed.
 pub fn index_terms(text: &str) -> Vec<String> {
     tokens(text).into_iter().map(stem).collect()
+}
+
+/// The keyword terms of a chunk, as every keyword index without an analyser of its own
+/// counts them: its title's [`index_terms`], its text's, then the [`day_terms`] of when it
+/// happened ([`SearchDoc::happened_at`]).
+pub fn doc_terms(title: &str, text: &str, at: Timestamp) -> Vec<String> {
+    let mut t = index_terms(title);
+    t.extend(index_terms(text));
+    t.extend(day_terms(at));
+    t
 }
 
 /// The keyword terms of a query: its [`tokens`] without [`STOP_WORDS`] (all of them when
@@ -473,18 +486,23 @@ pub fn query_terms(text: &str) -> Vec<String> {
 }
 
 /// The words of a query the keyword side searches for, each beside its term: the
-/// [`query_terms`] with the word they came from.
+/// [`query_terms`] with the word they came from. A date the query names is its day's
+/// term ([`query_dates`]), not its words.
 pub fn weighted_words(text: &str) -> Vec<(String, String)> {
-    let all = tokens(text);
+    let (days, rest) = query_dates(text);
+    let all = tokens(&rest);
     let content: Vec<String> = all.iter().filter(|t| !STOP_WORDS.contains(&t.as_str())).cloned().collect();
-    let chosen = if content.is_empty() { all } else { content };
-    chosen.into_iter().map(|w| (w.clone(), stem(w))).collect()
+    let chosen = if content.is_empty() && days.is_empty() { all } else { content };
+    chosen.into_iter().map(|w| (w.clone(), stem(w))).chain(days.into_iter().map(|d| (d.clone(), d))).collect()
 }
 
-/// A query's text with [`STOP_WORDS`] left out (the whole text when nothing else is
-/// left): what an index with its own analyser is asked, so both adapters weigh a
-/// question's words alike.
+/// A query's text with its dates ([`query_dates`]) and [`STOP_WORDS`] left out (the
+/// whole text when nothing else is left): what an index with its own analyser is asked
+/// (with the dates' day terms beside it), so both adapters weigh a question's words
+/// alike.
 pub fn query_text(text: &str) -> String {
+    let (days, rest) = query_dates(text);
+    let text = if days.is_empty() || rest.trim().is_empty() { text } else { rest.as_str() };
     let kept: Vec<&str> = text
         .split_whitespace()
         .filter(|w| {

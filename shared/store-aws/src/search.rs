@@ -12,10 +12,13 @@
 //! [`ports::search::fuse`], the same fusion the embedded index uses, so both backends
 //! rank alike and no search pipeline has to be provisioned. The text fields use the
 //! `english` analyser (stemming, as the embedded index's Snowball stemmer) and the query
-//! is sent without question words ([`ports::search::query_text`]). One difference:
+//! is sent without question words ([`ports::search::query_text`]); a date it names is
+//! searched as a `term` on the chunk's `day` (its [`ports::search::day_terms`]) beside
+//! the words, as the other indexes count it. One difference:
 //! OpenSearch does not return a query's idf sum, so keyword scores are scaled by the
 //! list's best rather than by the query's full coverage. An index created before the
-//! analyser was set keeps the standard one until it is recreated and reindexed.
+//! analyser (or the `day` field) was set keeps the standard one (maps `day` as text)
+//! until it is recreated and reindexed.
 //!
 //! There is no local OpenSearch: the tests assert the exact requests against an
 //! in-process HTTP server answering recorded OpenSearch responses.
@@ -27,8 +30,8 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
-    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
-    identifiers, query_text,
+    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, day_terms, fuse,
+    has_identifiers, identifiers, query_dates, query_text,
 };
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
@@ -121,6 +124,7 @@ impl OpenSearchIndex {
                 "text": {"type": "text", "analyzer": "english"},
                 "updated_at": {"type": "date", "format": "epoch_millis"},
                 "occurred_at": {"type": "date", "format": "epoch_millis"},
+                "day": {"type": "keyword"},
                 "vector": {"type": "knn_vector", "dimension": self.dim, "method": {
                     "name": "hnsw", "engine": "faiss", "space_type": "cosinesimil",
                     "parameters": {"m": 16, "ef_construction": 64}
@@ -278,7 +282,7 @@ impl SearchIndex for OpenSearchIndex {
             lines.push(json!({
                 "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
                 "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0,
-                "occurred_at": d.happened_at().0, "vector": wire(&d.vector),
+                "occurred_at": d.happened_at().0, "day": day_terms(d.happened_at()), "vector": wire(&d.vector),
             }));
         }
         self.bulk(lines).await
@@ -348,15 +352,18 @@ impl SearchIndex for OpenSearchIndex {
         let filter = Self::filter(&parts, q);
         let mut keyword = Vec::new();
         if q.mode != SearchMode::Vector {
-            let hits = self
-                .query(json!({
-                    "size": DEPTH, "_source": SOURCE,
-                    "query": {"bool": {
-                        "filter": filter,
-                        "must": [{"multi_match": {"query": query_text(&q.text), "fields": ["title^2", "text"]}}]
-                    }}
-                }))
-                .await?;
+            let words = json!({"multi_match": {"query": query_text(&q.text), "fields": ["title^2", "text"]}});
+            let (days, _) = query_dates(&q.text);
+            // A date the query names is its day's term (`day`, as every chunk is indexed
+            // with the day it happened), found beside the words: either may match.
+            let query = if days.is_empty() {
+                json!({"bool": {"filter": filter, "must": [words]}})
+            } else {
+                let mut should = vec![words];
+                should.extend(days.iter().map(|d| json!({"term": {"day": d}})));
+                json!({"bool": {"filter": filter, "should": should, "minimum_should_match": 1}})
+            };
+            let hits = self.query(json!({"size": DEPTH, "_source": SOURCE, "query": query})).await?;
             keyword = self.candidates(hits, &parts, &ids, false);
         }
         let mut vector = Vec::new();

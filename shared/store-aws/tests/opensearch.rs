@@ -158,6 +158,8 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
         assert_eq!(mapping["mappings"]["properties"]["partition"], json!({"type": "keyword"}));
         // Stemmed text fields, as the embedded index's keyword side.
         assert_eq!(mapping["mappings"]["properties"]["text"], json!({"type": "text", "analyzer": "english"}));
+        // The day each chunk happened on, matched exactly by a query naming a date.
+        assert_eq!(mapping["mappings"]["properties"]["day"], json!({"type": "keyword"}));
         assert_eq!((seen[1].method.as_str(), seen[1].path.as_str()), ("POST", "/_bulk"));
         assert_eq!(seen[1].headers["content-type"], "application/x-ndjson");
         let lines: Vec<Value> = seen[1].body.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -170,7 +172,7 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
             lines[1],
             json!({"partition": "acme/org", "chunk": "kb-1~0", "doc": "kb-1", "kind": "kb", "embedder": "hashing-4 (lexical)",
                    "title": "Runbook", "text": "Restart with drain_ingest().", "updated_at": 1_700_000_000_000_i64,
-                   "occurred_at": 1_700_000_000_000_i64,
+                   "occurred_at": 1_700_000_000_000_i64, "day": ["2023-11-14", "11-14"],
                    "vector": [0.6, 0.8, 0.0, 0.0]})
         );
         assert_eq!(lines[3]["partition"], "acme/project:apollo");
@@ -230,6 +232,22 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     assert!(hits[0].exact);
     assert_eq!(hits[1].scope, MemoryScope::Project("apollo".into()));
     assert!((hits[1].similarity.unwrap() - 0.9).abs() < 1e-6, "cosinesimil score (1 + cos) / 2 maps back to cos");
+
+    // A date the query names is its day's term beside the words, either matching; the
+    // words are sent without the date.
+    srv.seen.lock().unwrap().clear();
+    *srv.searches.lock().unwrap() = vec![json!([]), json!([])];
+    let dated = SearchQuery { text: "what did Elise buy on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
+    index.search(&dated).await.unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "a keyword search is one request");
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"],
+        json!({"bool": {"filter": filter, "minimum_should_match": 1, "should": [
+            {"multi_match": {"query": "Elise buy", "fields": ["title^2", "text"]}},
+            {"term": {"day": "2024-01-07"}}
+        ]}})
+    );
 
     // A time window filters on `occurred_at` in both requests (since inclusive, until
     // exclusive), and a hit carries its time back.

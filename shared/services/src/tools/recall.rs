@@ -172,6 +172,8 @@ impl Capability for Recall {
 
     async fn run<'a>(cx: &'a Context<'a>, a: RecallArgs) -> Result<RecallOutput> {
         ports::search::check_query(&a.query)?;
+        // A question naming a day asks about that day: newer facts do not go first.
+        let dated = !ports::search::query_dates(&a.query).0.is_empty();
         let (tools, caller) = (&cx.tools, cx.caller);
         let max = a.limit as usize;
         let window = Window {
@@ -211,12 +213,12 @@ impl Capability for Recall {
             // newer facts about its own top hits are looked up: a newer fact goes before
             // the older one it replaces, found by the query or not.
             let pool = tools.newer_candidates(caller, own, &results, window).await?;
-            newest_first(&mut results, &pool);
+            newest_first(&mut results, &pool, dated);
             results.truncate(max);
             return Ok(RecallOutput { count: results.len(), results, truncated, search: "hybrid".into() });
         }
         let (mut found, truncated, pool) = tools.recall_scan(caller, &scopes, kind, &a.query, window, as_of, max * 2).await?;
-        newest_first(&mut found, &pool);
+        newest_first(&mut found, &pool, dated);
         found.truncate(max);
         Ok(RecallOutput { count: found.len(), results: found, truncated, search: "keyword-scan".into() })
     }

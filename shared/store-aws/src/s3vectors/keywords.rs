@@ -29,7 +29,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, KeysAndAttributes, 
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::items::{Condition, Item, ItemStore, Query, Write};
-use ports::search::{DocKind, SearchDoc, SearchQuery, bm25, index_terms, query_terms};
+use ports::search::{DocKind, SearchDoc, SearchQuery, bm25, doc_terms, query_terms};
 use serde::{Deserialize, Serialize};
 
 use crate::dynamo::{self, DynamoItems};
@@ -112,10 +112,10 @@ fn decode<T: for<'de> Deserialize<'de>>(item: &Item) -> Result<T> {
     serde_json::from_slice(&item.body).map_err(|e| Error::internal(format!("search item {}/{}: {e}", item.part, item.sk)))
 }
 
-/// Term frequencies of a chunk, as the embedded index counts them (title, then text).
-fn frequencies(title: &str, text: &str) -> (Vec<(String, u32)>, u32) {
-    let mut all = index_terms(title);
-    all.extend(index_terms(text));
+/// Term frequencies of a chunk, as the embedded index counts them
+/// ([`ports::search::doc_terms`]: title, text, the day it happened).
+fn frequencies(title: &str, text: &str, at: domain::Timestamp) -> (Vec<(String, u32)>, u32) {
+    let all = doc_terms(title, text, at);
     let len = u32::try_from(all.len()).unwrap_or(u32::MAX);
     let mut tf: HashMap<String, u32> = HashMap::new();
     for t in all {
@@ -251,7 +251,7 @@ impl Keywords {
     /// Adds or replaces one chunk.
     pub async fn put(&self, d: &SearchDoc) -> Result<()> {
         let (t, s) = partition(&d.tenant, &d.scope);
-        let (terms, len) = frequencies(&d.title, &d.text);
+        let (terms, len) = frequencies(&d.title, &d.text, d.happened_at());
         let chunk = Chunk {
             id: d.id.clone(),
             doc: d.doc.clone(),

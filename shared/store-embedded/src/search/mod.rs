@@ -25,8 +25,8 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
-    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, fuse, has_identifiers,
-    identifiers, index_terms, query_terms,
+    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, doc_terms, fuse,
+    has_identifiers, identifiers, query_terms,
 };
 use rusqlite::params;
 use tokio::sync::{OnceCell, RwLock};
@@ -73,12 +73,6 @@ struct Partition {
     building: bool,
 }
 
-fn doc_tokens(title: &str, text: &str) -> Vec<String> {
-    let mut t = index_terms(title);
-    t.extend(index_terms(text));
-    t
-}
-
 impl Partition {
     fn new(scope: MemoryScope, dim: usize) -> Self {
         Self {
@@ -104,7 +98,7 @@ impl Partition {
         if s.has_vector {
             self.live_vectors -= 1;
         }
-        let t = doc_tokens(&s.title, &s.text);
+        let t = doc_terms(&s.title, &s.text, s.at);
         // A retired slot stays as a graph waypoint; its words go (forgotten text is
         // not kept in memory, nor in a saved partition).
         s.title = String::new();
@@ -131,7 +125,7 @@ impl Partition {
         if has_vector {
             self.live_vectors += 1;
         }
-        self.bm25.add(slot, &doc_tokens(&d.title, &d.text));
+        self.bm25.add(slot, &doc_terms(&d.title, &d.text, d.happened_at()));
         self.by_id.insert(d.id.as_str().to_owned(), slot);
         self.by_doc.entry(d.doc.as_str().to_owned()).or_default().push(slot);
         let at = d.happened_at();

@@ -28,7 +28,7 @@ use super::vectors::Vectors;
 use super::{EXACT_MAX, Partition, Slot};
 use crate::db::sql_err;
 
-const MAGIC: &[u8; 8] = b"CTYSRCH1";
+const MAGIC: &[u8; 8] = b"CTYSRCH2";
 const END: &[u8; 8] = b"CTYSRCHE";
 
 /// The directory of the saved partitions of the database at `db`.

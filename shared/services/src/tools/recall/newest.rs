@@ -2,7 +2,8 @@
 //! and turns among the top hits that a newer one replaces
 //! ([`crate::search::facts::replaces`]) are marked `superseded_by_time`, and the newer
 //! one goes first — looked for among the caller's newest facts and by the hits' words,
-//! so it comes back even when the question shares no word with it.
+//! so it comes back even when the question shares no word with it — unless the question
+//! names a day, which asks about that day.
 
 use std::collections::HashMap;
 
@@ -49,8 +50,10 @@ pub(super) fn newer_why() -> WhyView {
 /// in from `pool` when the query did not find it). A hit that leans on a fact a newer one
 /// replaces (`I send my report to my manager` → `my manager is Priya` → `Tom is my new
 /// manager`) gets the newest right after it. Both stay: the older is history, not
-/// deleted. Governed memory has its own supersession.
-pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitView]) {
+/// deleted. Governed memory has its own supersession. A question that names a day
+/// (`dated`: "what was dinner on 2 January?") asks about that day, not about now: the
+/// older is still marked, but the order stays the search's.
+pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitView], dated: bool) {
     let at = |h: &RecallHitView| Timestamp::parse("occurred_at", &h.occurred_at).ok();
     let mut facts = Facts::default();
     let checked: Vec<usize> = (0..results.len()).filter(|&i| own_fact(&results[i])).take(NEWER_LOOKUPS).collect();
@@ -86,6 +89,9 @@ pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitVi
         if let Some(newer) = newest.filter(|p| !results.iter().any(|h| h.id == p.id)) {
             results.insert(i + 1, newer.clone());
         }
+    }
+    if dated {
+        return;
     }
     // Each newer fact before the first older one it replaces; the times only increase
     // along the marks, so this ends (bounded all the same).
