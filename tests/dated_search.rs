@@ -135,6 +135,7 @@ async fn memory_search_answers_the_day_a_question_names() {
     let first = &found["results"][0];
     assert_eq!(first["id"], ids[1].0.as_str(), "{found}");
     assert!(first["text"].as_str().unwrap().contains("tacos"), "{found}");
+    assert_eq!(first["why"]["matched_terms"], json!(["dinner", "2024-01-02"]), "the day carried weight: {found}");
     // It still says a newer dinner replaced it (newest fact wins, issue #35 §3), but the
     // question asked about that day, so the newer one does not go first.
     assert_eq!(first["superseded_by_time"], ids[2].0.as_str(), "{found}");

@@ -272,7 +272,7 @@ impl WhyView {
             vector_rank: hit.vector_rank,
             score: Some(hit.score),
             similarity: hit.similarity,
-            matched_terms: matched_terms(query, &[&hit.title, &hit.text]),
+            matched_terms: matched_terms(query, &[&hit.title, &hit.text], hit.occurred_at),
         }
     }
 
@@ -284,7 +284,7 @@ impl WhyView {
             vector_rank: None,
             score: None,
             similarity: None,
-            matched_terms: matched_terms(query, texts),
+            matched_terms: matched_terms(query, texts, None),
         }
     }
 }
@@ -292,9 +292,14 @@ impl WhyView {
 /// The query's words that carried weight and matched (lower case, in query order, once
 /// each): those the keyword side searched for ([`ports::search::query_terms`]: question
 /// words, articles and pronouns left out) whose stem is a term of `texts`
-/// (`painting` matches `painted`).
-pub fn matched_terms(query: &str, texts: &[&str]) -> Vec<String> {
-    let present: std::collections::HashSet<String> = texts.iter().flat_map(|t| ports::search::index_terms(t)).collect();
+/// (`painting` matches `painted`), and a date the query names that is the day the hit
+/// happened on (`at`), as that day (`2024-01-07`).
+pub fn matched_terms(query: &str, texts: &[&str], at: Option<domain::Timestamp>) -> Vec<String> {
+    let present: std::collections::HashSet<String> = texts
+        .iter()
+        .flat_map(|t| ports::search::index_terms(t))
+        .chain(at.into_iter().flat_map(ports::search::day_terms))
+        .collect();
     let mut out: Vec<String> = Vec::new();
     for (word, term) in ports::search::weighted_words(query) {
         if present.contains(&term) && !out.contains(&word) {
@@ -700,15 +705,24 @@ mod why_tests {
     #[test]
     fn matched_terms_are_the_query_words_that_carried_weight_once_each() {
         assert_eq!(
-            matched_terms("Acme renewals, acme CFO?", &["Acme Corp renewals", "need the CFO"]),
+            matched_terms("Acme renewals, acme CFO?", &["Acme Corp renewals", "need the CFO"], None),
             ["acme", "renewals", "cfo"]
         );
-        assert_eq!(matched_terms("renew", &["renewals"]), ["renew"], "by stem, as the keyword side matches");
+        assert_eq!(matched_terms("renew", &["renewals"], None), ["renew"], "by stem, as the keyword side matches");
         // The case: question words and pronouns matched nothing worth saying.
         assert_eq!(
-            matched_terms("What is my sister's peanut allergy to?", &["I told you my sister has a peanut allergy, it's to the"]),
+            matched_terms(
+                "What is my sister's peanut allergy to?",
+                &["I told you my sister has a peanut allergy, it's to the"],
+                None
+            ),
             ["sister", "peanut", "allergy"]
         );
+        // A date the question names counts when it is the day the hit happened on.
+        let jan7 = Some(domain::Timestamp(1_704_628_800_000)); // 2024-01-07T12:00:00Z
+        assert_eq!(matched_terms("What did Elise buy on 7 Jan 2024?", &["Elise: a lamp"], jan7), ["elise", "2024-01-07"]);
+        assert_eq!(matched_terms("What did Elise buy on 8 Jan 2024?", &["Elise: a lamp"], jan7), ["elise"]);
+        assert_eq!(matched_terms("Elise on January 7th?", &["Elise: a lamp"], jan7), ["elise", "01-07"]);
     }
 
     #[test]
