@@ -34,6 +34,8 @@ async fn purchases_by_day(backend: ports::Backend) {
         said.push((format!("turn-{day}"), day, format!("Elise: I bought a new {thing} at the store today")));
         said.extend(talk.iter().enumerate().map(|(i, t)| (format!("talk-{day}-{i}"), day, (*t).to_owned())));
     }
+    // Said on the first day, about a later one.
+    said.push(("exam".to_owned(), 0, "Elise: my exam is on 21.01.2024, wish me luck".to_owned()));
     let mut docs = Vec::new();
     for (id, day, text) in said {
         let vector = backend.embedder.embed(std::slice::from_ref(&text)).await.unwrap().remove(0);
@@ -93,6 +95,10 @@ async fn purchases_by_day(backend: ports::Backend) {
     let none = ask("What did Elise get at the store on 3 March 2025?", SearchMode::Keyword).await;
     assert_eq!(none.len(), 10, "{none:?}");
     assert!(none.iter().all(|d| d.starts_with("turn-")), "{none:?}");
+    // A date a turn names is a day of it too, however either writes it.
+    for question in ["What is happening on January 21st, 2024?", "what is on 21.01.2024"] {
+        assert_eq!(ask(question, SearchMode::Keyword).await.first().map(String::as_str), Some("exam"), "{question}");
+    }
 }
 
 /// The embedded index.

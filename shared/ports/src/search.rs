@@ -19,7 +19,7 @@ use domain::{Error, Id, Result, TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 mod dates;
-pub use dates::{day_terms, query_dates};
+pub use dates::{day_terms, query_dates, text_days};
 
 /// Hybrid fusion for a semantic embedder (all-MiniLM-L6-v2 and the like).
 ///
@@ -470,13 +470,22 @@ pub fn index_terms(text: &str) -> Vec<String> {
 }
 
 /// The keyword terms of a chunk, as every keyword index without an analyser of its own
-/// counts them: its title's [`index_terms`], its text's, then the [`day_terms`] of when it
-/// happened ([`SearchDoc::happened_at`]).
+/// counts them: its title's [`index_terms`], its text's, then its [`doc_days`].
 pub fn doc_terms(title: &str, text: &str, at: Timestamp) -> Vec<String> {
     let mut t = index_terms(title);
     t.extend(index_terms(text));
-    t.extend(day_terms(at));
+    t.extend(doc_days(title, text, at));
     t
+}
+
+/// The days a chunk is about: the [`day_terms`] of when it happened
+/// ([`SearchDoc::happened_at`]), then those of the dates its title and text name
+/// ([`text_days`]).
+pub fn doc_days(title: &str, text: &str, at: Timestamp) -> Vec<String> {
+    let mut days: Vec<String> = day_terms(at).into();
+    days.extend(text_days(title));
+    days.extend(text_days(text));
+    days
 }
 
 /// The keyword terms of a query: its [`tokens`] without [`STOP_WORDS`] (all of them when
@@ -497,12 +506,19 @@ pub fn weighted_words(text: &str) -> Vec<(String, String)> {
 }
 
 /// A query's text with its dates ([`query_dates`]) and [`STOP_WORDS`] left out (the
-/// whole text when nothing else is left): what an index with its own analyser is asked
-/// (with the dates' day terms beside it), so both adapters weigh a question's words
-/// alike.
+/// whole text when nothing else is left; nothing when the query is a date and stop
+/// words): what an index with its own analyser is asked (with the dates' day terms
+/// beside it), so both adapters weigh a question's words alike.
 pub fn query_text(text: &str) -> String {
     let (days, rest) = query_dates(text);
-    let text = if days.is_empty() || rest.trim().is_empty() { text } else { rest.as_str() };
+    if !days.is_empty() {
+        // Only the date's day is searched when no other word carries weight.
+        let words = weighted_words(text);
+        if words.iter().all(|(_, term)| days.contains(term)) {
+            return String::new();
+        }
+    }
+    let text = if days.is_empty() { text } else { rest.as_str() };
     let kept: Vec<&str> = text
         .split_whitespace()
         .filter(|w| {

@@ -17,8 +17,9 @@
 //! the words, as the other indexes count it. One difference:
 //! OpenSearch does not return a query's idf sum, so keyword scores are scaled by the
 //! list's best rather than by the query's full coverage. An index created before the
-//! analyser (or the `day` field) was set keeps the standard one (maps `day` as text)
-//! until it is recreated and reindexed.
+//! analyser was set keeps the standard one until it is recreated and reindexed; one
+//! created before the `day` field gets the field added to its mapping on first use (its
+//! older chunks have no days until they are reindexed).
 //!
 //! There is no local OpenSearch: the tests assert the exact requests against an
 //! in-process HTTP server answering recorded OpenSearch responses.
@@ -30,7 +31,7 @@ use async_trait::async_trait;
 use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use ports::search::{
-    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, day_terms, fuse,
+    Candidate, DocKind, Fusion, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery, check_query, doc_days, fuse,
     has_identifiers, identifiers, query_dates, query_text,
 };
 use serde_json::{Value, json};
@@ -140,10 +141,22 @@ impl OpenSearchIndex {
                 let body = serde_json::to_vec(&self.mapping()).map_err(|e| Error::internal(e.to_string()))?;
                 let (status, answer) =
                     self.http.send("PUT", &format!("/{}", self.index), "application/json", body, &[400]).await?;
-                if status == 400
-                    && answer.pointer("/error/type").and_then(Value::as_str) != Some("resource_already_exists_exception")
-                {
-                    return Err(Error::internal("opensearch refused the index mapping"));
+                if status == 400 {
+                    if answer.pointer("/error/type").and_then(Value::as_str) != Some("resource_already_exists_exception") {
+                        return Err(Error::internal("opensearch refused the index mapping"));
+                    }
+                    // An index made by an earlier version: the fields added since are added
+                    // to its mapping (the same definition again is accepted as it is).
+                    let added = json!({"properties": {"day": self.mapping()["mappings"]["properties"]["day"].clone()}});
+                    let body = serde_json::to_vec(&added).map_err(|e| Error::internal(e.to_string()))?;
+                    let (status, _) =
+                        self.http.send("PUT", &format!("/{}/_mapping", self.index), "application/json", body, &[400]).await?;
+                    if status == 400 {
+                        return Err(Error::internal(format!(
+                            "the search index {} maps `day` otherwise than this version writes it: recreate the index and run `continuity reindex --full` for each tenant",
+                            self.index
+                        )));
+                    }
                 }
                 Ok(())
             })
@@ -282,7 +295,7 @@ impl SearchIndex for OpenSearchIndex {
             lines.push(json!({
                 "partition": part, "chunk": d.id.as_str(), "doc": d.doc.as_str(), "kind": d.kind.as_str(),
                 "embedder": d.embedder, "title": d.title, "text": d.text, "updated_at": d.updated_at.0,
-                "occurred_at": d.happened_at().0, "day": day_terms(d.happened_at()), "vector": wire(&d.vector),
+                "occurred_at": d.happened_at().0, "day": doc_days(&d.title, &d.text, d.happened_at()), "vector": wire(&d.vector),
             }));
         }
         self.bulk(lines).await
@@ -352,14 +365,15 @@ impl SearchIndex for OpenSearchIndex {
         let filter = Self::filter(&parts, q);
         let mut keyword = Vec::new();
         if q.mode != SearchMode::Vector {
-            let words = json!({"multi_match": {"query": query_text(&q.text), "fields": ["title^2", "text"]}});
+            let text = query_text(&q.text);
+            let words = json!({"multi_match": {"query": text, "fields": ["title^2", "text"]}});
             let (days, _) = query_dates(&q.text);
-            // A date the query names is its day's term (`day`, as every chunk is indexed
-            // with the day it happened), found beside the words: either may match.
+            // A date the query names is its day's term (`day`: every chunk is indexed with
+            // the days it is about), found beside the words: either may match.
             let query = if days.is_empty() {
                 json!({"bool": {"filter": filter, "must": [words]}})
             } else {
-                let mut should = vec![words];
+                let mut should = if text.is_empty() { Vec::new() } else { vec![words] };
                 should.extend(days.iter().map(|d| json!({"term": {"day": d}})));
                 json!({"bool": {"filter": filter, "should": should, "minimum_should_match": 1}})
             };

@@ -38,6 +38,10 @@ struct Server {
     fail: Mutex<Option<(u16, Value)>>,
     /// Statuses to answer the next requests with, one each, before answering normally.
     fail_next: Mutex<std::collections::VecDeque<u16>>,
+    /// The index exists already (made by an earlier version); and its mapping has `day`
+    /// as another type, so adding the field conflicts.
+    exists: Mutex<bool>,
+    day_conflicts: Mutex<bool>,
 }
 
 async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> (StatusCode, String) {
@@ -54,6 +58,16 @@ async fn handle(State(s): State<Arc<Server>>, method: Method, uri: Uri, headers:
     }
     if let Some((status, body)) = s.fail.lock().unwrap().clone() {
         return (StatusCode::from_u16(status).unwrap(), body.to_string());
+    }
+    if method == Method::PUT && *s.exists.lock().unwrap() {
+        if !path.ends_with("/_mapping") {
+            let body = json!({"error": {"type": "resource_already_exists_exception", "reason": "index [continuity/x] already exists"}, "status": 400});
+            return (StatusCode::BAD_REQUEST, body.to_string());
+        }
+        if *s.day_conflicts.lock().unwrap() {
+            let body = json!({"error": {"type": "illegal_argument_exception", "reason": "mapper [day] cannot be changed from type [date] to [keyword]"}, "status": 400});
+            return (StatusCode::BAD_REQUEST, body.to_string());
+        }
     }
     let answer = if method == Method::PUT {
         json!({"acknowledged": true, "shards_acknowledged": true, "index": path.trim_start_matches('/')})
@@ -249,6 +263,24 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
         ]}})
     );
 
+    // A question that is a date and stop words alone asks for the day only.
+    srv.seen.lock().unwrap().clear();
+    let only_day = SearchQuery { text: "What happened on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
+    index.search(&only_day).await.unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"]["bool"]["should"],
+        json!([{"multi_match": {"query": "happened", "fields": ["title^2", "text"]}}, {"term": {"day": "2024-01-07"}}])
+    );
+    srv.seen.lock().unwrap().clear();
+    let bare = SearchQuery { text: "what was on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
+    index.search(&bare).await.unwrap();
+    let seen = srv.seen.lock().unwrap().clone();
+    assert_eq!(
+        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"]["bool"]["should"],
+        json!([{"term": {"day": "2024-01-07"}}])
+    );
+
     // A time window filters on `occurred_at` in both requests (since inclusive, until
     // exclusive), and a hit carries its time back.
     srv.seen.lock().unwrap().clear();
@@ -282,6 +314,33 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     let hits = index.search(&plain).await.unwrap();
     assert_eq!(hits.len(), 1);
     assert!((hits[0].score - 0.6).abs() < 1e-6, "{}", hits[0].score);
+}
+
+/// An index made by an earlier version exists: the `day` field is added to its mapping
+/// before the first write; where the index maps `day` otherwise, every call refuses,
+/// saying what to do, instead of writing chunks the index cannot take.
+#[tokio::test]
+async fn an_older_index_gets_the_day_field_or_says_it_must_be_recreated() {
+    for conflict in [false, true] {
+        let (srv, url) = server().await;
+        *srv.exists.lock().unwrap() = true;
+        *srv.day_conflicts.lock().unwrap() = conflict;
+        let index = OpenSearchIndex::new(http(&url, "aoss").await, "continuity", "hashing-4 (lexical)", 4);
+        let written = index.upsert(&[doc("acme", MemoryScope::Org, "kb-1", "Restart with drain_ingest().")]).await;
+        let seen = srv.seen.lock().unwrap().clone();
+        let calls: Vec<(&str, &str)> = seen.iter().map(|s| (s.method.as_str(), s.path.as_str())).collect();
+        assert_eq!(serde_json::from_str::<Value>(&seen[1].body).unwrap(), json!({"properties": {"day": {"type": "keyword"}}}));
+        if conflict {
+            let e = written.unwrap_err();
+            // Internal for the caller; the operator's log says what to do.
+            let said = e.internal.clone().unwrap_or_default();
+            assert!(said.contains("maps `day` otherwise") && said.contains("reindex --full"), "{e:?}");
+            assert_eq!(calls, [("PUT", "/continuity"), ("PUT", "/continuity/_mapping")], "nothing written");
+        } else {
+            written.unwrap();
+            assert_eq!(calls, [("PUT", "/continuity"), ("PUT", "/continuity/_mapping"), ("POST", "/_bulk")]);
+        }
+    }
 }
 
 #[tokio::test]

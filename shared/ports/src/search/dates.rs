@@ -2,7 +2,8 @@
 //! ([`day_terms`]: `2024-01-05` and `01-05`, from [`SearchDoc::happened_at`] in UTC), and
 //! a date a query names — "on 5 January 2024", "Jan 7", "January 1st, 2024",
 //! "21.01.2024", "2024-01-05" — is searched as that day's term instead of its words
-//! ([`query_dates`]). So "what did Elise buy on 7 Jan 2024?" finds the messages of that
+//! ([`query_dates`]); a date written in a document counts as a day of it too
+//! ([`text_days`]). So "what did Elise buy on 7 Jan 2024?" finds the messages of that
 //! day, where the words "7", "jan" and "2024" matched nothing (a turn's time is in its
 //! metadata, not its text) and only lowered the query's coverage.
 //!
@@ -39,24 +40,47 @@ fn civil(days: i64) -> (i64, u32, u32) {
     (era * 400 + yoe + i64::from(m <= 2), m, d)
 }
 
+/// Whether a month's name is also an everyday word (`may`, `march`, `mar`).
+fn ambiguous(word: &str) -> bool {
+    ["may", "march", "mar"].iter().any(|m| word.trim_end_matches('.').eq_ignore_ascii_case(m))
+}
+
 /// A month's number from its English name or its first three letters (`sept` too),
-/// with or without a final dot. The ones that are also everyday words (`may`, `march`,
-/// `mar`) count only written with a capital.
+/// with or without a final dot. Not a word in capitals alone (`APR`, `SEP`, `DEC` are
+/// more often acronyms), and the ones that are also everyday words ([`ambiguous`]) only
+/// written with a capital.
 fn month(word: &str) -> Option<u32> {
-    let w = word.trim_end_matches('.').to_ascii_lowercase();
-    if w.len() < 3 || (matches!(w.as_str(), "may" | "march" | "mar") && !word.starts_with(|c: char| c.is_uppercase())) {
+    let bare = word.trim_end_matches('.');
+    if !(3..=9).contains(&bare.len())
+        || !bare.bytes().all(|b| b.is_ascii_alphabetic())
+        || bare.bytes().all(|b| b.is_ascii_uppercase())
+        || (ambiguous(bare) && !bare.starts_with(|c: char| c.is_ascii_uppercase()))
+    {
         return None;
     }
     MONTHS
         .iter()
-        .position(|m| *m == w || (m.starts_with(&w) && (w.len() == 3 || w == "sept")))
+        .position(|m| {
+            let prefix = m.get(..bare.len()).is_some_and(|p| p.eq_ignore_ascii_case(bare));
+            prefix && (bare.len() == m.len() || bare.len() == 3 || bare.eq_ignore_ascii_case("sept"))
+        })
         .and_then(|i| u32::try_from(i + 1).ok())
 }
 
 /// A day of the month: `5`, `05`, `5th`, `1st`, `22nd`, `3rd`.
 fn day(word: &str) -> Option<u32> {
-    let w = word.to_ascii_lowercase();
-    let digits = ["st", "nd", "rd", "th"].iter().find_map(|s| w.strip_suffix(s)).unwrap_or(&w);
+    if !word.starts_with(|c: char| c.is_ascii_digit()) || word.len() > 4 {
+        return None;
+    }
+    let digits = ["st", "nd", "rd", "th"]
+        .iter()
+        .find_map(|s| {
+            word.len()
+                .checked_sub(2)
+                .filter(|&at| word.get(at..).is_some_and(|e| e.eq_ignore_ascii_case(s)))
+                .map(|at| &word[..at])
+        })
+        .unwrap_or(word);
     if digits.is_empty() || digits.len() > 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -69,8 +93,11 @@ fn year(word: &str) -> Option<i64> {
 
 /// `21.01.2024`, `21/01/2024` (day first), `2024-01-05`.
 fn numeric(word: &str) -> Option<(Option<i64>, u32, u32)> {
-    let parts: Vec<&str> = word.split(['.', '/', '-']).collect();
-    let [a, b, c] = parts[..] else { return None };
+    if !word.starts_with(|c: char| c.is_ascii_digit()) || !(8..=10).contains(&word.len()) {
+        return None;
+    }
+    let mut parts = word.split(['.', '/', '-']);
+    let (Some(a), Some(b), Some(c), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else { return None };
     let num = |s: &str| {
         (!s.is_empty() && s.len() <= 2 && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u32>().ok()).flatten()
     };
@@ -85,9 +112,19 @@ fn term((y, m, d): (Option<i64>, u32, u32)) -> String {
     }
 }
 
-/// A word without the punctuation around it ("2024?" → "2024", "Dec." → "Dec").
+/// A word without the sentence punctuation around it ("2024?" → "2024", "(Dec." →
+/// "Dec"); any other mark stays, so `24%` or `$5` is no day.
 fn clean(word: &str) -> &str {
-    word.trim_matches(|c: char| !(c.is_alphanumeric() || c == '.' || c == '/' || c == '-')).trim_end_matches('.')
+    word.trim_start_matches(['(', '[', '"', '\'', '“', '‘'])
+        .trim_end_matches([')', ']', '"', '\'', '”', '’', '?', '!', ',', ';', ':'])
+        .trim_end_matches('.')
+}
+
+/// The days a document's own words name ([`query_dates`]), for its keyword terms: a note
+/// saying "exam on 21.01.2024" is found by a question about that day. Only a text with a
+/// digit is read (every date has one).
+pub fn text_days(text: &str) -> Vec<String> {
+    if text.bytes().any(|b| b.is_ascii_digit()) { query_dates(text).0 } else { Vec::new() }
 }
 
 /// The days a query names, as [`day_terms`] terms, and the query with those dates' words
@@ -106,12 +143,15 @@ pub fn query_dates(text: &str) -> (Vec<String>, String) {
         let skip_of = usize::from(next(1).is_some_and(|n| n.eq_ignore_ascii_case("of")));
         let found = if let Some(date) = numeric(w) {
             Some((date, 1))
-        } else if let (Some(d), Some(m)) = (day(w), next(1 + skip_of).and_then(month)) {
+        } else if let Some((d, m)) = day(w).and_then(|d| Some((d, next(1 + skip_of).and_then(month)?))) {
             let y = next(2 + skip_of).and_then(year);
             Some(((y, m, d), 2 + skip_of + usize::from(y.is_some())))
-        } else if let (Some(m), Some(d)) = (month(w), next(1).and_then(day)) {
+        } else if let Some((m, d)) = next(1).and_then(day).and_then(|d| Some((month(w)?, d))) {
             let y = next(2).and_then(year);
-            Some(((y, m, d), 2 + usize::from(y.is_some())))
+            // "May 3 of us come?": a sentence's first word is capitalised anyway, so an
+            // everyday month word opening one is a date only with its year.
+            let opens = i == 0 || words[i - 1].ends_with(['.', '?', '!']);
+            (!(opens && ambiguous(w) && y.is_none())).then_some(((y, m, d), 2 + usize::from(y.is_some())))
         } else {
             None
         };
@@ -164,6 +204,20 @@ mod tests {
         }
         // Written with a capital, they are months; the words around the date stay.
         assert_eq!(dates("a 5 May deadline"), (vec!["05-05".into()], "a deadline".into()));
+        // Marks that are not sentence punctuation, capitals alone, a sentence opened by
+        // "May" without a year: no dates.
+        for text in ["a 24% APR", "25% SEP contribution", "DEC 24 meeting", "May 3 of us join?", "ok. March 4 times", "$5 Jan"] {
+            assert_eq!(dates(text), (Vec::new(), text.to_owned()), "{text}");
+        }
+        assert_eq!(dates("May 3 2024 was fun").0, ["2024-05-03"]);
+        assert_eq!(dates("(Jan. 7)").0, ["01-07"]);
+    }
+
+    #[test]
+    fn a_text_is_about_the_days_it_names() {
+        assert_eq!(text_days("Elise: my exam is on 21.01.2024, then a trip on March 3"), ["2024-01-21", "03-03"]);
+        assert!(text_days("no digit, so no day: May June July").is_empty());
+        assert!(text_days("version 1.2.3 shipped to 40 users").is_empty());
     }
 
     #[test]

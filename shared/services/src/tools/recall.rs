@@ -172,8 +172,7 @@ impl Capability for Recall {
 
     async fn run<'a>(cx: &'a Context<'a>, a: RecallArgs) -> Result<RecallOutput> {
         ports::search::check_query(&a.query)?;
-        // A question naming a day asks about that day: newer facts do not go first.
-        let dated = !ports::search::query_dates(&a.query).0.is_empty();
+        let days = ports::search::query_dates(&a.query).0;
         let (tools, caller) = (&cx.tools, cx.caller);
         let max = a.limit as usize;
         let window = Window {
@@ -213,12 +212,16 @@ impl Capability for Recall {
             // newer facts about its own top hits are looked up: a newer fact goes before
             // the older one it replaces, found by the query or not.
             let pool = tools.newer_candidates(caller, own, &results, window).await?;
+            // A question naming a day its top hits happened on asks about that day:
+            // newer facts do not go first.
+            let dated = newest::on_the_days(&results, &days);
             newest_first(&mut results, &pool, dated);
             results.truncate(max);
             return Ok(RecallOutput { count: results.len(), results, truncated, search: "hybrid".into() });
         }
         let (mut found, truncated, pool) = tools.recall_scan(caller, &scopes, kind, &a.query, window, as_of, max * 2).await?;
-        newest_first(&mut found, &pool, dated);
+        // The scan matches words, not days: newest fact wins whatever the question says.
+        newest_first(&mut found, &pool, false);
         found.truncate(max);
         Ok(RecallOutput { count: found.len(), results: found, truncated, search: "keyword-scan".into() })
     }

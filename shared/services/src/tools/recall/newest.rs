@@ -70,7 +70,9 @@ pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitVi
         if let Some(newer) = newest {
             results[i].superseded_by_time = Some(newer.id.clone());
             if !results.iter().any(|h| h.id == newer.id) {
-                results.push(newer);
+                // Moved before the older below; for a dated question it stays right after
+                // it, so it is not cut off with the results past the limit.
+                if dated { results.insert(i + 1, newer) } else { results.push(newer) }
             }
             continue;
         }
@@ -106,6 +108,17 @@ pub(super) fn newest_first(results: &mut Vec<RecallHitView>, pool: &[RecallHitVi
         let newer = results.remove(j);
         results.insert(i, newer);
     }
+}
+
+/// Whether a question naming `days` ([`ports::search::query_dates`]) asks about when
+/// one of its top [`NEWER_LOOKUPS`] hits happened: then it asks about that day, not
+/// about now. A date no top hit happened on (a context date, a misread one) does not.
+pub(super) fn on_the_days(results: &[RecallHitView], days: &[String]) -> bool {
+    !days.is_empty()
+        && results.iter().take(NEWER_LOOKUPS).any(|h| {
+            Timestamp::parse("occurred_at", &h.occurred_at)
+                .is_ok_and(|at| ports::search::day_terms(at).iter().any(|d| days.contains(d)))
+        })
 }
 
 /// The facts a hop looks through: those of the pool that share a word with the hit.
