@@ -13,7 +13,7 @@
 //! rank alike and no search pipeline has to be provisioned. The text fields use the
 //! `english` analyser (stemming, as the embedded index's Snowball stemmer) and the query
 //! is sent without question words ([`ports::search::query_text`]); a date it names is
-//! searched as a `term` on the chunk's `day` (its [`ports::search::day_terms`]) beside
+//! searched as a `term` on the chunk's `day` (its [`ports::search::doc_days`]) beside
 //! the words, as the other indexes count it. One difference:
 //! OpenSearch does not return a query's idf sum, so keyword scores are scaled by the
 //! list's best rather than by the query's full coverage. An index created before the

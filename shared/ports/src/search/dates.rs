@@ -124,15 +124,22 @@ fn clean(word: &str) -> &str {
 /// saying "exam on 21.01.2024" is found by a question about that day. Only a text with a
 /// digit is read (every date has one).
 pub fn text_days(text: &str) -> Vec<String> {
-    if text.bytes().any(|b| b.is_ascii_digit()) { query_dates(text).0 } else { Vec::new() }
+    if text.bytes().any(|b| b.is_ascii_digit()) { dates_in(&text.split_whitespace().collect::<Vec<_>>()).0 } else { Vec::new() }
 }
 
 /// The days a query names, as [`day_terms`] terms, and the query with those dates' words
 /// left out (the rest is searched as words).
 pub fn query_dates(text: &str) -> (Vec<String>, String) {
-    // Words with their trailing punctuation kept apart ("2024?" → "2024"), a comma
-    // inside a date allowed ("January 5, 2024").
     let words: Vec<&str> = text.split_whitespace().collect();
+    let (terms, used) = dates_in(&words);
+    let rest: Vec<&str> = words.iter().zip(&used).filter(|(_, u)| !**u).map(|(w, _)| *w).collect();
+    (terms, rest.join(" "))
+}
+
+/// The days `words` name, and which words name them.
+fn dates_in(words: &[&str]) -> (Vec<String>, Vec<bool>) {
+    // Each word without the sentence punctuation around it ("2024?" → "2024"), so a
+    // comma inside a date is allowed ("January 5, 2024").
     let mut terms = Vec::new();
     let mut used = vec![false; words.len()];
     let mut i = 0;
@@ -164,8 +171,7 @@ pub fn query_dates(text: &str) -> (Vec<String>, String) {
             None => i += 1,
         }
     }
-    let rest: Vec<&str> = words.iter().zip(&used).filter(|(_, u)| !**u).map(|(w, _)| *w).collect();
-    (terms, rest.join(" "))
+    (terms, used)
 }
 
 #[cfg(test)]
