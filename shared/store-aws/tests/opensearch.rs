@@ -248,38 +248,26 @@ async fn mapping_bulk_and_hybrid_queries_are_exactly_as_designed() {
     assert!((hits[1].similarity.unwrap() - 0.9).abs() < 1e-6, "cosinesimil score (1 + cos) / 2 maps back to cos");
 
     // A date the query names is its day's term beside the words, either matching; the
-    // words are sent without the date.
-    srv.seen.lock().unwrap().clear();
-    *srv.searches.lock().unwrap() = vec![json!([]), json!([])];
-    let dated = SearchQuery { text: "what did Elise buy on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
-    index.search(&dated).await.unwrap();
-    let seen = srv.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1, "a keyword search is one request");
-    assert_eq!(
-        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"],
-        json!({"bool": {"filter": filter, "minimum_should_match": 1, "should": [
-            {"multi_match": {"query": "Elise buy", "fields": ["title^2", "text"]}},
-            {"term": {"day": "2024-01-07"}}
-        ]}})
-    );
-
-    // A question that is a date and stop words alone asks for the day only.
-    srv.seen.lock().unwrap().clear();
-    let only_day = SearchQuery { text: "What happened on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
-    index.search(&only_day).await.unwrap();
-    let seen = srv.seen.lock().unwrap().clone();
-    assert_eq!(
-        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"]["bool"]["should"],
-        json!([{"multi_match": {"query": "happened", "fields": ["title^2", "text"]}}, {"term": {"day": "2024-01-07"}}])
-    );
-    srv.seen.lock().unwrap().clear();
-    let bare = SearchQuery { text: "what was on 7 Jan 2024?".into(), mode: SearchMode::Keyword, ..q.clone() };
-    index.search(&bare).await.unwrap();
-    let seen = srv.seen.lock().unwrap().clone();
-    assert_eq!(
-        serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"]["bool"]["should"],
-        json!([{"term": {"day": "2024-01-07"}}])
-    );
+    // words are sent without the date, and a question that is a date and stop words
+    // alone asks for the day only.
+    let words = |w: &str| json!({"multi_match": {"query": w, "fields": ["title^2", "text"]}});
+    let day = json!({"term": {"day": "2024-01-07"}});
+    for (text, should) in [
+        ("what did Elise buy on 7 Jan 2024?", json!([words("Elise buy"), day])),
+        ("What happened on 7 Jan 2024?", json!([words("happened"), day])),
+        ("what was on 7 Jan 2024?", json!([day])),
+    ] {
+        srv.seen.lock().unwrap().clear();
+        let dated = SearchQuery { text: text.into(), mode: SearchMode::Keyword, ..q.clone() };
+        index.search(&dated).await.unwrap();
+        let seen = srv.seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 1, "a keyword search is one request");
+        assert_eq!(
+            serde_json::from_str::<Value>(&seen[0].body).unwrap()["query"],
+            json!({"bool": {"filter": filter, "minimum_should_match": 1, "should": should}}),
+            "{text}"
+        );
+    }
 
     // A time window filters on `occurred_at` in both requests (since inclusive, until
     // exclusive), and a hit carries its time back.
