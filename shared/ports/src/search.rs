@@ -511,14 +511,14 @@ pub fn weighted_words(text: &str) -> Vec<(String, String)> {
 /// beside it), so both adapters weigh a question's words alike.
 pub fn query_text(text: &str) -> String {
     let (days, rest) = query_dates(text);
-    if !days.is_empty() {
+    let text = if days.is_empty() {
+        text
+    } else if tokens(&rest).iter().all(|t| STOP_WORDS.contains(&t.as_str())) {
         // Only the date's day is searched when no other word carries weight.
-        let words = weighted_words(text);
-        if words.iter().all(|(_, term)| days.contains(term)) {
-            return String::new();
-        }
-    }
-    let text = if days.is_empty() { text } else { rest.as_str() };
+        return String::new();
+    } else {
+        rest.as_str()
+    };
     let kept: Vec<&str> = text
         .split_whitespace()
         .filter(|w| {
