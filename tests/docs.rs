@@ -436,6 +436,15 @@ fn joined(lines: &[&str]) -> String {
     lines.iter().map(|l| l.trim_start().trim_start_matches("///").trim()).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
+/// The `///` lines right above line `at`.
+fn doc_above<'a>(lines: &[&'a str], at: usize) -> Vec<&'a str> {
+    let mut first = at;
+    while first > 0 && lines[first - 1].trim_start().starts_with("///") {
+        first -= 1;
+    }
+    lines[first..at].to_vec()
+}
+
 /// The tests a source file declares (`#[test]`, `#[tokio::test…]`), in order, each with
 /// its doc comment — the `///` lines above its attributes or between them and the `fn`.
 /// A test a macro declares for each name of a list (`$check`) is not one: the contract
@@ -452,11 +461,7 @@ fn tests_in(text: &str) -> Vec<Listed> {
         while above > 0 && lines[above - 1].trim_start().starts_with("#[") {
             above -= 1;
         }
-        let mut first = above;
-        while first > 0 && lines[first - 1].trim_start().starts_with("///") {
-            first -= 1;
-        }
-        let mut doc: Vec<&str> = lines[first..above].to_vec();
+        let mut doc = doc_above(&lines, above);
         let mut j = i + 1;
         while j < lines.len() && !lines[j].contains("fn ") {
             if lines[j].trim_start().starts_with("///") {
@@ -496,11 +501,7 @@ fn contract_checks(root: &Path) -> Vec<(String, Vec<Listed>)> {
         for text in &texts {
             let lines: Vec<&str> = text.lines().collect();
             if let Some(at) = lines.iter().position(|l| l.trim_start().starts_with(&format!("pub async fn {name}("))) {
-                let mut first = at;
-                while first > 0 && lines[first - 1].trim_start().starts_with("///") {
-                    first -= 1;
-                }
-                return joined(&lines[first..at]);
+                return joined(&doc_above(&lines, at));
             }
         }
         String::new()
@@ -543,11 +544,11 @@ fn test_inventory(root: &Path) -> String {
         let mut sources = Vec::new();
         for sub in ["tests", "src", "support", "benches"] {
             let folder = dir.join(sub);
-            // The workspace test crate's own `tests/` folder is `dir` itself.
-            if folder.is_dir() && !(dir == root.join("tests") && sub == "tests") {
+            if folder.is_dir() {
                 files(&folder, &["rs"], &mut sources);
             }
         }
+        // The workspace test crate's own test files are in its folder itself.
         if dir == root.join("tests") {
             let mut own: Vec<PathBuf> = fs::read_dir(&dir)
                 .unwrap()
