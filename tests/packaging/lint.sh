@@ -7,9 +7,9 @@
 #     installed runs, and at least one must be;
 #   - shellcheck: scripts/install.sh and infra/build.sh as POSIX sh, tests/packaging/*.sh, scripts/*.sh and
 #     packaging/*/*.sh as bash;
-#   - scripts/install.ps1 parses (tests/packaging/ps1_syntax.cjs: the tree-sitter
-#     PowerShell grammar; no PowerShell or PSScriptAnalyzer runs here, the release
-#     workflow runs both on Windows).
+#   - scripts/install.ps1 and the release workflow's `shell: pwsh` steps parse
+#     (tests/packaging/ps1_syntax.cjs: the tree-sitter PowerShell grammar; no PowerShell
+#     or PSScriptAnalyzer runs here, the release workflow runs both on Windows).
 # Each check prints `ok - ...` or `not ok - ...`; the exit status is non-zero when any
 # failed or a required linter is missing.
 #
@@ -150,6 +150,31 @@ elif "$NODE_BIN" tests/packaging/ps1_syntax.cjs scripts/install.ps1 >"$TMP/ps1.o
 else
   not_ok "scripts/install.ps1 parses (tree-sitter PowerShell grammar; needs npm web-tree-sitter@0.25.10 and tree-sitter-powershell@0.26.4 on NODE_PATH)" \
     "$(cat "$TMP/ps1.out")"
+fi
+
+# The workflow's `shell: pwsh` steps (the Windows install and serve check), each written
+# out as a script of its own: the step's `run: |` block without its indentation.
+if [ -n "$NODE_BIN" ]; then
+  awk -v dir="$TMP" '
+    /^[[:space:]]+shell: pwsh[[:space:]]*$/ { pwsh = 1; next }
+    pwsh && /^[[:space:]]+run: \|[[:space:]]*$/ {
+      match($0, /^[[:space:]]+/); indent = RLENGTH + 2; n += 1; out = dir "/workflow-step-" n ".ps1"; inblock = 1; pwsh = 0; next
+    }
+    inblock {
+      if ($0 ~ /^[[:space:]]*$/) { print "" > out; next }
+      match($0, /^[[:space:]]*/)
+      if (RLENGTH < indent) { inblock = 0 } else { print substr($0, indent + 1) > out; next }
+    }
+    /^[[:space:]]+- / { pwsh = 0 }
+  ' .github/workflows/release.yml
+  steps=("$TMP"/workflow-step-*.ps1)
+  if [ ! -f "${steps[0]}" ]; then
+    not_ok "the release workflow's pwsh steps parse: none found in .github/workflows/release.yml"
+  elif "$NODE_BIN" tests/packaging/ps1_syntax.cjs "${steps[@]}" >"$TMP/ps1-steps.out" 2>&1; then
+    ok "the release workflow's ${#steps[@]} pwsh step(s) parse (tree-sitter PowerShell grammar)"
+  else
+    not_ok "the release workflow's pwsh steps parse (tree-sitter PowerShell grammar)" "$(cat "$TMP/ps1-steps.out")"
+  fi
 fi
 
 echo "lint: $PASSED passed, $FAILED failed"

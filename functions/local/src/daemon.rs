@@ -24,8 +24,7 @@ pub fn announce(home: &Path, url: &str) {
     let path = home.join(DAEMON_FILE);
     let write = || -> anyhow::Result<()> {
         use std::io::Write as _;
-        use std::os::unix::fs::OpenOptionsExt as _;
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&path)?;
+        let mut f = store_embedded::private::file_options().write(true).create(true).truncate(true).open(&path)?;
         f.write_all(serde_json::to_string(&a)?.as_bytes())?;
         Ok(())
     };
@@ -86,20 +85,16 @@ pub async fn attach(home: &Path, embedder: &str, spawn: bool) -> anyhow::Result<
     let exe = std::env::current_exe().context("finding this program")?;
     let out =
         std::fs::OpenOptions::new().create(true).append(true).open(&log).with_context(|| format!("opening {}", log.display()))?;
-    let mut child = {
-        use std::os::unix::process::CommandExt as _;
-        std::process::Command::new(exe)
-            .arg("--home")
-            .arg(home)
-            .args(["--embedder", embedder, "serve", "--addr", addr])
-            .stdin(std::process::Stdio::null())
-            .stdout(out.try_clone()?)
-            .stderr(out)
-            // Its own process group: the client stopping this session leaves it running.
-            .process_group(0)
-            .spawn()
-            .context("starting continuity serve")?
-    };
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("--home")
+        .arg(home)
+        .args(["--embedder", embedder, "serve", "--addr", addr])
+        .stdin(std::process::Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out);
+    detach(&mut command);
+    let mut child = command.spawn().context("starting continuity serve")?;
     eprintln!("started continuity serve for {} (pid {}, log {})", home.display(), child.id(), log.display());
     for _ in 0..300 {
         if let Some(url) = running(home).await {
@@ -112,3 +107,24 @@ pub async fn attach(home: &Path, embedder: &str, spawn: bool) -> anyhow::Result<
     }
     Err(anyhow!("continuity serve did not answer within a minute; see {}", log.display()))
 }
+
+/// Starts the server in a process group of its own: the client stopping this session
+/// (and the group it started) leaves the server running.
+#[cfg(unix)]
+fn detach(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    command.process_group(0);
+}
+
+/// Starts the server in a process group of its own, without a console: the client
+/// closing this session's console leaves the server running.
+#[cfg(windows)]
+fn detach(command: &mut std::process::Command) {
+    use std::os::windows::process::CommandExt as _;
+    /// `CREATE_NEW_PROCESS_GROUP | DETACHED_PROCESS` (Win32 process creation flags).
+    const FLAGS: u32 = 0x0000_0200 | 0x0000_0008;
+    command.creation_flags(FLAGS);
+}
+
+#[cfg(not(any(unix, windows)))]
+fn detach(_: &mut std::process::Command) {}

@@ -30,12 +30,7 @@ impl Home {
 /// # Errors
 /// When it cannot be created.
 pub fn create_folder(path: &Path) -> anyhow::Result<()> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .with_context(|| format!("creating the home folder {}", path.display()))
+    store_embedded::private::create_dir_all(path).with_context(|| format!("creating the home folder {}", path.display()))
 }
 
 /// Whether `path` holds a home already (its database exists).
@@ -44,12 +39,13 @@ pub fn exists(path: &Path) -> bool {
 }
 
 /// Resolves `--home`, `$CONTINUITY_HOME`, or `./.continuity`. A leading `~`, `$HOME` or
-/// `${HOME}` is the user's home folder: clients that start `continuity` without a shell
-/// (Claude Desktop's bundles) pass them through unexpanded.
+/// `${HOME}` is the user's home folder (`$HOME`, else `%USERPROFILE%` on Windows):
+/// clients that start `continuity` without a shell (Claude Desktop's bundles) pass them
+/// through unexpanded.
 pub fn resolve(flag: Option<PathBuf>) -> PathBuf {
     let path =
         flag.or_else(|| std::env::var_os("CONTINUITY_HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(".continuity"));
-    expand_home(path, std::env::var_os("HOME").map(PathBuf::from))
+    expand_home(path, std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE")).map(PathBuf::from))
 }
 
 fn expand_home(path: PathBuf, user_home: Option<PathBuf>) -> PathBuf {
@@ -57,9 +53,9 @@ fn expand_home(path: PathBuf, user_home: Option<PathBuf>) -> PathBuf {
     let Some(text) = path.to_str() else { return path };
     for prefix in ["${HOME}", "$HOME", "~"] {
         if let Some(rest) = text.strip_prefix(prefix)
-            && (rest.is_empty() || rest.starts_with('/'))
+            && (rest.is_empty() || rest.starts_with(['/', '\\']))
         {
-            return user_home.join(rest.trim_start_matches('/'));
+            return user_home.join(rest.trim_start_matches(['/', '\\']));
         }
     }
     path
@@ -67,11 +63,9 @@ fn expand_home(path: PathBuf, user_home: Option<PathBuf>) -> PathBuf {
 
 fn write_secret_file(path: &Path, contents: &str) -> anyhow::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let mut f = std::fs::OpenOptions::new()
+    let mut f = store_embedded::private::file_options()
         .write(true)
         .create_new(true)
-        .mode(0o600)
         .open(path)
         .with_context(|| format!("creating {}", path.display()))?;
     f.write_all(contents.as_bytes())?;
@@ -195,7 +189,7 @@ mod tests {
     #[test]
     fn a_leading_tilde_or_home_variable_is_the_users_home_folder() {
         let home = Some(PathBuf::from("/home/ana"));
-        for given in ["~/.continuity", "$HOME/.continuity", "${HOME}/.continuity"] {
+        for given in ["~/.continuity", "$HOME/.continuity", "${HOME}/.continuity", "~\\.continuity"] {
             assert_eq!(super::expand_home(PathBuf::from(given), home.clone()), PathBuf::from("/home/ana/.continuity"), "{given}");
         }
         assert_eq!(super::expand_home(PathBuf::from("~"), home.clone()), PathBuf::from("/home/ana"));

@@ -153,13 +153,12 @@ pub(crate) fn sql_err(e: rusqlite::Error) -> Error {
 /// Creates the database file readable by its owner only (0600), or narrows an existing
 /// one's permissions to that; SQLite gives its `-wal` and `-shm` files the same.
 fn owner_only(path: &Path) -> Result<()> {
-    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
     let io = |e: std::io::Error| Error::unavailable(format!("{}: {e}", path.display()));
-    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+    match crate::private::file_options().write(true).create_new(true).open(path) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             for p in [path.to_path_buf(), path.with_extension("db-wal"), path.with_extension("db-shm")] {
-                match std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)) {
+                match crate::private::set_mode(&p, 0o600) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => return Err(io(e)),
@@ -527,16 +526,17 @@ mod tests {
         assert!(e.message.contains("newer version"), "{e}");
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_file_is_the_owners_only() {
-        use std::os::unix::fs::PermissionsExt as _;
+        use crate::private::{mode, set_mode};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.db");
         drop(Db::open(&path).unwrap());
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(mode(&std::fs::metadata(&path).unwrap()), Some(0o600));
+        set_mode(&path, 0o644).unwrap();
         drop(Db::open(&path).unwrap());
-        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600, "narrowed on open");
+        assert_eq!(mode(&std::fs::metadata(&path).unwrap()), Some(0o600), "narrowed on open");
     }
 
     fn insert(db: &Db, n: i64) -> impl std::future::Future<Output = Result<()>> + '_ {

@@ -10,6 +10,8 @@
 //!   signing keys and the vault's master key as files, the search index.
 //! - [`health`]: readiness — free disk space and whether the database file is damaged.
 //! - [`mail`]: [`SmtpMailer`], e-mail over SMTP when `CONTINUITY_SMTP_URL` is set.
+//! - [`private`]: files and folders their owner alone may read (Unix modes; plain
+//!   elsewhere).
 //! - [`epoch`]: [`epoch::FileEpoch`], the credentials' change signal every process on the
 //!   home reads per request (a file replaced by every API key revocation).
 //!
@@ -23,6 +25,7 @@ pub mod health;
 pub mod items;
 pub mod limiter;
 pub mod mail;
+pub mod private;
 pub mod queue;
 pub mod search;
 pub mod signer;

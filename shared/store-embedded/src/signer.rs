@@ -50,17 +50,6 @@ fn load(dir: &Path) -> Result<Vec<Arc<Key>>> {
     Ok(keys)
 }
 
-#[cfg(unix)]
-fn restrict(path: &Path, mode: u32) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-}
-
-#[cfg(not(unix))]
-fn restrict(_: &Path, _: u32) -> std::io::Result<()> {
-    Ok(())
-}
-
 impl FileSigner {
     /// Opens the key folder, creating it and a first key when there is none.
     ///
@@ -68,7 +57,7 @@ impl FileSigner {
     /// `UNAVAILABLE` when the folder cannot be read or written, or a key is corrupt.
     pub fn open(dir: &Path, now: Timestamp) -> Result<Self> {
         std::fs::create_dir_all(dir).map_err(|e| io("create folder", &e))?;
-        restrict(dir, 0o700).map_err(|e| io("restrict folder", &e))?;
+        crate::private::set_mode(dir, 0o700).map_err(|e| io("restrict folder", &e))?;
         let signer = Self { dir: dir.to_owned(), keys: RwLock::new(load(dir)?) };
         if signer.kids().is_empty() {
             signer.rotate(now)?;
@@ -89,7 +78,7 @@ impl FileSigner {
         let tmp = self.dir.join(format!(".tmp-{kid}"));
         {
             let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp).map_err(|e| io("create key", &e))?;
-            restrict(&tmp, 0o600).map_err(|e| io("restrict key", &e))?;
+            crate::private::set_mode(&tmp, 0o600).map_err(|e| io("restrict key", &e))?;
             f.write_all(der.as_ref()).map_err(|e| io("write key", &e))?;
             f.sync_all().map_err(|e| io("sync key", &e))?;
         }

@@ -64,9 +64,8 @@ impl FileKeyWrapper {
     }
 
     fn open_with(dir: &Path, create: bool) -> Result<Self> {
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
         let io = |what: &str, e: std::io::Error| Error::unavailable(format!("vault key {what}: {e}"));
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir).map_err(|e| io("folder", e))?;
+        crate::private::create_dir_all(dir).map_err(|e| io("folder", e))?;
         let path = dir.join("vault.key");
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
@@ -76,7 +75,7 @@ impl FileKeyWrapper {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let mut key = [0u8; 32];
                 rand::fill(&mut key[..]);
-                match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+                match crate::private::file_options().write(true).create_new(true).open(&path) {
                     Ok(mut f) => {
                         f.write_all(&key).map_err(|e| io("write", e))?;
                         f.sync_all().map_err(|e| io("sync", e))?;

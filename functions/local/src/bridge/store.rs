@@ -70,10 +70,7 @@ impl Store {
              CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);",
         )
         .with_context(|| format!("{} is not a bridge store: move it away", path.display()))?;
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-        }
+        let _ = store_embedded::private::set_mode(path, 0o600);
         Ok(Self { conn: Mutex::new(conn), path: path.to_path_buf() })
     }
 

@@ -441,12 +441,7 @@ fn install_hook(
     );
     std::fs::create_dir_all(&hooks).with_context(|| format!("creating {}", hooks.display()))?;
     std::fs::write(&hook, script).with_context(|| format!("writing {}", hook.display()))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))
-            .with_context(|| format!("making {} executable", hook.display()))?;
-    }
+    store_embedded::private::set_mode(&hook, 0o755).with_context(|| format!("making {} executable", hook.display()))?;
     println!("installed {}: pushes need the gate {action} in {namespace}", hook.display());
     Ok(())
 }

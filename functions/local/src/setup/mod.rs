@@ -547,7 +547,7 @@ async fn setup_one(
         print_diff(&path, before.as_deref().unwrap_or_default(), &after);
         return Ok(format!("would change {}", path.display()));
     }
-    let original_mode = std::fs::metadata(&path).ok().map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777);
+    let original_mode = std::fs::metadata(&path).ok().and_then(|m| store_embedded::private::mode(&m));
     let written = (|| -> anyhow::Result<Option<PathBuf>> {
         refuse_links_out_of(&path, &platform.home)?;
         let aside = match &before {
@@ -670,9 +670,8 @@ async fn remove_one(
         write_file(&path, &after, Some(&path))?;
         // The key is gone: the file's own permissions come back.
         if let Some(mode) = done.as_ref().and_then(|d| d.original_mode) {
-            use std::os::unix::fs::PermissionsExt as _;
             let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            std::fs::set_permissions(&real, std::fs::Permissions::from_mode(mode))
+            store_embedded::private::set_mode(&real, mode)
                 .with_context(|| format!("restoring the permissions of {}", path.display()))?;
         }
     }
@@ -761,7 +760,6 @@ fn backup(path: &Path, text: &str) -> anyhow::Result<PathBuf> {
 /// `like` when it exists, else readable by the user alone (it holds a key).
 fn write_file(path: &Path, text: &str, like: Option<&Path>) -> anyhow::Result<()> {
     use std::io::Write as _;
-    use std::os::unix::fs::PermissionsExt as _;
     // A linked file (a dotfiles manager's) is written where it points, the link kept.
     let resolved = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
         std::fs::canonicalize(path).with_context(|| format!("following the link {}", path.display()))?
@@ -772,11 +770,12 @@ fn write_file(path: &Path, text: &str, like: Option<&Path>) -> anyhow::Result<()
     let dir = path.parent().ok_or_else(|| anyhow!("{} has no folder", path.display()))?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     // It holds a key: never readable by others, whatever the file allowed before.
-    let mode = like.and_then(|p| std::fs::metadata(p).ok()).map_or(0o600, |m| m.permissions().mode() & 0o600);
+    let mode =
+        like.and_then(|p| std::fs::metadata(p).ok()).and_then(|m| store_embedded::private::mode(&m)).map_or(0o600, |m| m & 0o600);
     let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
     tmp.write_all(text.as_bytes())?;
     tmp.as_file().sync_all()?;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
+    store_embedded::private::set_mode(tmp.path(), mode)?;
     tmp.persist(path).map_err(|e| anyhow!("writing {}: {}", path.display(), e.error))?;
     Ok(())
 }

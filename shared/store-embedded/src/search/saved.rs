@@ -63,11 +63,7 @@ pub(super) fn write(p: &Partition, embedder: &str, seq: i64, path: &Path) -> std
 }
 
 fn write_to(p: &Partition, embedder: &str, seq: i64, tmp: &Path) -> std::io::Result<()> {
-    let mut open = std::fs::OpenOptions::new();
-    open.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut open, 0o600);
-    let f = open.open(tmp)?;
+    let f = crate::private::file_options().write(true).create(true).truncate(true).open(tmp)?;
     let mut w = Writer(BufWriter::with_capacity(1 << 20, f));
     w.0.write_all(MAGIC)?;
     w.str(embedder)?;
