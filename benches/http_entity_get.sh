@@ -15,7 +15,11 @@
 #                                                      # commit's) instead of building one
 #
 # Installs `wrk` with apt if it is missing (Debian). Prints wrk's latency distribution
-# (p50/p75/p90/p99) and requests/s for each, then one line comparing them. The tenant's
+# (p50/p75/p90/p99) and requests/s for each, then one line comparing them, and the CPU
+# each side spent per request (the server's user + system time from /proc, every thread;
+# wrk's from bash's `time`): with both on the same two cores, what a request may cost the
+# server for it to reach 60 % of the floor is 2 cores / (0.6 × the floor's rate) minus
+# what wrk spends on it, which the last line prints beside what it costs. The tenant's
 # rate limit is raised for the run so the limiter does not answer 429s. Builds with
 # `--release --target <host>`, the folder scripts/release.sh builds in, so the two share
 # their dependencies' build.
@@ -73,17 +77,29 @@ curl -sf "http://127.0.0.1:$PORT/mcp" -H 'content-type: application/json' -H 'ac
   >"$WORK/response.json"
 grep -q '"Acme Corp"' "$WORK/response.json" || { echo "unexpected response: $(head -c 400 "$WORK/response.json")" >&2; exit 1; }
 
-measure() { # NAME URL
+TICKS="$(getconf CLK_TCK)"
+cpu_seconds() { # PID -> user + system seconds of every thread so far
+  awk -v hz="$TICKS" '{ sub(/^.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}
+measure() { # NAME URL PID
   # Warm (the entity cache, the connections), then measure.
   wrk -t1 -c1 -d1s -s "$WORK/get.lua" "$2" >/dev/null
   echo "== $1"
-  wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "$2" | tee "$WORK/$1.out"
+  local before after TIMEFORMAT='%U %S'
+  before="$(cpu_seconds "$3")"
+  { time wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "$2" >"$WORK/$1.out"; } 2>"$WORK/$1.wrk-cpu"
+  after="$(cpu_seconds "$3")"
+  cat "$WORK/$1.out"
+  echo "$before $after $(cat "$WORK/$1.wrk-cpu")" >"$WORK/$1.cpu"
 }
-summary() { # NAME -> "req/s p50 p99"
-  awk '/Requests\/sec/ { rps = $2 } / 50%/ { p50 = $2 } / 99%/ { p99 = $2 } END { print rps, p50, p99 }' "$WORK/$1.out"
+summary() { # NAME -> "req/s p50 p99 requests server-cpu-s wrk-cpu-s"
+  read -r before after wrk_user wrk_sys <"$WORK/$1.cpu"
+  awk -v cpu="$before $after" -v wrk="$wrk_user $wrk_sys" \
+    '/Requests\/sec/ { rps = $2 } / 50%/ { p50 = $2 } / 99%/ { p99 = $2 } / requests in / { n = $1 }
+     END { split(cpu, c, " "); split(wrk, w, " "); print rps, p50, p99, n, c[2] - c[1], w[1] + w[2] }' "$WORK/$1.out"
 }
 if [ "${ONLY:-}" != floor ]; then
-  measure serve "http://127.0.0.1:$PORT/mcp"
+  measure serve "http://127.0.0.1:$PORT/mcp" "$PID"
 fi
 if [ "${ONLY:-}" != serve ]; then
   kill "$PID" 2>/dev/null || true
@@ -92,15 +108,21 @@ if [ "${ONLY:-}" != serve ]; then
   "$FLOOR" "127.0.0.1:$FLOOR_PORT" "$WORK/response.json" >"$WORK/floor.log" 2>&1 &
   FLOOR_PID=$!
   for _ in $(seq 1 100); do grep -q listening "$WORK/floor.log" 2>/dev/null && break; sleep 0.1; done
-  measure floor "http://127.0.0.1:$FLOOR_PORT/mcp"
+  measure floor "http://127.0.0.1:$FLOOR_PORT/mcp" "$FLOOR_PID"
 fi
 if [ -z "${ONLY:-}" ]; then
-  read -r s_rps s_p50 s_p99 <<<"$(summary serve)"
-  read -r f_rps f_p50 f_p99 <<<"$(summary floor)"
-  python3 - "$s_rps" "$s_p50" "$s_p99" "$f_rps" "$f_p50" "$f_p99" <<'PY'
+  read -ra s_fields <<<"$(summary serve)"
+  read -ra f_fields <<<"$(summary floor)"
+  python3 - "${s_fields[@]}" "${f_fields[@]}" <<'PY'
 import sys
-s_rps, s_p50, s_p99, f_rps, f_p50, f_p99 = sys.argv[1:]
-print(f"== serve {float(s_rps):,.0f} req/s (p50 {s_p50}, p99 {s_p99}) = {100 * float(s_rps) / float(f_rps):.0f} % of the floor "
-      f"{float(f_rps):,.0f} req/s (p50 {f_p50}, p99 {f_p99})")
+s_rps, s_p50, s_p99, s_n, s_cpu, s_wrk, f_rps, f_p50, f_p99, f_n, f_cpu, f_wrk = sys.argv[1:]
+s_rps, f_rps = float(s_rps), float(f_rps)
+us = lambda seconds, n: 1e6 * float(seconds) / float(n)
+print(f"== serve {s_rps:,.0f} req/s (p50 {s_p50}, p99 {s_p99}) = {100 * s_rps / f_rps:.0f} % of the floor "
+      f"{f_rps:,.0f} req/s (p50 {f_p50}, p99 {f_p99})")
+wrk_us = us(s_wrk, s_n)
+budget = 2e6 / (0.6 * f_rps) - wrk_us
+print(f"== CPU per request: serve {us(s_cpu, s_n):.1f} µs (wrk {wrk_us:.1f} µs beside it), the floor {us(f_cpu, f_n):.1f} µs "
+      f"(wrk {us(f_wrk, f_n):.1f} µs); 60 % of the floor on 2 cores leaves serve {budget:.1f} µs a request")
 PY
 fi
