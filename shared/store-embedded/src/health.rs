@@ -26,6 +26,7 @@ impl EmbeddedReadiness {
     /// as refused writes instead (docs/limitations.md).
     #[cfg(not(unix))]
     fn disk(&self) -> Check {
+        let _ = (&self.home, MIN_FREE_BYTES);
         Check::ok("disk")
     }
 
