@@ -34,13 +34,15 @@ if [ -z "${BIN:-}" ]; then
   cargo build --profile "$PROFILE" --quiet --target "$HOST" -p continuity --bin continuity
   BIN="$CARGO_TARGET_DIR/$HOST/$PROFILE/continuity"
 fi
-FLOOR="$(cargo build --profile "$PROFILE" --quiet --target "$HOST" -p continuity --bench http_floor --message-format=json \
-  | python3 -c 'import json,sys
+if [ "${ONLY:-}" != serve ]; then
+  FLOOR="$(cargo build --profile "$PROFILE" --quiet --target "$HOST" -p continuity --bench http_floor --message-format=json \
+    | python3 -c 'import json,sys
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "http_floor" and m.get("executable"):
         print(m["executable"])')"
-[ -x "$FLOOR" ] || { echo "the http_floor bench did not build" >&2; exit 1; }
+  [ -x "$FLOOR" ] || { echo "the http_floor bench did not build" >&2; exit 1; }
+fi
 WORK="$(mktemp -d)"
 # Only the servers this script started: `kill 0` would signal the caller's whole
 # process group (with ONLY=serve the floor never starts).
