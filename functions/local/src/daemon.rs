@@ -125,6 +125,3 @@ fn detach(command: &mut std::process::Command) {
     const FLAGS: u32 = 0x0000_0200 | 0x0000_0008;
     command.creation_flags(FLAGS);
 }
-
-#[cfg(not(any(unix, windows)))]
-fn detach(_: &mut std::process::Command) {}
