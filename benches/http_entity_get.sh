@@ -13,6 +13,11 @@
 #                                                      # minutes, for side-by-side runs
 #   BIN=path/to/continuity benches/http_entity_get.sh  # that binary (e.g. an earlier
 #                                                      # commit's) instead of building one
+#   PERF=DIR benches/http_entity_get.sh   # also profiles each server for 8 s of its run
+#       (perf record --call-graph dwarf; apt's linux-perf) into DIR/{serve,floor}.txt
+#       and prints each one's CPU per request by hop (benches/perf_hops.py). Give it
+#       unstripped binaries: CARGO_PROFILE_RELEASE_CHECK_STRIP=false with
+#       PROFILE=release-check. perf's own cost inflates the CPU of that run.
 #
 # Installs `wrk` with apt if it is missing (Debian). Prints wrk's latency distribution
 # (p50/p75/p90/p99) and requests/s for each, then one line comparing them, and the CPU
@@ -89,6 +94,10 @@ measure() { # NAME URL PID
   echo "== $1"
   local before after TIMEFORMAT='%U %S'
   before="$(cpu_seconds "$3")"
+  if [ -n "${PERF:-}" ]; then
+    (sleep 3 && perf record -q -F 499 --call-graph dwarf,16384 -p "$3" -o "$PERF/$1.data" -- sleep 8 >/dev/null 2>&1) &
+    PERF_PIDS="${PERF_PIDS:-} $!"
+  fi
   { time wrk -t"${THREADS:-1}" -c"${CONNECTIONS:-32}" -d"$DURATION" --latency -s "$WORK/get.lua" "$2" >"$WORK/$1.out"; } 2>"$WORK/$1.wrk-cpu"
   after="$(cpu_seconds "$3")"
   cat "$WORK/$1.out"
@@ -127,4 +136,14 @@ budget = 2e6 / (0.6 * f_rps) - wrk_us
 print(f"== CPU per request: serve {us(s_cpu, s_n):.1f} µs (wrk {wrk_us:.1f} µs beside it), the floor {us(f_cpu, f_n):.1f} µs "
       f"(wrk {us(f_wrk, f_n):.1f} µs); 60 % of the floor on 2 cores leaves serve {budget:.1f} µs a request")
 PY
+fi
+if [ -n "${PERF:-}" ]; then
+  for p in $PERF_PIDS; do wait "$p" || true; done
+  for side in serve floor; do
+    [ -f "$PERF/$side.data" ] || continue
+    perf script -i "$PERF/$side.data" -F comm,tid,ip,sym --no-inline >"$PERF/$side.txt" 2>/dev/null
+    read -ra fields <<<"$(summary "$side")"
+    echo "== $side, CPU per request by hop (benches/perf_hops.py)"
+    python3 benches/perf_hops.py "$PERF/$side.txt" "$(python3 -c "import sys; print(1e6 * float(sys.argv[1]) / float(sys.argv[2]))" "${fields[4]}" "${fields[3]}")"
+  done
 fi
