@@ -4,10 +4,13 @@
 //! or `minilm` (the first argument; `minilm` by default) — printing R@5, R@10 and
 //! MRR@10 per split, question category and system; with `s3vectors`, on the AWS
 //! `small` profile's index instead of the embedded one (a moto at
-//! `CONTINUITY_TEST_MOTO_URL`; `benches/recall_real.sh s3vectors` starts one).
+//! `CONTINUITY_TEST_MOTO_URL`; `benches/recall_real.sh s3vectors` starts one); with
+//! `friendsqa`, on the second real set (FriendsQA: questions people wrote about scenes
+//! of *Friends*) instead of REALTALK.
 //!
-//! The data is not in the repository (its own has no licence): `benches/recall_real.sh`
-//! fetches it and runs this for both embedders. By hand:
+//! The data is not in the repository (REALTALK's own has no licence; FriendsQA is
+//! Apache-2.0, but the scripts it quotes are not ours to copy): `benches/recall_real.sh`
+//! fetches both and runs this for both embedders. By hand:
 //! `CONTINUITY_REALTALK_DIR=DIR CONTINUITY_TEST_MODEL_DIR=MODEL cargo bench -p continuity-tests --profile dev --bench recall_real -- minilm`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,10 +22,21 @@ async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     // `generated`: the generated set (`tests/corpus/conversations.json`) instead of
     // REALTALK — for the `small` profile's index, whose generated-set figures the
-    // search tests do not measure.
+    // search tests do not measure; `friendsqa`: the second real set (FriendsQA, at
+    // CONTINUITY_FRIENDSQA_DIR).
     let corpus = if args.iter().any(|a| a == "generated") {
         let corpus = continuity_tests::recall::corpus();
         println!("generated set: {} turns, {} questions", corpus.turns.len(), corpus.questions.len());
+        corpus
+    } else if args.iter().any(|a| a == "friendsqa") {
+        let dir = std::env::var_os("CONTINUITY_FRIENDSQA_DIR")
+            .expect("CONTINUITY_FRIENDSQA_DIR is not set: run benches/recall_real.sh, which fetches FriendsQA");
+        let (corpus, skipped) = continuity_tests::recall::friendsqa(std::path::Path::new(&dir));
+        println!(
+            "FriendsQA: {} utterances, {} questions asked ({skipped} answered only in stage directions)",
+            corpus.turns.len(),
+            corpus.questions.len()
+        );
         corpus
     } else {
         let dir = std::env::var_os("CONTINUITY_REALTALK_DIR")
@@ -38,7 +52,7 @@ async fn main() {
     // `cargo bench` passes `--bench`; the embedder is the first other argument.
     let choice = args
         .iter()
-        .find(|a| !a.starts_with("--") && !["s3vectors", "generated"].contains(&a.as_str()))
+        .find(|a| !a.starts_with("--") && !["s3vectors", "generated", "friendsqa"].contains(&a.as_str()))
         .cloned()
         .unwrap_or_else(|| "minilm".to_owned());
     let embedder: Arc<dyn ports::Embedder> = match choice.as_str() {

@@ -166,6 +166,97 @@ pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
     (Corpus { turns, questions }, skipped)
 }
 
+/// The second real set: FriendsQA (Yang and Choi, 2019, SIGDIAL; github.com/emorynlp/FriendsQA,
+/// Apache-2.0), questions people wrote about scenes of the first four seasons of
+/// *Friends*, each answer a span of an utterance, read from `dir` (its `dat/` folder:
+/// `friendsqa_dev.json` and `friendsqa_tst.json`; `benches/recall_real.sh` fetches it).
+/// Each episode is a conversation (a group of its own) and each scene a session in it,
+/// so a question is asked of the whole episode (two to four hundred utterances), not of
+/// its scene. Each utterance is a turn as a client writes a chat between people (content
+/// `<speaker>: <text>`, title `user`: the set has no times), its tokens joined back into
+/// text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage directions (`#NOTE#`: `[ Scene :
+/// Central Perk … ]`) are not said by anyone and are left out, as is a question all of
+/// whose answers are in one (`skipped` counts them). The evidence is every utterance an
+/// answer is in. The `dev` file is the `tune` split and `tst` the `heldout` one; nothing
+/// was tuned on either.
+pub fn friendsqa(dir: &std::path::Path) -> (Corpus, usize) {
+    let (mut turns, mut questions, mut skipped) = (Vec::new(), Vec::new(), 0);
+    for (file, split) in [("friendsqa_dev.json", "tune"), ("friendsqa_tst.json", "heldout")] {
+        let path = dir.join(file);
+        let raw: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display())))
+                .unwrap();
+        let mut scenes: Vec<&Value> = raw["data"].as_array().unwrap().iter().collect();
+        // `s01_e23_c06`: episode `s01_e23`, scene 6 — in episode then scene order.
+        scenes.sort_by_key(|d| d["title"].as_str().unwrap().to_owned());
+        for scene in scenes {
+            let title = scene["title"].as_str().unwrap();
+            // A tenant id has no `_`: the group is `s01-e23`.
+            let group = title.rsplit_once('_').map_or(title, |(episode, _)| episode).replace('_', "-");
+            let paragraph = &scene["paragraphs"][0];
+            let mut said = HashSet::new();
+            for u in paragraph["utterances:"].as_array().unwrap() {
+                let speaker = u["speakers"].as_array().and_then(|s| s.first()).and_then(Value::as_str).unwrap_or("#NOTE#");
+                if speaker == "#NOTE#" {
+                    continue;
+                }
+                let id = format!("{title}:u{}", u["uid"]);
+                said.insert(id.clone());
+                turns.push(Turn {
+                    id,
+                    split: split.to_owned(),
+                    group: group.clone(),
+                    title: "user".to_owned(),
+                    text: format!(
+                        "{}: {}",
+                        if speaker == "#ALL#" { "All" } else { speaker },
+                        detokenize(u["utterance"].as_str().unwrap())
+                    ),
+                    at: None,
+                });
+            }
+            for q in paragraph["qas"].as_array().unwrap() {
+                let evidence: HashSet<String> = q["answers"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| format!("{title}:u{}", a["utterance_id"]))
+                    .filter(|e| said.contains(e))
+                    .collect();
+                if evidence.is_empty() {
+                    skipped += 1;
+                    continue;
+                }
+                // The question's id ends in its form: `…_What`, `…_Who`, `…_Paraphrased`.
+                let form = q["id"].as_str().unwrap_or_default().rsplit('_').next().unwrap_or_default().to_lowercase();
+                questions.push(Question {
+                    split: split.to_owned(),
+                    group: group.clone(),
+                    kind: form,
+                    text: detokenize(q["question"].as_str().unwrap()),
+                    evidence,
+                });
+            }
+        }
+    }
+    (Corpus { turns, questions }, skipped)
+}
+
+/// Text from a tokenizer's tokens: no space before punctuation or a clitic (`I 'm`,
+/// `do n't`), `gon na` and `wan na` as said.
+fn detokenize(tokens: &str) -> String {
+    let mut out = String::new();
+    for t in tokens.split_whitespace() {
+        let glued =
+            matches!(t, "." | "," | "!" | "?" | ";" | ":" | "%" | ")" | "..." | "na") || t.starts_with('\'') || t == "n't";
+        if !out.is_empty() && !glued && !out.ends_with('(') {
+            out.push(' ');
+        }
+        out.push_str(t);
+    }
+    out
+}
+
 /// `29.12.2023, 22:42:04` as `2023-12-29T22:42:04Z`.
 fn rfc3339(raw: &str) -> String {
     let (date, time) = raw.split_once(", ").unwrap_or((raw, "00:00:00"));
