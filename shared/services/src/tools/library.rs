@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::session::{GetContext, GetContextArgs};
-use super::{EntityArg, MAX_SCAN, SessionArg, WhyView, not_blank, page_of, rank, reads_memory, terms};
+use super::{EntityArg, MAX_SCAN, QueryWords, SessionArg, WhyView, not_blank, page_of, rank, reads_memory, terms};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::SearchService;
@@ -161,6 +161,7 @@ impl Capability for KbSearch {
             }
             None => SearchService::shared_scopes(caller),
         };
+        let words = QueryWords::of(&a.query);
         let search = tools.search;
         if search.enabled() {
             let hits = search.search(caller, scopes, Some(DocKind::Kb), &a.query, max, SearchMode::Hybrid).await?;
@@ -180,7 +181,7 @@ impl Capability for KbSearch {
                     source: doc.as_ref().and_then(|d| d.source.clone()),
                     created_at: doc.as_ref().map(|d| d.created_at.to_rfc3339()),
                     score: Some(h.score),
-                    why: WhyView::of_hit(h, &a.query),
+                    why: WhyView::of_hit(h, &words),
                 });
             }
             return Ok(KbSearchOutput { count: documents.len(), documents, truncated: false, search: "hybrid".into() });
@@ -202,7 +203,7 @@ impl Capability for KbSearch {
         let documents: Vec<KbDocumentView> = hits
             .into_iter()
             .map(|(_, d)| KbDocumentView {
-                why: WhyView::of_scan(&a.query, &[d.id.as_str(), &d.title, &d.body]),
+                why: WhyView::of_scan(&words, &[d.id.as_str(), &d.title, &d.body]),
                 id: d.id.to_string(),
                 scope: d.scope.storage_key(),
                 title: d.title,

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{
-    IdArgs, MAX_SCAN, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView, SessionArg, Tools,
-    TurnRoleSchema, TurnView, WhyView, not_blank, own_session, page_of, rank, terms,
+    IdArgs, MAX_SCAN, MemoryView, OrgKindSchema, PersonalKindSchema, ProposalStateSchema, ProposalView, QueryWords, SessionArg,
+    Tools, TurnRoleSchema, TurnView, WhyView, not_blank, own_session, page_of, rank, terms,
 };
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
@@ -39,10 +39,11 @@ impl Tools<'_> {
                 .search(caller, vec![MemoryScope::Org], Some(DocKind::Memory), query, (max * 2).min(100), SearchMode::Hybrid)
                 .await?;
             let mut out = Vec::new();
+            let words = QueryWords::of(query);
             for h in &hits {
                 let Some(m) = self.backend.records.get_memory(&caller.tenant, &h.doc).await? else { continue };
                 if m.scope == MemoryScope::Org && m.state == GovernanceState::Active && kind.is_none_or(|k| m.kind == k) {
-                    out.push((m, WhyView::of_hit(h, query)));
+                    out.push((m, WhyView::of_hit(h, &words)));
                 }
                 if out.len() == max {
                     break;
@@ -61,11 +62,12 @@ impl Tools<'_> {
             .filter_map(|m| rank(&terms, m.id.as_str(), &m.title, &m.body).map(|r| (r, m)))
             .collect();
         hits.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.updated_at.cmp(&a.1.updated_at)));
+        let words = QueryWords::of(query);
         let found = hits
             .into_iter()
             .take(max)
             .map(|(_, m)| {
-                let why = WhyView::of_scan(query, &[m.id.as_str(), &m.title, &m.body]);
+                let why = WhyView::of_scan(&words, &[m.id.as_str(), &m.title, &m.body]);
                 (m, why)
             })
             .collect();

@@ -254,8 +254,8 @@ pub struct WhyView {
 }
 
 impl WhyView {
-    /// The explanation of an index hit for `query`.
-    pub fn of_hit(hit: &ports::search::SearchHit, query: &str) -> Self {
+    /// The explanation of an index hit for the query whose words are `words`.
+    pub fn of_hit(hit: &ports::search::SearchHit, words: &QueryWords) -> Self {
         let mut found_by = Vec::new();
         if hit.keyword_rank.is_some() {
             found_by.push("keyword".to_owned());
@@ -272,20 +272,30 @@ impl WhyView {
             vector_rank: hit.vector_rank,
             score: Some(hit.score),
             similarity: hit.similarity,
-            matched_terms: matched_terms(query, &[&hit.title, &hit.text], hit.occurred_at),
+            matched_terms: matched_terms(words, &[&hit.title, &hit.text], hit.occurred_at),
         }
     }
 
     /// The explanation of a keyword-scan match (no index configured).
-    pub fn of_scan(query: &str, texts: &[&str]) -> Self {
+    pub fn of_scan(words: &QueryWords, texts: &[&str]) -> Self {
         Self {
             found_by: vec!["keyword-scan".to_owned()],
             keyword_rank: None,
             vector_rank: None,
             score: None,
             similarity: None,
-            matched_terms: matched_terms(query, texts, None),
+            matched_terms: matched_terms(words, texts, None),
         }
+    }
+}
+
+/// A query's words that carry weight, each with the term it is searched as
+/// ([`ports::search::weighted_words`]): read once per search, not once per hit.
+pub struct QueryWords(Vec<(String, String)>);
+
+impl QueryWords {
+    pub fn of(query: &str) -> Self {
+        Self(ports::search::weighted_words(query))
     }
 }
 
@@ -294,16 +304,16 @@ impl WhyView {
 /// words, articles and pronouns left out) whose stem is a term of `texts`
 /// (`painting` matches `painted`), and a date the query names that is the day the hit
 /// happened on (`at`), as that day (`2024-01-07`).
-pub fn matched_terms(query: &str, texts: &[&str], at: Option<domain::Timestamp>) -> Vec<String> {
+pub fn matched_terms(words: &QueryWords, texts: &[&str], at: Option<domain::Timestamp>) -> Vec<String> {
     let present: std::collections::HashSet<String> = texts
         .iter()
         .flat_map(|t| ports::search::index_terms(t))
         .chain(at.into_iter().flat_map(ports::search::day_terms))
         .collect();
     let mut out: Vec<String> = Vec::new();
-    for (word, term) in ports::search::weighted_words(query) {
-        if present.contains(&term) && !out.contains(&word) {
-            out.push(word);
+    for (word, term) in &words.0 {
+        if present.contains(term) && !out.contains(word) {
+            out.push(word.clone());
         }
     }
     out
@@ -702,6 +712,10 @@ mod tests {
 mod why_tests {
     use super::*;
 
+    fn matched_terms(query: &str, texts: &[&str], at: Option<domain::Timestamp>) -> Vec<String> {
+        super::matched_terms(&QueryWords::of(query), texts, at)
+    }
+
     #[test]
     fn matched_terms_are_the_query_words_that_carried_weight_once_each() {
         assert_eq!(
@@ -741,7 +755,7 @@ mod why_tests {
             exact: false,
             occurred_at: None,
         };
-        let why = WhyView::of_hit(&hit, "refunds sign-off EUR");
+        let why = WhyView::of_hit(&hit, &QueryWords::of("refunds sign-off EUR"));
         assert_eq!(why.found_by, ["vector"]);
         assert_eq!((why.keyword_rank, why.vector_rank, why.score), (None, Some(2), Some(0.032)));
         assert_eq!(why.matched_terms, ["refunds", "sign-off", "sign", "off", "eur"]);

@@ -20,7 +20,7 @@ use ports::search::{DocKind, SearchMode};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{MAX_SCAN, MemoryView, PersonalKindSchema, Tools, WhyView, not_blank, own_session, rank, terms};
+use super::{MAX_SCAN, MemoryView, PersonalKindSchema, QueryWords, Tools, WhyView, not_blank, own_session, rank, terms};
 use crate::capabilities::policy::*;
 use crate::capabilities::typed::{Capability, Context, Required};
 use crate::search::{IndexRequest, Window};
@@ -199,8 +199,9 @@ impl Capability for Recall {
             let hits =
                 search.search_window(caller, scopes, kind, &a.query, (max * 2).min(100), SearchMode::Hybrid, window).await?;
             let truncated = hits.len() >= 100;
+            let words = QueryWords::of(&a.query);
             for h in hits.iter().filter(|h| h.score >= a.min_score || h.exact) {
-                let why = WhyView::of_hit(h, &a.query);
+                let why = WhyView::of_hit(h, &words);
                 let found = match h.kind {
                     DocKind::Memory => tools.recalled_memory(caller, &h.doc, as_of, now, why).await?,
                     DocKind::Engineering => tools.recalled_engineering(caller, h, why).await?,
@@ -343,6 +344,7 @@ impl Tools<'_> {
         max: usize,
     ) -> Result<(Vec<RecallHitView>, bool, Vec<RecallHitView>)> {
         let terms = terms(query)?;
+        let words = QueryWords::of(query);
         // The caller's own personal memory and turns seen, matching or not: where a
         // newer fact replacing a result is looked for (the most recent NEWER_POOL).
         let mut pool: Vec<(Timestamp, RecallHitView)> = Vec::new();
@@ -363,7 +365,7 @@ impl Tools<'_> {
                 truncated |= cut;
                 for t in turns.iter().filter(|t| window.contains(t.at) && t.live_at(now)) {
                     if let Some(r) = rank(&terms, t.id.as_str(), "", &t.content) {
-                        found.push((r, t.at, turn_hit(scope, t, WhyView::of_scan(query, &[&t.content]))));
+                        found.push((r, t.at, turn_hit(scope, t, WhyView::of_scan(&words, &[&t.content]))));
                     }
                     pool.push((t.at, turn_hit(scope, t, newer_why())));
                 }
@@ -381,7 +383,7 @@ impl Tools<'_> {
                 for r in all.iter().filter(|r| !r.expired(now) && window.contains(r.created_at)) {
                     let (title, text) = (r.body.title(), r.body.text());
                     if let Some(rank) = rank(&terms, r.id.as_str(), &title, &text) {
-                        let why = WhyView::of_scan(query, &[r.id.as_str(), &title, &text]);
+                        let why = WhyView::of_scan(&words, &[r.id.as_str(), &title, &text]);
                         found.push((rank, r.created_at, engineering_hit(r, why)));
                     }
                 }
@@ -400,7 +402,7 @@ impl Tools<'_> {
                     pool.push((m.happened_at(), hit_of(m, None, newer_why())));
                 }
                 if let Some(r) = rank(&terms, m.id.as_str(), &m.title, &m.body) {
-                    let why = WhyView::of_scan(query, &[m.id.as_str(), &m.title, &m.body]);
+                    let why = WhyView::of_scan(&words, &[m.id.as_str(), &m.title, &m.body]);
                     if let Some(h) = self.recalled_memory(caller, &m.id, as_of, now, why).await? {
                         found.push((r, m.happened_at(), h));
                     }
