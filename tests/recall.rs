@@ -792,3 +792,59 @@ async fn forgetting_holds_everywhere_aws() {
     let (backend, _standin) = continuity_tests::aws::backend_with_s3vectors("marker", None).await;
     forgetting_holds_everywhere(Services::new(Backend { clock: clock.clone(), ..backend }), clock, logs).await;
 }
+
+/// The second real set's reader (`continuity_tests::recall::friendsqa`, used by
+/// `benches/recall_real.sh`) on a two-scene sample in FriendsQA's own layout: an episode
+/// is one group, stage directions are not turns, a question answered only in one is
+/// skipped, and the tokens are joined back into text.
+#[test]
+fn friendsqa_is_read_as_episodes_of_scenes_without_stage_directions() {
+    let dir = tempfile::tempdir().unwrap();
+    let scene = |title: &str, qas: Value| {
+        json!({"title": title, "paragraphs": [{"utterances:": [
+            {"uid": 0, "speakers": ["#NOTE#"], "utterance": "[ Scene : Central Perk . ]"},
+            {"uid": 1, "speakers": ["Joey Tribbiani"], "utterance": "I 'm gon na call Casey , do n't tell Kathy !"},
+            {"uid": 2, "speakers": ["#ALL#"], "utterance": "Bye !"}
+        ], "qas": qas}]})
+    };
+    let answer = |uid: u32| json!({"answer_text": "x", "utterance_id": uid, "inner_start": 0, "inner_end": 0, "is_speaker": false});
+    let dev = json!({"version": "2", "data": [
+        scene("s01_e23_c02", json!([{"id": "s01_e23_c02_Who", "question": "Who is Joey calling ?", "answers": [answer(1), answer(0)]}])),
+        scene("s01_e23_c01", json!([{"id": "s01_e23_c01_Where", "question": "Where are they ?", "answers": [answer(0)]}])),
+    ]});
+    let tst = json!({"version": "2", "data": [
+        scene("s02_e01_c01", json!([{"id": "s02_e01_c01_Paraphrased", "question": "Who says bye ?", "answers": [answer(2)]}])),
+    ]});
+    std::fs::write(dir.path().join("friendsqa_dev.json"), dev.to_string()).unwrap();
+    std::fs::write(dir.path().join("friendsqa_tst.json"), tst.to_string()).unwrap();
+    let (corpus, skipped) = continuity_tests::recall::friendsqa(dir.path());
+
+    assert_eq!(skipped, 1, "the question answered only in the stage direction");
+    let turns: Vec<(&str, &str, &str, &str)> =
+        corpus.turns.iter().map(|t| (t.id.as_str(), t.split.as_str(), t.group.as_str(), t.text.as_str())).collect();
+    assert_eq!(
+        turns,
+        [
+            ("s01_e23_c01:u1", "tune", "s01-e23", "Joey Tribbiani: I'm gonna call Casey, don't tell Kathy!"),
+            ("s01_e23_c01:u2", "tune", "s01-e23", "All: Bye!"),
+            ("s01_e23_c02:u1", "tune", "s01-e23", "Joey Tribbiani: I'm gonna call Casey, don't tell Kathy!"),
+            ("s01_e23_c02:u2", "tune", "s01-e23", "All: Bye!"),
+            ("s02_e01_c01:u1", "heldout", "s02-e01", "Joey Tribbiani: I'm gonna call Casey, don't tell Kathy!"),
+            ("s02_e01_c01:u2", "heldout", "s02-e01", "All: Bye!"),
+        ],
+        "scenes in order, an episode one group, no stage directions"
+    );
+    let questions: Vec<(&str, &str, &str, Vec<&str>)> = corpus
+        .questions
+        .iter()
+        .map(|q| (q.split.as_str(), q.kind.as_str(), q.text.as_str(), q.evidence.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        questions,
+        [
+            ("tune", "who", "Who is Joey calling?", vec!["s01_e23_c02:u1"]),
+            ("heldout", "paraphrased", "Who says bye?", vec!["s02_e01_c01:u2"]),
+        ],
+        "the stage direction is not evidence; the form is the question's kind"
+    );
+}
