@@ -807,7 +807,8 @@ fn friendsqa_is_read_as_episodes_of_scenes_without_stage_directions() {
             {"uid": 2, "speakers": ["#ALL#"], "utterance": "Bye !"}
         ], "qas": qas}]})
     };
-    let answer = |uid: u32| json!({"answer_text": "x", "utterance_id": uid, "inner_start": 0, "inner_end": 0, "is_speaker": false});
+    let answer =
+        |uid: u32| json!({"answer_text": "x", "utterance_id": uid, "inner_start": 0, "inner_end": 0, "is_speaker": false});
     let dev = json!({"version": "2", "data": [
         scene("s01_e23_c02", json!([{"id": "s01_e23_c02_Who", "question": "Who is Joey calling ?", "answers": [answer(1), answer(0)]}])),
         scene("s01_e23_c01", json!([{"id": "s01_e23_c01_Where", "question": "Where are they ?", "answers": [answer(0)]}])),
