@@ -29,25 +29,14 @@ async fn main() {
         println!("generated set: {} turns, {} questions", corpus.turns.len(), corpus.questions.len());
         corpus
     } else if args.iter().any(|a| a == "friendsqa") {
-        let dir = std::env::var_os("CONTINUITY_FRIENDSQA_DIR")
-            .expect("CONTINUITY_FRIENDSQA_DIR is not set: run benches/recall_real.sh, which fetches FriendsQA");
-        let (corpus, skipped) = continuity_tests::recall::friendsqa(std::path::Path::new(&dir));
-        println!(
-            "FriendsQA: {} utterances, {} questions asked ({skipped} answered only in stage directions)",
-            corpus.turns.len(),
-            corpus.questions.len()
-        );
-        corpus
+        real_set(
+            "FriendsQA",
+            "CONTINUITY_FRIENDSQA_DIR",
+            continuity_tests::recall::friendsqa,
+            "answered only in stage directions",
+        )
     } else {
-        let dir = std::env::var_os("CONTINUITY_REALTALK_DIR")
-            .expect("CONTINUITY_REALTALK_DIR is not set: run benches/recall_real.sh, which fetches REALTALK");
-        let (corpus, skipped) = continuity_tests::recall::realtalk(std::path::Path::new(&dir));
-        println!(
-            "REALTALK: {} messages, {} questions asked ({skipped} without a usable evidence id)",
-            corpus.turns.len(),
-            corpus.questions.len()
-        );
-        corpus
+        real_set("REALTALK", "CONTINUITY_REALTALK_DIR", continuity_tests::recall::realtalk, "without a usable evidence id")
     };
     // `cargo bench` passes `--bench`; the embedder is the first other argument.
     let choice = args
@@ -74,4 +63,19 @@ async fn main() {
         None
     };
     continuity_tests::recall::recall_with_index(embedder, &corpus, index).await;
+}
+
+/// A real set read from the folder `var` names (`benches/recall_real.sh` fetches it
+/// there), with what `read` left out and why.
+fn real_set(
+    name: &str,
+    var: &str,
+    read: fn(&std::path::Path) -> (continuity_tests::recall::Corpus, usize),
+    skipped_because: &str,
+) -> continuity_tests::recall::Corpus {
+    let dir =
+        std::env::var_os(var).unwrap_or_else(|| panic!("{var} is not set: run benches/recall_real.sh, which fetches {name}"));
+    let (corpus, skipped) = read(std::path::Path::new(&dir));
+    println!("{name}: {} turns, {} questions asked ({skipped} {skipped_because})", corpus.turns.len(), corpus.questions.len());
+    corpus
 }
