@@ -171,7 +171,7 @@ pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
 /// *Friends*, each answer a span of an utterance, read from `dir` (its `dat/` folder:
 /// `friendsqa_dev.json` and `friendsqa_tst.json`; `benches/recall_real.sh` fetches it).
 /// Each episode is a conversation (a group of its own) and each scene a session in it,
-/// so a question is asked of the whole episode (two to four hundred utterances), not of
+/// so a question is asked of the whole episode (200 to 520 utterances), not of
 /// its scene. Each utterance is a turn as a client writes a chat between people (content
 /// `<speaker>: <text>`, title `user`: the set has no times), its tokens joined back into
 /// text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage directions (`#NOTE#`: `[ Scene :
