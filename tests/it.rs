@@ -25,6 +25,8 @@ mod engineering;
 mod governance;
 #[path = "hardening.rs"]
 mod hardening;
+#[path = "late.rs"]
+mod late;
 #[path = "layering.rs"]
 mod layering;
 #[path = "maintenance.rs"]

@@ -5,7 +5,7 @@
 //! Each split goes into a tenant of its own (so a split's questions only see its own
 //! turns) as knowledge-base memories — the shape of the public benchmark the issue was
 //! measured on — and is searched through [`services::search::SearchService::search`] in
-//! the three modes, beside [`PlainBm25`], the 40-line Okapi BM25 the issue compares
+//! the three modes (hybrid also before late interaction, `fused`), beside [`PlainBm25`], the 40-line Okapi BM25 the issue compares
 //! with. Turns and questions are embedded in batches and go to the index port directly
 //! (the KB write path embeds, links and reads back one record at a time, which would
 //! make this a test of ingest speed, not recall); the index documents are the ones that
@@ -304,8 +304,10 @@ impl Scores {
     }
 }
 
-/// The retrievers compared.
-pub const SYSTEMS: [&str; 4] = ["plain-bm25", "keyword", "vector", "hybrid"];
+/// The retrievers compared: BM25 alone, each leg, the two legs `fused` by the index,
+/// and `hybrid` as the services search it (the fused pool ordered again by late
+/// interaction, [`services::search::late`], when the embedder has token states).
+pub const SYSTEMS: [&str; 5] = ["plain-bm25", "keyword", "vector", "fused", "hybrid"];
 
 /// The results: per (split, question kind or `all`, system).
 pub type Report = BTreeMap<(String, String, String), Scores>;
@@ -416,7 +418,14 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                     "vector" => SearchMode::Vector,
                     _ => SearchMode::Hybrid,
                 };
-                ask(q, &vector, mode, 10).await.into_iter().map(|h| h.doc.to_string()).collect()
+                let hits = if system == "hybrid" {
+                    // As the services search: the fused pool ordered again by late interaction.
+                    let pool = ask(q, &vector, mode, ports::search::LATE.pool).await;
+                    services::search::late(embedder.as_ref(), &q.text, pool).await.unwrap()
+                } else {
+                    ask(q, &vector, mode, 10).await
+                };
+                hits.into_iter().take(10).map(|h| h.doc.to_string()).collect()
             };
             for kind in [q.kind.as_str(), "all"] {
                 report.entry((q.split.clone(), kind.to_owned(), system.to_owned())).or_default().add(&ranked, &q.evidence);

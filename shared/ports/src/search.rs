@@ -19,7 +19,9 @@ use domain::{Error, Id, Result, TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
 
 mod dates;
+mod late;
 pub use dates::{day_terms, query_dates, text_days};
+pub use late::{LATE, Late, TokenStates, question_vectors, token_match};
 
 /// Hybrid fusion for a semantic embedder (all-MiniLM-L6-v2 and the like).
 ///
@@ -372,6 +374,16 @@ pub trait Embedder: Send + Sync {
     /// As [`Embedder::embed`].
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
         self.embed(&[text.to_owned()]).await?.pop().ok_or_else(|| Error::internal("the embedder returned no vector"))
+    }
+
+    /// Each text's contextual token vectors, for late interaction ([`LATE`]), or `None` when
+    /// the embedder has none (a remote model, the lexical fallback): the default.
+    /// Answered at once, like [`Embedder::embed_query`].
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    async fn token_states(&self, _texts: &[String]) -> Result<Option<Vec<TokenStates>>> {
+        Ok(None)
     }
 }
 

@@ -181,7 +181,8 @@ impl Tools<'_> {
             pool.extend(recent.map(|t| turn_hit(scope, t, newer_why())));
         }
         let query: String = texts.join(" ").chars().take(crate::tools::MAX_QUERY_LEN).collect();
-        let hits = self.search.search_window(caller, own, None, &query, 20, SearchMode::Hybrid, window).await?;
+        // A pool: its order does not matter, so no late interaction.
+        let hits = self.search.query(caller, own, None, &query, 20, SearchMode::Hybrid, window, false).await?;
         for h in &hits {
             let found = match h.kind {
                 DocKind::Memory => self.recalled_memory(caller, &h.doc, None, now, newer_why()).await?,
