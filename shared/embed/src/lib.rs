@@ -7,6 +7,9 @@
 //! the model's own recipe (its `1_Pooling` and `Normalize` modules), so the vectors
 //! match the reference implementation's.
 //!
+//! The same run gives each token's last-layer state before pooling
+//! (`Embedder::token_states`): what late interaction matches a question's words with.
+//!
 //! The encoder itself (`encoder`) is ours, arranged for short sequences on a CPU; a test
 //! holds its vectors to the reference BERT's.
 //!
@@ -329,16 +332,8 @@ impl Engine {
     /// The last layer's states of each encoding's tokens but the special ones, each
     /// scaled to unit length.
     fn states(&self, encs: &[&Encoding]) -> std::result::Result<Vec<TokenStates>, BoxError> {
-        let len = encs.iter().map(|e| e.get_ids().len()).max().unwrap_or(0).max(1);
-        let mut ids = Vec::with_capacity(encs.len() * len);
-        let mut mask = Vec::with_capacity(encs.len() * len);
-        for e in encs {
-            let s = e.get_ids();
-            ids.extend_from_slice(s);
-            ids.resize(ids.len() + len - s.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, s.len()));
-            mask.resize(mask.len() + len - s.len(), 0);
-        }
+        let seqs: Vec<&[u32]> = encs.iter().map(|e| e.get_ids()).collect();
+        let (ids, mask, len) = padded(&seqs);
         let hidden = self.model.forward(&ids, &mask, encs.len(), len)?.to_vec3::<f32>()?;
         Ok(encs
             .iter()
@@ -359,18 +354,9 @@ impl Engine {
 
     /// Runs token sequences through the model, padded to the longest of them.
     fn batch(&self, seqs: &[&[u32]]) -> std::result::Result<Vec<Vec<f32>>, BoxError> {
-        let inner = self;
         let device = Device::Cpu;
-        let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
-        let mut ids = Vec::with_capacity(seqs.len() * len);
-        let mut mask = Vec::with_capacity(seqs.len() * len);
-        for s in seqs {
-            ids.extend_from_slice(s);
-            ids.resize(ids.len() + len - s.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, s.len()));
-            mask.resize(mask.len() + len - s.len(), 0);
-        }
-        let hidden = inner.model.forward(&ids, &mask, seqs.len(), len)?;
+        let (ids, mask, len) = padded(seqs);
+        let hidden = self.model.forward(&ids, &mask, seqs.len(), len)?;
         let mask = Tensor::from_vec(mask, (seqs.len(), len), &device)?;
         // Mean over real tokens: sum(hidden * mask) / sum(mask).
         let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
@@ -381,6 +367,21 @@ impl Engine {
         let unit = pooled.broadcast_div(&norms)?;
         Ok(unit.to_vec2::<f32>()?)
     }
+}
+
+/// Token sequences padded with 0 to the longest of them (at least 1): the ids, the mask
+/// (1 on real tokens) and the padded length.
+fn padded(seqs: &[&[u32]]) -> (Vec<u32>, Vec<u32>, usize) {
+    let len = seqs.iter().map(|s| s.len()).max().unwrap_or(0).max(1);
+    let mut ids = Vec::with_capacity(seqs.len() * len);
+    let mut mask = Vec::with_capacity(seqs.len() * len);
+    for s in seqs {
+        ids.extend_from_slice(s);
+        ids.resize(ids.len() + len - s.len(), 0);
+        mask.extend(std::iter::repeat_n(1u32, s.len()));
+        mask.resize(mask.len() + len - s.len(), 0);
+    }
+    (ids, mask, len)
 }
 
 #[async_trait]

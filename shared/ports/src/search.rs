@@ -10,6 +10,10 @@
 //!
 //! The analysis ([`index_terms`], [`query_terms`]) and the fusion rules ([`fuse`]) live
 //! here, once, so both adapters rank alike.
+//!
+//! Modules: `dates` (the days a text names or a question asks about) and `late` (late
+//! interaction, [`LATE`]: the services order the fused candidates again by the model's
+//! token states where the embedder has them).
 
 use std::collections::{HashMap, HashSet};
 
