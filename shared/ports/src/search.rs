@@ -383,15 +383,20 @@ pub trait Embedder: Send + Sync {
         self.embed(&[text.to_owned()]).await?.pop().ok_or_else(|| Error::internal("the embedder returned no vector"))
     }
 
-    /// Each text's contextual token vectors, for late interaction ([`LATE`]), or `None` when
-    /// the embedder has none (a remote model, the lexical fallback): the default.
-    /// Answered at once, like [`Embedder::embed_query`].
+    /// The contextual token vectors of `question` (with its word pieces) and of each of
+    /// `texts` (vectors only: `tokens` is empty), for late interaction ([`LATE`]), or
+    /// `None` when the embedder has none (a remote model, the lexical fallback): the
+    /// default. Answered at once, like [`Embedder::embed_query`].
     ///
     /// # Errors
     /// As [`Embedder::embed`].
-    async fn token_states(&self, _texts: &[String]) -> Result<Option<Vec<TokenStates>>> {
+    async fn token_states(&self, _question: &str, _texts: &[String]) -> Result<Option<(TokenStates, Vec<TokenStates>)>> {
         Ok(None)
     }
+
+    /// Lets go of whatever the embedder keeps of `texts` (the token states of a local
+    /// model), as the index lets go of a forgotten record's chunks. Nothing by default.
+    fn forget(&self, _texts: &[String]) {}
 }
 
 /// Refuses queries no retriever can answer sensibly: empty, over

@@ -159,7 +159,9 @@ fn main() {
             let t0 = Instant::now();
             for start in (0..preload).step_by(256) {
                 let texts: Vec<String> = (start..(start + 256).min(preload)).map(|i| text(&turns, i)).collect();
-                let vectors = model.embed(&texts).await.expect("embed");
+                // As the KB path embeds a chunk: its title, then its text.
+                let titled: Vec<String> = texts.iter().enumerate().map(|(j, t)| format!("turn {}\n{t}", start + j)).collect();
+                let vectors = model.embed(&titled).await.expect("embed");
                 let docs: Vec<SearchDoc> = texts
                     .into_iter()
                     .zip(vectors)
@@ -203,6 +205,8 @@ fn main() {
         }
         println!("  the query's embedding alone: {}", summary(embed_ms));
         println!("  memory search (hybrid, k 10, embedding included): {}", summary(queries(&s, &c, &questions).await));
+        let (kept, bytes, misses) = model.token_cache();
+        println!("  token states kept: {kept} texts, {:.0} MiB; texts run again by searches so far: {misses}", bytes as f64 / (1 << 20) as f64);
 
         // A burst of writes while searching.
         let writes = {
@@ -223,6 +227,10 @@ fn main() {
         // in the background.
         drop(s);
         tokio::time::sleep(Duration::from_millis(500)).await;
+        // A new process keeps no token states: late interaction runs the model over
+        // candidates until their states are kept again.
+        model.set_token_cache(0);
+        model.set_token_cache(embed::DEFAULT_CACHE_BYTES);
         let s = open(home.path(), &model).await;
         let t0 = Instant::now();
         s.search.search(&c, vec![MemoryScope::Org], None, &questions[0], 10, SearchMode::Hybrid).await.expect("first");

@@ -20,7 +20,9 @@
 use super::SearchHit;
 
 /// A text's contextual token vectors, each of unit length, without the model's
-/// `[CLS]` and `[SEP]`; `tokens[i]` is the word piece `vectors[i]` is of.
+/// `[CLS]` and `[SEP]`; `tokens[i]` is the word piece `vectors[i]` is of, given for a
+/// question (whose stop words are left out) and empty for a candidate, whose words late
+/// interaction does not read.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TokenStates {
     pub tokens: Vec<String>,

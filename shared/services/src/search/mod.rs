@@ -53,11 +53,12 @@ pub async fn late(embedder: &dyn Embedder, query: &str, hits: Vec<SearchHit>) ->
     if hits.len() < 2 {
         return Ok(hits);
     }
-    let texts: Vec<String> =
-        std::iter::once(query.to_owned()).chain(hits.iter().take(LATE.pool).map(|h| h.text.clone())).collect();
-    let Some(states) = embedder.token_states(&texts).await? else { return Ok(hits) };
-    let Some((question, docs)) = states.split_first() else { return Ok(hits) };
-    Ok(LATE.rerank(hits, question, docs))
+    // What was embedded when the chunk was written (`chunks_of`: its title, then its
+    // text), whose token states the model kept then. The title's tokens are matched too
+    // (a speaker's name, a date).
+    let texts: Vec<String> = hits.iter().take(LATE.pool).map(|h| format!("{}\n{}", h.title, h.text)).collect();
+    let Some((question, docs)) = embedder.token_states(query, &texts).await? else { return Ok(hits) };
+    Ok(LATE.rerank(hits, &question, &docs))
 }
 
 /// Similarity above which an existing record is linked as related.
@@ -354,6 +355,11 @@ impl SearchService {
     /// # Errors
     /// `UNAVAILABLE` when the index cannot be written.
     pub async fn unindex(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
+        // What the embedder keeps of the chunks (a local model's token states) goes too.
+        if let Ok(chunks) = self.backend.search.chunks(tenant, scope, doc).await {
+            let texts: Vec<String> = chunks.iter().map(|c| format!("{}\n{}", c.title, c.text)).collect();
+            self.backend.embedder.forget(&texts);
+        }
         self.backend.search.remove(tenant, scope, doc).await?;
         if !self.backend.search.visible_after().is_zero() {
             // A chunk written inside the refresh window was not found to remove: sweep
