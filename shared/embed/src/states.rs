@@ -14,9 +14,9 @@
 //! words) come from the run that gives its vector ([`super::SentenceModel`]'s
 //! `embed_query`), kept for the next few searches in [`Asked`].
 
-use std::hash::BuildHasher;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use ports::search::TokenStates;
 
@@ -66,6 +66,30 @@ impl Packed {
             .collect()
     }
 
+    /// As stored on [`Disk`]: the token count, the scales, the bytes (little-endian).
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let n = u32::try_from(self.scales.len()).unwrap_or(u32::MAX);
+        let mut out = Vec::with_capacity(4 + 4 * self.scales.len() + self.data.len());
+        out.extend_from_slice(&n.to_le_bytes());
+        for s in &self.scales {
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        out.extend(self.data.iter().map(|&x| x.to_le_bytes()[0]));
+        out
+    }
+
+    /// [`Packed::to_bytes`] read back; `None` when it does not add up.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        let (n, rest) = bytes.split_first_chunk::<4>()?;
+        let n = usize::try_from(u32::from_le_bytes(*n)).ok()?;
+        let (scales, data) = rest.split_at_checked(n.checked_mul(4)?)?;
+        if n == 0 && !data.is_empty() || n > 0 && data.len() % n != 0 {
+            return None;
+        }
+        let scales = scales.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+        Some(Self { scales, data: data.iter().map(|&b| i8::from_le_bytes([b])).collect() })
+    }
+
     /// What it takes in memory, with the cache's own bookkeeping.
     fn bytes(&self) -> usize {
         self.data.len() + 4 * self.scales.len() + 96
@@ -74,7 +98,7 @@ impl Packed {
 
 /// The written texts' token states, by keyed hash of the text, bounded in bytes.
 pub(crate) struct Written {
-    map: lru::LruCache<u64, Arc<Packed>>,
+    map: lru::LruCache<Key, Arc<Packed>>,
     bytes: usize,
     budget: usize,
 }
@@ -84,13 +108,13 @@ impl Written {
         Self { map: lru::LruCache::unbounded(), bytes: 0, budget }
     }
 
-    pub(crate) fn get(&mut self, key: u64) -> Option<Arc<Packed>> {
+    pub(crate) fn get(&mut self, key: Key) -> Option<Arc<Packed>> {
         self.map.get(&key).cloned()
     }
 
     /// Keeps `packed` for `key`, dropping the least recently used beyond the budget
     /// (nothing is kept with a budget of 0, or when one text is over it).
-    pub(crate) fn put(&mut self, key: u64, packed: Arc<Packed>) {
+    pub(crate) fn put(&mut self, key: Key, packed: Arc<Packed>) {
         let size = packed.bytes();
         if size > self.budget {
             return;
@@ -105,7 +129,7 @@ impl Written {
         }
     }
 
-    pub(crate) fn remove(&mut self, key: u64) {
+    pub(crate) fn remove(&mut self, key: Key) {
         if let Some(old) = self.map.pop(&key) {
             self.bytes -= old.bytes();
         }
@@ -129,7 +153,7 @@ impl Written {
 }
 
 /// The last few questions' states, with their word pieces.
-pub(crate) struct Asked(lru::LruCache<u64, TokenStates>);
+pub(crate) struct Asked(lru::LruCache<Key, TokenStates>);
 
 impl Default for Asked {
     fn default() -> Self {
@@ -138,27 +162,92 @@ impl Default for Asked {
 }
 
 impl Asked {
-    pub(crate) fn put(&mut self, key: u64, states: TokenStates) {
+    pub(crate) fn put(&mut self, key: Key, states: TokenStates) {
         self.0.put(key, states);
     }
-    pub(crate) fn get(&mut self, key: u64) -> Option<TokenStates> {
+    pub(crate) fn get(&mut self, key: Key) -> Option<TokenStates> {
         self.0.get(&key).cloned()
     }
 }
 
-/// The cache key of a text: a hash keyed at random per process, so that no text can
-/// be made to collide with another's.
-pub(crate) struct Keys(std::hash::RandomState);
+/// A text's key: the first 128 bits of its SHA-256, so that no text can be made to
+/// collide with another's, and the same in every process (the states on [`Disk`]).
+pub(crate) type Key = u128;
 
-impl Default for Keys {
-    fn default() -> Self {
-        Self(std::hash::RandomState::new())
+/// How texts are keyed ([`Key`]).
+pub(crate) struct Keys;
+
+impl Keys {
+    pub(crate) fn of(&self, text: &str) -> Key {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        let mut first = [0_u8; 16];
+        first.copy_from_slice(&digest[..16]);
+        u128::from_be_bytes(first)
     }
 }
 
-impl Keys {
-    pub(crate) fn of(&self, text: &str) -> u64 {
-        self.0.hash_one(text)
+/// The written texts' token states in a SQLite file (beside the home's data): what a
+/// restart keeps and the memory bound pushes out, so only a text never written through
+/// this file's processes is run again. A forgotten text's row is deleted (and zeroed:
+/// `secure_delete`); a file made with another model is emptied when opened. A cache: a
+/// write that fails costs a later model run, never a write or a search.
+pub(crate) struct Disk(Mutex<rusqlite::Connection>);
+
+impl Disk {
+    /// Opens (or creates) the file at `path` for `model`'s states.
+    pub(crate) fn open(path: &Path, model: &str) -> rusqlite::Result<Self> {
+        use rusqlite::OptionalExtension;
+        let c = rusqlite::Connection::open(path)?;
+        c.busy_timeout(std::time::Duration::from_secs(5))?;
+        c.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA secure_delete = ON;
+             CREATE TABLE IF NOT EXISTS model (name TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS states (key BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;",
+        )?;
+        let made_by: Option<String> = c.query_row("SELECT name FROM model", [], |r| r.get(0)).optional()?;
+        if made_by.as_deref() != Some(model) {
+            c.execute_batch("BEGIN; DELETE FROM states; DELETE FROM model; COMMIT;")?;
+            c.execute("INSERT INTO model (name) VALUES (?1)", [model])?;
+        }
+        Ok(Self(Mutex::new(c)))
+    }
+
+    pub(crate) fn put(&self, rows: &[(Key, Arc<Packed>)]) -> rusqlite::Result<()> {
+        let mut c = super::lock(&self.0);
+        let tx = c.transaction()?;
+        {
+            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO states (key, data) VALUES (?1, ?2)")?;
+            for (key, p) in rows {
+                put.execute(rusqlite::params![key.to_be_bytes().as_slice(), p.to_bytes()])?;
+            }
+        }
+        tx.commit()
+    }
+
+    /// Each key's states, when the file has them (and they read back whole).
+    pub(crate) fn get(&self, keys: &[Key]) -> rusqlite::Result<Vec<Option<Packed>>> {
+        use rusqlite::OptionalExtension;
+        let c = super::lock(&self.0);
+        let mut get = c.prepare_cached("SELECT data FROM states WHERE key = ?1")?;
+        keys.iter()
+            .map(|key| {
+                let data: Option<Vec<u8>> = get.query_row([key.to_be_bytes().as_slice()], |r| r.get(0)).optional()?;
+                Ok(data.and_then(|d| Packed::from_bytes(&d)))
+            })
+            .collect()
+    }
+
+    pub(crate) fn remove(&self, keys: &[Key]) -> rusqlite::Result<()> {
+        let mut c = super::lock(&self.0);
+        let tx = c.transaction()?;
+        {
+            let mut remove = tx.prepare_cached("DELETE FROM states WHERE key = ?1")?;
+            for key in keys {
+                remove.execute([key.to_be_bytes().as_slice()])?;
+            }
+        }
+        tx.commit()
     }
 }
 
@@ -220,10 +309,38 @@ mod tests {
         assert_eq!((c.len(), c.bytes()), (0, 0));
     }
 
+    /// The file gives back what was put (through a reopening), forgets what was
+    /// removed, and is emptied when opened for another model; a row that does not add
+    /// up reads as missing.
+    #[test]
+    fn the_disk_keeps_states_for_its_model_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("states.sqlite");
+        let a = Arc::new(Packed::pack(&[unit(1, 384), unit(2, 384)]));
+        let disk = Disk::open(&path, "model-a").unwrap();
+        disk.put(&[(1, a.clone()), (2, a.clone())]).unwrap();
+        drop(disk);
+        let disk = Disk::open(&path, "model-a").unwrap();
+        let got = disk.get(&[1, 2, 3]).unwrap();
+        assert_eq!(got[0].as_ref().map(Packed::unpack), Some(a.unpack()));
+        assert!(got[1].is_some() && got[2].is_none());
+        disk.remove(&[1]).unwrap();
+        assert!(disk.get(&[1]).unwrap()[0].is_none());
+        drop(disk);
+        let disk = Disk::open(&path, "model-b").unwrap();
+        assert!(disk.get(&[2]).unwrap()[0].is_none(), "states of another model were kept");
+        assert!(Packed::from_bytes(&[2, 0, 0, 0, 0, 0, 128, 63]).is_none());
+        assert!(Packed::from_bytes(&[1, 0]).is_none());
+        let empty = Packed::pack(&[]);
+        assert!(Packed::from_bytes(&empty.to_bytes()).is_some_and(|p| p.unpack().is_empty()));
+    }
+
     #[test]
     fn keys_tell_texts_apart() {
-        let k = Keys::default();
+        let k = Keys;
         assert_eq!(k.of("Kate took up pottery."), k.of("Kate took up pottery."));
         assert_ne!(k.of("Kate took up pottery."), k.of("Kate took up pottery"));
+        // The first 128 bits of SHA-256("abc"): the same key in every process.
+        assert_eq!(k.of("abc"), 0xba78_16bf_8f01_cfea_4141_40de_5dae_2223);
     }
 }
