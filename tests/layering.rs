@@ -236,22 +236,18 @@ fn sqlite_stays_where_architecture_says() {
     let mut users = users;
     users.sort_unstable();
     assert_eq!(users, ["continuity", "continuity-tests", "embed", "store-embedded"]);
-    let mut in_embed = Vec::new();
-    rust_files(&root.join("shared/embed/src"), &mut in_embed);
-    let in_embed: Vec<String> = in_embed
-        .iter()
-        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
-        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
-        .collect();
-    assert_eq!(in_embed, ["shared/embed/src/states.rs"], "in embed, only its token states' file");
-    let mut files = Vec::new();
-    rust_files(&root.join("functions/local/src"), &mut files);
-    let named: Vec<String> = files
-        .iter()
-        .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
-        .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
-        .collect();
-    assert_eq!(named, ["functions/local/src/bridge/store.rs"], "in the binary, only the bridge's store");
+    // The Rust files below `dir` that name SQLite, from the root.
+    let naming = |dir: &str| -> Vec<String> {
+        let mut files = Vec::new();
+        rust_files(&root.join(dir), &mut files);
+        files
+            .iter()
+            .filter(|f| std::fs::read_to_string(f).unwrap().contains("rusqlite"))
+            .map(|f| f.strip_prefix(&root).unwrap_or(f).display().to_string())
+            .collect()
+    };
+    assert_eq!(naming("shared/embed/src"), ["shared/embed/src/states.rs"], "in embed, only its token states' file");
+    assert_eq!(naming("functions/local/src"), ["functions/local/src/bridge/store.rs"], "in the binary, only the bridge's store");
 }
 
 /// ARCHITECTURE.md's *Adding a tool* steps name files that exist and hold what each
