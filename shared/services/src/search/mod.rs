@@ -420,7 +420,7 @@ impl SearchService {
 
     /// [`SearchService::search_window`], ordered again by late interaction when
     /// `reorder` (and the embedder has token states); without it, in the fused order —
-    /// for a pool of candidates whose order does not matter, at a tenth of the cost.
+    /// for a pool of candidates whose order does not matter.
     ///
     /// # Errors
     /// As [`SearchService::search`].
