@@ -11,6 +11,8 @@ mod cache_iam;
 mod compaction;
 #[path = "complete_backup.rs"]
 mod complete_backup;
+#[path = "context.rs"]
+mod context;
 #[path = "contract_aws.rs"]
 mod contract_aws;
 #[path = "contract_embedded.rs"]

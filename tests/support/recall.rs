@@ -4,8 +4,10 @@
 //!
 //! Each split goes into a tenant of its own (so a split's questions only see its own
 //! turns) as knowledge-base memories — the shape of the public benchmark the issue was
-//! measured on — and is searched through [`services::search::SearchService::search`] in
-//! the three modes (hybrid also before late interaction, `fused`), beside [`PlainBm25`], the 40-line Okapi BM25 the issue compares
+//! measured on; a real set's as turns of one session per conversation — and is
+//! searched through [`services::search::SearchService::search`] in the three modes
+//! (hybrid also before late interaction, `fused`), beside [`PlainBm25`], the 40-line
+//! Okapi BM25 the issue compares
 //! with. Turns and questions are embedded in batches and go to the index port directly
 //! (the KB write path embeds, links and reads back one record at a time, which would
 //! make this a test of ingest speed, not recall); the index documents are the ones that
@@ -18,7 +20,9 @@
 //! `CONTINUITY_RECALL_DUMP=FILE` also writes every turn's, question's and KB corpus
 //! entry's vector to FILE (JSON), and `CONTINUITY_RECALL_LISTS=FILE` each question's
 //! keyword, vector and hybrid top 100 with their scores: what the fusion was studied on
-//! outside Rust (docs/benchmarks.md).
+//! outside Rust (docs/benchmarks.md). `CONTINUITY_CONTEXT_SWEEP=0,0.2,0.5` adds a
+//! `hybrid@<α>` row for each conversation-context weight (what `CONTEXT.weight` was
+//! chosen with).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -33,6 +37,12 @@ use services::Services;
 pub struct Corpus {
     pub turns: Vec<Turn>,
     pub questions: Vec<Question>,
+    /// A real set's turns are a chat's: each group is one session, and its turns are
+    /// indexed as `memory.write_conversational` indexes them ([`DocKind::Turn`] in the
+    /// scope `session:<group>`), so hybrid search's conversation context
+    /// ([`ports::search::CONTEXT`]) applies. The generated set's are knowledge-base
+    /// memories in `org`.
+    pub conversational: bool,
 }
 
 pub struct Turn {
@@ -91,7 +101,7 @@ pub fn corpus() -> Corpus {
             evidence: q["evidence"].as_array().unwrap().iter().map(s).collect(),
         })
         .collect();
-    Corpus { turns, questions }
+    Corpus { turns, questions, conversational: false }
 }
 
 /// The real set: REALTALK (Lee et al., 2025, arXiv:2502.13270), ten 21-day messaging-app
@@ -163,23 +173,27 @@ pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
             });
         }
     }
-    (Corpus { turns, questions }, skipped)
+    (Corpus { turns, questions, conversational: true }, skipped)
 }
 
 /// The second real set: FriendsQA (Yang and Choi, 2019, SIGDIAL; github.com/emorynlp/FriendsQA,
 /// Apache-2.0), questions people wrote about scenes of the first four seasons of
 /// *Friends*, each answer a span of an utterance, read from `dir` (its `dat/` folder:
 /// `friendsqa_dev.json` and `friendsqa_tst.json`; `benches/recall_real.sh` fetches it).
-/// Each episode is a conversation (a group of its own) and each scene a session in it,
-/// so a question is asked of the whole episode (200 to 520 utterances), not of
-/// its scene. Each utterance is a turn as a client writes a chat between people (content
-/// `<speaker>: <text>`, title `user`: the set has no times), its tokens joined back into
-/// text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage directions (`#NOTE#`: `[ Scene :
+/// Each episode is a conversation, one session (a group of its own), its scenes one
+/// after another, so a question is asked of the whole episode (200 to 520 utterances),
+/// not of its scene. Each utterance is a turn as a client writes a chat between people
+/// (content `<speaker>: <text>`, title `user`; the set has no times, so a turn's time is
+/// the one a client writing the script line by line would give it, ten seconds apart),
+/// its tokens joined back into text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage directions (`#NOTE#`: `[ Scene :
 /// Central Perk … ]`) are not said by anyone and are left out, as is a question all of
 /// whose answers are in one (`skipped` counts them). The evidence is every utterance an
 /// answer is in. The `dev` file is the `tune` split and `tst` the `heldout` one; nothing
 /// was tuned on either.
 pub fn friendsqa(dir: &std::path::Path) -> (Corpus, usize) {
+    // The set has no times; a client writing the script as a chat, line by line, would
+    // give each turn the time it was written: here ten seconds apart, in script order.
+    const SCRIPT_START: i64 = 1_704_067_200_000; // 2024-01-01
     let (mut turns, mut questions, mut skipped) = (Vec::new(), Vec::new(), 0);
     for (file, split) in [("friendsqa_dev.json", "tune"), ("friendsqa_tst.json", "heldout")] {
         let path = dir.join(file);
@@ -212,7 +226,7 @@ pub fn friendsqa(dir: &std::path::Path) -> (Corpus, usize) {
                         if speaker == "#ALL#" { "All" } else { speaker },
                         detokenize(u["utterance"].as_str().unwrap())
                     ),
-                    at: None,
+                    at: Some(Timestamp(SCRIPT_START + 10_000 * i64::try_from(turns.len()).unwrap())),
                 });
             }
             for q in paragraph["qas"].as_array().unwrap() {
@@ -239,7 +253,7 @@ pub fn friendsqa(dir: &std::path::Path) -> (Corpus, usize) {
             }
         }
     }
-    (Corpus { turns, questions }, skipped)
+    (Corpus { turns, questions, conversational: true }, skipped)
 }
 
 /// Text from a tokenizer's tokens: no space before punctuation or a clitic (`I 'm`,
@@ -306,7 +320,8 @@ impl Scores {
 
 /// The retrievers compared: BM25 alone, each leg, the two legs `fused` by the index,
 /// and `hybrid` as the services search it (the fused pool ordered again by late
-/// interaction, [`services::search::late`], when the embedder has token states).
+/// interaction, [`services::search::reorder`], when the embedder has token states, then
+/// conversation context).
 pub const SYSTEMS: [&str; 5] = ["plain-bm25", "keyword", "vector", "fused", "hybrid"];
 
 /// The results: per (split, question kind or `all`, system).
@@ -316,6 +331,14 @@ pub type Report = BTreeMap<(String, String, String), Scores>;
 /// asks every question with every system.
 pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, corpus: &Corpus) -> Report {
     let embedder = s.backend.embedder.clone();
+    // Where a group's turns are indexed and searched, and as what.
+    let placed = |group: &str| {
+        if corpus.conversational {
+            (DocKind::Turn, MemoryScope::Session(group.to_owned()))
+        } else {
+            (DocKind::Kb, MemoryScope::Org)
+        }
+    };
     for batch in corpus.turns.chunks(64) {
         let texts: Vec<String> = batch.iter().map(|t| format!("{}\n{}", t.title, t.text)).collect();
         let vectors = embedder.embed(&texts).await.unwrap();
@@ -324,10 +347,10 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             .zip(vectors)
             .map(|(t, vector)| SearchDoc {
                 tenant: callers[&t.group].tenant.clone(),
-                scope: MemoryScope::Org,
+                scope: placed(&t.group).1,
                 id: Id::new(format!("{}~0", t.id)).unwrap(),
                 doc: Id::new(t.id.clone()).unwrap(),
-                kind: DocKind::Kb,
+                kind: placed(&t.group).0,
                 title: t.title.clone(),
                 text: t.text.clone(),
                 vector,
@@ -378,8 +401,8 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
     let ask = |q: &Question, vector: &[f32], mode: SearchMode, k: usize| {
         let query = SearchQuery {
             tenant: callers[&q.group].tenant.clone(),
-            scopes: vec![MemoryScope::Org],
-            kind: Some(DocKind::Kb),
+            scopes: vec![placed(&q.group).1],
+            kind: Some(placed(&q.group).0),
             text: q.text.clone(),
             vector: Some(vector.to_vec()),
             embedder: embedder.name().to_owned(),
@@ -392,6 +415,9 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
     };
     let mut report = Report::new();
     let mut lists = std::env::var_os("CONTINUITY_RECALL_LISTS").map(|_| Vec::new());
+    let sweep: Vec<f64> = std::env::var("CONTINUITY_CONTEXT_SWEEP")
+        .map(|v| v.split(',').map(|w| w.trim().parse().expect("CONTINUITY_CONTEXT_SWEEP: weights like 0,0.2,0.5")).collect())
+        .unwrap_or_default();
     for (q, vector) in corpus.questions.iter().zip(vectors) {
         if let Some(lists) = lists.as_mut() {
             // For studying fusion outside Rust: each leg's own top 100 with its score.
@@ -421,7 +447,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                 let hits = if system == "hybrid" {
                     // As the services search: the fused pool ordered again by late interaction.
                     let pool = ask(q, &vector, mode, ports::search::LATE.pool).await;
-                    services::search::late(embedder.as_ref(), &q.text, pool).await.unwrap()
+                    services::search::reorder(embedder.as_ref(), &q.text, pool).await.unwrap()
                 } else {
                     ask(q, &vector, mode, 10).await
                 };
@@ -429,6 +455,20 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             };
             for kind in [q.kind.as_str(), "all"] {
                 report.entry((q.split.clone(), kind.to_owned(), system.to_owned())).or_default().add(&ranked, &q.evidence);
+            }
+        }
+        // `CONTINUITY_CONTEXT_SWEEP=0,0.2,0.5`: hybrid again with each conversation-context
+        // weight (`hybrid@0.2`…), for choosing it on the `tune` splits.
+        for weight in &sweep {
+            let pool = ask(q, &vector, SearchMode::Hybrid, ports::search::LATE.pool).await;
+            let context = ports::search::Context { weight: *weight, ..ports::search::CONTEXT };
+            let hits = services::search::reorder_with(embedder.as_ref(), &q.text, pool, &context).await.unwrap();
+            let ranked: Vec<String> = hits.into_iter().take(10).map(|h| h.doc.to_string()).collect();
+            for kind in [q.kind.as_str(), "all"] {
+                report
+                    .entry((q.split.clone(), kind.to_owned(), format!("hybrid@{weight}")))
+                    .or_default()
+                    .add(&ranked, &q.evidence);
             }
         }
     }

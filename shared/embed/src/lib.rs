@@ -589,6 +589,10 @@ impl Embedder for SentenceModel {
         Ok(Some((question, docs)))
     }
 
+    fn keeps_states(&self) -> bool {
+        true
+    }
+
     /// Drops the token states kept of `texts` (a forgotten record's chunks).
     fn forget(&self, texts: &[String]) {
         let engine = &self.0.engine;

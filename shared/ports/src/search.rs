@@ -11,10 +11,11 @@
 //! The analysis ([`index_terms`], [`query_terms`]) and the fusion rules ([`fuse`]) live
 //! here, once, so both adapters rank alike.
 //!
-//! Modules: `dates` (the days a text names or a question asks about), `hashing` (the
-//! lexical fallback embedder and the vector arithmetic) and `late` (late
-//! interaction, [`LATE`]: the services order the fused candidates again by the model's
-//! token states where the embedder has them).
+//! Modules: `context` (conversation context, [`CONTEXT`]: a turn's score raised by its
+//! neighbours' among the candidates), `dates` (the days a text names or a question asks
+//! about), `hashing` (the lexical fallback embedder and the vector arithmetic) and
+//! `late` (late interaction, [`LATE`]: the services order the fused candidates again by
+//! the model's token states where the embedder has them).
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,9 +24,11 @@ use domain::memory::MemoryScope;
 use domain::{Error, Id, Result, TenantId, Timestamp};
 use serde::{Deserialize, Serialize};
 
+mod context;
 mod dates;
 mod hashing;
 mod late;
+pub use context::{CONTEXT, Context};
 pub use dates::{day_terms, query_dates, text_days};
 pub use hashing::{HashingEmbedder, dot, normalize};
 pub use late::{LATE, Late, TokenStates, question_vectors, token_match};
@@ -397,6 +400,12 @@ pub trait Embedder: Send + Sync {
     /// Lets go of whatever the embedder keeps of `texts` (the token states of a local
     /// model), as the index lets go of a forgotten record's chunks. Nothing by default.
     fn forget(&self, _texts: &[String]) {}
+
+    /// Whether [`Embedder::forget`] has anything to let go of: when it has not, a
+    /// removal does not read the chunks it would name. `false` by default.
+    fn keeps_states(&self) -> bool {
+        false
+    }
 }
 
 /// Refuses queries no retriever can answer sensibly: empty, over

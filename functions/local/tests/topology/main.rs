@@ -78,24 +78,52 @@ fn env(name: &str) -> String {
 }
 
 /// A moto of this test's own, whose Step Functions call `proxy_port` for Lambda and SQS.
+///
+/// The port is picked free, then released, then bound by moto: another test's server
+/// can take it in between. So moto counts as started only once the port answers with
+/// waitress's `Server: moto`; if moto exited (its bind failed) or someone else answers,
+/// it is started again on another port.
 fn start_moto(proxy_port: u16) -> (Killed, String) {
-    let port = free_port();
-    let script = &continuity_tests::workspace_root().join("tests/moto_server.py").display().to_string();
-    let log = std::fs::File::create(std::env::temp_dir().join(format!("topology-moto-{port}.log"))).unwrap();
-    let child = Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
-        .args([script, "-H", "127.0.0.1", "-p", &port.to_string()])
-        .env("MOTO_PORT", proxy_port.to_string())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "moto did not start");
-        std::thread::sleep(Duration::from_millis(100));
+    for _ in 0..5 {
+        let port = free_port();
+        let script = &continuity_tests::workspace_root().join("tests/moto_server.py").display().to_string();
+        let log = std::fs::File::create(std::env::temp_dir().join(format!("topology-moto-{port}.log"))).unwrap();
+        let child = Command::new(env("CONTINUITY_TEST_MOTO_PYTHON"))
+            .args([script, "-H", "127.0.0.1", "-p", &port.to_string()])
+            .env("MOTO_PORT", proxy_port.to_string())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut child = Killed(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if child.0.try_wait().unwrap().is_some() {
+                break; // it exited: most likely the port was taken
+            }
+            match answers_as_moto(port) {
+                Some(true) => return (child, format!("http://127.0.0.1:{port}")),
+                Some(false) => break, // someone else has the port
+                None => {}
+            }
+            assert!(Instant::now() < deadline, "moto did not start");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
-    (Killed(child), url)
+    panic!("moto did not start on any of 5 ports")
+}
+
+/// Whether `port` answers HTTP as moto (waitress's `Server: moto`); `None` while
+/// nothing answers there.
+fn answers_as_moto(port: u16) -> Option<bool> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    s.write_all(b"GET /moto-api/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    let mut head = Vec::new();
+    s.read_to_end(&mut head).ok()?;
+    let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+    Some(head.lines().any(|l| l.trim_end() == "server: moto"))
 }
 
 /// Sends one request to the emulated API; (status, headers, body as JSON or text).

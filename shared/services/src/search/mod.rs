@@ -16,7 +16,7 @@ use domain::{Error, Id, Page, PageRequest, Result, TenantId, Timestamp};
 use ports::Backend;
 use ports::Embedder;
 use ports::records::{EngineeringStore, LibraryStore, MemoryStore, ReviewStore};
-use ports::search::{DocKind, LATE, MAX_HITS, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query};
+use ports::search::{CONTEXT, Context, DocKind, LATE, MAX_HITS, SearchDoc, SearchHit, SearchMode, SearchQuery, check_query};
 
 /// Longest chunk, in characters; paragraphs are kept whole when they fit.
 pub const CHUNK_CHARS: usize = 1_200;
@@ -42,14 +42,30 @@ use readback::Readback;
 pub(crate) use readback::synthetic_query;
 pub use text::{chunks, extract};
 
-/// Hybrid search's `hits` (best first) with the best [`LATE`]`.pool` ordered again by
-/// late interaction with `query` ([`ports::search::Late::rerank`]), when `embedder` has
-/// token states (a model run in this process); as they are otherwise. What every hybrid
-/// search of the services does, and what the recall benchmark measures.
+/// Hybrid search's `hits` (best first) ordered again: the best [`LATE`]`.pool` by late
+/// interaction with `query` ([`ports::search::Late::rerank`]) when `embedder` has token
+/// states (a model run in this process), then every turn's score raised by its
+/// neighbours' in the conversation ([`ports::search::Context::apply`], with any
+/// embedder). What every hybrid search of the services does, and what the recall
+/// benchmark measures.
 ///
 /// # Errors
 /// `INTERNAL` when the model fails.
-pub async fn late(embedder: &dyn Embedder, query: &str, hits: Vec<SearchHit>) -> Result<Vec<SearchHit>> {
+pub async fn reorder(embedder: &dyn Embedder, query: &str, hits: Vec<SearchHit>) -> Result<Vec<SearchHit>> {
+    reorder_with(embedder, query, hits, &CONTEXT).await
+}
+
+/// [`reorder`] with another conversation-context setting (the recall benchmark's
+/// sweep).
+///
+/// # Errors
+/// As [`reorder`].
+pub async fn reorder_with(
+    embedder: &dyn Embedder,
+    query: &str,
+    hits: Vec<SearchHit>,
+    context: &Context,
+) -> Result<Vec<SearchHit>> {
     if hits.len() < 2 {
         return Ok(hits);
     }
@@ -57,8 +73,11 @@ pub async fn late(embedder: &dyn Embedder, query: &str, hits: Vec<SearchHit>) ->
     // text), whose token states the model kept then. The title's tokens are matched too
     // (a speaker's name, a date).
     let texts: Vec<String> = hits.iter().take(LATE.pool).map(|h| format!("{}\n{}", h.title, h.text)).collect();
-    let Some((question, docs)) = embedder.token_states(query, &texts).await? else { return Ok(hits) };
-    Ok(LATE.rerank(hits, &question, &docs))
+    let hits = match embedder.token_states(query, &texts).await? {
+        Some((question, docs)) => LATE.rerank(hits, &question, &docs),
+        None => hits,
+    };
+    Ok(context.apply(hits))
 }
 
 /// Similarity above which an existing record is linked as related.
@@ -356,7 +375,9 @@ impl SearchService {
     /// `UNAVAILABLE` when the index cannot be written.
     pub async fn unindex(&self, tenant: &TenantId, scope: &MemoryScope, doc: &Id) -> Result<()> {
         // What the embedder keeps of the chunks (a local model's token states) goes too.
-        if let Ok(chunks) = self.backend.search.chunks(tenant, scope, doc).await {
+        if self.backend.embedder.keeps_states()
+            && let Ok(chunks) = self.backend.search.chunks(tenant, scope, doc).await
+        {
             let texts: Vec<String> = chunks.iter().map(|c| format!("{}\n{}", c.title, c.text)).collect();
             self.backend.embedder.forget(&texts);
         }
@@ -382,8 +403,8 @@ impl SearchService {
 
     /// Hybrid search of `scopes` for `caller`. Every scope must be readable by the
     /// caller (`FORBIDDEN` otherwise) — checked here, before the index is asked. In
-    /// hybrid mode the index's best candidates are ordered again by [`late`] interaction
-    /// when the embedder runs in this process.
+    /// hybrid mode the index's best candidates are ordered again by [`reorder`] (late
+    /// interaction when the embedder runs in this process, then conversation context).
     ///
     /// # Errors
     /// `INVALID_REQUEST` for an unusable query; `FORBIDDEN` for an unreadable scope;
@@ -456,7 +477,7 @@ impl SearchService {
             until: window.until,
         };
         let hits = self.backend.search.search(&q).await?;
-        let mut hits = if reorder { late(self.backend.embedder.as_ref(), text, hits).await? } else { hits };
+        let mut hits = if reorder { self::reorder(self.backend.embedder.as_ref(), text, hits).await? } else { hits };
         hits.truncate(k);
         Ok(hits)
     }
