@@ -427,6 +427,13 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                 let hits = ask(q, &vector, mode, 100).await;
                 legs.insert(name.to_owned(), hits.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score])).collect());
             }
+            // And the pool as late interaction leaves it, before conversation context,
+            // with each candidate's time (for studying context).
+            let pool = ask(q, &vector, SearchMode::Hybrid, ports::search::LATE.pool).await;
+            let no_context = ports::search::Context { weight: 0.0, ..ports::search::CONTEXT };
+            let late = services::search::reorder_with(embedder.as_ref(), &q.text, pool, &no_context).await.unwrap();
+            let late = late.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score, h.occurred_at.map(|t| t.0)]));
+            legs.insert("late".to_owned(), late.collect());
             legs.insert("bm25".to_owned(), serde_json::json!(plain[q.group.as_str()].search(&q.text, 100)));
             legs.insert("question".to_owned(), serde_json::json!(q.text));
             legs.insert("split".to_owned(), serde_json::json!(q.split));

@@ -94,10 +94,19 @@ pub fn embedder(spec: &str, home: &Path) -> anyhow::Result<Arc<dyn ports::Embedd
     model.set_token_cache(token_cache_bytes(std::env::var("CONTINUITY_TOKEN_CACHE_MB").ok().as_deref())?);
     // Late interaction's token states outlive a restart in the home (a cache: without
     // it they are kept in memory only).
+    let max_bytes = mib(
+        "CONTINUITY_TOKEN_STATES_MB",
+        std::env::var("CONTINUITY_TOKEN_STATES_MB").ok().as_deref(),
+        embed::DEFAULT_DISK_BYTES,
+    )?;
+    if max_bytes == 0 {
+        // None kept on disk: the file is not opened (what it holds stays until deleted).
+        return Ok(Arc::new(model));
+    }
     let states = home.join(TOKEN_STATES);
     // Created open to its owner alone (SQLite gives its journal the same mode).
     let _ = store_embedded::private::file_options().write(true).create(true).truncate(false).open(&states);
-    if let Err(e) = model.keep_states_in(&states) {
+    if let Err(e) = model.keep_states_in(&states, max_bytes) {
         tracing::warn!(error = %e.message, "token states are kept in memory only");
     }
     Ok(Arc::new(model))
@@ -115,11 +124,22 @@ pub const TOKEN_STATES: &str = "token-states.sqlite";
 /// # Errors
 /// Anything but a whole number of MiB up to 1 TiB.
 pub fn token_cache_bytes(value: Option<&str>) -> anyhow::Result<usize> {
+    let bytes = mib("CONTINUITY_TOKEN_CACHE_MB", value, embed::DEFAULT_CACHE_BYTES as u64)?;
+    usize::try_from(bytes).map_err(|_| anyhow::anyhow!("CONTINUITY_TOKEN_CACHE_MB: more than this machine can address"))
+}
+
+/// A size in MiB from the variable `name` (its `value`), `default` bytes when unset:
+/// the bound of the token states' file is `CONTINUITY_TOKEN_STATES_MB` (2048 by
+/// default, about 230 000 short memories' states; the oldest written go first past it).
+///
+/// # Errors
+/// Anything but a whole number of MiB up to 1 TiB.
+pub fn mib(name: &str, value: Option<&str>, default: u64) -> anyhow::Result<u64> {
     match value.map(str::trim) {
-        None | Some("") => Ok(embed::DEFAULT_CACHE_BYTES),
-        Some(mb) => match mb.parse::<usize>() {
+        None | Some("") => Ok(default),
+        Some(mb) => match mb.parse::<u64>() {
             Ok(mb) if mb <= 1 << 20 => Ok(mb << 20),
-            _ => anyhow::bail!("CONTINUITY_TOKEN_CACHE_MB={mb:?}: expected a whole number of MiB (0 to 1048576)"),
+            _ => anyhow::bail!("{name}={mb:?}: expected a whole number of MiB (0 to 1048576)"),
         },
     }
 }
@@ -245,6 +265,14 @@ mod tests {
         assert_eq!(super::token_cache_bytes(None).unwrap(), 256 << 20);
         assert_eq!(super::token_cache_bytes(Some(" 64 ")).unwrap(), 64 << 20);
         assert_eq!(super::token_cache_bytes(Some("0")).unwrap(), 0);
+        assert_eq!(super::mib("X", None, embed::DEFAULT_DISK_BYTES).unwrap(), 2 << 30);
+        assert_eq!(super::mib("X", Some("10"), 0).unwrap(), 10 << 20);
+        assert!(
+            super::mib("CONTINUITY_TOKEN_STATES_MB", Some("lots"), 0)
+                .unwrap_err()
+                .to_string()
+                .contains("CONTINUITY_TOKEN_STATES_MB")
+        );
         for bad in ["-1", "1.5", "lots", "2000000"] {
             let e = super::token_cache_bytes(Some(bad)).unwrap_err().to_string();
             assert!(e.contains("CONTINUITY_TOKEN_CACHE_MB") && e.contains("MiB"), "{e}");

@@ -33,8 +33,8 @@ use tokenizers::{Encoding, Tokenizer, TruncationParams};
 mod encoder;
 mod states;
 use encoder::{Config, Encoder};
-pub use states::DEFAULT_CACHE_BYTES;
 use states::{Asked, Disk, Key, Keys, Packed, Written};
+pub use states::{DEFAULT_CACHE_BYTES, DEFAULT_DISK_BYTES};
 
 /// Longest input in tokens (all-MiniLM-L6-v2 was trained on 128-token inputs and reads
 /// at most 256; longer text is cut — chunking keeps chunks within this).
@@ -625,14 +625,16 @@ impl SentenceModel {
 
     /// Keeps the written texts' token states in the SQLite file at `path` too (created
     /// when missing; emptied when it was made with another model), so that a restart or
-    /// the memory bound does not make searches run the model over their candidates again.
+    /// the memory bound does not make searches run the model over their candidates again;
+    /// at most `max_bytes` of states ([`DEFAULT_DISK_BYTES`]; `CONTINUITY_TOKEN_STATES_MB`),
+    /// the oldest written let go of first.
     ///
     /// # Errors
     /// `INVALID_REQUEST` naming the file when it cannot be opened; `CONFLICT` when a file
     /// is already in use.
-    pub fn keep_states_in(&self, path: &Path) -> Result<()> {
+    pub fn keep_states_in(&self, path: &Path, max_bytes: u64) -> Result<()> {
         let engine = &self.0.engine;
-        let disk = Disk::open(path, &engine.name).map_err(|e| load_err("opening", path, e))?;
+        let disk = Disk::open(path, &engine.name, max_bytes).map_err(|e| load_err("opening", path, e))?;
         engine.disk.set(disk).map_err(|_| Error::conflict("sentence model: token states are already kept in a file"))
     }
 

@@ -190,46 +190,74 @@ impl Keys {
 /// The written texts' token states in a SQLite file (beside the home's data): what a
 /// restart keeps and the memory bound pushes out, so only a text never written through
 /// this file's processes is run again. A forgotten text's row is deleted (and zeroed:
-/// `secure_delete`); a file made with another model is emptied when opened. A cache: a
-/// write that fails costs a later model run, never a write or a search.
-pub(crate) struct Disk(Mutex<rusqlite::Connection>);
+/// `secure_delete`); a file made with another model is emptied when opened. Bounded in
+/// bytes of states ([`DEFAULT_DISK_BYTES`]; `CONTINUITY_TOKEN_STATES_MB`): past it the
+/// oldest written go first, down to nine tenths of it, and their pages are reused. A
+/// cache: a write that fails costs a later model run, never a write or a search.
+pub(crate) struct Disk(Mutex<OnDisk>);
+
+pub(crate) struct OnDisk {
+    c: rusqlite::Connection,
+    /// The states' bytes in the file: exact when opened and after a trim, at most an
+    /// overcount in between (a text written again counts twice until then).
+    bytes: u64,
+    budget: u64,
+}
+
+/// Default bound of the token states' file, in bytes of states (2 GiB: about 230 000
+/// short memories; the file adds a few percent); `CONTINUITY_TOKEN_STATES_MB` changes it.
+pub const DEFAULT_DISK_BYTES: u64 = 2 << 30;
 
 impl Disk {
-    /// Opens (or creates) the file at `path` for `model`'s states.
-    pub(crate) fn open(path: &Path, model: &str) -> rusqlite::Result<Self> {
+    /// Opens (or creates) the file at `path` for `model`'s states, at most `budget`
+    /// bytes of them (the oldest written are let go of first, now if it holds more).
+    pub(crate) fn open(path: &Path, model: &str, budget: u64) -> rusqlite::Result<Self> {
         use rusqlite::OptionalExtension;
         let c = rusqlite::Connection::open(path)?;
         c.busy_timeout(std::time::Duration::from_secs(5))?;
+        // `states` was the layout before the bound (no write order): dropped, as a cache.
         c.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA secure_delete = ON;
              CREATE TABLE IF NOT EXISTS model (name TEXT NOT NULL);
-             CREATE TABLE IF NOT EXISTS states (key BLOB PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID;",
+             DROP TABLE IF EXISTS states;
+             CREATE TABLE IF NOT EXISTS token_states (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, data BLOB NOT NULL);",
         )?;
         let made_by: Option<String> = c.query_row("SELECT name FROM model", [], |r| r.get(0)).optional()?;
         if made_by.as_deref() != Some(model) {
-            c.execute_batch("BEGIN; DELETE FROM states; DELETE FROM model; COMMIT;")?;
+            c.execute_batch("BEGIN; DELETE FROM token_states; DELETE FROM model; COMMIT;")?;
             c.execute("INSERT INTO model (name) VALUES (?1)", [model])?;
         }
-        Ok(Self(Mutex::new(c)))
+        let mut d = OnDisk { c, bytes: 0, budget };
+        d.count()?;
+        d.trim()?;
+        Ok(Self(Mutex::new(d)))
     }
 
     pub(crate) fn put(&self, rows: &[(Key, Arc<Packed>)]) -> rusqlite::Result<()> {
-        let mut c = super::lock(&self.0);
-        let tx = c.transaction()?;
+        let mut d = super::lock(&self.0);
+        let mut added = 0;
         {
-            let mut put = tx.prepare_cached("INSERT OR REPLACE INTO states (key, data) VALUES (?1, ?2)")?;
-            for (key, p) in rows {
-                put.execute(rusqlite::params![key.to_be_bytes().as_slice(), p.to_bytes()])?;
+            let tx = d.c.transaction()?;
+            {
+                // A text written again moves to the end of the write order.
+                let mut put = tx.prepare_cached("INSERT OR REPLACE INTO token_states (key, data) VALUES (?1, ?2)")?;
+                for (key, p) in rows {
+                    let data = p.to_bytes();
+                    added += data.len() as u64;
+                    put.execute(rusqlite::params![key.to_be_bytes().as_slice(), data])?;
+                }
             }
+            tx.commit()?;
         }
-        tx.commit()
+        d.bytes += added;
+        d.trim()
     }
 
     /// Each key's states, when the file has them (and they read back whole).
     pub(crate) fn get(&self, keys: &[Key]) -> rusqlite::Result<Vec<Option<Packed>>> {
         use rusqlite::OptionalExtension;
-        let c = super::lock(&self.0);
-        let mut get = c.prepare_cached("SELECT data FROM states WHERE key = ?1")?;
+        let d = super::lock(&self.0);
+        let mut get = d.c.prepare_cached("SELECT data FROM token_states WHERE key = ?1")?;
         keys.iter()
             .map(|key| {
                 let data: Option<Vec<u8>> = get.query_row([key.to_be_bytes().as_slice()], |r| r.get(0)).optional()?;
@@ -239,15 +267,64 @@ impl Disk {
     }
 
     pub(crate) fn remove(&self, keys: &[Key]) -> rusqlite::Result<()> {
-        let mut c = super::lock(&self.0);
-        let tx = c.transaction()?;
+        use rusqlite::OptionalExtension;
+        let mut d = super::lock(&self.0);
+        let mut removed = 0;
         {
-            let mut remove = tx.prepare_cached("DELETE FROM states WHERE key = ?1")?;
-            for key in keys {
-                remove.execute([key.to_be_bytes().as_slice()])?;
+            let tx = d.c.transaction()?;
+            {
+                let mut remove = tx.prepare_cached("DELETE FROM token_states WHERE key = ?1 RETURNING length(data)")?;
+                for key in keys {
+                    let len: Option<i64> = remove.query_row([key.to_be_bytes().as_slice()], |r| r.get(0)).optional()?;
+                    removed += len.map_or(0, |n| n.unsigned_abs());
+                }
             }
+            tx.commit()?;
         }
-        tx.commit()
+        d.bytes = d.bytes.saturating_sub(removed);
+        Ok(())
+    }
+
+    /// The states' bytes in the file (exact, or an overcount) and its bound.
+    #[cfg(test)]
+    pub(crate) fn size(&self) -> (u64, u64) {
+        let d = super::lock(&self.0);
+        (d.bytes, d.budget)
+    }
+}
+
+impl OnDisk {
+    fn count(&mut self) -> rusqlite::Result<()> {
+        let n: i64 = self.c.query_row("SELECT coalesce(sum(length(data)), 0) FROM token_states", [], |r| r.get(0))?;
+        self.bytes = n.unsigned_abs();
+        Ok(())
+    }
+
+    /// Past the bound, lets go of the oldest written down to nine tenths of it.
+    fn trim(&mut self) -> rusqlite::Result<()> {
+        if self.bytes <= self.budget {
+            return Ok(());
+        }
+        self.count()?;
+        let target = self.budget / 10 * 9;
+        while self.bytes > target {
+            // As many of the oldest as the average row says are over.
+            let rows: i64 = self.c.query_row("SELECT count(*) FROM token_states", [], |r| r.get(0))?;
+            let average = (self.bytes / rows.unsigned_abs().max(1)).max(1);
+            let over = (self.bytes - target).div_ceil(average);
+            let mut oldest = self.c.prepare_cached(
+                "DELETE FROM token_states WHERE id IN (SELECT id FROM token_states ORDER BY id LIMIT ?1) RETURNING length(data)",
+            )?;
+            let freed: i64 = oldest
+                .query_map([i64::try_from(over).unwrap_or(i64::MAX)], |r| r.get::<_, i64>(0))?
+                .sum::<rusqlite::Result<i64>>()?;
+            drop(oldest);
+            if freed == 0 {
+                break;
+            }
+            self.bytes = self.bytes.saturating_sub(freed.unsigned_abs());
+        }
+        self.count()
     }
 }
 
@@ -317,22 +394,52 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("states.sqlite");
         let a = Arc::new(Packed::pack(&[unit(1, 384), unit(2, 384)]));
-        let disk = Disk::open(&path, "model-a").unwrap();
+        let disk = Disk::open(&path, "model-a", DEFAULT_DISK_BYTES).unwrap();
         disk.put(&[(1, a.clone()), (2, a.clone())]).unwrap();
         drop(disk);
-        let disk = Disk::open(&path, "model-a").unwrap();
+        let disk = Disk::open(&path, "model-a", DEFAULT_DISK_BYTES).unwrap();
         let got = disk.get(&[1, 2, 3]).unwrap();
         assert_eq!(got[0].as_ref().map(Packed::unpack), Some(a.unpack()));
         assert!(got[1].is_some() && got[2].is_none());
         disk.remove(&[1]).unwrap();
         assert!(disk.get(&[1]).unwrap()[0].is_none());
         drop(disk);
-        let disk = Disk::open(&path, "model-b").unwrap();
+        let disk = Disk::open(&path, "model-b", DEFAULT_DISK_BYTES).unwrap();
         assert!(disk.get(&[2]).unwrap()[0].is_none(), "states of another model were kept");
         assert!(Packed::from_bytes(&[2, 0, 0, 0, 0, 0, 128, 63]).is_none());
         assert!(Packed::from_bytes(&[1, 0]).is_none());
         let empty = Packed::pack(&[]);
         assert!(Packed::from_bytes(&empty.to_bytes()).is_some_and(|p| p.unpack().is_empty()));
+    }
+
+    /// Past its bound the file lets go of the oldest written first, down to nine tenths
+    /// of it; a text written again counts as new; reopened with a smaller bound it trims
+    /// at once; a removal frees what the row held.
+    #[test]
+    fn the_disk_stays_within_its_bound_oldest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("states.sqlite");
+        let p = Arc::new(Packed::pack(&[unit(1, 384), unit(2, 384)]));
+        let row = p.to_bytes().len() as u64;
+        let disk = Disk::open(&path, "m", 10 * row).unwrap();
+        for key in 0..10u128 {
+            disk.put(&[(key, p.clone())]).unwrap();
+        }
+        assert_eq!(disk.size(), (10 * row, 10 * row));
+        disk.put(&[(0, p.clone())]).unwrap(); // 0 written again: now the newest.
+        // It counted 11 rows, past the bound: the oldest (1) went, down to nine tenths.
+        assert_eq!(disk.size().0, 9 * row);
+        disk.put(&[(10, p.clone())]).unwrap();
+        let kept: Vec<bool> = disk.get(&(0..=10).collect::<Vec<_>>()).unwrap().iter().map(Option::is_some).collect();
+        assert_eq!(kept, [true, false, true, true, true, true, true, true, true, true, true], "{kept:?}");
+        assert_eq!(disk.size().0, 10 * row);
+        disk.remove(&[0, 99]).unwrap();
+        assert_eq!(disk.size().0, 9 * row);
+        drop(disk);
+        let disk = Disk::open(&path, "m", 4 * row).unwrap();
+        let kept = disk.get(&(0..=10).collect::<Vec<_>>()).unwrap().iter().filter(|x| x.is_some()).count();
+        assert_eq!((kept, disk.size().0), (3, 3 * row), "reopened under a smaller bound, the file was not trimmed");
+        assert!(disk.get(&[10]).unwrap()[0].is_some(), "the newest was let go of");
     }
 
     #[test]

@@ -139,22 +139,25 @@ async fn token_states_kept_in_a_file_outlive_a_restart_and_a_forget() {
             .to_vec();
     let before = {
         let m = SentenceModel::load(&dir).unwrap();
-        m.keep_states_in(&file).unwrap();
-        assert_eq!(m.keep_states_in(&file).unwrap_err().code, domain::ErrorCode::Conflict);
+        m.keep_states_in(&file, DEFAULT_DISK_BYTES).unwrap();
+        assert_eq!(m.keep_states_in(&file, DEFAULT_DISK_BYTES).unwrap_err().code, domain::ErrorCode::Conflict);
         m.embed(&written).await.unwrap();
         m.token_states("Where is the offsite?", &written).await.unwrap().unwrap().1
     };
     let restarted = SentenceModel::load(&dir).unwrap();
-    restarted.keep_states_in(&file).unwrap();
+    restarted.keep_states_in(&file, DEFAULT_DISK_BYTES).unwrap();
     let (_, after) = restarted.token_states("Where is the offsite?", &written).await.unwrap().unwrap();
     assert_eq!(restarted.token_cache().2, 0, "a restart ran the model over written texts again");
     assert_eq!(after, before);
     restarted.forget(&written[..1]);
     let again = SentenceModel::load(&dir).unwrap();
-    again.keep_states_in(&file).unwrap();
+    again.keep_states_in(&file, DEFAULT_DISK_BYTES).unwrap();
     let _ = again.token_states("Where is the offsite?", &written).await.unwrap();
     assert_eq!(again.token_cache().2, 1, "the forgotten text's states were still in the file");
-    let e = SentenceModel::load(&dir).unwrap().keep_states_in(&home.path().join("no/such/dir/x.sqlite")).unwrap_err();
+    let e = SentenceModel::load(&dir)
+        .unwrap()
+        .keep_states_in(&home.path().join("no/such/dir/x.sqlite"), DEFAULT_DISK_BYTES)
+        .unwrap_err();
     assert!(e.message.contains("no/such/dir"), "{}", e.message);
 }
 

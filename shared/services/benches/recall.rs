@@ -150,7 +150,7 @@ fn main() {
         let home = tempfile::tempdir().expect("tempdir");
         let t = TenantId::new("bench").expect("tenant");
         // As `serve` does: the token states are kept in the home too.
-        model.keep_states_in(&home.path().join("token-states.sqlite")).expect("token states file");
+        model.keep_states_in(&home.path().join("token-states.sqlite"), embed::DEFAULT_DISK_BYTES).expect("token states file");
         let s = open(home.path(), &model).await;
         s.admin.create_tenant(t.clone(), PlanTier::Enterprise, Department::CustomerSuccess, Industry::Saas).await.expect("tenant");
         let c = caller(&s, &t).await;
