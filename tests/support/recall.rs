@@ -185,11 +185,12 @@ pub fn realtalk(dir: &std::path::Path) -> (Corpus, usize) {
 /// not of its scene. Each utterance is a turn as a client writes a chat between people
 /// (content `<speaker>: <text>`, title `user`; the set has no times, so a turn's time is
 /// the one a client writing the script line by line would give it, ten seconds apart),
-/// its tokens joined back into text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage directions (`#NOTE#`: `[ Scene :
-/// Central Perk … ]`) are not said by anyone and are left out, as is a question all of
+/// its tokens joined back into text (`I 'm` → `I'm`, `gon na` → `gonna`). Stage
+/// directions (`#NOTE#`: `[ Scene : Central Perk … ]`) are not said by anyone and are left out, as is a question all of
 /// whose answers are in one (`skipped` counts them). The evidence is every utterance an
-/// answer is in. The `dev` file is the `tune` split and `tst` the `heldout` one; nothing
-/// was tuned on either.
+/// answer is in. The `dev` file is the `tune` split (late interaction's setting and
+/// conversation context's weight were chosen on it with the other sets') and `tst` the
+/// `heldout` one, never tuned on.
 pub fn friendsqa(dir: &std::path::Path) -> (Corpus, usize) {
     // The set has no times; a client writing the script as a chat, line by line, would
     // give each turn the time it was written: here ten seconds apart, in script order.
