@@ -13,7 +13,7 @@ use domain::TenantId;
 use domain::memory::MemoryScope;
 use domain::tenant::{Department, Industry, PlanTier};
 use ports::Backend;
-use ports::search::{CONTEXT, DocKind, LATE, SearchMode, SearchQuery};
+use ports::search::{CONTEXT, DocKind, SearchMode};
 use serde_json::json;
 use services::Services;
 
@@ -47,20 +47,7 @@ async fn the_reply_is_raised_by_the_turn_it_answers(backend: Backend, label: &st
     let question = "where did you go on holiday last summer";
     let scopes = vec![MemoryScope::Session(session)];
     let served = s.search.search(&c, scopes.clone(), Some(DocKind::Turn), question, 10, SearchMode::Hybrid).await.unwrap();
-    let embedder = s.backend.embedder.clone();
-    let query = SearchQuery {
-        tenant: t,
-        scopes,
-        kind: Some(DocKind::Turn),
-        text: question.to_owned(),
-        vector: Some(embedder.embed_query(question).await.unwrap()),
-        embedder: embedder.name().to_owned(),
-        mode: SearchMode::Hybrid,
-        k: LATE.pool,
-        since: None,
-        until: None,
-    };
-    let fused = s.backend.search.search(&query).await.unwrap();
+    let fused = continuity_tests::fused_pool(&s, t, scopes, DocKind::Turn, question).await;
     let by_hand = CONTEXT.apply(fused.clone());
     let doc = |h: &ports::search::SearchHit| h.doc.to_string();
     assert_eq!(served.iter().map(doc).collect::<Vec<_>>(), by_hand.iter().take(served.len()).map(doc).collect::<Vec<_>>());

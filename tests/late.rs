@@ -13,7 +13,7 @@ use domain::TenantId;
 use domain::memory::MemoryScope;
 use domain::tenant::{Department, Industry, PlanTier};
 use ports::Backend;
-use ports::search::{DocKind, LATE, SearchHit, SearchMode, SearchQuery};
+use ports::search::{DocKind, LATE, SearchHit, SearchMode};
 use serde_json::json;
 use services::Services;
 
@@ -39,20 +39,8 @@ async fn ask(backend: Backend, label: &str, question: &str) -> (Vec<SearchHit>, 
     }
     let scopes = vec![MemoryScope::Personal(c.principal.to_string())];
     let served = s.search.search(&c, scopes.clone(), Some(DocKind::Memory), question, 5, SearchMode::Hybrid).await.unwrap();
+    let fused = continuity_tests::fused_pool(&s, t, scopes, DocKind::Memory, question).await;
     let embedder = s.backend.embedder.clone();
-    let query = SearchQuery {
-        tenant: t,
-        scopes,
-        kind: Some(DocKind::Memory),
-        text: question.to_owned(),
-        vector: Some(embedder.embed_query(question).await.unwrap()),
-        embedder: embedder.name().to_owned(),
-        mode: SearchMode::Hybrid,
-        k: LATE.pool,
-        since: None,
-        until: None,
-    };
-    let fused = s.backend.search.search(&query).await.unwrap();
     let texts: Vec<String> = fused.iter().map(|h| format!("{}\n{}", h.title, h.text)).collect();
     let by_hand = embedder.token_states(question, &texts).await.unwrap().map(|(q, docs)| LATE.rerank(fused.clone(), &q, &docs));
     (served, fused, by_hand)

@@ -44,6 +44,32 @@ pub fn event(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
 }
 
+/// The index's own hybrid answer to `question` over `scopes` (the fused pool of
+/// [`ports::search::LATE`]`.pool` candidates, before the services order it again): what
+/// the late-interaction and conversation-context tests compare the served answer with.
+pub async fn fused_pool(
+    s: &services::Services,
+    tenant: domain::TenantId,
+    scopes: Vec<domain::memory::MemoryScope>,
+    kind: ports::search::DocKind,
+    question: &str,
+) -> Vec<ports::search::SearchHit> {
+    let embedder = s.backend.embedder.clone();
+    let query = ports::search::SearchQuery {
+        tenant,
+        scopes,
+        kind: Some(kind),
+        text: question.to_owned(),
+        vector: Some(embedder.embed_query(question).await.unwrap()),
+        embedder: embedder.name().to_owned(),
+        mode: ports::search::SearchMode::Hybrid,
+        k: ports::search::LATE.pool,
+        since: None,
+        until: None,
+    };
+    s.backend.search.search(&query).await.unwrap()
+}
+
 /// Processes the work queue until it is empty (failed messages come back at once).
 pub async fn drain(s: &services::Services) {
     let mut idle = 0;
