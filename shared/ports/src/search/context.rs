@@ -41,9 +41,8 @@ impl Context {
         // Turns by (scope, time), so each one's neighbours are beside it.
         let mut turns: Vec<usize> =
             (0..hits.len()).filter(|&i| hits[i].kind == DocKind::Turn && hits[i].occurred_at.is_some()).collect();
-        turns.sort_by(|&a, &b| {
-            (hits[a].scope.storage_key(), hits[a].occurred_at, a).cmp(&(hits[b].scope.storage_key(), hits[b].occurred_at, b))
-        });
+        let scopes: Vec<String> = hits.iter().map(|h| h.scope.storage_key()).collect();
+        turns.sort_by(|&a, &b| (&scopes[a], hits[a].occurred_at, a).cmp(&(&scopes[b], hits[b].occurred_at, b)));
         let near = |a: usize, b: usize| {
             hits[a].scope == hits[b].scope
                 && match (hits[a].occurred_at, hits[b].occurred_at) {
