@@ -19,10 +19,13 @@
 //!
 //! `CONTINUITY_RECALL_DUMP=FILE` also writes every turn's, question's and KB corpus
 //! entry's vector to FILE (JSON), and `CONTINUITY_RECALL_LISTS=FILE` each question's
-//! keyword, vector and hybrid top 100 with their scores: what the fusion was studied on
-//! outside Rust (docs/benchmarks.md). `CONTINUITY_CONTEXT_SWEEP=0,0.2,0.5` adds a
-//! `hybrid@<α>` row for each conversation-context weight (what `CONTEXT.weight` was
-//! chosen with).
+//! keyword, vector and hybrid top 100 with their scores, and, with the model, what late
+//! interaction reads (`tokens`, and `pool`: each candidate's fused score, similarity,
+//! time and each question token's best cosine): what the fusion, late interaction and
+//! context were studied on outside Rust (docs/benchmarks.md).
+//! `CONTINUITY_CONTEXT_SWEEP=0,0.2,0.5` adds a `hybrid@<α>` row for each
+//! conversation-context weight, after late interaction too (what `CONTEXT`'s weights
+//! were chosen with).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -431,7 +434,25 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
             // And the pool as late interaction leaves it, before conversation context,
             // with each candidate's time (for studying context).
             let pool = ask(q, &vector, SearchMode::Hybrid, ports::search::LATE.pool).await;
-            let no_context = ports::search::Context { weight: 0.0, ..ports::search::CONTEXT };
+            // And what late interaction reads: the question's tokens and, per candidate,
+            // its fused score, similarity, time and each question token's best cosine
+            // with one of its tokens (for studying late interaction outside Rust).
+            let texts: Vec<String> = pool.iter().map(|h| format!("{}\n{}", h.title, h.text)).collect();
+            if let Some((question, docs)) = embedder.token_states(&q.text, &texts).await.unwrap() {
+                let best = |d: &ports::search::TokenStates| -> Vec<f32> {
+                    question
+                        .vectors
+                        .iter()
+                        .map(|v| d.vectors.iter().map(|w| ports::search::dot(v, w)).fold(f32::NEG_INFINITY, f32::max))
+                        .collect()
+                };
+                let rows = pool.iter().zip(&docs).map(|(h, d)| {
+                    serde_json::json!([h.doc.to_string(), h.score, h.similarity, h.occurred_at.map(|t| t.0), h.exact, best(d)])
+                });
+                legs.insert("tokens".to_owned(), serde_json::json!(question.tokens));
+                legs.insert("pool".to_owned(), rows.collect());
+            }
+            let no_context = ports::search::Context { weight: 0.0, weight_after_late: 0.0, ..ports::search::CONTEXT };
             let late = services::search::reorder_with(embedder.as_ref(), &q.text, pool, &no_context).await.unwrap();
             let late = late.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score, h.occurred_at.map(|t| t.0)]));
             legs.insert("late".to_owned(), late.collect());
@@ -469,7 +490,7 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
         // weight (`hybrid@0.2`…), for choosing it on the `tune` splits.
         for weight in &sweep {
             let pool = ask(q, &vector, SearchMode::Hybrid, ports::search::LATE.pool).await;
-            let context = ports::search::Context { weight: *weight, ..ports::search::CONTEXT };
+            let context = ports::search::Context { weight: *weight, weight_after_late: *weight, ..ports::search::CONTEXT };
             let hits = services::search::reorder_with(embedder.as_ref(), &q.text, pool, &context).await.unwrap();
             let ranked: Vec<String> = hits.into_iter().take(10).map(|h| h.doc.to_string()).collect();
             for kind in [q.kind.as_str(), "all"] {

@@ -198,8 +198,7 @@ pub(crate) struct Disk(Mutex<OnDisk>);
 
 pub(crate) struct OnDisk {
     c: rusqlite::Connection,
-    /// The states' bytes in the file: exact when opened and after a trim, at most an
-    /// overcount in between (a text written again counts twice until then).
+    /// The states' bytes in the file (its `size` row, read after each change).
     bytes: u64,
     budget: u64,
 }
@@ -216,11 +215,24 @@ impl Disk {
         let c = rusqlite::Connection::open(path)?;
         c.busy_timeout(std::time::Duration::from_secs(5))?;
         // `states` was the layout before the bound (no write order): dropped, as a cache.
+        // `size` holds the bytes of `data` in `token_states`, kept by triggers in the
+        // transaction of each change (a `REPLACE` deletes through the delete trigger:
+        // `recursive_triggers`), so an open reads one row instead of summing every one;
+        // a file from before it is summed once, when `size` is made.
         c.execute_batch(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA secure_delete = ON;
+             PRAGMA recursive_triggers = ON;
              CREATE TABLE IF NOT EXISTS model (name TEXT NOT NULL);
              DROP TABLE IF EXISTS states;
-             CREATE TABLE IF NOT EXISTS token_states (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, data BLOB NOT NULL);",
+             CREATE TABLE IF NOT EXISTS token_states (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, data BLOB NOT NULL);
+             BEGIN IMMEDIATE;
+             CREATE TABLE IF NOT EXISTS size (bytes INTEGER NOT NULL);
+             INSERT INTO size (bytes) SELECT coalesce(sum(length(data)), 0) FROM token_states WHERE NOT EXISTS (SELECT 1 FROM size);
+             CREATE TRIGGER IF NOT EXISTS size_put AFTER INSERT ON token_states
+                 BEGIN UPDATE size SET bytes = bytes + length(NEW.data); END;
+             CREATE TRIGGER IF NOT EXISTS size_remove AFTER DELETE ON token_states
+                 BEGIN UPDATE size SET bytes = bytes - length(OLD.data); END;
+             COMMIT;",
         )?;
         let made_by: Option<String> = c.query_row("SELECT name FROM model", [], |r| r.get(0)).optional()?;
         if made_by.as_deref() != Some(model) {
@@ -235,21 +247,18 @@ impl Disk {
 
     pub(crate) fn put(&self, rows: &[(Key, Arc<Packed>)]) -> rusqlite::Result<()> {
         let mut d = super::lock(&self.0);
-        let mut added = 0;
         {
             let tx = d.c.transaction()?;
             {
                 // A text written again moves to the end of the write order.
                 let mut put = tx.prepare_cached("INSERT OR REPLACE INTO token_states (key, data) VALUES (?1, ?2)")?;
                 for (key, p) in rows {
-                    let data = p.to_bytes();
-                    added += data.len() as u64;
-                    put.execute(rusqlite::params![key.to_be_bytes().as_slice(), data])?;
+                    put.execute(rusqlite::params![key.to_be_bytes().as_slice(), p.to_bytes()])?;
                 }
             }
             tx.commit()?;
         }
-        d.bytes += added;
+        d.count()?;
         d.trim()
     }
 
@@ -267,25 +276,21 @@ impl Disk {
     }
 
     pub(crate) fn remove(&self, keys: &[Key]) -> rusqlite::Result<()> {
-        use rusqlite::OptionalExtension;
         let mut d = super::lock(&self.0);
-        let mut removed = 0;
         {
             let tx = d.c.transaction()?;
             {
-                let mut remove = tx.prepare_cached("DELETE FROM token_states WHERE key = ?1 RETURNING length(data)")?;
+                let mut remove = tx.prepare_cached("DELETE FROM token_states WHERE key = ?1")?;
                 for key in keys {
-                    let len: Option<i64> = remove.query_row([key.to_be_bytes().as_slice()], |r| r.get(0)).optional()?;
-                    removed += len.map_or(0, |n| n.unsigned_abs());
+                    remove.execute([key.to_be_bytes().as_slice()])?;
                 }
             }
             tx.commit()?;
         }
-        d.bytes = d.bytes.saturating_sub(removed);
-        Ok(())
+        d.count()
     }
 
-    /// The states' bytes in the file (exact, or an overcount) and its bound.
+    /// The states' bytes in the file and its bound.
     #[cfg(test)]
     pub(crate) fn size(&self) -> (u64, u64) {
         let d = super::lock(&self.0);
@@ -294,8 +299,9 @@ impl Disk {
 }
 
 impl OnDisk {
+    /// Reads the states' bytes from the `size` row the triggers keep.
     fn count(&mut self) -> rusqlite::Result<()> {
-        let n: i64 = self.c.query_row("SELECT coalesce(sum(length(data)), 0) FROM token_states", [], |r| r.get(0))?;
+        let n: i64 = self.c.query_row("SELECT bytes FROM size", [], |r| r.get(0))?;
         self.bytes = n.unsigned_abs();
         Ok(())
     }
@@ -305,26 +311,23 @@ impl OnDisk {
         if self.bytes <= self.budget {
             return Ok(());
         }
-        self.count()?;
         let target = self.budget / 10 * 9;
         while self.bytes > target {
             // As many of the oldest as the average row says are over.
             let rows: i64 = self.c.query_row("SELECT count(*) FROM token_states", [], |r| r.get(0))?;
             let average = (self.bytes / rows.unsigned_abs().max(1)).max(1);
             let over = (self.bytes - target).div_ceil(average);
-            let mut oldest = self.c.prepare_cached(
-                "DELETE FROM token_states WHERE id IN (SELECT id FROM token_states ORDER BY id LIMIT ?1) RETURNING length(data)",
-            )?;
-            let freed: i64 = oldest
-                .query_map([i64::try_from(over).unwrap_or(i64::MAX)], |r| r.get::<_, i64>(0))?
-                .sum::<rusqlite::Result<i64>>()?;
+            let mut oldest = self
+                .c
+                .prepare_cached("DELETE FROM token_states WHERE id IN (SELECT id FROM token_states ORDER BY id LIMIT ?1)")?;
+            let freed = oldest.execute([i64::try_from(over).unwrap_or(i64::MAX)])?;
             drop(oldest);
+            self.count()?;
             if freed == 0 {
                 break;
             }
-            self.bytes = self.bytes.saturating_sub(freed.unsigned_abs());
         }
-        self.count()
+        Ok(())
     }
 }
 
@@ -413,8 +416,8 @@ mod tests {
     }
 
     /// Past its bound the file lets go of the oldest written first, down to nine tenths
-    /// of it; a text written again counts as new; reopened with a smaller bound it trims
-    /// at once; a removal frees what the row held.
+    /// of it; a text written again counts once and is the newest; reopened with a
+    /// smaller bound it trims at once; a removal frees what the row held.
     #[test]
     fn the_disk_stays_within_its_bound_oldest_first() {
         let dir = tempfile::tempdir().unwrap();
@@ -426,20 +429,54 @@ mod tests {
             disk.put(&[(key, p.clone())]).unwrap();
         }
         assert_eq!(disk.size(), (10 * row, 10 * row));
-        disk.put(&[(0, p.clone())]).unwrap(); // 0 written again: now the newest.
-        // It counted 11 rows, past the bound: the oldest (1) went, down to nine tenths.
-        assert_eq!(disk.size().0, 9 * row);
+        disk.put(&[(0, p.clone())]).unwrap(); // 0 written again: now the newest, counted once.
+        assert_eq!(disk.size().0, 10 * row);
+        // 11 rows, past the bound: the two oldest (1 and 2) go, down to nine tenths.
         disk.put(&[(10, p.clone())]).unwrap();
         let kept: Vec<bool> = disk.get(&(0..=10).collect::<Vec<_>>()).unwrap().iter().map(Option::is_some).collect();
-        assert_eq!(kept, [true, false, true, true, true, true, true, true, true, true, true], "{kept:?}");
-        assert_eq!(disk.size().0, 10 * row);
-        disk.remove(&[0, 99]).unwrap();
+        assert_eq!(kept, [true, false, false, true, true, true, true, true, true, true, true], "{kept:?}");
         assert_eq!(disk.size().0, 9 * row);
+        disk.remove(&[0, 99]).unwrap();
+        assert_eq!(disk.size().0, 8 * row);
         drop(disk);
         let disk = Disk::open(&path, "m", 4 * row).unwrap();
         let kept = disk.get(&(0..=10).collect::<Vec<_>>()).unwrap().iter().filter(|x| x.is_some()).count();
         assert_eq!((kept, disk.size().0), (3, 3 * row), "reopened under a smaller bound, the file was not trimmed");
         assert!(disk.get(&[10]).unwrap()[0].is_some(), "the newest was let go of");
+    }
+
+    /// The file's byte count (its `size` row) is what its rows hold after every kind of
+    /// change, a file from before the count is summed once when opened, and another
+    /// model's states leave it at zero.
+    #[test]
+    fn the_disk_counts_its_bytes_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("states.sqlite");
+        let summed = || -> u64 {
+            let c = rusqlite::Connection::open(&path).unwrap();
+            let n: i64 = c.query_row("SELECT coalesce(sum(length(data)), 0) FROM token_states", [], |r| r.get(0)).unwrap();
+            n.unsigned_abs()
+        };
+        let small = Arc::new(Packed::pack(&[unit(1, 384)]));
+        let large = Arc::new(Packed::pack(&[unit(1, 384), unit(2, 384), unit(3, 384)]));
+        let disk = Disk::open(&path, "m", DEFAULT_DISK_BYTES).unwrap();
+        disk.put(&[(1, small.clone()), (2, large.clone()), (3, small.clone())]).unwrap();
+        disk.put(&[(1, large.clone())]).unwrap(); // written again, larger
+        disk.remove(&[3, 42]).unwrap();
+        assert_eq!(disk.size().0, 2 * large.to_bytes().len() as u64);
+        assert_eq!(disk.size().0, summed());
+        drop(disk);
+        // As a file made before the count: no `size` table, no triggers.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("DROP TRIGGER size_put; DROP TRIGGER size_remove; DROP TABLE size;").unwrap();
+        drop(c);
+        let disk = Disk::open(&path, "m", DEFAULT_DISK_BYTES).unwrap();
+        assert_eq!(disk.size().0, summed());
+        disk.put(&[(4, small.clone())]).unwrap();
+        assert_eq!(disk.size().0, summed());
+        drop(disk);
+        let disk = Disk::open(&path, "other", DEFAULT_DISK_BYTES).unwrap();
+        assert_eq!((disk.size().0, summed()), (0, 0));
     }
 
     #[test]

@@ -23,19 +23,36 @@ pub struct Context {
     /// How far apart in time two turns may be and still be neighbours.
     pub window_ms: i64,
     /// `α`: a turn's score `s` becomes `s + α · n · (1 − s)`, `n` the better score of its
-    /// two neighbours. It stays within 0 to 1, never falls, and grows with both.
+    /// two neighbours. It stays within 0 to 1, never falls, and grows with both. For
+    /// hits in the fused order (an embedder without token states).
     pub weight: f64,
+    /// `α` for hits late interaction ordered ([`super::Late::rerank`]).
+    pub weight_after_late: f64,
 }
 
 /// An hour: in REALTALK's conversations half the replies come within 29 seconds and
-/// nine in ten within 15 minutes, while its sessions are days apart.
-pub const CONTEXT: Context = Context { window_ms: 3_600_000, weight: 0.5 };
+/// nine in ten within 15 minutes, while its sessions are days apart. The weights were
+/// chosen for each order on the real sets' `tune` splits (docs/benchmarks.md): 0.5 on
+/// the fused order; none after late interaction, where every weight lowered REALTALK's
+/// R@5 once question words were weighted.
+pub const CONTEXT: Context = Context { window_ms: 3_600_000, weight: 0.5, weight_after_late: 0.0 };
 
 impl Context {
-    /// `hits` (best first) with each turn's score raised by its neighbours' and ordered
-    /// again: exact identifiers first, then by score, ties in the order given.
+    /// `hits` (best first, in the fused order) with each turn's score raised by its
+    /// neighbours' with [`Context::weight`] and ordered again: exact identifiers first,
+    /// then by score, ties in the order given.
     pub fn apply(&self, hits: Vec<SearchHit>) -> Vec<SearchHit> {
-        if self.weight <= 0.0 || hits.len() < 2 {
+        self.apply_weight(hits, self.weight)
+    }
+
+    /// [`Context::apply`] to hits late interaction ordered, with
+    /// [`Context::weight_after_late`].
+    pub fn apply_after_late(&self, hits: Vec<SearchHit>) -> Vec<SearchHit> {
+        self.apply_weight(hits, self.weight_after_late)
+    }
+
+    fn apply_weight(&self, hits: Vec<SearchHit>, weight: f64) -> Vec<SearchHit> {
+        if weight <= 0.0 || hits.len() < 2 {
             return hits;
         }
         // Turns by (scope, time), so each one's neighbours are beside it.
@@ -56,7 +73,7 @@ impl Context {
             let after = turns.get(k + 1).copied().filter(|&j| near(i, j));
             let n = before.into_iter().chain(after).map(|j| hits[j].score.clamp(0.0, 1.0)).fold(0.0, f64::max);
             let s = hits[i].score.clamp(0.0, 1.0);
-            raised[i] = s + self.weight * n * (1.0 - s);
+            raised[i] = s + weight * n * (1.0 - s);
         }
         let mut order: Vec<(usize, SearchHit)> = hits
             .into_iter()
@@ -149,5 +166,12 @@ mod tests {
         let off = Context { weight: 0.0, ..CONTEXT };
         let hits = vec![hit("a", "s", DocKind::Turn, Some(1), 0.2), hit("b", "s", DocKind::Turn, Some(2), 0.9)];
         assert_eq!(ids(&off.apply(hits)), ["a", "b"], "weight 0 leaves the order as given");
+        // As served, hits late interaction ordered are left as they are; a weight
+        // after it raises them as on the fused order.
+        let pair = || vec![hit("a", "s", DocKind::Turn, Some(1), 0.2), hit("b", "s", DocKind::Turn, Some(2), 0.1)];
+        let late = CONTEXT.apply_after_late(pair());
+        assert_eq!((ids(&late), late[1].score), (vec!["a", "b"], 0.1));
+        let raised = Context { weight_after_late: 0.5, ..CONTEXT }.apply_after_late(pair());
+        assert!((raised[1].score - (0.1 + 0.5 * 0.2 * 0.9)).abs() < 1e-9, "{raised:?}");
     }
 }

@@ -45,9 +45,9 @@ pub use text::{chunks, extract};
 /// Hybrid search's `hits` (best first) ordered again: the best [`LATE`]`.pool` by late
 /// interaction with `query` ([`ports::search::Late::rerank`]) when `embedder` has token
 /// states (a model run in this process), then every turn's score raised by its
-/// neighbours' in the conversation ([`ports::search::Context::apply`], with any
-/// embedder). What every hybrid search of the services does, and what the recall
-/// benchmark measures.
+/// neighbours' in the conversation ([`ports::search::Context`], with the weight for
+/// the order the hits are in: none after late interaction, as served). What every
+/// hybrid search of the services does, and what the recall benchmark measures.
 ///
 /// # Errors
 /// `INTERNAL` when the model fails.
@@ -73,11 +73,10 @@ pub async fn reorder_with(
     // text), whose token states the model kept then. The title's tokens are matched too
     // (a speaker's name, a date).
     let texts: Vec<String> = hits.iter().take(LATE.pool).map(|h| format!("{}\n{}", h.title, h.text)).collect();
-    let hits = match embedder.token_states(query, &texts).await? {
-        Some((question, docs)) => LATE.rerank(hits, &question, &docs),
-        None => hits,
-    };
-    Ok(context.apply(hits))
+    Ok(match embedder.token_states(query, &texts).await? {
+        Some((question, docs)) => context.apply_after_late(LATE.rerank(hits, &question, &docs)),
+        None => context.apply(hits),
+    })
 }
 
 /// Similarity above which an existing record is linked as related.
@@ -404,7 +403,7 @@ impl SearchService {
     /// Hybrid search of `scopes` for `caller`. Every scope must be readable by the
     /// caller (`FORBIDDEN` otherwise) — checked here, before the index is asked. In
     /// hybrid mode the index's best candidates are ordered again by [`reorder`] (late
-    /// interaction when the embedder runs in this process, then conversation context).
+    /// interaction when the embedder runs in this process, else conversation context).
     ///
     /// # Errors
     /// `INVALID_REQUEST` for an unusable query; `FORBIDDEN` for an unreadable scope;
