@@ -431,27 +431,23 @@ pub async fn evaluate(s: &Services, callers: &HashMap<String, CallerContext>, co
                 let hits = ask(q, &vector, mode, 100).await;
                 legs.insert(name.to_owned(), hits.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score])).collect());
             }
-            // And the pool as late interaction leaves it, before conversation context,
-            // with each candidate's time (for studying context).
+            // What late interaction reads: the question's tokens and, per candidate of
+            // the fused pool, its fused score, similarity, time and each question
+            // token's best cosine with one of its tokens (for studying late interaction
+            // outside Rust).
             let pool = ask(q, &vector, SearchMode::Hybrid, ports::search::LATE.pool).await;
-            // And what late interaction reads: the question's tokens and, per candidate,
-            // its fused score, similarity, time and each question token's best cosine
-            // with one of its tokens (for studying late interaction outside Rust).
             let texts: Vec<String> = pool.iter().map(|h| format!("{}\n{}", h.title, h.text)).collect();
             if let Some((question, docs)) = embedder.token_states(&q.text, &texts).await.unwrap() {
-                let best = |d: &ports::search::TokenStates| -> Vec<f32> {
-                    question
-                        .vectors
-                        .iter()
-                        .map(|v| d.vectors.iter().map(|w| ports::search::dot(v, w)).fold(f32::NEG_INFINITY, f32::max))
-                        .collect()
-                };
+                let every: Vec<&[f32]> = question.vectors.iter().map(Vec::as_slice).collect();
                 let rows = pool.iter().zip(&docs).map(|(h, d)| {
-                    serde_json::json!([h.doc.to_string(), h.score, h.similarity, h.occurred_at.map(|t| t.0), h.exact, best(d)])
+                    let best = ports::search::word_matches(&every, d);
+                    serde_json::json!([h.doc.to_string(), h.score, h.similarity, h.occurred_at.map(|t| t.0), h.exact, best])
                 });
                 legs.insert("tokens".to_owned(), serde_json::json!(question.tokens));
                 legs.insert("pool".to_owned(), rows.collect());
             }
+            // And the pool as late interaction leaves it, before conversation context,
+            // with each candidate's time (for studying context).
             let no_context = ports::search::Context { weight: 0.0, weight_after_late: 0.0, ..ports::search::CONTEXT };
             let late = services::search::reorder_with(embedder.as_ref(), &q.text, pool, &no_context).await.unwrap();
             let late = late.iter().map(|h| serde_json::json!([h.doc.to_string(), h.score, h.occurred_at.map(|t| t.0)]));

@@ -31,7 +31,7 @@ mod late;
 pub use context::{CONTEXT, Context};
 pub use dates::{day_terms, query_dates, text_days};
 pub use hashing::{HashingEmbedder, dot, normalize};
-pub use late::{LATE, Late, TokenStates, question_vectors, token_match};
+pub use late::{LATE, Late, TokenStates, question_vectors, word_matches};
 
 /// Hybrid fusion for a semantic embedder (all-MiniLM-L6-v2 and the like).
 ///
